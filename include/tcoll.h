@@ -1,0 +1,208 @@
+/*
+ * tcoll.h - the public API of tcoll, a library for the processes of a
+ * data-parallel job to combine tensors.
+ *
+ * Two halves:
+ *  - the engine: named tensors are submitted asynchronously from any thread,
+ *    negotiated by rank 0, and combined by one background thread per process
+ *    that owns every MPI call (tc_init ... tc_shutdown);
+ *  - the proxy: a bounded lock-free FIFO of 128-bit triggers and a service
+ *    thread that runs a handler for each (tc_fifo_*, tc_proxy_*). It needs
+ *    neither MPI nor tc_init.
+ *
+ * Conventions: every function that can fail returns a tc_status_t (TC_OK is 0);
+ * output arguments are last, named *_p, and are written only on success. When a
+ * call fails, tc_last_error() gives a message for the calling thread.
+ *
+ * This header is C11 and also compiles as C++.
+ */
+#ifndef TCOLL_H
+#define TCOLL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TCOLL_VERSION_MAJOR 0
+#define TCOLL_VERSION_MINOR 1
+#define TCOLL_VERSION_PATCH 0
+
+/* ------------------------------------------------------------------------ */
+/* Status codes                                                              */
+/* ------------------------------------------------------------------------ */
+
+typedef enum {
+    TC_OK = 0,          /* success */
+    TC_ERR_ARG,         /* a caller mistake: bad argument; nothing was changed */
+    TC_ERR_STATE,       /* call not valid now (before tc_init, init twice, ...) */
+    TC_ERR_MISMATCH,    /* ranks submitted the same name with different parameters */
+    TC_ERR_DUPLICATE,   /* the name is already in flight on this rank */
+    TC_ERR_SHUTDOWN,    /* tcoll was shut down (by this rank or another) */
+    TC_ERR_TRANSPORT,   /* MPI or another transport failed */
+    TC_ERR_NOMEM,       /* out of memory */
+    TC_ERR_TIMEOUT      /* a time limit passed (tc_fifo_sync) */
+} tc_status_t;
+
+/* A short, static, human-readable name for a status ("success", ...). Never NULL. */
+const char *tc_status_string(tc_status_t status);
+
+/* Message describing why the last failed tcoll call made by the calling thread
+ * failed ("" if none has failed). Valid until that thread's next tcoll call. */
+const char *tc_last_error(void);
+
+/* "MAJOR.MINOR.PATCH" */
+const char *tc_version(void);
+
+/* ------------------------------------------------------------------------ */
+/* Tensors                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef enum {
+    TC_UINT8, TC_INT8, TC_INT32, TC_INT64,
+    TC_FLOAT16,   /* IEEE 754 binary16 */
+    TC_BFLOAT16,  /* bfloat16 (upper half of a binary32) */
+    TC_FLOAT32, TC_FLOAT64
+} tc_dtype_t;
+
+typedef enum { TC_SUM, TC_AVG, TC_MIN, TC_MAX, TC_PROD } tc_op_t;
+
+#define TC_MAX_DIMS 8
+
+/* Longest tensor name accepted, in bytes, not counting the terminating NUL. */
+#define TC_MAX_NAME_LEN 1024
+
+/* A dense, C-contiguous tensor in host memory. ndim 0 is a scalar (1 element);
+ * the element count is the product of shape[0..ndim-1]. */
+typedef struct {
+    void *data;
+    tc_dtype_t dtype;
+    int ndim;
+    int64_t shape[TC_MAX_DIMS];
+} tc_tensor_t;
+
+/* Size of one element of dtype in bytes, or 0 for an unknown dtype. */
+size_t tc_dtype_size(tc_dtype_t dtype);
+
+/* Short names: "float32", "sum", "allreduce". Never NULL ("?" if unknown). */
+const char *tc_dtype_name(tc_dtype_t dtype);
+const char *tc_op_name(tc_op_t op);
+
+typedef struct tc_request tc_request_t; /* opaque */
+
+/* ------------------------------------------------------------------------ */
+/* Engine lifetime                                                           */
+/* ------------------------------------------------------------------------ */
+
+/* Collective: every rank calls it once. Reads TCOLL_* environment variables,
+ * starts the engine thread and returns when it is ready. If MPI is not
+ * initialized, the engine thread initializes it (and tc_shutdown finalizes it);
+ * if the application initialized it with MPI_THREAD_MULTIPLE, tcoll works on
+ * duplicates of MPI_COMM_WORLD and leaves MPI to the application; a lower
+ * thread level fails with TC_ERR_STATE. Calling it twice, or after
+ * tc_shutdown, fails with TC_ERR_STATE. Call from any one thread. */
+tc_status_t tc_init(void);
+
+/* Shuts tcoll down on every rank: pending and later requests on all ranks
+ * complete with TC_ERR_SHUTDOWN, the engine threads exit, MPI is finalized if
+ * tcoll initialized it. Every rank should call it; it returns on each rank
+ * without waiting for the others to call it. Calling it before tc_init or a
+ * second time fails with TC_ERR_STATE. Call from any one thread. */
+tc_status_t tc_shutdown(void);
+
+/* Rank and size in the job and within this node; -1 before tc_init. Any thread. */
+int tc_rank(void);
+int tc_size(void);
+int tc_local_rank(void);
+int tc_local_size(void);
+
+/* ------------------------------------------------------------------------ */
+/* Collectives: asynchronous, named, from any thread                          */
+/* ------------------------------------------------------------------------ */
+/*
+ * Each call validates its arguments and queues the tensor; on TC_OK *req_p is a
+ * new request to complete with tc_wait/tc_test and release with
+ * tc_request_free. The operation runs once every rank has submitted the same
+ * name; ranks may submit in any order. The buffers must stay valid and
+ * untouched until the request completes. Names are unique among the requests in
+ * flight on a rank (TC_ERR_DUPLICATE otherwise) and may be reused once the
+ * previous request with that name has completed.
+ *
+ * Immediate errors (no request is created): TC_ERR_ARG for caller mistakes,
+ * TC_ERR_STATE before tc_init, TC_ERR_SHUTDOWN after shutdown,
+ * TC_ERR_DUPLICATE, TC_ERR_NOMEM. Errors reported by the request:
+ * TC_ERR_MISMATCH, TC_ERR_SHUTDOWN, TC_ERR_TRANSPORT, TC_ERR_NOMEM.
+ */
+
+/* Elementwise reduction of send across ranks into recv (same shape and dtype).
+ * recv may equal send->data (in place). TC_AVG divides the sum by tc_size()
+ * and needs a floating-point dtype. */
+tc_status_t tc_allreduce(const char *name, const tc_tensor_t *send, void *recv, tc_op_t op,
+                         tc_request_t **req_p);
+
+/* Concatenation of every rank's send along dimension 0, in rank order. Ranks
+ * may contribute different shape[0]; the other dims must agree. The output is
+ * allocated by tcoll: read it with tc_request_output; valid until
+ * tc_request_free. send->ndim must be >= 1. */
+tc_status_t tc_allgather(const char *name, const tc_tensor_t *send, tc_request_t **req_p);
+
+/* Copies root's buf into buf on every other rank (same shape and dtype). */
+tc_status_t tc_broadcast(const char *name, tc_tensor_t *buf, int root, tc_request_t **req_p);
+
+/* Blocks until req completes; returns the operation's status. */
+tc_status_t tc_wait(tc_request_t *req);
+
+/* Never blocks. Sets *done_p to 1 if req has completed (and then returns the
+ * operation's status), to 0 otherwise (and returns TC_OK). */
+tc_status_t tc_test(tc_request_t *req, int *done_p);
+
+/* Why the request failed: "" while pending or when it succeeded. */
+const char *tc_request_error(const tc_request_t *req);
+
+/* The result of a completed, successful request: for allgather the tensor
+ * tcoll allocated; for allreduce the recv buffer; for broadcast the buffer.
+ * TC_ERR_STATE if not complete yet; the request's status if it failed. */
+tc_status_t tc_request_output(const tc_request_t *req, tc_tensor_t *out_p);
+
+/* Waits for req if it has not completed, then releases it and any output. NULL is ignored. */
+void tc_request_free(tc_request_t *req);
+
+/* ------------------------------------------------------------------------ */
+/* Proxy: trigger FIFO and service thread (no MPI, no tc_init needed)         */
+/* ------------------------------------------------------------------------ */
+
+typedef struct { uint64_t fst, snd; } tc_trigger_t;
+typedef enum { TC_PROXY_CONTINUE = 0, TC_PROXY_STOP = 1 } tc_proxy_result_t;
+typedef tc_proxy_result_t (*tc_proxy_handler_t)(tc_trigger_t trigger, void *arg);
+typedef void (*tc_proxy_init_t)(void *arg); /* runs on the proxy thread first */
+typedef struct tc_fifo tc_fifo_t;           /* opaque */
+typedef struct tc_proxy tc_proxy_t;         /* opaque */
+
+/* A FIFO of size slots (a power of two, 1..2^20). */
+tc_status_t tc_fifo_create(uint32_t size, tc_fifo_t **fifo_p);
+void tc_fifo_destroy(tc_fifo_t *fifo);
+/* Any thread. Waits (with back-off) while full; returns the trigger's position. */
+uint64_t tc_fifo_push(tc_fifo_t *fifo, tc_trigger_t trigger);
+/* Any thread. Never waits: 1 if pushed (*pos_p set when pos_p != NULL), 0 if full. */
+int tc_fifo_try_push(tc_fifo_t *fifo, tc_trigger_t trigger, uint64_t *pos_p);
+/* Consumer only: 1 and *trigger_p set if the next trigger is ready, else 0. */
+int tc_fifo_poll(tc_fifo_t *fifo, tc_trigger_t *trigger_p);
+/* Consumer only: done with the trigger last returned by tc_fifo_poll. */
+void tc_fifo_pop(tc_fifo_t *fifo);
+/* Until the trigger at pos has been popped; timeout_ns < 0 waits forever. */
+tc_status_t tc_fifo_sync(tc_fifo_t *fifo, uint64_t pos, int64_t timeout_ns);
+
+tc_status_t tc_proxy_create(tc_proxy_handler_t handler, void *handler_arg, tc_proxy_init_t init,
+                            void *init_arg, uint32_t fifo_size, tc_proxy_t **proxy_p);
+tc_status_t tc_proxy_start(tc_proxy_t *proxy, int blocking);
+tc_status_t tc_proxy_stop(tc_proxy_t *proxy);
+void tc_proxy_destroy(tc_proxy_t *proxy);
+tc_fifo_t *tc_proxy_fifo(tc_proxy_t *proxy);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TCOLL_H */

@@ -1,0 +1,67 @@
+/*
+ * ring_allreduce.c - bandwidth-optimal allreduce over a ring of n ranks.
+ *
+ * The buffer is cut into n segments (uneven by at most one element when n
+ * does not divide the count). Rank r sends to right = r+1 and receives from
+ * left = r-1 (mod n). Each rank moves 2(n-1)/n of the buffer in total.
+ *
+ *   phase            step s (0..n-2)      rank r sends seg      rank r receives seg, then
+ *   reduce-scatter   s                    (r - s) mod n         (r - s - 1) mod n: seg op= recv
+ *   (after it, rank r holds segment (r + 1) mod n fully reduced; TC_AVG divides it here)
+ *   allgather        s                    (r + 1 - s) mod n     (r - s) mod n: seg = recv
+ *
+ * Every segment is reduced in one fixed order on one rank and then copied, so
+ * all ranks end with identical bits. Must never reduce a segment twice or read
+ * the scratch buffer before the receive that fills it has completed.
+ */
+#define _GNU_SOURCE
+#include "coll/coll.h"
+#include "reduce/reduce.h"
+
+tc_status_t tc__ring_allreduce(tc_transport_t *t, void *buf, size_t count, tc_dtype_t dtype,
+                               tc_op_t op, tc_scratch_t *scratch)
+{
+    const int n = t->size, r = t->rank;
+    const int right = (r + 1) % n, left = (r - 1 + n) % n;
+    const size_t es = tc_dtype_size(dtype);
+    char *base = buf;
+    size_t off, len, max_len;
+    tc_status_t st;
+    int s;
+
+    if (n == 1 || count == 0) {
+        return TC_OK; /* the sum of one contribution, divided by 1 */
+    }
+    tc__segment(count, n, 0, &off, &max_len); /* segment 0 is a largest one */
+    st = tc__scratch_reserve(scratch, max_len * es);
+    if (st != TC_OK) {
+        return st;
+    }
+
+    for (s = 0; s < n - 1; s++) {
+        size_t soff, slen, roff, rlen;
+        tc__segment(count, n, (r - s + n) % n, &soff, &slen);
+        tc__segment(count, n, (r - s - 1 + 2 * n) % n, &roff, &rlen);
+        st = t->sendrecv(t, base + soff * es, slen * es, right, scratch->data, rlen * es, left);
+        if (st != TC_OK) {
+            return st;
+        }
+        tc__reduce(dtype, op, base + roff * es, scratch->data, rlen);
+    }
+
+    if (op == TC_AVG) {
+        tc__segment(count, n, (r + 1) % n, &off, &len);
+        tc__reduce_avg_finish(dtype, base + off * es, len, n);
+    }
+
+    for (s = 0; s < n - 1; s++) {
+        size_t soff, slen, roff, rlen;
+        tc__segment(count, n, (r + 1 - s + n) % n, &soff, &slen);
+        tc__segment(count, n, (r - s + n) % n, &roff, &rlen);
+        st = t->sendrecv(t, base + soff * es, slen * es, right, base + roff * es, rlen * es, left);
+        if (st != TC_OK) {
+            return st;
+        }
+    }
+    return TC_OK;
+}

@@ -1,0 +1,42 @@
+/*
+ * segments.c - how a buffer is cut into per-rank segments, and the scratch
+ * buffer the algorithms share. Pure arithmetic: no transport, no allocation
+ * beyond the scratch buffer.
+ */
+#define _GNU_SOURCE
+#include "coll/coll.h"
+
+#include <stdlib.h>
+
+void tc__segment(size_t count, int n, int i, size_t *off_p, size_t *len_p)
+{
+    size_t base = count / (size_t)n;
+    size_t rem = count % (size_t)n;
+    size_t idx = (size_t)i;
+
+    *off_p = idx * base + (idx < rem ? idx : rem);
+    *len_p = base + (idx < rem ? 1 : 0);
+}
+
+tc_status_t tc__scratch_reserve(tc_scratch_t *s, size_t bytes)
+{
+    void *p;
+
+    if (bytes <= s->cap) {
+        return TC_OK;
+    }
+    p = realloc(s->data, bytes);
+    if (p == NULL) {
+        return TC_ERR_NOMEM;
+    }
+    s->data = p;
+    s->cap = bytes;
+    return TC_OK;
+}
+
+void tc__scratch_free(tc_scratch_t *s)
+{
+    free(s->data);
+    s->data = NULL;
+    s->cap = 0;
+}

@@ -1,0 +1,385 @@
+/*
+ * coordinator.c - rank 0's message table and the agreement checks.
+ *
+ * For each name: which ranks submitted it and with what parameters. When the
+ * last rank's submission arrives, the entry moves to the ready list; taking the
+ * ready list checks, in this order, collective kind, dtype, op (allreduce),
+ * root (broadcast), ndim (allgather) and shape (allreduce/broadcast: all dims;
+ * allgather: dims 1..) of every rank against rank 0's, and the first field
+ * that differs becomes the error, listing rank 0's value and up to four
+ * disagreeing ranks. Must never trust a rank index or name it was handed
+ * without checking it.
+ */
+#define _GNU_SOURCE
+#include "engine/coordinator.h"
+
+#include "util/hmap.h"
+#include "util/status.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_LISTED_RANKS 4
+
+typedef struct entry {
+    struct entry *next_ready;
+    char *name; /* NUL-terminated copy */
+    uint32_t name_len;
+    int nsub;
+    uint8_t *have;           /* [size] */
+    tc_wire_request_t *reqs; /* [size] */
+    int64_t *dim0;           /* [size], filled for an allgather RUN */
+    char *text;              /* ERROR text */
+} entry_t;
+
+struct tc_coord {
+    int size;
+    tc_hmap_t table;
+    entry_t *ready_head, *ready_tail;
+    size_t nready;
+};
+
+tc_status_t tc__coord_create(int size, tc_coord_t **coord_p)
+{
+    tc_coord_t *c;
+
+    if (size < 1 || coord_p == NULL) {
+        return TC_ERR_ARG;
+    }
+    c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        return TC_ERR_NOMEM;
+    }
+    c->size = size;
+    tc__hmap_init(&c->table);
+    *coord_p = c;
+    return TC_OK;
+}
+
+static void entry_free(entry_t *e)
+{
+    if (e == NULL) {
+        return;
+    }
+    free(e->name);
+    free(e->have);
+    free(e->reqs);
+    free(e->dim0);
+    free(e->text);
+    free(e);
+}
+
+static void free_table_entry(const char *key, size_t len, void *val, void *arg)
+{
+    (void)key;
+    (void)len;
+    (void)arg;
+    entry_free(val);
+}
+
+void tc__coord_destroy(tc_coord_t *c)
+{
+    entry_t *e;
+
+    if (c == NULL) {
+        return;
+    }
+    tc__hmap_foreach(&c->table, free_table_entry, NULL);
+    tc__hmap_destroy(&c->table);
+    while ((e = c->ready_head) != NULL) {
+        c->ready_head = e->next_ready;
+        entry_free(e);
+    }
+    free(c);
+}
+
+size_t tc__coord_pending(const tc_coord_t *c)
+{
+    return c->table.count;
+}
+
+static entry_t *entry_new(int size, const char *name, uint32_t len)
+{
+    entry_t *e = calloc(1, sizeof(*e));
+
+    if (e == NULL) {
+        return NULL;
+    }
+    e->name = malloc((size_t)len + 1);
+    e->have = calloc((size_t)size, 1);
+    e->reqs = calloc((size_t)size, sizeof(*e->reqs));
+    if (e->name == NULL || e->have == NULL || e->reqs == NULL) {
+        entry_free(e);
+        return NULL;
+    }
+    memcpy(e->name, name, len);
+    e->name[len] = '\0';
+    e->name_len = len;
+    return e;
+}
+
+tc_status_t tc__coord_add(tc_coord_t *c, int rank, const tc_wire_request_t *req, char *err,
+                          size_t errlen)
+{
+    entry_t *e;
+    int created = 0;
+
+    if (rank < 0 || rank >= c->size) {
+        snprintf(err, errlen, "submission from rank %d outside 0..%d", rank, c->size - 1);
+        return TC_ERR_ARG;
+    }
+    if (req->name == NULL || req->name_len == 0 || req->name_len > TC_MAX_NAME_LEN) {
+        snprintf(err, errlen, "submission from rank %d has no valid name", rank);
+        return TC_ERR_ARG;
+    }
+    e = tc__hmap_get(&c->table, req->name, req->name_len);
+    if (e == NULL) {
+        e = entry_new(c->size, req->name, req->name_len);
+        if (e == NULL) {
+            return TC_ERR_NOMEM;
+        }
+        if (tc__hmap_put(&c->table, e->name, e->name_len, e) != 0) {
+            entry_free(e);
+            return TC_ERR_NOMEM;
+        }
+        created = 1;
+    } else if (e->have[rank]) {
+        snprintf(err, errlen, "rank %d submitted tensor '%s' twice", rank, e->name);
+        return TC_ERR_ARG;
+    }
+    (void)created;
+    e->have[rank] = 1;
+    e->reqs[rank] = *req;
+    e->reqs[rank].name = e->name;
+    e->nsub++;
+    if (e->nsub == c->size) {
+        tc__hmap_remove(&c->table, e->name, e->name_len);
+        if (c->ready_tail != NULL) {
+            c->ready_tail->next_ready = e;
+        } else {
+            c->ready_head = e;
+        }
+        c->ready_tail = e;
+        c->nready++;
+    }
+    return TC_OK;
+}
+
+/* ---- agreement checks --------------------------------------------------- */
+
+typedef enum { F_KIND, F_DTYPE, F_OP, F_ROOT, F_NDIM, F_SHAPE } field_t;
+
+static const char *const field_names[] = {
+    [F_KIND] = "collective", [F_DTYPE] = "dtype", [F_OP] = "op",
+    [F_ROOT] = "root",       [F_NDIM] = "ndim",   [F_SHAPE] = "shape",
+};
+
+static int shape_first_dim(const tc_wire_request_t *r)
+{
+    return r->kind == TC_KIND_ALLGATHER ? 1 : 0;
+}
+
+static int field_differs(field_t f, const tc_wire_request_t *a, const tc_wire_request_t *b)
+{
+    int i;
+
+    switch (f) {
+    case F_KIND:
+        return a->kind != b->kind;
+    case F_DTYPE:
+        return a->dtype != b->dtype;
+    case F_OP:
+        return a->kind == TC_KIND_ALLREDUCE && a->op != b->op;
+    case F_ROOT:
+        return a->kind == TC_KIND_BROADCAST && a->root != b->root;
+    case F_NDIM:
+        return a->kind == TC_KIND_ALLGATHER && a->ndim != b->ndim;
+    case F_SHAPE:
+        if (a->ndim != b->ndim) {
+            return 1;
+        }
+        for (i = shape_first_dim(a); i < a->ndim; i++) {
+            if (a->shape[i] != b->shape[i]) {
+                return 1;
+            }
+        }
+        return 0;
+    }
+    return 0;
+}
+
+/* Appends printf output to buf at *pos, never past len. */
+static void append(char *buf, size_t len, size_t *pos, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void append(char *buf, size_t len, size_t *pos, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (*pos >= len) {
+        return;
+    }
+    va_start(ap, fmt);
+    n = vsnprintf(buf + *pos, len - *pos, fmt, ap);
+    va_end(ap);
+    if (n > 0) {
+        *pos = (size_t)n >= len - *pos ? len : *pos + (size_t)n;
+    }
+}
+
+static int format_value(char *buf, size_t len, field_t f, const tc_wire_request_t *r)
+{
+    size_t pos = 0;
+    int i;
+
+    switch (f) {
+    case F_KIND:
+        return snprintf(buf, len, "%s", tc__kind_name(r->kind));
+    case F_DTYPE:
+        return snprintf(buf, len, "%s", tc_dtype_name((tc_dtype_t)r->dtype));
+    case F_OP:
+        return snprintf(buf, len, "%s", tc_op_name((tc_op_t)r->op));
+    case F_ROOT:
+        return snprintf(buf, len, "%" PRId32, r->root);
+    case F_NDIM:
+        return snprintf(buf, len, "%u", (unsigned)r->ndim);
+    case F_SHAPE:
+        append(buf, len, &pos, "[");
+        for (i = 0; i < r->ndim && i < TC_MAX_DIMS; i++) {
+            append(buf, len, &pos, i ? ",%" PRId64 : "%" PRId64, r->shape[i]);
+        }
+        append(buf, len, &pos, "]");
+        return (int)pos;
+    }
+    return snprintf(buf, len, "?");
+}
+
+/* NULL if every rank agrees; else a malloc'd message. */
+static char *check_agreement(const tc_coord_t *c, const entry_t *e)
+{
+    static const field_t order[] = {F_KIND, F_DTYPE, F_OP, F_ROOT, F_NDIM, F_SHAPE};
+    const tc_wire_request_t *ref = &e->reqs[0];
+    char value[256];
+    size_t k, pos = 0, len = TC_WIRE_MAX_TEXT + 1;
+    char *text;
+    int q, listed = 0, extra = 0;
+
+    for (k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
+        field_t f = order[k];
+        for (q = 1; q < c->size; q++) {
+            if (field_differs(f, ref, &e->reqs[q])) {
+                break;
+            }
+        }
+        if (q == c->size) {
+            continue;
+        }
+        text = malloc(len);
+        if (text == NULL) {
+            return NULL;
+        }
+        if (f == F_KIND) {
+            append(text, len, &pos, "tensor '%s': collective mismatch:", e->name);
+        } else if (f == F_SHAPE && ref->kind == TC_KIND_ALLGATHER) {
+            append(text, len, &pos, "tensor '%s': allgather shape mismatch (dims after the first):",
+                   e->name);
+        } else {
+            append(text, len, &pos, "tensor '%s': %s %s mismatch:", e->name,
+                   tc__kind_name(ref->kind), field_names[f]);
+        }
+        format_value(value, sizeof(value), f, ref);
+        append(text, len, &pos, " rank 0 has %s", value);
+        for (; q < c->size; q++) {
+            if (!field_differs(f, ref, &e->reqs[q])) {
+                continue;
+            }
+            if (listed == MAX_LISTED_RANKS) {
+                extra++;
+                continue;
+            }
+            format_value(value, sizeof(value), f, &e->reqs[q]);
+            append(text, len, &pos, ", rank %d has %s", q, value);
+            listed++;
+        }
+        if (extra > 0) {
+            append(text, len, &pos, ", and %d more rank%s differ", extra, extra > 1 ? "s" : "");
+        }
+        text[len - 1] = '\0';
+        if (strlen(text) > TC_WIRE_MAX_TEXT) {
+            text[TC_WIRE_MAX_TEXT] = '\0';
+        }
+        return text;
+    }
+    return NULL;
+}
+
+tc_status_t tc__coord_take_ready(tc_coord_t *c, tc_coord_batch_t *batch_p)
+{
+    tc_coord_batch_t b = {0};
+    entry_t *e, *first;
+    uint32_t i = 0;
+    int q;
+
+    if (c->nready == 0) {
+        *batch_p = b;
+        return TC_OK;
+    }
+    b.resps = calloc(c->nready, sizeof(*b.resps));
+    if (b.resps == NULL) {
+        return TC_ERR_NOMEM;
+    }
+    for (e = c->ready_head; e != NULL; e = e->next_ready) {
+        tc_wire_response_t *r = &b.resps[i++];
+        const tc_wire_request_t *ref = &e->reqs[0];
+        r->name = e->name;
+        r->name_len = e->name_len;
+        e->text = check_agreement(c, e);
+        if (e->text != NULL) {
+            r->rtype = TC_WIRE_ERROR;
+            r->status = TC_ERR_MISMATCH;
+            r->text = e->text;
+            r->text_len = (uint32_t)strlen(e->text);
+            continue;
+        }
+        r->rtype = TC_WIRE_RUN;
+        if (ref->kind == TC_KIND_ALLGATHER) {
+            e->dim0 = malloc((size_t)c->size * sizeof(*e->dim0));
+            if (e->dim0 == NULL) {
+                /* cannot describe the run: fail the tensor everywhere instead */
+                r->rtype = TC_WIRE_ERROR;
+                r->status = TC_ERR_NOMEM;
+                r->text = "out of memory on rank 0 while scheduling the allgather";
+                r->text_len = (uint32_t)strlen(r->text);
+                continue;
+            }
+            for (q = 0; q < c->size; q++) {
+                e->dim0[q] = e->reqs[q].shape[0];
+            }
+            r->ndim0 = (uint32_t)c->size;
+            r->dim0 = e->dim0;
+        }
+    }
+    first = c->ready_head;
+    c->ready_head = c->ready_tail = NULL;
+    b.count = i;
+    b.entries = first;
+    c->nready = 0;
+    *batch_p = b;
+    return TC_OK;
+}
+
+void tc__coord_batch_free(tc_coord_batch_t *b)
+{
+    entry_t *e = b->entries;
+
+    while (e != NULL) {
+        entry_t *next = e->next_ready;
+        entry_free(e);
+        e = next;
+    }
+    free(b->resps);
+    memset(b, 0, sizeof(*b));
+}

@@ -1,0 +1,43 @@
+/*
+ * coordinator.h - rank 0's message table: which ranks have submitted which
+ * names, and the decision of what every rank runs.
+ *
+ * Pure bookkeeping: no MPI, no threads (the engine thread owns it), so it is
+ * unit-tested on its own. A name is ready when every rank has submitted it;
+ * ready names leave the table in the order they became ready, each as a RUN
+ * response or, when the submissions disagree, an ERROR response whose text
+ * names the tensor, the field, and the ranks with their values.
+ */
+#ifndef TC_ENGINE_COORDINATOR_H
+#define TC_ENGINE_COORDINATOR_H
+
+#include <stddef.h>
+
+#include "wire/wire.h"
+
+typedef struct tc_coord tc_coord_t;
+
+typedef struct {
+    tc_wire_response_t *resps;
+    uint32_t count;
+    void *entries; /* internal: storage the responses point into */
+} tc_coord_batch_t;
+
+tc_status_t tc__coord_create(int size, tc_coord_t **coord_p);
+void tc__coord_destroy(tc_coord_t *c);
+
+/* Records that rank submitted req. TC_OK, TC_ERR_NOMEM, or TC_ERR_ARG (with a
+ * reason in err) for a protocol violation: rank out of range, or the same
+ * rank submitting a name it already has pending. The table is unchanged on
+ * error. */
+tc_status_t tc__coord_add(tc_coord_t *c, int rank, const tc_wire_request_t *req, char *err,
+                          size_t errlen);
+
+/* Moves every ready name into *batch_p (zeroed first), in readiness order. */
+tc_status_t tc__coord_take_ready(tc_coord_t *c, tc_coord_batch_t *batch_p);
+void tc__coord_batch_free(tc_coord_batch_t *b);
+
+/* Names submitted by some but not all ranks. */
+size_t tc__coord_pending(const tc_coord_t *c);
+
+#endif

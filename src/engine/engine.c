@@ -1,0 +1,1145 @@
+/*
+ * engine.c - the engine: tc_init/tc_shutdown, submission, and the background
+ * thread that owns every MPI call.
+ *
+ * Application threads validate their arguments, record the name as in flight
+ * and queue the request under one mutex; they never call MPI. The engine
+ * thread drains the queue and negotiates with rank 0 over a control
+ * communicator:
+ *
+ *   worker (every rank)                     coordinator (rank 0)
+ *   REQUESTS{new submissions} ---tag 1--->  message table; a name is ready
+ *                                           when all ranks submitted it
+ *                            <---tag 2----  RESPONSES{RUN | ERROR, ...}
+ *   runs each response in the order received (same order on every rank),
+ *   on a separate data communicator, then completes the request.
+ *
+ * Shutdown: a rank's tc_shutdown sends REQUESTS with the SHUTDOWN flag (rank 0
+ * decides directly). Rank 0 answers with RESPONSES carrying TERMINATE after
+ * every response already decided; each rank fails what is left, replies BYE,
+ * and rank 0 drains control messages until it has every BYE, so no message is
+ * left unmatched when the communicators are freed and MPI is finalized.
+ *
+ * Waiting: with nothing of its own in flight, the engine thread sleeps on a
+ * condition variable (woken at once by a submission) and wakes every
+ * TCOLL_IDLE_POLL_MS to look for control messages (a remote shutdown). With
+ * work in flight it polls with back-off (spin, yield, sleeps growing to
+ * TCOLL_BACKOFF_MAX_US). It must never block in MPI without backing off, and
+ * never touch a request after completing it.
+ */
+#define _GNU_SOURCE
+#include <mpi.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/coll.h"
+#include "engine/coordinator.h"
+#include "engine/request.h"
+#include "reduce/reduce.h"
+#include "transport/transport_mpi.h"
+#include "util/backoff.h"
+#include "util/config.h"
+#include "util/hmap.h"
+#include "util/log.h"
+#include "util/status.h"
+#include "wire/wire.h"
+
+#define TAG_REQ 1
+#define TAG_RESP 2
+#define MSG_MAX 1024
+
+enum { ST_NONE, ST_STARTING, ST_RUNNING, ST_SHUT, ST_DEAD };
+
+/* Shared between application threads and the engine thread, under g.mu. */
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t wake;    /* the engine thread sleeps here */
+    pthread_cond_t init_cv; /* tc_init waits here for init_done */
+    int state;
+    int init_done;
+    tc_status_t init_status;
+    char init_msg[MSG_MAX];
+    int engine_sleeping;
+    int shutdown_requested;
+    int stopped; /* the engine thread has finished: submissions fail with stop_status */
+    tc_status_t stop_status;
+    char stop_msg[MSG_MAX];
+    tc_request_t *q_head, *q_tail;
+    tc_hmap_t inflight; /* name -> request, from submission until completion */
+    pthread_t thread;
+} g = {
+    .mu = PTHREAD_MUTEX_INITIALIZER,
+    .wake = PTHREAD_COND_INITIALIZER,
+    .init_cv = PTHREAD_COND_INITIALIZER,
+};
+
+/* Written once by the engine thread during start-up, before init_done is
+ * published under g.mu; read by any thread with relaxed loads (a value is
+ * either -1 or final). */
+static _Atomic int g_rank = -1, g_size = -1, g_local_rank = -1, g_local_size = -1;
+
+/* A control message in flight; the buffer may be shared by several sends. */
+typedef struct {
+    int refs;
+    tc_wire_buf_t buf;
+} ctrl_buf_t;
+
+typedef struct {
+    MPI_Request req;
+    ctrl_buf_t *cb;
+} ctrl_send_t;
+
+/* Engine-thread state. */
+typedef struct {
+    const tc_config_t *cfg;
+    int own_mpi;
+    MPI_Comm ctrl, data, local;
+    int rank, size;
+    tc_transport_t tp;
+    tc_transport_mpi_t tp_mpi;
+    tc_scratch_t scratch;
+    tc_backoff_t bo;
+    tc_coord_t *coord; /* rank 0 only */
+    ctrl_send_t *sends;
+    size_t nsends, capsends;
+    int shutdown_sent;  /* worker: our SHUTDOWN request went out */
+    int shutdown_from;  /* coordinator: the first rank that asked, or -1 */
+    int terminated;     /* stop the loop */
+    int got_terminate;  /* worker: rank 0's TERMINATE arrived */
+    uint8_t *bye_seen;  /* coordinator: [size], ranks whose BYE arrived */
+    int broken;         /* MPI failed: skip the goodbye handshake */
+    tc_status_t term_status;
+    char term_msg[MSG_MAX];
+} engine_t;
+
+/* ------------------------------------------------------------------------ */
+/* Control messages                                                          */
+/* ------------------------------------------------------------------------ */
+
+static void ctrl_buf_release(ctrl_buf_t *cb)
+{
+    if (--cb->refs == 0) {
+        tc__wire_buf_free(&cb->buf);
+        free(cb);
+    }
+}
+
+static void engine_fail(engine_t *e, tc_status_t st, int broken, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void engine_fail(engine_t *e, tc_status_t st, int broken, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (e->terminated) {
+        e->broken |= broken;
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(e->term_msg, sizeof(e->term_msg), fmt, ap);
+    va_end(ap);
+    e->terminated = 1;
+    e->broken = broken;
+    e->term_status = st;
+    TC_ERROR("engine", "%s", e->term_msg);
+}
+
+/* Encodes msg and posts a send of it to each of dsts[0..ndst-1]. */
+static void ctrl_send(engine_t *e, const tc_wire_msg_t *msg, const int *dsts, int ndst, int tag)
+{
+    ctrl_buf_t *cb;
+    char why[MPI_MAX_ERROR_STRING];
+    int i;
+
+    if (ndst == 0) {
+        return;
+    }
+    cb = calloc(1, sizeof(*cb));
+    if (cb == NULL || tc__wire_encode(msg, &cb->buf) != TC_OK) {
+        free(cb);
+        engine_fail(e, TC_ERR_NOMEM, 1, "cannot encode a control message (out of memory)");
+        return;
+    }
+    if (e->nsends + (size_t)ndst > e->capsends) {
+        size_t cap = (e->capsends + (size_t)ndst) * 2;
+        ctrl_send_t *s = realloc(e->sends, cap * sizeof(*s));
+        if (s == NULL) {
+            tc__wire_buf_free(&cb->buf);
+            free(cb);
+            engine_fail(e, TC_ERR_NOMEM, 1, "out of memory for control sends");
+            return;
+        }
+        e->sends = s;
+        e->capsends = cap;
+    }
+    cb->refs = 1; /* held until every send is posted */
+    for (i = 0; i < ndst; i++) {
+        ctrl_send_t *s = &e->sends[e->nsends];
+        int rc = MPI_Isend(cb->buf.data, (int)cb->buf.len, MPI_BYTE, dsts[i], tag, e->ctrl, &s->req);
+        if (rc != MPI_SUCCESS) {
+            engine_fail(e, TC_ERR_TRANSPORT, 1, "MPI_Isend of a control message to rank %d failed: %s",
+                        dsts[i], tc__mpi_strerror(rc, why, sizeof(why)));
+            break;
+        }
+        s->cb = cb;
+        cb->refs++;
+        e->nsends++;
+    }
+    ctrl_buf_release(cb);
+}
+
+/* Completes finished control sends; returns how many are still in flight. */
+static size_t ctrl_progress(engine_t *e)
+{
+    size_t i = 0;
+    char why[MPI_MAX_ERROR_STRING];
+
+    while (i < e->nsends) {
+        int flag = 0;
+        int rc = MPI_Test(&e->sends[i].req, &flag, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) {
+            engine_fail(e, TC_ERR_TRANSPORT, 1, "a control send failed: %s",
+                        tc__mpi_strerror(rc, why, sizeof(why)));
+            return e->nsends;
+        }
+        if (flag) {
+            ctrl_buf_release(e->sends[i].cb);
+            e->sends[i] = e->sends[--e->nsends];
+        } else {
+            i++;
+        }
+    }
+    return e->nsends;
+}
+
+/* Receives one control message from src (or any) with tag, if one is there.
+ * Returns 1 and fills msg/src_p when it got one, 0 when none, -1 on failure. */
+static int ctrl_recv(engine_t *e, int src, int tag, tc_wire_msg_t *msg, int *src_p)
+{
+    MPI_Status status;
+    int flag = 0, count = 0, rc;
+    char why[MPI_MAX_ERROR_STRING];
+    char err[256];
+    uint8_t *buf;
+
+    rc = MPI_Iprobe(src, tag, e->ctrl, &flag, &status);
+    if (rc != MPI_SUCCESS) {
+        engine_fail(e, TC_ERR_TRANSPORT, 1, "MPI_Iprobe failed: %s",
+                    tc__mpi_strerror(rc, why, sizeof(why)));
+        return -1;
+    }
+    if (!flag) {
+        return 0;
+    }
+    MPI_Get_count(&status, MPI_BYTE, &count);
+    buf = malloc(count > 0 ? (size_t)count : 1);
+    if (buf == NULL) {
+        engine_fail(e, TC_ERR_NOMEM, 1, "out of memory receiving a %d-byte control message", count);
+        return -1;
+    }
+    rc = MPI_Recv(buf, count, MPI_BYTE, status.MPI_SOURCE, tag, e->ctrl, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) {
+        free(buf);
+        engine_fail(e, TC_ERR_TRANSPORT, 1, "MPI_Recv of a control message from rank %d failed: %s",
+                    status.MPI_SOURCE, tc__mpi_strerror(rc, why, sizeof(why)));
+        return -1;
+    }
+    if (tc__wire_decode(buf, (size_t)count, msg, err, sizeof(err)) != TC_OK) {
+        free(buf);
+        engine_fail(e, TC_ERR_TRANSPORT, 0, "malformed control message from rank %d: %s",
+                    status.MPI_SOURCE, err);
+        return -1;
+    }
+    free(buf);
+    *src_p = status.MPI_SOURCE;
+    return 1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Running what rank 0 decided                                               */
+/* ------------------------------------------------------------------------ */
+
+/* Removes req from the in-flight table (so the name can be reused at once) and
+ * completes it. */
+static void finish(tc_request_t *req, tc_status_t st, const char *msg)
+{
+    pthread_mutex_lock(&g.mu);
+    tc__hmap_remove(&g.inflight, req->name, req->name_len);
+    pthread_mutex_unlock(&g.mu);
+    tc__request_complete(req, st, msg);
+}
+
+static tc_status_t run_allgather(engine_t *e, tc_request_t *req, const tc_wire_response_t *r,
+                                 char *msg, size_t msglen)
+{
+    size_t es = tc_dtype_size(req->dtype), row = es, total = 0;
+    size_t *bytes, *displs;
+    int64_t rows = 0;
+    tc_status_t st;
+    int q, d;
+
+    if (r->ndim0 != (uint32_t)e->size || r->dim0[e->rank] != req->shape[0]) {
+        snprintf(msg, msglen, "tensor '%s': rank 0 sent an allgather plan that does not match this "
+                              "rank's submission (internal error)", req->name);
+        return TC_ERR_TRANSPORT;
+    }
+    for (d = 1; d < req->ndim; d++) {
+        row *= (size_t)req->shape[d]; /* fits: validated at submission */
+    }
+    bytes = malloc(2 * (size_t)e->size * sizeof(*bytes));
+    if (bytes == NULL) {
+        snprintf(msg, msglen, "tensor '%s': out of memory", req->name);
+        return TC_ERR_NOMEM;
+    }
+    displs = bytes + e->size;
+    for (q = 0; q < e->size; q++) {
+        if (r->dim0[q] < 0 || (row != 0 && (uint64_t)r->dim0[q] > (SIZE_MAX - total) / row)) {
+            free(bytes);
+            snprintf(msg, msglen, "tensor '%s': allgather output does not fit in memory", req->name);
+            return TC_ERR_NOMEM;
+        }
+        displs[q] = total;
+        bytes[q] = (size_t)r->dim0[q] * row;
+        total += bytes[q];
+        rows += r->dim0[q];
+    }
+    req->owned_output = malloc(total > 0 ? total : 1);
+    if (req->owned_output == NULL) {
+        free(bytes);
+        snprintf(msg, msglen, "tensor '%s': cannot allocate %zu bytes for the allgather output",
+                 req->name, total);
+        return TC_ERR_NOMEM;
+    }
+    if (bytes[e->rank] > 0) {
+        memcpy((char *)req->owned_output + displs[e->rank], req->send, bytes[e->rank]);
+    }
+    st = tc__ring_allgatherv(&e->tp, req->owned_output, bytes, displs);
+    free(bytes);
+    if (st != TC_OK) {
+        snprintf(msg, msglen, "tensor '%s': allgather failed: %s", req->name, e->tp.err);
+        return st;
+    }
+    req->output.data = req->owned_output;
+    req->output.dtype = req->dtype;
+    req->output.ndim = req->ndim;
+    memcpy(req->output.shape, req->shape, sizeof(req->shape));
+    req->output.shape[0] = rows;
+    return TC_OK;
+}
+
+static tc_status_t run(engine_t *e, tc_request_t *req, const tc_wire_response_t *r, char *msg,
+                       size_t msglen)
+{
+    size_t bytes = req->count * tc_dtype_size(req->dtype);
+    tc_status_t st = TC_OK;
+
+    switch (req->kind) {
+    case TC_KIND_ALLREDUCE:
+        if (req->recv != req->send && bytes > 0) {
+            memcpy(req->recv, req->send, bytes);
+        }
+        st = tc__ring_allreduce(&e->tp, req->recv, req->count, req->dtype, req->op, &e->scratch);
+        break;
+    case TC_KIND_BROADCAST:
+        st = tc__bcast_binomial(&e->tp, req->recv, bytes, req->root);
+        break;
+    case TC_KIND_ALLGATHER:
+        return run_allgather(e, req, r, msg, msglen);
+    }
+    if (st != TC_OK) {
+        snprintf(msg, msglen, "tensor '%s': %s failed: %s", req->name, tc__kind_name(req->kind),
+                 st == TC_ERR_NOMEM ? "out of memory" : e->tp.err);
+        return st;
+    }
+    req->output.data = req->recv;
+    req->output.dtype = req->dtype;
+    req->output.ndim = req->ndim;
+    memcpy(req->output.shape, req->shape, sizeof(req->shape));
+    return TC_OK;
+}
+
+static void execute(engine_t *e, const tc_wire_response_t *resps, uint32_t n)
+{
+    char msg[MSG_MAX];
+    uint32_t i;
+
+    for (i = 0; i < n && !e->broken; i++) {
+        const tc_wire_response_t *r = &resps[i];
+        tc_request_t *req;
+        tc_status_t st;
+
+        pthread_mutex_lock(&g.mu);
+        req = tc__hmap_get(&g.inflight, r->name, r->name_len);
+        pthread_mutex_unlock(&g.mu);
+        if (req == NULL) {
+            engine_fail(e, TC_ERR_TRANSPORT, 1,
+                        "rank 0 scheduled tensor '%.*s', which this rank has not submitted "
+                        "(protocol error)", (int)r->name_len, r->name);
+            return;
+        }
+        if (r->rtype == TC_WIRE_ERROR) {
+            snprintf(msg, sizeof(msg), "%.*s", (int)r->text_len, r->text);
+            finish(req, (tc_status_t)r->status, msg);
+            continue;
+        }
+        msg[0] = '\0';
+        st = run(e, req, r, msg, sizeof(msg));
+        finish(req, st, msg);
+        if (st != TC_OK) {
+            /* The ring cannot go on without this rank: stop the engine. */
+            engine_fail(e, st, 1, "%s; tcoll stops on this rank", msg);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Negotiation                                                               */
+/* ------------------------------------------------------------------------ */
+
+static void to_wire(const tc_request_t *req, tc_wire_request_t *w)
+{
+    memset(w, 0, sizeof(*w));
+    w->name = req->name;
+    w->name_len = req->name_len;
+    w->kind = (uint8_t)req->kind;
+    w->dtype = (uint8_t)req->dtype;
+    w->op = (uint8_t)req->op;
+    w->root = req->root;
+    w->ndim = (uint8_t)req->ndim;
+    memcpy(w->shape, req->shape, sizeof(w->shape));
+}
+
+/* Takes what application threads queued. Returns the number of requests. */
+static size_t drain(tc_request_t **head_p, int *shutdown_p)
+{
+    size_t n = 0;
+    tc_request_t *r;
+
+    pthread_mutex_lock(&g.mu);
+    *head_p = g.q_head;
+    g.q_head = g.q_tail = NULL;
+    *shutdown_p = g.shutdown_requested;
+    pthread_mutex_unlock(&g.mu);
+    for (r = *head_p; r != NULL; r = r->next) {
+        n++;
+    }
+    return n;
+}
+
+static int worker_step(engine_t *e, tc_request_t *head, size_t nnew, int local_shutdown)
+{
+    int progress = 0, src, got;
+    tc_wire_msg_t msg;
+
+    if (nnew > 0 || (local_shutdown && !e->shutdown_sent)) {
+        tc_wire_msg_t out = {0};
+        tc_request_t *r;
+        size_t i = 0;
+        int dst = 0;
+        out.type = TC_WIRE_REQUESTS;
+        out.reqs = nnew > 0 ? calloc(nnew, sizeof(*out.reqs)) : NULL;
+        if (nnew > 0 && out.reqs == NULL) {
+            engine_fail(e, TC_ERR_NOMEM, 1, "out of memory sending submissions");
+            return 1;
+        }
+        for (r = head; r != NULL; r = r->next) {
+            to_wire(r, &out.reqs[i++]);
+        }
+        out.count = (uint32_t)nnew;
+        if (local_shutdown && !e->shutdown_sent) {
+            out.flags = TC_WIRE_F_SHUTDOWN;
+            e->shutdown_sent = 1;
+        }
+        ctrl_send(e, &out, &dst, 1, TAG_REQ);
+        free(out.reqs);
+        progress = 1;
+    }
+    while (!e->terminated && (got = ctrl_recv(e, 0, TAG_RESP, &msg, &src)) == 1) {
+        progress = 1;
+        if (msg.type != TC_WIRE_RESPONSES) {
+            engine_fail(e, TC_ERR_TRANSPORT, 0, "unexpected control message type %d from rank 0",
+                        msg.type);
+        } else {
+            execute(e, msg.resps, msg.count);
+            if (msg.flags & TC_WIRE_F_TERMINATE) {
+                e->got_terminate = 1;
+            }
+            if ((msg.flags & TC_WIRE_F_TERMINATE) && !e->terminated) {
+                e->terminated = 1;
+                e->term_status = (tc_status_t)msg.term_status;
+                snprintf(e->term_msg, sizeof(e->term_msg), "%.*s", (int)msg.term_text_len,
+                         msg.term_text);
+            }
+        }
+        tc__wire_msg_free(&msg);
+    }
+    return progress;
+}
+
+static void coord_add_local(engine_t *e, int rank, const tc_wire_request_t *w)
+{
+    char err[512];
+    tc_status_t st = tc__coord_add(e->coord, rank, w, err, sizeof(err));
+
+    if (st == TC_ERR_NOMEM) {
+        engine_fail(e, TC_ERR_NOMEM, 0, "rank 0 ran out of memory in the message table");
+    } else if (st != TC_OK) {
+        engine_fail(e, TC_ERR_TRANSPORT, 0, "protocol error: %s", err);
+    }
+}
+
+static int coordinator_step(engine_t *e, tc_request_t *head, size_t nnew, int local_shutdown)
+{
+    int progress = nnew > 0, src, got, q;
+    tc_wire_msg_t msg;
+    tc_coord_batch_t batch;
+    tc_request_t *r;
+
+    for (r = head; r != NULL; r = r->next) {
+        tc_wire_request_t w;
+        to_wire(r, &w);
+        coord_add_local(e, 0, &w);
+    }
+    if (local_shutdown && e->shutdown_from < 0) {
+        e->shutdown_from = 0;
+    }
+    while (!e->terminated && (got = ctrl_recv(e, MPI_ANY_SOURCE, TAG_REQ, &msg, &src)) == 1) {
+        uint32_t i;
+        progress = 1;
+        if (msg.type == TC_WIRE_BYE) {
+            /* That rank stopped on its own after a local failure. */
+            e->bye_seen[src] = 1;
+            engine_fail(e, TC_ERR_TRANSPORT, 0, "rank %d stopped after a failure", src);
+        } else if (msg.type != TC_WIRE_REQUESTS) {
+            engine_fail(e, TC_ERR_TRANSPORT, 0, "unexpected control message type %d from rank %d",
+                        msg.type, src);
+        }
+        for (i = 0; i < msg.count && !e->terminated; i++) {
+            coord_add_local(e, src, &msg.reqs[i]);
+        }
+        if ((msg.flags & TC_WIRE_F_SHUTDOWN) && e->shutdown_from < 0) {
+            e->shutdown_from = src;
+        }
+        tc__wire_msg_free(&msg);
+    }
+    if (e->terminated) {
+        /* Tell the others why, then stop like a shutdown. */
+        tc_wire_msg_t out = {0};
+        int *dsts = malloc((size_t)e->size * sizeof(int));
+        out.type = TC_WIRE_RESPONSES;
+        out.flags = TC_WIRE_F_TERMINATE;
+        out.term_status = (uint8_t)e->term_status;
+        out.term_text = e->term_msg;
+        out.term_text_len = (uint32_t)strnlen(e->term_msg, TC_WIRE_MAX_TEXT);
+        for (q = 1; dsts != NULL && q < e->size; q++) {
+            dsts[q - 1] = q;
+        }
+        if (dsts != NULL && !e->broken) {
+            ctrl_send(e, &out, dsts, e->size - 1, TAG_RESP);
+        }
+        free(dsts);
+        return 1;
+    }
+    if (tc__coord_take_ready(e->coord, &batch) != TC_OK) {
+        engine_fail(e, TC_ERR_NOMEM, 0, "rank 0 ran out of memory scheduling tensors");
+        return 1;
+    }
+    if (batch.count > 0 || e->shutdown_from >= 0) {
+        tc_wire_msg_t out = {0};
+        char text[128];
+        int *dsts = malloc((size_t)e->size * sizeof(int));
+        out.type = TC_WIRE_RESPONSES;
+        out.count = batch.count;
+        out.resps = batch.resps;
+        if (e->shutdown_from >= 0) {
+            snprintf(text, sizeof(text), "tcoll was shut down (tc_shutdown called on rank %d)",
+                     e->shutdown_from);
+            out.flags = TC_WIRE_F_TERMINATE;
+            out.term_status = TC_ERR_SHUTDOWN;
+            out.term_text = text;
+            out.term_text_len = (uint32_t)strlen(text);
+        }
+        if (dsts == NULL) {
+            engine_fail(e, TC_ERR_NOMEM, 1, "out of memory sending responses");
+        } else {
+            for (q = 1; q < e->size; q++) {
+                dsts[q - 1] = q;
+            }
+            ctrl_send(e, &out, dsts, e->size - 1, TAG_RESP);
+            free(dsts);
+        }
+        execute(e, batch.resps, batch.count);
+        if (e->shutdown_from >= 0 && !e->terminated) {
+            e->terminated = 1;
+            e->term_status = TC_ERR_SHUTDOWN;
+            snprintf(e->term_msg, sizeof(e->term_msg), "%s", text);
+        }
+        tc__coord_batch_free(&batch);
+        progress = 1;
+    }
+    return progress;
+}
+
+/* Sleeps until there is something to do: see the file comment. */
+static void engine_wait(engine_t *e)
+{
+    uint32_t ns;
+    struct timespec ts;
+
+    pthread_mutex_lock(&g.mu);
+    if (g.q_head != NULL || g.shutdown_requested) {
+        pthread_mutex_unlock(&g.mu);
+        return;
+    }
+    if (g.inflight.count == 0) {
+        ts = tc__deadline_after_ns((uint64_t)e->cfg->idle_poll_ms * 1000000ull);
+        g.engine_sleeping = 1;
+        pthread_cond_timedwait(&g.wake, &g.mu, &ts);
+        g.engine_sleeping = 0;
+        pthread_mutex_unlock(&g.mu);
+        tc__backoff_reset(&e->bo);
+        return;
+    }
+    pthread_mutex_unlock(&g.mu);
+    ns = tc__backoff_next(&e->bo);
+    if (ns == 0) {
+        return;
+    }
+    pthread_mutex_lock(&g.mu);
+    if (g.q_head == NULL && !g.shutdown_requested) {
+        ts = tc__deadline_after_ns(ns);
+        g.engine_sleeping = 1;
+        pthread_cond_timedwait(&g.wake, &g.mu, &ts);
+        g.engine_sleeping = 0;
+    }
+    pthread_mutex_unlock(&g.mu);
+}
+
+static void engine_loop(engine_t *e)
+{
+    while (!e->terminated) {
+        tc_request_t *head;
+        int local_shutdown, progress;
+        size_t nnew = drain(&head, &local_shutdown);
+
+        if (e->rank == 0) {
+            progress = coordinator_step(e, head, nnew, local_shutdown);
+        } else {
+            progress = worker_step(e, head, nnew, local_shutdown);
+        }
+        ctrl_progress(e);
+        if (e->terminated) {
+            break;
+        }
+        if (progress) {
+            tc__backoff_reset(&e->bo);
+        } else {
+            engine_wait(e);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Start-up and teardown                                                     */
+/* ------------------------------------------------------------------------ */
+
+static const char *thread_level_name(int level)
+{
+    switch (level) {
+    case MPI_THREAD_SINGLE:
+        return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED:
+        return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED:
+        return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE:
+        return "MPI_THREAD_MULTIPLE";
+    }
+    return "an unknown thread level";
+}
+
+static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
+{
+    int inited = 0, finalized = 0, provided = 0, rc, lrank = 0, lsize = 1;
+    char why[MPI_MAX_ERROR_STRING];
+
+    MPI_Finalized(&finalized);
+    if (finalized) {
+        snprintf(msg, len, "MPI has already been finalized in this process");
+        return TC_ERR_STATE;
+    }
+    MPI_Initialized(&inited);
+    if (inited) {
+        MPI_Query_thread(&provided);
+        if (provided < MPI_THREAD_MULTIPLE) {
+            snprintf(msg, len,
+                     "MPI was initialized with %s, but tcoll needs MPI_THREAD_MULTIPLE when the "
+                     "application initializes MPI (its engine thread calls MPI alongside the "
+                     "application's threads): call MPI_Init_thread with MPI_THREAD_MULTIPLE, or "
+                     "let tc_init initialize MPI",
+                     thread_level_name(provided));
+            return TC_ERR_STATE;
+        }
+    } else {
+        /* Only this thread will ever call MPI: FUNNELED is what we need. */
+        rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+        if (rc != MPI_SUCCESS) {
+            snprintf(msg, len, "MPI_Init_thread failed: %s", tc__mpi_strerror(rc, why, sizeof(why)));
+            return TC_ERR_TRANSPORT;
+        }
+        e->own_mpi = 1;
+        if (provided < MPI_THREAD_FUNNELED) {
+            TC_WARN("engine", "MPI provides only %s; tcoll needs MPI_THREAD_FUNNELED",
+                    thread_level_name(provided));
+        }
+    }
+    if ((rc = MPI_Comm_dup(MPI_COMM_WORLD, &e->ctrl)) != MPI_SUCCESS ||
+        (rc = MPI_Comm_dup(MPI_COMM_WORLD, &e->data)) != MPI_SUCCESS ||
+        (rc = MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
+                                  &e->local)) != MPI_SUCCESS) {
+        snprintf(msg, len, "cannot create tcoll's communicators: %s",
+                 tc__mpi_strerror(rc, why, sizeof(why)));
+        return TC_ERR_TRANSPORT;
+    }
+    MPI_Comm_set_errhandler(e->ctrl, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(e->data, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(e->local, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(e->ctrl, &e->rank);
+    MPI_Comm_size(e->ctrl, &e->size);
+    MPI_Comm_rank(e->local, &lrank);
+    MPI_Comm_size(e->local, &lsize);
+    tc__transport_mpi_init(&e->tp, &e->tp_mpi, e->data, (uint32_t)e->cfg->spin,
+                           (uint32_t)e->cfg->backoff_max_us);
+    if (e->rank == 0 && (tc__coord_create(e->size, &e->coord) != TC_OK ||
+                         (e->bye_seen = calloc((size_t)e->size, 1)) == NULL)) {
+        snprintf(msg, len, "out of memory creating the message table");
+        return TC_ERR_NOMEM;
+    }
+    atomic_store_explicit(&g_rank, e->rank, memory_order_relaxed);
+    atomic_store_explicit(&g_size, e->size, memory_order_relaxed);
+    atomic_store_explicit(&g_local_rank, lrank, memory_order_relaxed);
+    atomic_store_explicit(&g_local_size, lsize, memory_order_relaxed);
+    atomic_store_explicit(&tc__log_rank, e->rank, memory_order_relaxed);
+    TC_INFO("engine", "rank %d of %d (local %d of %d), MPI %s by tcoll", e->rank, e->size, lrank,
+            lsize, e->own_mpi ? "initialized" : "initialized by the application");
+    return TC_OK;
+}
+
+static void collect(const char *key, size_t len, void *val, void *arg)
+{
+    tc_request_t ***pp = arg;
+    (void)key;
+    (void)len;
+    *(*pp)++ = val;
+}
+
+/* Fails every request still in flight and makes later submissions fail. */
+static void fail_everything(engine_t *e)
+{
+    tc_request_t **all, **end;
+    size_t n, i;
+
+    pthread_mutex_lock(&g.mu);
+    g.stopped = 1;
+    g.stop_status = e->term_status;
+    snprintf(g.stop_msg, sizeof(g.stop_msg), "%s", e->term_msg);
+    n = g.inflight.count;
+    all = calloc(n > 0 ? n : 1, sizeof(*all));
+    end = all;
+    if (all != NULL) {
+        tc__hmap_foreach(&g.inflight, collect, &end);
+    }
+    tc__hmap_destroy(&g.inflight);
+    g.q_head = g.q_tail = NULL;
+    pthread_mutex_unlock(&g.mu);
+    if (all == NULL) {
+        TC_ERROR("engine", "out of memory: %zu pending requests cannot be completed", n);
+        return;
+    }
+    for (i = 0; i < n; i++) {
+        tc__request_complete(all[i], e->term_status, e->term_msg);
+    }
+    free(all);
+}
+
+/* Makes sure no control message is left unmatched (see the file comment):
+ * a worker sends BYE, then reads responses until rank 0's TERMINATE (already
+ * there unless this rank stopped on its own); rank 0 reads requests until it
+ * has every BYE. Both then wait for their sends to complete. */
+static void goodbye(engine_t *e)
+{
+    tc_backoff_t bo;
+    tc_wire_msg_t msg;
+    int src, got, q, remaining = 0;
+
+    tc__backoff_init(&bo, (uint32_t)e->cfg->spin, (uint32_t)e->cfg->backoff_max_us);
+    if (e->rank != 0) {
+        tc_wire_msg_t bye = {0};
+        int dst = 0;
+        bye.type = TC_WIRE_BYE;
+        ctrl_send(e, &bye, &dst, 1, TAG_REQ);
+    } else {
+        for (q = 1; q < e->size; q++) {
+            remaining += !e->bye_seen[q];
+        }
+    }
+    while (!e->broken && (remaining > 0 || (e->rank != 0 && !e->got_terminate) ||
+                          ctrl_progress(e) > 0)) {
+        int progress = 0;
+        while (e->rank == 0 && remaining > 0 &&
+               (got = ctrl_recv(e, MPI_ANY_SOURCE, TAG_REQ, &msg, &src)) == 1) {
+            progress = 1;
+            if (msg.type == TC_WIRE_BYE && !e->bye_seen[src]) {
+                e->bye_seen[src] = 1;
+                remaining--;
+            }
+            tc__wire_msg_free(&msg);
+        }
+        while (e->rank != 0 && !e->got_terminate &&
+               (got = ctrl_recv(e, 0, TAG_RESP, &msg, &src)) == 1) {
+            progress = 1;
+            e->got_terminate = (msg.flags & TC_WIRE_F_TERMINATE) != 0;
+            tc__wire_msg_free(&msg);
+        }
+        if (progress) {
+            tc__backoff_reset(&bo);
+        } else {
+            tc__backoff_wait(&bo);
+        }
+    }
+}
+
+static void mpi_teardown(engine_t *e)
+{
+    size_t i;
+
+    if (e->broken) {
+        /* MPI may be unusable; leave it as it is rather than hang in it. */
+        TC_WARN("engine", "skipping MPI teardown after a failure");
+        for (i = 0; i < e->nsends; i++) {
+            ctrl_buf_release(e->sends[i].cb);
+        }
+        return;
+    }
+    MPI_Comm_free(&e->ctrl);
+    MPI_Comm_free(&e->data);
+    MPI_Comm_free(&e->local);
+    if (e->own_mpi) {
+        MPI_Finalize();
+    }
+}
+
+static void *engine_main(void *arg)
+{
+    engine_t *e = arg;
+    char msg[MSG_MAX] = "";
+    tc_status_t st;
+
+    st = mpi_setup(e, msg, sizeof(msg));
+    pthread_mutex_lock(&g.mu);
+    g.init_status = st;
+    snprintf(g.init_msg, sizeof(g.init_msg), "%s", msg);
+    g.init_done = 1;
+    pthread_cond_broadcast(&g.init_cv);
+    pthread_mutex_unlock(&g.mu);
+    if (st != TC_OK) {
+        if (e->own_mpi) {
+            MPI_Finalize();
+        }
+        tc__coord_destroy(e->coord);
+        free(e->bye_seen);
+        free(e);
+        return NULL;
+    }
+
+    e->shutdown_from = -1;
+    engine_loop(e);
+    fail_everything(e);
+    if (!e->broken) {
+        goodbye(e);
+    }
+    mpi_teardown(e);
+    TC_INFO("engine", "engine thread exits: %s", e->term_msg);
+    tc__coord_destroy(e->coord);
+    tc__scratch_free(&e->scratch);
+    free(e->sends);
+    free(e->bye_seen);
+    free(e);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Public API                                                                */
+/* ------------------------------------------------------------------------ */
+
+tc_status_t tc_init(void)
+{
+    engine_t *e;
+    tc_status_t st;
+    int rc;
+
+    tc__clear_error();
+    pthread_mutex_lock(&g.mu);
+    if (g.state != ST_NONE) {
+        int state = g.state;
+        pthread_mutex_unlock(&g.mu);
+        if (state == ST_STARTING || state == ST_RUNNING) {
+            return tc__set_error(TC_ERR_STATE, "tc_init: tcoll is already initialized");
+        }
+        return tc__set_error(TC_ERR_STATE, "tc_init: tcoll was shut down (or failed to start) and "
+                                           "cannot be initialized again in this process");
+    }
+    g.state = ST_STARTING;
+    g.init_done = 0;
+    pthread_mutex_unlock(&g.mu);
+
+    e = calloc(1, sizeof(*e));
+    if (e == NULL) {
+        pthread_mutex_lock(&g.mu);
+        g.state = ST_NONE;
+        pthread_mutex_unlock(&g.mu);
+        return tc__set_error(TC_ERR_NOMEM, "tc_init: out of memory");
+    }
+    e->cfg = tc__config();
+    tc__backoff_init(&e->bo, (uint32_t)e->cfg->spin, (uint32_t)e->cfg->backoff_max_us);
+    tc__hmap_init(&g.inflight);
+    rc = pthread_create(&g.thread, NULL, engine_main, e);
+    if (rc != 0) {
+        free(e);
+        pthread_mutex_lock(&g.mu);
+        g.state = ST_NONE;
+        pthread_mutex_unlock(&g.mu);
+        return tc__set_error(TC_ERR_NOMEM, "tc_init: cannot start the engine thread: %s",
+                             strerror(rc));
+    }
+    pthread_mutex_lock(&g.mu);
+    while (!g.init_done) {
+        pthread_cond_wait(&g.init_cv, &g.mu);
+    }
+    st = g.init_status;
+    g.state = st == TC_OK ? ST_RUNNING : ST_DEAD;
+    pthread_mutex_unlock(&g.mu);
+    if (st != TC_OK) {
+        pthread_join(g.thread, NULL);
+        return tc__set_error(st, "tc_init: %s", g.init_msg);
+    }
+    return TC_OK;
+}
+
+tc_status_t tc_shutdown(void)
+{
+    tc_status_t st;
+
+    tc__clear_error();
+    pthread_mutex_lock(&g.mu);
+    if (g.state != ST_RUNNING) {
+        int state = g.state;
+        pthread_mutex_unlock(&g.mu);
+        return tc__set_error(TC_ERR_STATE, state == ST_SHUT ? "tc_shutdown: already shut down"
+                                                            : "tc_shutdown: tcoll is not initialized");
+    }
+    g.state = ST_SHUT;
+    g.shutdown_requested = 1;
+    pthread_cond_signal(&g.wake);
+    pthread_mutex_unlock(&g.mu);
+
+    pthread_join(g.thread, NULL);
+
+    pthread_mutex_lock(&g.mu);
+    st = g.stop_status;
+    pthread_mutex_unlock(&g.mu);
+    if (st == TC_ERR_SHUTDOWN) {
+        return TC_OK;
+    }
+    return tc__set_error(st, "tc_shutdown: tcoll had stopped after an error: %s", g.stop_msg);
+}
+
+int tc_rank(void)
+{
+    return atomic_load_explicit(&g_rank, memory_order_relaxed);
+}
+
+int tc_size(void)
+{
+    return atomic_load_explicit(&g_size, memory_order_relaxed);
+}
+
+int tc_local_rank(void)
+{
+    return atomic_load_explicit(&g_local_rank, memory_order_relaxed);
+}
+
+int tc_local_size(void)
+{
+    return atomic_load_explicit(&g_local_size, memory_order_relaxed);
+}
+
+/* Validates a submission and builds its request; nothing is shared yet. */
+static tc_status_t make_request(const char *fn, tc_kind_t kind, const char *name,
+                                const tc_tensor_t *t, void *recv, tc_op_t op, int root,
+                                tc_request_t **req_p, tc_request_t **out_p)
+{
+    tc_request_t *req;
+    size_t len, es, count = 1;
+    int d, has_zero = 0;
+
+    if (req_p == NULL) {
+        return tc__set_error(TC_ERR_ARG, "%s: req_p is NULL", fn);
+    }
+    if (name == NULL) {
+        return tc__set_error(TC_ERR_ARG, "%s: name is NULL", fn);
+    }
+    len = strnlen(name, TC_MAX_NAME_LEN + 1);
+    if (len == 0) {
+        return tc__set_error(TC_ERR_ARG, "%s: name is empty", fn);
+    }
+    if (len > TC_MAX_NAME_LEN) {
+        return tc__set_error(TC_ERR_ARG, "%s: name is longer than %d bytes", fn, TC_MAX_NAME_LEN);
+    }
+    if (t == NULL) {
+        return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': tensor is NULL", fn, name);
+    }
+    if (!tc__dtype_valid((int)t->dtype)) {
+        return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': unknown dtype %d", fn, name, (int)t->dtype);
+    }
+    if (t->ndim < 0 || t->ndim > TC_MAX_DIMS) {
+        return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': ndim %d is outside 0..%d", fn, name,
+                             t->ndim, TC_MAX_DIMS);
+    }
+    if (kind == TC_KIND_ALLGATHER && t->ndim == 0) {
+        return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': allgather needs ndim >= 1 (it "
+                                         "concatenates along dimension 0)", fn, name);
+    }
+    es = tc_dtype_size(t->dtype);
+    for (d = 0; d < t->ndim; d++) {
+        if (t->shape[d] < 0) {
+            return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': dimension %d is negative (%lld)", fn,
+                                 name, d, (long long)t->shape[d]);
+        }
+        if (t->shape[d] == 0) {
+            has_zero = 1;
+        } else if ((uint64_t)t->shape[d] > (SIZE_MAX / es) / count) {
+            /* even with a zero dimension elsewhere, reject shapes whose
+             * nonzero dims overflow: other ranks' sizes derive from them */
+            return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': too many elements", fn, name);
+        } else {
+            count *= (size_t)t->shape[d];
+        }
+    }
+    if (has_zero) {
+        count = 0;
+    }
+    if (t->data == NULL && count > 0) {
+        return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': data is NULL", fn, name);
+    }
+    if (kind == TC_KIND_ALLREDUCE) {
+        if (!tc__op_valid((int)op)) {
+            return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': unknown op %d", fn, name, (int)op);
+        }
+        if (op == TC_AVG && !tc__dtype_is_float((int)t->dtype)) {
+            return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': avg needs a floating-point dtype, "
+                                             "not %s", fn, name, tc_dtype_name(t->dtype));
+        }
+        if (recv == NULL && count > 0) {
+            return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': recv is NULL", fn, name);
+        }
+    }
+    req = calloc(1, sizeof(*req));
+    if (req == NULL || (req->name = strdup(name)) == NULL) {
+        free(req);
+        return tc__set_error(TC_ERR_NOMEM, "%s: out of memory", fn);
+    }
+    req->name_len = (uint32_t)len;
+    req->kind = kind;
+    req->dtype = t->dtype;
+    req->op = kind == TC_KIND_ALLREDUCE ? op : TC_SUM;
+    req->root = kind == TC_KIND_BROADCAST ? root : 0;
+    req->ndim = t->ndim;
+    memcpy(req->shape, t->shape, (size_t)t->ndim * sizeof(t->shape[0]));
+    req->count = count;
+    req->send = t->data;
+    req->recv = kind == TC_KIND_ALLGATHER ? NULL : (kind == TC_KIND_ALLREDUCE ? recv : t->data);
+    *out_p = req;
+    return TC_OK;
+}
+
+/* Queues req for the engine thread, or fails it at once. */
+static tc_status_t submit(const char *fn, tc_request_t *req, tc_request_t **req_p)
+{
+    tc_status_t st = TC_OK;
+
+    pthread_mutex_lock(&g.mu);
+    if (g.state == ST_NONE || g.state == ST_STARTING) {
+        st = tc__set_error(TC_ERR_STATE, "%s: tc_init has not been called", fn);
+    } else if (g.state == ST_SHUT) {
+        st = tc__set_error(TC_ERR_SHUTDOWN, "%s: tc_shutdown was called on this rank", fn);
+    } else if (g.state == ST_DEAD) {
+        st = tc__set_error(TC_ERR_STATE, "%s: tc_init failed", fn);
+    } else if (g.stopped) {
+        st = tc__set_error(g.stop_status, "%s: %s", fn, g.stop_msg);
+    } else if (req->kind == TC_KIND_BROADCAST &&
+               (req->root < 0 || req->root >= atomic_load_explicit(&g_size, memory_order_relaxed))) {
+        st = tc__set_error(TC_ERR_ARG, "%s: tensor '%s': root %d is outside 0..%d", fn, req->name,
+                           req->root, atomic_load_explicit(&g_size, memory_order_relaxed) - 1);
+    } else if (tc__hmap_get(&g.inflight, req->name, req->name_len) != NULL) {
+        st = tc__set_error(TC_ERR_DUPLICATE,
+                           "%s: tensor '%s' is already in flight on rank %d; wait for it before "
+                           "submitting the name again", fn, req->name,
+                           atomic_load_explicit(&g_rank, memory_order_relaxed));
+    } else if (tc__hmap_put(&g.inflight, req->name, req->name_len, req) != 0) {
+        st = tc__set_error(TC_ERR_NOMEM, "%s: out of memory", fn);
+    } else {
+        req->next = NULL;
+        if (g.q_tail != NULL) {
+            g.q_tail->next = req;
+        } else {
+            g.q_head = req;
+        }
+        g.q_tail = req;
+        if (g.engine_sleeping) {
+            pthread_cond_signal(&g.wake);
+        }
+    }
+    pthread_mutex_unlock(&g.mu);
+    if (st != TC_OK) {
+        tc__request_destroy(req);
+        return st;
+    }
+    *req_p = req;
+    return TC_OK;
+}
+
+tc_status_t tc_allreduce(const char *name, const tc_tensor_t *send, void *recv, tc_op_t op,
+                         tc_request_t **req_p)
+{
+    tc_request_t *req = NULL;
+    tc_status_t st;
+
+    tc__clear_error();
+    st = make_request("tc_allreduce", TC_KIND_ALLREDUCE, name, send, recv, op, 0, req_p, &req);
+    return st != TC_OK ? st : submit("tc_allreduce", req, req_p);
+}
+
+tc_status_t tc_allgather(const char *name, const tc_tensor_t *send, tc_request_t **req_p)
+{
+    tc_request_t *req = NULL;
+    tc_status_t st;
+
+    tc__clear_error();
+    st = make_request("tc_allgather", TC_KIND_ALLGATHER, name, send, NULL, TC_SUM, 0, req_p, &req);
+    return st != TC_OK ? st : submit("tc_allgather", req, req_p);
+}
+
+tc_status_t tc_broadcast(const char *name, tc_tensor_t *buf, int root, tc_request_t **req_p)
+{
+    tc_request_t *req = NULL;
+    tc_status_t st;
+
+    tc__clear_error();
+    st = make_request("tc_broadcast", TC_KIND_BROADCAST, name, buf, NULL, TC_SUM, root, req_p, &req);
+    return st != TC_OK ? st : submit("tc_broadcast", req, req_p);
+}

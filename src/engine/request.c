@@ -1,0 +1,118 @@
+/*
+ * request.c - completion, waiting and release of requests.
+ *
+ * Completion uses one process-wide mutex and condition variable: the engine
+ * sets `done` while holding the mutex and broadcasts, and a waiter checks
+ * `done` under the same mutex before sleeping, so no wake-up is lost. The
+ * mutex is static, so a request can be freed the moment `done` is seen.
+ */
+#define _GNU_SOURCE
+#include "engine/request.h"
+
+#include "util/status.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_mutex_t done_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;
+
+void tc__request_complete(tc_request_t *req, tc_status_t status, const char *msg)
+{
+    req->status = status;
+    if (status != TC_OK) {
+        req->error = strdup(msg != NULL && msg[0] != '\0' ? msg : tc_status_string(status));
+    }
+    pthread_mutex_lock(&done_mu);
+    /* release: pairs with the acquire loads in tc_test/tc_wait/tc_request_*,
+     * so a thread that sees done == 1 also sees status, error and output. */
+    atomic_store_explicit(&req->done, 1, memory_order_release);
+    pthread_cond_broadcast(&done_cv);
+    pthread_mutex_unlock(&done_mu);
+}
+
+void tc__request_destroy(tc_request_t *req)
+{
+    if (req == NULL) {
+        return;
+    }
+    free(req->name);
+    free(req->error);
+    free(req->owned_output);
+    free(req);
+}
+
+static int is_done(const tc_request_t *req)
+{
+    /* acquire: pairs with the release store in tc__request_complete. */
+    return atomic_load_explicit(&req->done, memory_order_acquire);
+}
+
+tc_status_t tc_wait(tc_request_t *req)
+{
+    if (req == NULL) {
+        return tc__set_error(TC_ERR_ARG, "tc_wait: request is NULL");
+    }
+    if (!is_done(req)) {
+        pthread_mutex_lock(&done_mu);
+        while (!atomic_load_explicit(&req->done, memory_order_acquire)) {
+            pthread_cond_wait(&done_cv, &done_mu);
+        }
+        pthread_mutex_unlock(&done_mu);
+    }
+    if (req->status != TC_OK) {
+        tc__set_error(req->status, "%s", req->error != NULL ? req->error : "");
+    }
+    return req->status;
+}
+
+tc_status_t tc_test(tc_request_t *req, int *done_p)
+{
+    if (req == NULL || done_p == NULL) {
+        return tc__set_error(TC_ERR_ARG, "tc_test: %s is NULL", req == NULL ? "request" : "done_p");
+    }
+    if (!is_done(req)) {
+        *done_p = 0;
+        return TC_OK;
+    }
+    *done_p = 1;
+    if (req->status != TC_OK) {
+        tc__set_error(req->status, "%s", req->error != NULL ? req->error : "");
+    }
+    return req->status;
+}
+
+const char *tc_request_error(const tc_request_t *req)
+{
+    if (req == NULL || !is_done(req) || req->error == NULL) {
+        return "";
+    }
+    return req->error;
+}
+
+tc_status_t tc_request_output(const tc_request_t *req, tc_tensor_t *out_p)
+{
+    if (req == NULL || out_p == NULL) {
+        return tc__set_error(TC_ERR_ARG, "tc_request_output: %s is NULL",
+                             req == NULL ? "request" : "out_p");
+    }
+    if (!is_done(req)) {
+        return tc__set_error(TC_ERR_STATE, "tc_request_output: tensor '%s' has not completed",
+                             req->name);
+    }
+    if (req->status != TC_OK) {
+        return tc__set_error(req->status, "%s", req->error != NULL ? req->error : "");
+    }
+    *out_p = req->output;
+    return TC_OK;
+}
+
+void tc_request_free(tc_request_t *req)
+{
+    if (req == NULL) {
+        return;
+    }
+    (void)tc_wait(req);
+    tc__request_destroy(req);
+}

@@ -1,0 +1,49 @@
+/*
+ * request.h - the request object behind tc_request_t.
+ *
+ * Written by the submitting thread before it is queued (the immutable part)
+ * and by the engine thread before it publishes completion (the result part);
+ * after `done` is set the engine never touches the request again, so the
+ * application may free it at once.
+ */
+#ifndef TC_ENGINE_REQUEST_H
+#define TC_ENGINE_REQUEST_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "tcoll.h"
+#include "wire/wire.h"
+
+struct tc_request {
+    /* Immutable after submission. */
+    struct tc_request *next; /* submission queue link, guarded by the engine mutex */
+    char *name;              /* NUL-terminated copy */
+    uint32_t name_len;
+    tc_kind_t kind;
+    tc_dtype_t dtype;
+    tc_op_t op;
+    int root;
+    int ndim;
+    int64_t shape[TC_MAX_DIMS];
+    size_t count;     /* elements */
+    const void *send; /* allreduce/allgather input */
+    void *recv;       /* allreduce output, broadcast buffer */
+
+    /* Result: written by the engine thread, then published by `done`. */
+    tc_status_t status;
+    char *error; /* NULL on success */
+    tc_tensor_t output;
+    void *owned_output; /* allgather output, freed with the request */
+    _Atomic int done;   /* 0 -> 1 once, release by the engine (tc__request_complete),
+                         * acquire by tc_test/tc_wait before reading the result */
+};
+
+/* Engine thread: records the result and wakes waiters. msg may be NULL. After
+ * this call the engine must not touch req. */
+void tc__request_complete(tc_request_t *req, tc_status_t status, const char *msg);
+
+/* Frees a request that was never handed to the user. */
+void tc__request_destroy(tc_request_t *req);
+
+#endif

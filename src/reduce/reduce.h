@@ -1,0 +1,33 @@
+/*
+ * reduce.h - elementwise reduction kernels, one per dtype x op.
+ *
+ * Integer arithmetic wraps (two's complement) and never invokes undefined
+ * behaviour. float16 and bfloat16 are converted to float32, combined, and
+ * rounded back to nearest-even after every operation. MIN/MAX propagate NaN
+ * (if either input is NaN the result is NaN). The kernels are deterministic:
+ * the same inputs give the same bits on every machine and every call.
+ */
+#ifndef TC_REDUCE_REDUCE_H
+#define TC_REDUCE_REDUCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tcoll.h"
+
+/* dst[i] = dst[i] (op) src[i] for i < count. TC_AVG reduces like TC_SUM (the
+ * division happens once, in tc__reduce_avg_finish). dst and src may be
+ * unaligned but must not overlap unless equal. Invalid dtype/op: no-op. */
+void tc__reduce(tc_dtype_t dtype, tc_op_t op, void *dst, const void *src, size_t count);
+
+/* buf[i] = buf[i] / n for floating dtypes (float16/bfloat16 via float32 with
+ * one rounding); integer dtypes are left unchanged. */
+void tc__reduce_avg_finish(tc_dtype_t dtype, void *buf, size_t count, int n);
+
+/* Conversions with round-to-nearest-even; NaN stays NaN, overflow gives inf. */
+float tc__f16_to_f32(uint16_t h);
+uint16_t tc__f32_to_f16(float f);
+float tc__bf16_to_f32(uint16_t h);
+uint16_t tc__f32_to_bf16(float f);
+
+#endif

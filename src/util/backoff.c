@@ -1,0 +1,70 @@
+/*
+ * backoff.c - spin, yield, then sleep with doubling intervals up to a cap.
+ */
+#define _GNU_SOURCE
+#include "util/backoff.h"
+
+#include <sched.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define cpu_relax() _mm_pause()
+#elif defined(__aarch64__)
+#define cpu_relax() __asm__ __volatile__("yield")
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+/* Yields between spinning and sleeping. */
+#define TC_BACKOFF_YIELDS 16u
+
+void tc__backoff_init(tc_backoff_t *b, uint32_t spin, uint32_t max_us)
+{
+    b->iter = 0;
+    b->spin = spin;
+    b->sleep_ns = 0;
+    b->max_ns = max_us == 0 ? 1000u : max_us * 1000u;
+}
+
+uint32_t tc__backoff_next(tc_backoff_t *b)
+{
+    uint32_t it = b->iter;
+
+    if (b->iter < UINT32_MAX) {
+        b->iter++;
+    }
+    if (it < b->spin) {
+        cpu_relax();
+        return 0;
+    }
+    if (it < b->spin + TC_BACKOFF_YIELDS) {
+        sched_yield();
+        return 0;
+    }
+    b->sleep_ns = b->sleep_ns == 0 ? 1000u : b->sleep_ns * 2u;
+    if (b->sleep_ns > b->max_ns) {
+        b->sleep_ns = b->max_ns;
+    }
+    return b->sleep_ns;
+}
+
+void tc__backoff_wait(tc_backoff_t *b)
+{
+    uint32_t ns = tc__backoff_next(b);
+
+    if (ns != 0) {
+        struct timespec ts = {0, (long)ns};
+        nanosleep(&ts, NULL);
+    }
+}
+
+struct timespec tc__deadline_after_ns(uint64_t ns)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ns += (uint64_t)ts.tv_nsec;
+    ts.tv_sec += (time_t)(ns / 1000000000ull);
+    ts.tv_nsec = (long)(ns % 1000000000ull);
+    return ts;
+}

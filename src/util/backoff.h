@@ -1,0 +1,44 @@
+/*
+ * backoff.h - the one waiting policy for every polling loop in tcoll:
+ * spin briefly, then yield, then sleep for growing intervals up to a cap.
+ *
+ * On an oversubscribed machine (more ranks than cores) a poller that never
+ * yields steals the core from the peer it waits for; this policy keeps short
+ * waits fast and long waits cheap. Call tc__backoff_reset() on progress.
+ */
+#ifndef TC_UTIL_BACKOFF_H
+#define TC_UTIL_BACKOFF_H
+
+#include <stdint.h>
+#include <time.h>
+
+typedef struct {
+    uint32_t iter;     /* polls since the last progress */
+    uint32_t spin;     /* polls spent spinning before yielding */
+    uint32_t sleep_ns; /* current sleep length once sleeping */
+    uint32_t max_ns;   /* cap on sleep_ns */
+} tc_backoff_t;
+
+void tc__backoff_init(tc_backoff_t *b, uint32_t spin, uint32_t max_us);
+static inline void tc__backoff_reset(tc_backoff_t *b)
+{
+    b->iter = 0;
+    b->sleep_ns = 0;
+}
+/* One step of waiting. Returns the nanoseconds it wants to sleep (0 while
+ * spinning or yielding) so a caller that can sleep on a condition variable
+ * instead may do so; tc__backoff_wait() does the whole step itself. */
+uint32_t tc__backoff_next(tc_backoff_t *b);
+void tc__backoff_wait(tc_backoff_t *b);
+
+static inline uint64_t tc__now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Absolute CLOCK_REALTIME time ns from now, for pthread_cond_timedwait. */
+struct timespec tc__deadline_after_ns(uint64_t ns);
+
+#endif

@@ -1,0 +1,113 @@
+/*
+ * wire.h - the control messages between engine threads, and their codec.
+ *
+ * Workers (every rank) tell the coordinator (rank 0) which tensors they have
+ * submitted; the coordinator tells every rank what to run, in one order. The
+ * format is ours, compact and self-delimiting; the decoder must reject any
+ * malformed input (truncated, trailing bytes, out-of-range values, embedded
+ * NUL in a name, counts that cannot fit) with a message and never read out of
+ * bounds. Nothing here knows MPI.
+ *
+ * Encoding (integers are LEB128 varints unless noted "u8"; signed values are
+ * zigzag-encoded varints; a varint longer than 10 bytes or above 2^64-1 is
+ * rejected):
+ *
+ *   message   := magic:u8(0x7C) version:u8(1) type:u8 flags:u8 count entry{count} [terminate]
+ *   type      := 1 REQUESTS (worker -> coordinator), 2 RESPONSES (coordinator -> workers),
+ *                3 BYE (worker -> coordinator, last message of a rank; count must be 0)
+ *   flags     := bit 0 SHUTDOWN  (REQUESTS: this rank asks for shutdown)
+ *                bit 1 TERMINATE (RESPONSES: a terminate record follows the entries)
+ *                other bits must be 0; a flag that does not fit the type is rejected
+ *   request   := kind:u8 dtype:u8 op:u8 root:zigzag ndim:u8 shape{ndim} name
+ *                (shape values must be 0..INT64_MAX; kind/dtype/op/ndim in range)
+ *   name      := len (1..TC_MAX_NAME_LEN) bytes{len} (no 0x00 byte)
+ *   response  := rtype:u8 name body
+ *                rtype 0 RUN:   ndim0 (0..TC_WIRE_MAX_RANKS) dim0{ndim0} (allgather: rows per rank)
+ *                rtype 1 ERROR: status:u8 (1..TC_ERR_TIMEOUT) text
+ *   terminate := status:u8 (1..TC_ERR_TIMEOUT) text
+ *   text      := len (0..TC_WIRE_MAX_TEXT) bytes{len} (no 0x00 byte)
+ */
+#ifndef TC_WIRE_WIRE_H
+#define TC_WIRE_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tcoll.h"
+
+#define TC_WIRE_MAGIC 0x7C
+#define TC_WIRE_VERSION 1
+#define TC_WIRE_MAX_TEXT 2048
+#define TC_WIRE_MAX_RANKS (1 << 24)
+
+typedef enum { TC_KIND_ALLREDUCE = 0, TC_KIND_ALLGATHER = 1, TC_KIND_BROADCAST = 2 } tc_kind_t;
+#define TC_KIND_COUNT 3
+const char *tc__kind_name(int kind); /* "allreduce", ... or "?" */
+
+typedef enum { TC_WIRE_REQUESTS = 1, TC_WIRE_RESPONSES = 2, TC_WIRE_BYE = 3 } tc_wire_type_t;
+#define TC_WIRE_F_SHUTDOWN 0x1u
+#define TC_WIRE_F_TERMINATE 0x2u
+
+typedef struct {
+    const char *name; /* not NUL-terminated on decode: use name_len */
+    uint32_t name_len;
+    uint8_t kind;  /* tc_kind_t */
+    uint8_t dtype; /* tc_dtype_t */
+    uint8_t op;    /* tc_op_t */
+    uint8_t ndim;
+    int32_t root;
+    int64_t shape[TC_MAX_DIMS];
+} tc_wire_request_t;
+
+typedef enum { TC_WIRE_RUN = 0, TC_WIRE_ERROR = 1 } tc_wire_rtype_t;
+
+typedef struct {
+    uint8_t rtype; /* tc_wire_rtype_t */
+    const char *name;
+    uint32_t name_len;
+    /* RUN */
+    uint32_t ndim0;
+    const int64_t *dim0; /* ndim0 values */
+    /* ERROR */
+    uint8_t status;
+    const char *text; /* not NUL-terminated on decode: use text_len */
+    uint32_t text_len;
+} tc_wire_response_t;
+
+typedef struct {
+    uint8_t type;  /* tc_wire_type_t */
+    uint8_t flags; /* TC_WIRE_F_* */
+    uint32_t count;
+    tc_wire_request_t *reqs;   /* type REQUESTS: count entries */
+    tc_wire_response_t *resps; /* type RESPONSES: count entries */
+    /* present when flags & TC_WIRE_F_TERMINATE */
+    uint8_t term_status;
+    const char *term_text;
+    uint32_t term_text_len;
+    /* decoder-owned storage; NULL for a message built by hand */
+    void *owned;
+} tc_wire_msg_t;
+
+/* A growable byte buffer for encoding. */
+typedef struct {
+    uint8_t *data;
+    size_t len, cap;
+} tc_wire_buf_t;
+
+void tc__wire_buf_free(tc_wire_buf_t *buf);
+
+/* Appends the encoding of msg to buf. TC_ERR_NOMEM, or TC_ERR_ARG if msg holds
+ * a value the format cannot carry (the same checks the decoder makes). */
+tc_status_t tc__wire_encode(const tc_wire_msg_t *msg, tc_wire_buf_t *buf);
+
+/* Decodes len bytes. On success *msg_p holds pointers into storage it owns
+ * (release with tc__wire_msg_free), never into data. On failure returns
+ * TC_ERR_TRANSPORT (malformed) or TC_ERR_NOMEM, writes a one-line reason into
+ * err (errlen > 0) and leaves *msg_p untouched. */
+tc_status_t tc__wire_decode(const void *data, size_t len, tc_wire_msg_t *msg_p, char *err,
+                            size_t errlen);
+
+/* Frees what tc__wire_decode allocated; safe on a zeroed struct. */
+void tc__wire_msg_free(tc_wire_msg_t *msg);
+
+#endif

@@ -1,0 +1,159 @@
+/*
+ * test_coordinator.c - rank 0's message table without MPI: readiness only
+ * when every rank submitted, readiness order, allgather plans, the text of
+ * every mismatch kind, and protocol violations that change nothing.
+ */
+#define _GNU_SOURCE
+#include "check.h"
+#include "engine/coordinator.h"
+
+static tc_wire_request_t mk(const char *name, int kind, int dtype, int op, int root, int ndim,
+                            int64_t d0, int64_t d1)
+{
+    tc_wire_request_t r;
+    memset(&r, 0, sizeof(r));
+    r.name = name;
+    r.name_len = (uint32_t)strlen(name);
+    r.kind = (uint8_t)kind;
+    r.dtype = (uint8_t)dtype;
+    r.op = (uint8_t)op;
+    r.root = root;
+    r.ndim = (uint8_t)ndim;
+    r.shape[0] = d0;
+    r.shape[1] = d1;
+    return r;
+}
+
+/* Submits base on every rank except `odd`, which submits alt; returns the
+ * single response's text (malloc'd) or NULL for RUN. */
+static char *decide(int size, tc_wire_request_t base, int odd, tc_wire_request_t alt)
+{
+    tc_coord_t *c;
+    tc_coord_batch_t b;
+    char err[256], *text = NULL;
+    int q;
+
+    CHECK_OK(tc__coord_create(size, &c));
+    for (q = 0; q < size; q++) {
+        tc_wire_request_t r = q == odd ? alt : base;
+        CHECK_OK(tc__coord_add(c, q, &r, err, sizeof(err)));
+    }
+    CHECK_OK(tc__coord_take_ready(c, &b));
+    CHECK_EQ(b.count, 1);
+    if (b.resps[0].rtype == TC_WIRE_ERROR) {
+        CHECK_EQ(b.resps[0].status, TC_ERR_MISMATCH);
+        text = strndup(b.resps[0].text, b.resps[0].text_len);
+    }
+    tc__coord_batch_free(&b);
+    tc__coord_destroy(c);
+    return text;
+}
+
+static void expect(char *text, const char *want)
+{
+    CHECK_MSG(text != NULL && strcmp(text, want) == 0, "got \"%s\", want \"%s\"",
+              text ? text : "(RUN)", want);
+    free(text);
+}
+
+int main(void)
+{
+    tc_coord_t *c;
+    tc_coord_batch_t b;
+    char err[256];
+    tc_wire_request_t a, x;
+    int q;
+
+    /* readiness and order */
+    CHECK_OK(tc__coord_create(3, &c));
+    a = mk("a", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 4, 0);
+    x = mk("b", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 4, 0);
+    CHECK_OK(tc__coord_add(c, 2, &x, err, sizeof(err)));
+    CHECK_OK(tc__coord_add(c, 0, &a, err, sizeof(err)));
+    CHECK_OK(tc__coord_add(c, 1, &a, err, sizeof(err)));
+    CHECK_OK(tc__coord_take_ready(c, &b));
+    CHECK_EQ(b.count, 0);
+    CHECK_EQ(tc__coord_pending(c), 2);
+    /* protocol violations change nothing */
+    CHECK_STATUS(tc__coord_add(c, 1, &a, err, sizeof(err)), TC_ERR_ARG);
+    CHECK_STR_CONTAINS(err, "twice");
+    CHECK_STATUS(tc__coord_add(c, 3, &a, err, sizeof(err)), TC_ERR_ARG);
+    CHECK_STATUS(tc__coord_add(c, -1, &a, err, sizeof(err)), TC_ERR_ARG);
+    CHECK_OK(tc__coord_add(c, 0, &x, err, sizeof(err)));
+    CHECK_OK(tc__coord_add(c, 1, &x, err, sizeof(err))); /* b ready first */
+    CHECK_OK(tc__coord_add(c, 2, &a, err, sizeof(err)));
+    CHECK_OK(tc__coord_take_ready(c, &b));
+    CHECK_EQ(b.count, 2);
+    CHECK(b.resps[0].name_len == 1 && b.resps[0].name[0] == 'b');
+    CHECK(b.resps[1].name_len == 1 && b.resps[1].name[0] == 'a');
+    CHECK_EQ(b.resps[0].rtype, TC_WIRE_RUN);
+    CHECK_EQ(b.resps[0].ndim0, 0);
+    tc__coord_batch_free(&b);
+    CHECK_EQ(tc__coord_pending(c), 0);
+    /* a name can come back once it left the table */
+    CHECK_OK(tc__coord_add(c, 0, &a, err, sizeof(err)));
+    CHECK_EQ(tc__coord_pending(c), 1);
+    tc__coord_destroy(c);
+
+    /* allgather plan: rows per rank */
+    CHECK_OK(tc__coord_create(4, &c));
+    for (q = 0; q < 4; q++) {
+        tc_wire_request_t g = mk("g", TC_KIND_ALLGATHER, TC_INT8, TC_SUM, 0, 2, q * 3, 5);
+        CHECK_OK(tc__coord_add(c, q, &g, err, sizeof(err)));
+    }
+    CHECK_OK(tc__coord_take_ready(c, &b));
+    CHECK_EQ(b.count, 1);
+    CHECK_EQ(b.resps[0].rtype, TC_WIRE_RUN);
+    CHECK_EQ(b.resps[0].ndim0, 4);
+    for (q = 0; q < 4; q++) {
+        CHECK_EQ(b.resps[0].dim0[q], q * 3);
+    }
+    tc__coord_batch_free(&b);
+    tc__coord_destroy(c);
+
+    /* every mismatch kind */
+    a = mk("grad/w1", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 2, 2, 3);
+    expect(decide(3, a, 2, mk("grad/w1", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 2, 3, 2)),
+           "tensor 'grad/w1': allreduce shape mismatch: rank 0 has [2,3], rank 2 has [3,2]");
+    expect(decide(2, a, 1, mk("grad/w1", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 6, 0)),
+           "tensor 'grad/w1': allreduce shape mismatch: rank 0 has [2,3], rank 1 has [6]");
+    expect(decide(4, a, 3, mk("grad/w1", TC_KIND_ALLREDUCE, TC_INT32, TC_SUM, 0, 2, 2, 3)),
+           "tensor 'grad/w1': allreduce dtype mismatch: rank 0 has float32, rank 3 has int32");
+    expect(decide(2, a, 1, mk("grad/w1", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_MAX, 0, 2, 2, 3)),
+           "tensor 'grad/w1': allreduce op mismatch: rank 0 has sum, rank 1 has max");
+    expect(decide(2, a, 1, mk("grad/w1", TC_KIND_BROADCAST, TC_FLOAT32, TC_SUM, 0, 2, 2, 3)),
+           "tensor 'grad/w1': collective mismatch: rank 0 has allreduce, rank 1 has broadcast");
+    /* rank 0 is the odd one out: every other rank is listed */
+    expect(decide(3, a, 0, mk("grad/w1", TC_KIND_ALLREDUCE, TC_FLOAT64, TC_SUM, 0, 2, 2, 3)),
+           "tensor 'grad/w1': allreduce dtype mismatch: rank 0 has float64, rank 1 has float32, "
+           "rank 2 has float32");
+    x = mk("bc", TC_KIND_BROADCAST, TC_UINT8, TC_SUM, 1, 1, 9, 0);
+    expect(decide(3, x, 2, mk("bc", TC_KIND_BROADCAST, TC_UINT8, TC_SUM, 2, 1, 9, 0)),
+           "tensor 'bc': broadcast root mismatch: rank 0 has 1, rank 2 has 2");
+    /* the op of a broadcast is not compared */
+    CHECK(decide(2, x, 1, mk("bc", TC_KIND_BROADCAST, TC_UINT8, TC_MAX, 1, 1, 9, 0)) == NULL);
+    x = mk("ag", TC_KIND_ALLGATHER, TC_INT64, TC_SUM, 0, 2, 1, 4);
+    expect(decide(2, x, 1, mk("ag", TC_KIND_ALLGATHER, TC_INT64, TC_SUM, 0, 1, 1, 0)),
+           "tensor 'ag': allgather ndim mismatch: rank 0 has 2, rank 1 has 1");
+    expect(decide(2, x, 1, mk("ag", TC_KIND_ALLGATHER, TC_INT64, TC_SUM, 0, 2, 7, 5)),
+           "tensor 'ag': allgather shape mismatch (dims after the first): rank 0 has [1,4], "
+           "rank 1 has [7,5]");
+    /* dim 0 may differ in an allgather */
+    CHECK(decide(2, x, 1, mk("ag", TC_KIND_ALLGATHER, TC_INT64, TC_SUM, 0, 2, 7, 4)) == NULL);
+
+    /* many disagreeing ranks: four listed, the rest counted */
+    {
+        CHECK_OK(tc__coord_create(8, &c));
+        for (q = 0; q < 8; q++) {
+            tc_wire_request_t r = mk("m", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, q == 0 ? 1 : 2, 0);
+            CHECK_OK(tc__coord_add(c, q, &r, err, sizeof(err)));
+        }
+        CHECK_OK(tc__coord_take_ready(c, &b));
+        CHECK_EQ(b.resps[0].rtype, TC_WIRE_ERROR);
+        CHECK_STR_CONTAINS(b.resps[0].text, "rank 4 has [2], and 3 more ranks differ");
+        tc__coord_batch_free(&b);
+        tc__coord_destroy(c);
+    }
+    printf("test_coordinator: ok\n");
+    return 0;
+}
