@@ -1,0 +1,821 @@
+/*
+ * wire.c - the codec for the control messages of wire.h.
+ *
+ * The decoder reads bytes that came from another process and trusts none of
+ * them: it checks every length against the bytes left before reading, every
+ * value against its range before storing it, and the number of entries against
+ * the smallest size an entry can have before sizing anything by it. It runs in
+ * two passes over the same parse code: the first validates and adds up the
+ * storage the message needs (entry arrays, NUL-terminated copies of names and
+ * texts, dim0 arrays), the second carves exactly that from one allocation and
+ * fills it. So the memory it takes is linear in the input length, and a
+ * decoded message never points into the caller's buffer. The encoder makes the
+ * same checks (a sizing pass that validates, then a writing pass into space
+ * reserved once), so it never emits what the decoder would refuse.
+ *
+ * Choices the header leaves open, made here: a BYE carries no flags at all; a
+ * dim0 value, like a shape value, must be 0..INT64_MAX; varints need not be
+ * minimal (a padded varint of at most 10 bytes is accepted), so re-encoding a
+ * decoded message gives the minimal form, which may be shorter than the input.
+ *
+ * Must never: read outside [data, data + len), allocate more than a constant
+ * times len, write *msg_p or change buf->len on failure, log (the decoder
+ * reports through err, the encoder through tc__set_error; the caller decides
+ * what to say), or know anything about MPI.
+ */
+#include "wire/wire.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/status.h"
+
+/* ------------------------------------------------------------------------ */
+/* Names                                                                     */
+/* ------------------------------------------------------------------------ */
+
+static const char *const kind_names[] = {
+    [TC_KIND_ALLREDUCE] = "allreduce",
+    [TC_KIND_ALLGATHER] = "allgather",
+    [TC_KIND_BROADCAST] = "broadcast",
+};
+_Static_assert(sizeof(kind_names) / sizeof(kind_names[0]) == TC_KIND_COUNT,
+               "kind_names out of date with tc_kind_t");
+
+const char *tc__kind_name(int kind)
+{
+    if (kind < 0 || kind >= TC_KIND_COUNT) {
+        return "?";
+    }
+    return kind_names[kind];
+}
+
+/* The fewest bytes an entry can take: used to bound a count by the bytes left
+ * before anything is sized by it. */
+enum {
+    /* kind dtype op root(1) ndim(1) name_len(1) name(1) */
+    WIRE_MIN_REQUEST = 7,
+    /* rtype name_len(1) name(1) ndim0(1); an ERROR body is longer */
+    WIRE_MIN_RESPONSE = 4,
+};
+
+#define WIRE_VARINT_MAX_BYTES 10
+#define WIRE_STATUS_MAX ((unsigned)TC_ERR_TIMEOUT)
+
+/* ------------------------------------------------------------------------ */
+/* Decoding                                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    const uint8_t *start, *p, *end;
+    const char *entry_what; /* "request", "response" or NULL (header, terminate) */
+    uint32_t entry_index;
+    char *err;
+    size_t errlen;
+} wire_reader_t;
+
+/* Storage for a decoded message. With base == NULL (first pass) it only adds
+ * up sizes; with base set (second pass) it hands out pieces of base. */
+typedef struct {
+    uint8_t *base;
+    size_t cap; /* bytes at base */
+    size_t used;
+    bool overflow;
+} wire_arena_t;
+
+/* n objects of size bytes, aligned to align (a power of two). In the second
+ * pass the pieces cannot run past cap even if the input changed between the
+ * passes (a buffer shared with a writer): overflow is set and NULL returned. */
+static void *arena_take(wire_arena_t *a, size_t n, size_t size, size_t align)
+{
+    size_t at = (a->used + align - 1) & ~(align - 1);
+
+    if (at < a->used || (size != 0 && n > (SIZE_MAX - at) / size)) {
+        a->overflow = true;
+        return NULL;
+    }
+    if (a->base != NULL && at + n * size > a->cap) {
+        a->overflow = true;
+        return NULL;
+    }
+    a->used = at + n * size;
+    return a->base != NULL ? a->base + at : NULL;
+}
+
+/* Writes "wire: [<entry> <i>: ]<reason> (byte <offset>)" into err. */
+static tc_status_t rd_fail(const wire_reader_t *rd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static tc_status_t rd_fail(const wire_reader_t *rd, const char *fmt, ...)
+{
+    char reason[192];
+    va_list ap;
+
+    if (rd->err == NULL || rd->errlen == 0) {
+        return TC_ERR_TRANSPORT;
+    }
+    va_start(ap, fmt);
+    vsnprintf(reason, sizeof(reason), fmt, ap);
+    va_end(ap);
+    if (rd->entry_what != NULL) {
+        snprintf(rd->err, rd->errlen, "wire: %s %" PRIu32 ": %s (byte %zu)", rd->entry_what,
+                 rd->entry_index, reason, (size_t)(rd->p - rd->start));
+    } else {
+        snprintf(rd->err, rd->errlen, "wire: %s (byte %zu)", reason,
+                 (size_t)(rd->p - rd->start));
+    }
+    return TC_ERR_TRANSPORT;
+}
+
+static size_t rd_left(const wire_reader_t *rd)
+{
+    return (size_t)(rd->end - rd->p);
+}
+
+static tc_status_t rd_u8(wire_reader_t *rd, const char *what, uint8_t *v_p)
+{
+    if (rd->p == rd->end) {
+        return rd_fail(rd, "truncated reading %s", what);
+    }
+    *v_p = *rd->p++;
+    return TC_OK;
+}
+
+static tc_status_t rd_varint(wire_reader_t *rd, const char *what, uint64_t *v_p)
+{
+    uint64_t v = 0;
+    unsigned i;
+
+    for (i = 0; i < WIRE_VARINT_MAX_BYTES; i++) {
+        uint8_t b;
+        if (rd->p + i == rd->end) {
+            return rd_fail(rd, "truncated reading %s", what);
+        }
+        b = rd->p[i];
+        if (i == WIRE_VARINT_MAX_BYTES - 1) {
+            /* the 10th byte holds bit 63 only, and must end the varint */
+            if (b & 0x80) {
+                return rd_fail(rd, "%s: varint longer than %d bytes", what,
+                               WIRE_VARINT_MAX_BYTES);
+            }
+            if (b > 1) {
+                return rd_fail(rd, "%s: varint above 2^64-1", what);
+            }
+        }
+        v |= (uint64_t)(b & 0x7F) << (7 * i);
+        if (!(b & 0x80)) {
+            rd->p += i + 1;
+            *v_p = v;
+            return TC_OK;
+        }
+    }
+    /* not reached: the 10th byte either ends the varint or fails above */
+    return rd_fail(rd, "%s: bad varint", what);
+}
+
+/* A varint that must be 0..max. */
+static tc_status_t rd_varint_max(wire_reader_t *rd, const char *what, uint64_t max,
+                                 uint64_t *v_p)
+{
+    const uint8_t *at = rd->p;
+    uint64_t v = 0;
+    tc_status_t st = rd_varint(rd, what, &v);
+
+    if (st != TC_OK) {
+        return st;
+    }
+    if (v > max) {
+        rd->p = at; /* report the offset of the value, not of what follows */
+        return rd_fail(rd, "%s %" PRIu64 " above %" PRIu64, what, v, max);
+    }
+    *v_p = v;
+    return TC_OK;
+}
+
+/* len bytes with no 0x00, copied NUL-terminated into the arena. min_len..max_len. */
+static tc_status_t rd_string(wire_reader_t *rd, wire_arena_t *a, const char *what,
+                             uint64_t min_len, uint64_t max_len, const char **s_p,
+                             uint32_t *len_p)
+{
+    const uint8_t *at = rd->p;
+    uint64_t len = 0;
+    const uint8_t *nul;
+    char *copy;
+    tc_status_t st = rd_varint(rd, what, &len);
+
+    if (st != TC_OK) {
+        return st;
+    }
+    if (len < min_len || len > max_len) {
+        rd->p = at;
+        return rd_fail(rd, "%s length %" PRIu64 " not in %" PRIu64 "..%" PRIu64, what, len,
+                       min_len, max_len);
+    }
+    if (len > rd_left(rd)) {
+        return rd_fail(rd, "truncated reading %s: %" PRIu64 " bytes, %zu left", what, len,
+                       rd_left(rd));
+    }
+    nul = memchr(rd->p, 0, (size_t)len);
+    if (nul != NULL) {
+        rd->p = nul;
+        return rd_fail(rd, "%s contains a 0x00 byte", what);
+    }
+    copy = arena_take(a, (size_t)len + 1, 1, 1);
+    if (copy != NULL) {
+        memcpy(copy, rd->p, (size_t)len);
+        copy[len] = '\0';
+    }
+    rd->p += len;
+    *s_p = copy;
+    *len_p = (uint32_t)len;
+    return TC_OK;
+}
+
+/* A status byte 1..TC_ERR_TIMEOUT. */
+static tc_status_t rd_status(wire_reader_t *rd, const char *what, uint8_t *v_p)
+{
+    uint8_t v = 0;
+    tc_status_t st = rd_u8(rd, what, &v);
+
+    if (st != TC_OK) {
+        return st;
+    }
+    if (v == 0 || v > WIRE_STATUS_MAX) {
+        rd->p--;
+        return rd_fail(rd, "%s %u not in 1..%u", what, v, WIRE_STATUS_MAX);
+    }
+    *v_p = v;
+    return TC_OK;
+}
+
+static tc_status_t rd_request(wire_reader_t *rd, wire_arena_t *a, tc_wire_request_t *r)
+{
+    uint8_t kind = 0, dtype = 0, op = 0, ndim = 0;
+    uint64_t zz = 0, dim = 0;
+    unsigned d;
+    tc_status_t st;
+
+    memset(r, 0, sizeof(*r));
+    if ((st = rd_u8(rd, "kind", &kind)) != TC_OK) {
+        return st;
+    }
+    if (kind >= TC_KIND_COUNT) {
+        rd->p--;
+        return rd_fail(rd, "kind %u not in 0..%d", kind, TC_KIND_COUNT - 1);
+    }
+    if ((st = rd_u8(rd, "dtype", &dtype)) != TC_OK) {
+        return st;
+    }
+    if (!tc__dtype_valid(dtype)) {
+        rd->p--;
+        return rd_fail(rd, "unknown dtype %u", dtype);
+    }
+    if ((st = rd_u8(rd, "op", &op)) != TC_OK) {
+        return st;
+    }
+    if (!tc__op_valid(op)) {
+        rd->p--;
+        return rd_fail(rd, "unknown op %u", op);
+    }
+    /* zigzag maps exactly the int32 range onto 0..2^32-1 */
+    if ((st = rd_varint_max(rd, "zigzag root", UINT32_MAX, &zz)) != TC_OK) {
+        return st;
+    }
+    r->root = (zz & 1) ? -(int32_t)(zz >> 1) - 1 : (int32_t)(zz >> 1);
+    if ((st = rd_u8(rd, "ndim", &ndim)) != TC_OK) {
+        return st;
+    }
+    if (ndim > TC_MAX_DIMS) {
+        rd->p--;
+        return rd_fail(rd, "ndim %u above %d", ndim, TC_MAX_DIMS);
+    }
+    for (d = 0; d < ndim; d++) {
+        if ((st = rd_varint_max(rd, "shape value", INT64_MAX, &dim)) != TC_OK) {
+            return st;
+        }
+        r->shape[d] = (int64_t)dim;
+    }
+    if ((st = rd_string(rd, a, "name", 1, TC_MAX_NAME_LEN, &r->name, &r->name_len)) != TC_OK) {
+        return st;
+    }
+    r->kind = kind;
+    r->dtype = dtype;
+    r->op = op;
+    r->ndim = ndim;
+    return TC_OK;
+}
+
+static tc_status_t rd_response(wire_reader_t *rd, wire_arena_t *a, tc_wire_response_t *r)
+{
+    uint8_t rtype = 0;
+    uint64_t n = 0, v = 0, j;
+    int64_t *dim0;
+    tc_status_t st;
+
+    memset(r, 0, sizeof(*r));
+    if ((st = rd_u8(rd, "rtype", &rtype)) != TC_OK) {
+        return st;
+    }
+    if (rtype != TC_WIRE_RUN && rtype != TC_WIRE_ERROR) {
+        rd->p--;
+        return rd_fail(rd, "unknown rtype %u", rtype);
+    }
+    r->rtype = rtype;
+    if ((st = rd_string(rd, a, "name", 1, TC_MAX_NAME_LEN, &r->name, &r->name_len)) != TC_OK) {
+        return st;
+    }
+    if (rtype == TC_WIRE_ERROR) {
+        if ((st = rd_status(rd, "error status", &r->status)) != TC_OK) {
+            return st;
+        }
+        return rd_string(rd, a, "error text", 0, TC_WIRE_MAX_TEXT, &r->text, &r->text_len);
+    }
+    if ((st = rd_varint_max(rd, "ndim0", TC_WIRE_MAX_RANKS, &n)) != TC_OK) {
+        return st;
+    }
+    if (n > rd_left(rd)) { /* each value takes at least one byte */
+        return rd_fail(rd, "ndim0 %" PRIu64 " cannot fit in the %zu bytes left", n,
+                       rd_left(rd));
+    }
+    dim0 = arena_take(a, (size_t)n, sizeof(int64_t), _Alignof(int64_t));
+    for (j = 0; j < n; j++) {
+        if ((st = rd_varint_max(rd, "dim0 value", INT64_MAX, &v)) != TC_OK) {
+            return st;
+        }
+        if (dim0 != NULL) {
+            dim0[j] = (int64_t)v;
+        }
+    }
+    r->ndim0 = (uint32_t)n;
+    r->dim0 = n > 0 ? dim0 : NULL;
+    return TC_OK;
+}
+
+/* One pass over the whole input; see the file comment. */
+static tc_status_t rd_message(wire_reader_t *rd, wire_arena_t *a, tc_wire_msg_t *m)
+{
+    uint8_t magic = 0, version = 0, type = 0, flags = 0, allowed;
+    uint64_t count = 0;
+    size_t min_entry;
+    uint32_t i;
+    tc_status_t st;
+
+    memset(m, 0, sizeof(*m));
+    if ((st = rd_u8(rd, "magic", &magic)) != TC_OK) {
+        return st;
+    }
+    if (magic != TC_WIRE_MAGIC) {
+        rd->p--;
+        return rd_fail(rd, "bad magic 0x%02X, want 0x%02X", magic, TC_WIRE_MAGIC);
+    }
+    if ((st = rd_u8(rd, "version", &version)) != TC_OK) {
+        return st;
+    }
+    if (version != TC_WIRE_VERSION) {
+        rd->p--;
+        return rd_fail(rd, "unsupported version %u, want %d", version, TC_WIRE_VERSION);
+    }
+    if ((st = rd_u8(rd, "type", &type)) != TC_OK) {
+        return st;
+    }
+    switch (type) {
+    case TC_WIRE_REQUESTS:
+        allowed = TC_WIRE_F_SHUTDOWN;
+        min_entry = WIRE_MIN_REQUEST;
+        break;
+    case TC_WIRE_RESPONSES:
+        allowed = TC_WIRE_F_TERMINATE;
+        min_entry = WIRE_MIN_RESPONSE;
+        break;
+    case TC_WIRE_BYE:
+        allowed = 0;
+        min_entry = 1; /* unused: count must be 0 */
+        break;
+    default:
+        rd->p--;
+        return rd_fail(rd, "unknown message type %u", type);
+    }
+    if ((st = rd_u8(rd, "flags", &flags)) != TC_OK) {
+        return st;
+    }
+    if (flags & ~allowed) {
+        rd->p--;
+        return rd_fail(rd, "flags 0x%02X not allowed on message type %u (allowed 0x%02X)", flags,
+                       type, allowed);
+    }
+    if ((st = rd_varint_max(rd, "count", UINT32_MAX, &count)) != TC_OK) {
+        return st;
+    }
+    if (type == TC_WIRE_BYE && count != 0) {
+        return rd_fail(rd, "BYE with count %" PRIu64 ", want 0", count);
+    }
+    if (count > rd_left(rd) / min_entry) {
+        return rd_fail(rd, "count %" PRIu64 " cannot fit in the %zu bytes left", count,
+                       rd_left(rd));
+    }
+    m->type = type;
+    m->flags = flags;
+    m->count = (uint32_t)count;
+
+    if (type == TC_WIRE_REQUESTS) {
+        tc_wire_request_t scratch;
+        m->reqs = arena_take(a, (size_t)count, sizeof(*m->reqs), _Alignof(tc_wire_request_t));
+        rd->entry_what = "request";
+        for (i = 0; i < m->count; i++) {
+            rd->entry_index = i;
+            st = rd_request(rd, a, m->reqs != NULL ? &m->reqs[i] : &scratch);
+            if (st != TC_OK) {
+                return st;
+            }
+        }
+    } else if (type == TC_WIRE_RESPONSES) {
+        tc_wire_response_t scratch;
+        m->resps =
+            arena_take(a, (size_t)count, sizeof(*m->resps), _Alignof(tc_wire_response_t));
+        rd->entry_what = "response";
+        for (i = 0; i < m->count; i++) {
+            rd->entry_index = i;
+            st = rd_response(rd, a, m->resps != NULL ? &m->resps[i] : &scratch);
+            if (st != TC_OK) {
+                return st;
+            }
+        }
+    }
+    rd->entry_what = NULL;
+    if (m->count == 0) {
+        m->reqs = NULL;
+        m->resps = NULL;
+    }
+
+    if (flags & TC_WIRE_F_TERMINATE) {
+        if ((st = rd_status(rd, "terminate status", &m->term_status)) != TC_OK) {
+            return st;
+        }
+        st = rd_string(rd, a, "terminate text", 0, TC_WIRE_MAX_TEXT, &m->term_text,
+                       &m->term_text_len);
+        if (st != TC_OK) {
+            return st;
+        }
+    }
+    if (rd->p != rd->end) {
+        return rd_fail(rd, "%zu trailing bytes after the message", rd_left(rd));
+    }
+    return TC_OK;
+}
+
+tc_status_t tc__wire_decode(const void *data, size_t len, tc_wire_msg_t *msg_p, char *err,
+                            size_t errlen)
+{
+    wire_reader_t rd;
+    wire_arena_t arena = {NULL, 0, 0, false};
+    tc_wire_msg_t msg;
+    size_t size;
+    tc_status_t st;
+
+    if (err != NULL && errlen > 0) {
+        err[0] = '\0';
+    }
+    if (data == NULL) {
+        if (len > 0) {
+            if (err != NULL && errlen > 0) {
+                snprintf(err, errlen, "wire: NULL data with length %zu", len);
+            }
+            return TC_ERR_TRANSPORT;
+        }
+        data = ""; /* no arithmetic on a null pointer, even + 0 */
+    }
+
+    /* pass 1: validate and size */
+    rd = (wire_reader_t){data, data, (const uint8_t *)data + len, NULL, 0, err, errlen};
+    st = rd_message(&rd, &arena, &msg);
+    if (st != TC_OK) {
+        goto err;
+    }
+    if (arena.overflow) {
+        st = TC_ERR_NOMEM;
+        if (err != NULL && errlen > 0) {
+            snprintf(err, errlen, "wire: decoded size of a %zu-byte message overflows", len);
+        }
+        goto err;
+    }
+
+    /* pass 2: the same parse, filling one allocation of exactly that size */
+    size = arena.used;
+    arena = (wire_arena_t){NULL, size, 0, false};
+    if (size > 0) {
+        arena.base = malloc(size);
+        if (arena.base == NULL) {
+            st = TC_ERR_NOMEM;
+            if (err != NULL && errlen > 0) {
+                snprintf(err, errlen, "wire: out of memory decoding %zu bytes (%zu needed)", len,
+                         size);
+            }
+            goto err;
+        }
+    }
+    rd = (wire_reader_t){data, data, (const uint8_t *)data + len, NULL, 0, err, errlen};
+    st = rd_message(&rd, &arena, &msg);
+    if (st != TC_OK) {
+        goto err_free_arena; /* only if the bytes changed under us since pass 1 */
+    }
+    if (arena.used != size || arena.overflow) {
+        st = TC_ERR_TRANSPORT;
+        if (err != NULL && errlen > 0) {
+            snprintf(err, errlen, "wire: the input changed while it was decoded (%zu vs %zu bytes)",
+                     arena.used, size);
+        }
+        goto err_free_arena;
+    }
+    msg.owned = arena.base;
+    *msg_p = msg;
+    return TC_OK;
+
+err_free_arena:
+    free(arena.base);
+err:
+    return st;
+}
+
+void tc__wire_msg_free(tc_wire_msg_t *msg)
+{
+    if (msg == NULL) {
+        return;
+    }
+    free(msg->owned);
+    memset(msg, 0, sizeof(*msg));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Encoding                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* With out == NULL it only counts bytes (the sizing pass). */
+typedef struct {
+    uint8_t *out;
+    size_t n;
+} wire_writer_t;
+
+static void wr_u8(wire_writer_t *w, uint8_t b)
+{
+    if (w->out != NULL) {
+        w->out[w->n] = b;
+    }
+    w->n++;
+}
+
+static void wr_varint(wire_writer_t *w, uint64_t v)
+{
+    while (v >= 0x80) {
+        wr_u8(w, (uint8_t)(v | 0x80));
+        v >>= 7;
+    }
+    wr_u8(w, (uint8_t)v);
+}
+
+static void wr_bytes(wire_writer_t *w, const void *p, size_t n)
+{
+    if (w->out != NULL && n > 0) {
+        memcpy(w->out + w->n, p, n);
+    }
+    w->n += n;
+}
+
+/* Records "wire encode: [<where> <i>: ]<reason>" for tc_last_error(); returns TC_ERR_ARG. */
+static tc_status_t enc_fail(const char *where, uint32_t i, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static tc_status_t enc_fail(const char *where, uint32_t i, const char *fmt, ...)
+{
+    char reason[192];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(reason, sizeof(reason), fmt, ap);
+    va_end(ap);
+    if (where != NULL) {
+        return tc__set_error(TC_ERR_ARG, "wire encode: %s %" PRIu32 ": %s", where, i, reason);
+    }
+    return tc__set_error(TC_ERR_ARG, "wire encode: %s", reason);
+}
+
+static tc_status_t wr_string(wire_writer_t *w, const char *where, uint32_t i, const char *what,
+                             const char *s, uint32_t len, uint32_t min_len, uint32_t max_len)
+{
+    if (len < min_len || len > max_len) {
+        return enc_fail(where, i, "%s length %" PRIu32 " not in %" PRIu32 "..%" PRIu32, what,
+                        len, min_len, max_len);
+    }
+    if (len > 0 && s == NULL) {
+        return enc_fail(where, i, "%s is NULL with length %" PRIu32, what, len);
+    }
+    if (len > 0 && memchr(s, 0, len) != NULL) {
+        return enc_fail(where, i, "%s contains a 0x00 byte", what);
+    }
+    wr_varint(w, len);
+    wr_bytes(w, s, len);
+    return TC_OK;
+}
+
+static tc_status_t wr_status(wire_writer_t *w, const char *where, uint32_t i, const char *what,
+                             uint8_t status)
+{
+    if (status == 0 || status > WIRE_STATUS_MAX) {
+        return enc_fail(where, i, "%s %u not in 1..%u", what, status, WIRE_STATUS_MAX);
+    }
+    wr_u8(w, status);
+    return TC_OK;
+}
+
+static tc_status_t wr_request(wire_writer_t *w, uint32_t i, const tc_wire_request_t *r)
+{
+    uint32_t zz;
+    unsigned d;
+
+    if (r->kind >= TC_KIND_COUNT) {
+        return enc_fail("request", i, "kind %u not in 0..%d", r->kind, TC_KIND_COUNT - 1);
+    }
+    if (!tc__dtype_valid(r->dtype)) {
+        return enc_fail("request", i, "unknown dtype %u", r->dtype);
+    }
+    if (!tc__op_valid(r->op)) {
+        return enc_fail("request", i, "unknown op %u", r->op);
+    }
+    if (r->ndim > TC_MAX_DIMS) {
+        return enc_fail("request", i, "ndim %u above %d", r->ndim, TC_MAX_DIMS);
+    }
+    wr_u8(w, r->kind);
+    wr_u8(w, r->dtype);
+    wr_u8(w, r->op);
+    /* zigzag: 0, -1, 1, -2, ... -> 0, 1, 2, 3, ... without shifting a negative value */
+    zz = r->root < 0 ? ((uint32_t)(-(r->root + 1)) << 1) | 1u : (uint32_t)r->root << 1;
+    wr_varint(w, zz);
+    wr_u8(w, r->ndim);
+    for (d = 0; d < r->ndim; d++) {
+        if (r->shape[d] < 0) {
+            return enc_fail("request", i, "shape[%u] = %" PRId64 " is negative", d, r->shape[d]);
+        }
+        wr_varint(w, (uint64_t)r->shape[d]);
+    }
+    return wr_string(w, "request", i, "name", r->name, r->name_len, 1, TC_MAX_NAME_LEN);
+}
+
+/* RUN ignores status and text; ERROR ignores ndim0 and dim0. */
+static tc_status_t wr_response(wire_writer_t *w, uint32_t i, const tc_wire_response_t *r)
+{
+    uint32_t j;
+    tc_status_t st;
+
+    if (r->rtype != TC_WIRE_RUN && r->rtype != TC_WIRE_ERROR) {
+        return enc_fail("response", i, "unknown rtype %u", r->rtype);
+    }
+    wr_u8(w, r->rtype);
+    st = wr_string(w, "response", i, "name", r->name, r->name_len, 1, TC_MAX_NAME_LEN);
+    if (st != TC_OK) {
+        return st;
+    }
+    if (r->rtype == TC_WIRE_ERROR) {
+        if ((st = wr_status(w, "response", i, "error status", r->status)) != TC_OK) {
+            return st;
+        }
+        return wr_string(w, "response", i, "error text", r->text, r->text_len, 0,
+                         TC_WIRE_MAX_TEXT);
+    }
+    if (r->ndim0 > TC_WIRE_MAX_RANKS) {
+        return enc_fail("response", i, "ndim0 %" PRIu32 " above %d", r->ndim0,
+                        TC_WIRE_MAX_RANKS);
+    }
+    if (r->ndim0 > 0 && r->dim0 == NULL) {
+        return enc_fail("response", i, "dim0 is NULL with ndim0 %" PRIu32, r->ndim0);
+    }
+    wr_varint(w, r->ndim0);
+    for (j = 0; j < r->ndim0; j++) {
+        if (r->dim0[j] < 0) {
+            return enc_fail("response", i, "dim0[%" PRIu32 "] = %" PRId64 " is negative", j,
+                            r->dim0[j]);
+        }
+        wr_varint(w, (uint64_t)r->dim0[j]);
+    }
+    return TC_OK;
+}
+
+static tc_status_t wr_message(wire_writer_t *w, const tc_wire_msg_t *m)
+{
+    uint8_t allowed;
+    uint32_t i;
+    tc_status_t st;
+
+    switch (m->type) {
+    case TC_WIRE_REQUESTS:
+        allowed = TC_WIRE_F_SHUTDOWN;
+        break;
+    case TC_WIRE_RESPONSES:
+        allowed = TC_WIRE_F_TERMINATE;
+        break;
+    case TC_WIRE_BYE:
+        allowed = 0;
+        break;
+    default:
+        return enc_fail(NULL, 0, "unknown message type %u", m->type);
+    }
+    if (m->flags & ~allowed) {
+        return enc_fail(NULL, 0, "flags 0x%02X not allowed on message type %u (allowed 0x%02X)",
+                        m->flags, m->type, allowed);
+    }
+    if (m->type == TC_WIRE_BYE && m->count != 0) {
+        return enc_fail(NULL, 0, "BYE with count %" PRIu32 ", want 0", m->count);
+    }
+    if (m->count > 0 && ((m->type == TC_WIRE_REQUESTS && m->reqs == NULL) ||
+                         (m->type == TC_WIRE_RESPONSES && m->resps == NULL))) {
+        return enc_fail(NULL, 0, "NULL entries with count %" PRIu32, m->count);
+    }
+    wr_u8(w, TC_WIRE_MAGIC);
+    wr_u8(w, TC_WIRE_VERSION);
+    wr_u8(w, m->type);
+    wr_u8(w, m->flags);
+    wr_varint(w, m->count);
+    for (i = 0; i < m->count; i++) {
+        st = m->type == TC_WIRE_REQUESTS ? wr_request(w, i, &m->reqs[i])
+                                         : wr_response(w, i, &m->resps[i]);
+        if (st != TC_OK) {
+            return st;
+        }
+    }
+    if (m->flags & TC_WIRE_F_TERMINATE) {
+        if ((st = wr_status(w, NULL, 0, "terminate status", m->term_status)) != TC_OK) {
+            return st;
+        }
+        st = wr_string(w, NULL, 0, "terminate text", m->term_text, m->term_text_len, 0,
+                       TC_WIRE_MAX_TEXT);
+        if (st != TC_OK) {
+            return st;
+        }
+    }
+    return TC_OK;
+}
+
+/* Makes room for n more bytes, at least doubling the capacity when it grows. */
+static tc_status_t buf_reserve(tc_wire_buf_t *buf, size_t n)
+{
+    size_t cap;
+    uint8_t *data;
+
+    if (buf->cap - buf->len >= n) {
+        return TC_OK;
+    }
+    if (n > SIZE_MAX - buf->len) {
+        return tc__set_error(TC_ERR_NOMEM, "wire encode: buffer size overflows");
+    }
+    cap = buf->cap < 64 ? 64 : buf->cap;
+    while (cap < buf->len + n) {
+        cap = cap > SIZE_MAX / 2 ? buf->len + n : cap * 2;
+    }
+    data = realloc(buf->data, cap);
+    if (data == NULL) {
+        return tc__set_error(TC_ERR_NOMEM, "wire encode: out of memory growing a buffer to %zu bytes",
+                             cap);
+    }
+    buf->data = data;
+    buf->cap = cap;
+    return TC_OK;
+}
+
+tc_status_t tc__wire_encode(const tc_wire_msg_t *msg, tc_wire_buf_t *buf)
+{
+    wire_writer_t w = {NULL, 0};
+    tc_status_t st;
+
+    if (msg == NULL || buf == NULL) {
+        return enc_fail(NULL, 0, "NULL %s", msg == NULL ? "msg" : "buf");
+    }
+    if (buf->len > buf->cap || (buf->cap > 0 && buf->data == NULL)) {
+        return enc_fail(NULL, 0, "inconsistent buffer (len %zu, cap %zu)", buf->len, buf->cap);
+    }
+    st = wr_message(&w, msg); /* sizing pass: all the checks happen here */
+    if (st != TC_OK) {
+        return st;
+    }
+    st = buf_reserve(buf, w.n);
+    if (st != TC_OK) {
+        return st;
+    }
+    w = (wire_writer_t){buf->data + buf->len, 0};
+    st = wr_message(&w, msg);
+    if (st != TC_OK) {
+        return st; /* cannot happen: the sizing pass accepted the same message */
+    }
+    buf->len += w.n;
+    return TC_OK;
+}
+
+void tc__wire_buf_free(tc_wire_buf_t *buf)
+{
+    if (buf == NULL) {
+        return;
+    }
+    free(buf->data);
+    memset(buf, 0, sizeof(*buf));
+}

@@ -1,0 +1,110 @@
+/*
+ * gen_wire_corpus.c - writes the seed corpus for fuzz_wire: a handful of
+ * valid control messages, one per file, covering each message type, each
+ * flag, each response type and the extremes of the value ranges.
+ *
+ * Usage: gen_wire_corpus DIR (DIR must exist; files in it are overwritten).
+ * Build: cc -std=c11 -Iinclude -Isrc tests/fuzz/gen_wire_corpus.c src/wire/wire.c \
+ *          src/util/status.c src/util/log.c -o gen_wire_corpus
+ * Must never write outside DIR; the output is deterministic.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/status.h"
+#include "wire/wire.h"
+
+static int write_msg(const char *dir, const char *name, const tc_wire_msg_t *m)
+{
+    tc_wire_buf_t buf = {0};
+    char path[4096];
+    FILE *f;
+    int rc = 1;
+
+    if (tc__wire_encode(m, &buf) != TC_OK) {
+        fprintf(stderr, "gen_wire_corpus: %s: %s\n", name, tc_last_error());
+        goto out;
+    }
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    f = fopen(path, "wb");
+    if (f == NULL) {
+        perror(path);
+        goto out;
+    }
+    if (fwrite(buf.data, 1, buf.len, f) != buf.len) {
+        perror(path);
+        fclose(f);
+        goto out;
+    }
+    if (fclose(f) != 0) {
+        perror(path);
+        goto out;
+    }
+    rc = 0;
+out:
+    tc__wire_buf_free(&buf);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    static char name_ff[64];
+    static const int64_t rows[] = {0, 1, 127, 128, 1000000, INT64_MAX};
+    tc_wire_request_t reqs[4];
+    tc_wire_response_t resps[3];
+    tc_wire_msg_t m;
+    int rc = 0;
+
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s DIR\n", argv[0]);
+        return 2;
+    }
+    memset(name_ff, 0xFF, sizeof(name_ff));
+
+    m = (tc_wire_msg_t){.type = TC_WIRE_BYE};
+    rc |= write_msg(argv[1], "bye", &m);
+
+    m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .flags = TC_WIRE_F_SHUTDOWN};
+    rc |= write_msg(argv[1], "requests_shutdown_empty", &m);
+
+    memset(reqs, 0, sizeof(reqs));
+    reqs[0] = (tc_wire_request_t){.kind = TC_KIND_ALLREDUCE, .dtype = TC_FLOAT32, .op = TC_SUM,
+                                  .ndim = 2, .shape = {1024, 3}, .name = "layer1.weight.grad",
+                                  .name_len = 18};
+    reqs[1] = (tc_wire_request_t){.kind = TC_KIND_ALLGATHER, .dtype = TC_INT64, .op = TC_SUM,
+                                  .ndim = 1, .shape = {17}, .name = "ids", .name_len = 3};
+    reqs[2] = (tc_wire_request_t){.kind = TC_KIND_BROADCAST, .dtype = TC_BFLOAT16, .op = TC_SUM,
+                                  .root = 3, .ndim = 0, .name = "p", .name_len = 1};
+    reqs[3] = (tc_wire_request_t){.kind = TC_KIND_ALLREDUCE, .dtype = TC_FLOAT16, .op = TC_MAX,
+                                  .root = INT32_MIN, .ndim = TC_MAX_DIMS,
+                                  .shape = {INT64_MAX, 0, 1, 128, 16384, 2, 3, 4},
+                                  .name = name_ff, .name_len = sizeof(name_ff)};
+    m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .count = 3, .reqs = reqs};
+    rc |= write_msg(argv[1], "requests_three", &m);
+    m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .flags = TC_WIRE_F_SHUTDOWN, .count = 1,
+                        .reqs = &reqs[3]};
+    rc |= write_msg(argv[1], "requests_extremes_shutdown", &m);
+
+    memset(resps, 0, sizeof(resps));
+    resps[0] = (tc_wire_response_t){.rtype = TC_WIRE_RUN, .name = "layer1.weight.grad",
+                                    .name_len = 18};
+    resps[1] = (tc_wire_response_t){.rtype = TC_WIRE_RUN, .name = "ids", .name_len = 3,
+                                    .ndim0 = sizeof(rows) / sizeof(rows[0]), .dim0 = rows};
+    resps[2] = (tc_wire_response_t){.rtype = TC_WIRE_ERROR, .name = "p", .name_len = 1,
+                                    .status = TC_ERR_MISMATCH,
+                                    .text = "rank 1: shape [3] vs rank 0: shape [4]",
+                                    .text_len = 38};
+    m = (tc_wire_msg_t){.type = TC_WIRE_RESPONSES, .count = 3, .resps = resps};
+    rc |= write_msg(argv[1], "responses_run_error", &m);
+    m.flags = TC_WIRE_F_TERMINATE;
+    m.term_status = TC_ERR_SHUTDOWN;
+    m.term_text = "rank 2 called tc_shutdown";
+    m.term_text_len = 25;
+    rc |= write_msg(argv[1], "responses_terminate", &m);
+    m = (tc_wire_msg_t){.type = TC_WIRE_RESPONSES, .flags = TC_WIRE_F_TERMINATE,
+                        .term_status = TC_ERR_TRANSPORT};
+    rc |= write_msg(argv[1], "responses_terminate_only", &m);
+    return rc;
+}
