@@ -1,10 +1,10 @@
 # Sourced by the other scripts: installs the Debian packages tcoll needs to
-# build and test, when any is missing. Set TCOLL_NO_INSTALL=1 to skip.
+# build and test, when any is missing. Set TC_NO_APT=1 to skip.
 TCOLL_DEBIAN_PACKAGES="build-essential cmake pkg-config libopenmpi-dev openmpi-bin libhwloc-dev"
 
 tc_install_deps() {
     local missing="" p
-    [ "${TCOLL_NO_INSTALL:-0}" = 1 ] && return 0
+    [ "${TC_NO_APT:-0}" = 1 ] && return 0
     for p in $TCOLL_DEBIAN_PACKAGES "$@"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
     done
