@@ -584,18 +584,21 @@ static int coordinator_step(engine_t *e, tc_request_t *head, size_t nnew, int lo
     return progress;
 }
 
-/* Sleeps until there is something to do: see the file comment. */
-static void engine_wait(engine_t *e)
+/* Sleeps until there is something to do: see the file comment. Something to
+ * do is a queued submission or a shutdown request the loop has not seen yet;
+ * while this rank has requests in flight, or waits for rank 0 to end a
+ * shutdown it asked for, it polls with back-off instead of the idle sleep. */
+static void engine_wait(engine_t *e, int shutdown_seen)
 {
     uint32_t ns;
     struct timespec ts;
 
     pthread_mutex_lock(&g.mu);
-    if (g.q_head != NULL || g.shutdown_requested) {
+    if (g.q_head != NULL || (g.shutdown_requested && !shutdown_seen)) {
         pthread_mutex_unlock(&g.mu);
         return;
     }
-    if (g.inflight.count == 0) {
+    if (g.inflight.count == 0 && !shutdown_seen) {
         ts = tc__deadline_after_ns((uint64_t)e->cfg->idle_poll_ms * 1000000ull);
         g.engine_sleeping = 1;
         pthread_cond_timedwait(&g.wake, &g.mu, &ts);
@@ -610,7 +613,7 @@ static void engine_wait(engine_t *e)
         return;
     }
     pthread_mutex_lock(&g.mu);
-    if (g.q_head == NULL && !g.shutdown_requested) {
+    if (g.q_head == NULL && (!g.shutdown_requested || shutdown_seen)) {
         ts = tc__deadline_after_ns(ns);
         g.engine_sleeping = 1;
         pthread_cond_timedwait(&g.wake, &g.mu, &ts);
@@ -638,7 +641,7 @@ static void engine_loop(engine_t *e)
         if (progress) {
             tc__backoff_reset(&e->bo);
         } else {
-            engine_wait(e);
+            engine_wait(e, local_shutdown);
         }
     }
 }
