@@ -9,6 +9,8 @@
 #define _GNU_SOURCE
 #include "engine/request.h"
 
+#include "util/backoff.h"
+#include "util/config.h"
 #include "util/status.h"
 
 #include <pthread.h>
@@ -53,6 +55,14 @@ tc_status_t tc_wait(tc_request_t *req)
 {
     if (req == NULL) {
         return tc__set_error(TC_ERR_ARG, "tc_wait: request is NULL");
+    }
+    if (!is_done(req)) {
+        /* Spin and yield briefly (small collectives finish within that),
+         * then sleep on the condition variable. */
+        tc_backoff_t bo;
+        tc__backoff_init(&bo, (uint32_t)tc__config()->spin, 1);
+        while (!is_done(req) && tc__backoff_next(&bo) == 0) {
+        }
     }
     if (!is_done(req)) {
         pthread_mutex_lock(&done_mu);
