@@ -1,0 +1,247 @@
+/*
+ * test_allreduce.c - every dtype x op, many shapes, in place and out of place,
+ * submitted from several application threads in a different random order on
+ * each rank; every result checked bit for bit against values computed here.
+ *
+ * Counts: 0 (two shapes, with and without data pointers), 1 (scalar and
+ * [1,1]), size-1, size+1, the prime 7919, multi-dimensional shapes, plus two
+ * large tensors (a 3 MiB float32 sum out of place, a 1 MiB int32 sum in place).
+ * Integer-valued data keeps every floating result exact (see mpi_common.h).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "mpi_common.h"
+
+#define NTHREADS 4
+#define MAX_TASKS 1024
+
+typedef struct {
+    char name[96];
+    tc_dtype_t dt;
+    tc_op_t op;
+    int ndim;
+    int64_t shape[TC_MAX_DIMS];
+    int64_t count;
+    int inplace;
+    int use_test; /* complete with a tc_test loop instead of tc_wait */
+    uint64_t salt;
+    void *send;
+    void *recv;
+    void *send_copy; /* out of place: send must be left untouched */
+    tc_request_t *req;
+} task_t;
+
+static task_t g_tasks[MAX_TASKS];
+static int g_ntasks;
+static int g_order[MAX_TASKS];
+static int g_rank, g_size;
+
+static void add_task(tc_dtype_t dt, tc_op_t op, int ndim, const int64_t *shape, int inplace,
+                     int null_data)
+{
+    CHECK_LT(g_ntasks, MAX_TASKS);
+    task_t *t = &g_tasks[g_ntasks];
+    memset(t, 0, sizeof *t);
+    t->dt = dt;
+    t->op = op;
+    t->ndim = ndim;
+    for (int d = 0; d < ndim; d++) {
+        t->shape[d] = shape[d];
+    }
+    t->count = tt_count(ndim, shape);
+    t->inplace = inplace;
+    t->use_test = (g_ntasks % 3 == 1);
+    char shp[64];
+    tt_shape_str(ndim, shape, shp, sizeof shp);
+    /* the task index keeps names unique when two shapes coincide (size-1 = 0 at np 1) */
+    snprintf(t->name, sizeof t->name, "ar/%s/%s/%s/%s%s/%d", tt_dtype_str(dt), tt_op_str(op), shp,
+             inplace ? "in" : "out", null_data ? "/null" : "", g_ntasks);
+    t->salt = tt_hash_str(t->name);
+
+    size_t bytes = (size_t)t->count * tt_dtype_bytes(dt);
+    if (null_data) {
+        CHECK_EQ(t->count, 0);
+        t->send = NULL;
+        t->recv = NULL;
+    } else {
+        t->send = tt_xmalloc(bytes);
+        tt_fill(dt, op, t->salt, g_rank, t->send, t->count);
+        if (inplace) {
+            t->recv = t->send;
+        } else {
+            t->recv = tt_xmalloc(bytes);
+            memset(t->recv, 0xa5, bytes);
+            t->send_copy = tt_xmalloc(bytes);
+            memcpy(t->send_copy, t->send, bytes);
+        }
+    }
+    g_ntasks++;
+}
+
+static void submit(task_t *t)
+{
+    tc_tensor_t ten;
+    memset(&ten, 0, sizeof ten);
+    ten.data = t->send;
+    ten.dtype = t->dt;
+    ten.ndim = t->ndim;
+    for (int d = 0; d < t->ndim; d++) {
+        ten.shape[d] = t->shape[d];
+    }
+    t->req = NULL;
+    CHECK_OK(tc_allreduce(t->name, &ten, t->recv, t->op, &t->req));
+    CHECK(t->req != NULL);
+}
+
+static void complete_and_check(task_t *t)
+{
+    tc_status_t st;
+    int done = 0;
+    if (t->use_test) {
+        for (;;) {
+            st = tc_test(t->req, &done);
+            if (done) {
+                break;
+            }
+            CHECK_OK(st);
+            const char *e = tc_request_error(t->req); /* "" while pending */
+            CHECK_MSG(e != NULL && e[0] == '\0', "%s: pending request has error '%s'", t->name,
+                      e ? e : "(null)");
+            tt_sleep_ms(1);
+        }
+    } else {
+        st = tc_wait(t->req);
+    }
+    CHECK_MSG(st == TC_OK, "%s: %s: %s", t->name, tc_status_string(st), tc_request_error(t->req));
+    CHECK_MSG(tc_request_error(t->req) != NULL && tc_request_error(t->req)[0] == '\0',
+              "%s: error message on success: '%s'", t->name, tc_request_error(t->req));
+
+    /* tc_test after completion: done, and the operation's status */
+    done = 0;
+    CHECK_OK(tc_test(t->req, &done));
+    CHECK_EQ(done, 1);
+    /* a second wait returns at once with the same status */
+    CHECK_OK(tc_wait(t->req));
+
+    tc_tensor_t out;
+    memset(&out, 0, sizeof out);
+    CHECK_OK(tc_request_output(t->req, &out));
+    CHECK_MSG(out.data == t->recv, "%s: output is not the recv buffer", t->name);
+    CHECK_EQ(out.dtype, t->dt);
+    CHECK_EQ(out.ndim, t->ndim);
+    for (int d = 0; d < t->ndim; d++) {
+        CHECK_EQ(out.shape[d], t->shape[d]);
+    }
+
+    tt_check_allreduce(t->name, t->dt, t->op, t->salt, g_size, t->recv, t->count);
+    if (t->send_copy) {
+        CHECK_MSG(memcmp(t->send, t->send_copy, (size_t)t->count * tt_dtype_bytes(t->dt)) == 0,
+                  "%s: out-of-place allreduce modified the send buffer", t->name);
+    }
+    tc_request_free(t->req);
+    t->req = NULL;
+}
+
+/* Thread ti owns every NTHREADS-th task of this rank's order: it submits all of
+ * them, then completes them in reverse order. */
+static void worker(int ti, void *arg)
+{
+    (void)arg;
+    tt_rng_t rng = { tt_key(0xa11, (uint64_t)g_rank, (uint64_t)ti) };
+    int mine[MAX_TASKS];
+    int n = 0;
+    for (int j = ti; j < g_ntasks; j += NTHREADS) {
+        mine[n++] = g_order[j];
+    }
+    for (int k = 0; k < n; k++) {
+        submit(&g_tasks[mine[k]]);
+        if (tt_rng_below(&rng, 16) == 0) {
+            tt_sleep_ms(1); /* let the engine see a partial set now and then */
+        }
+    }
+    for (int k = n - 1; k >= 0; k--) {
+        complete_and_check(&g_tasks[mine[k]]);
+    }
+}
+
+int main(void)
+{
+    CHECK_OK(tc_init());
+    g_rank = tc_rank();
+    g_size = tc_size();
+    CHECK(g_rank >= 0 && g_rank < g_size);
+
+    const struct {
+        int ndim;
+        int64_t shape[4];
+    } shapes[] = {
+        { 1, { 0 } },                 /* 0 elements */
+        { 2, { 3, 0 } },              /* 0 elements, ndim 2 */
+        { 0, { 0 } },                 /* scalar: 1 element */
+        { 2, { 1, 1 } },              /* 1 element */
+        { 1, { g_size - 1 } },        /* size-1 (0 at np 1) */
+        { 1, { g_size + 1 } },        /* size+1 */
+        { 1, { 7919 } },              /* a prime */
+        { 3, { 3, 5, 7 } },           /* 105 */
+        { 4, { 2, 3, 4, 5 } },        /* 120 */
+    };
+    const int nshapes = (int)(sizeof shapes / sizeof shapes[0]);
+
+    int combo = 0;
+    for (int di = 0; di < TT_NDTYPES; di++) {
+        for (int oi = 0; oi < TT_NOPS; oi++) {
+            tc_dtype_t dt = tt_dtype(di);
+            tc_op_t op = tt_op(oi);
+            if (op == TC_AVG && !tt_is_float(dt)) {
+                continue; /* TC_ERR_ARG: checked in test_errors */
+            }
+            for (int si = 0; si < nshapes; si++) {
+                int inplace = (combo + si) & 1;
+                add_task(dt, op, shapes[si].ndim, shapes[si].shape, inplace, 0);
+                if (shapes[si].ndim == 1 && shapes[si].shape[0] == 7919) {
+                    add_task(dt, op, shapes[si].ndim, shapes[si].shape, !inplace, 0);
+                }
+            }
+            combo++;
+        }
+    }
+    /* zero elements with no buffers at all */
+    {
+        const int64_t zero[1] = { 0 };
+        add_task(TC_FLOAT32, TC_SUM, 1, zero, 0, 1);
+        add_task(TC_INT64, TC_MAX, 1, zero, 1, 1);
+    }
+    /* large: 3 MiB float32 sum out of place, 1 MiB int32 sum in place */
+    {
+        const int64_t big[1] = { 768 * 1024 };
+        add_task(TC_FLOAT32, TC_SUM, 1, big, 0, 0);
+        const int64_t big2[2] = { 256, 1024 };
+        add_task(TC_INT32, TC_SUM, 2, big2, 1, 0);
+    }
+
+    for (int i = 0; i < g_ntasks; i++) {
+        g_order[i] = i;
+    }
+    tt_rng_t rng = { tt_key(0x5eed, (uint64_t)g_rank, 0) };
+    tt_shuffle(g_order, g_ntasks, &rng);
+
+    double t0 = tt_now();
+    tt_run_threads(NTHREADS, worker, NULL);
+    double dt = tt_now() - t0;
+
+    for (int i = 0; i < g_ntasks; i++) {
+        if (g_tasks[i].send_copy) {
+            free(g_tasks[i].recv);
+            free(g_tasks[i].send_copy);
+        }
+        free(g_tasks[i].send);
+    }
+
+    tt_final_barrier();
+    CHECK_OK(tc_shutdown());
+    if (g_rank == 0) {
+        printf("test_allreduce: %d allreduces OK on %d ranks from %d threads (%.2f s)\n",
+               g_ntasks, g_size, NTHREADS, dt);
+    }
+    return 0;
+}

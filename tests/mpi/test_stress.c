@@ -1,0 +1,176 @@
+/*
+ * test_stress.c - many small operations from several threads with names
+ * reused from step to step: each of 4 threads runs STEPS steps; in each step
+ * it submits, in a rank-dependent random order, an int32 sum allreduce, a
+ * float32 max allreduce (in place), and every few steps an allgather or a
+ * broadcast, under names "s<thread>/<kind>" that are reused once the step's
+ * requests have completed; every result is checked.
+ *
+ * Usage: test_stress [steps]   (default 200)
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "mpi_common.h"
+
+#define NTHREADS 4
+
+static int g_rank, g_size, g_steps = 200;
+
+typedef struct {
+    char name[32];
+    int kind; /* 0 sum, 1 max (in place), 2 allgather, 3 broadcast */
+    int32_t a[64], ao[64];
+    float f[64];
+    int64_t n;
+    int root;
+    tc_request_t *req;
+} op_t;
+
+static void submit(op_t *o)
+{
+    tc_request_t **rp = &o->req;
+    switch (o->kind) {
+    case 0: {
+        tc_tensor_t t = { o->a, TC_INT32, 1, { o->n } };
+        CHECK_OK(tc_allreduce(o->name, &t, o->ao, TC_SUM, rp));
+        break;
+    }
+    case 1: {
+        tc_tensor_t t = { o->f, TC_FLOAT32, 1, { o->n } };
+        CHECK_OK(tc_allreduce(o->name, &t, o->f, TC_MAX, rp));
+        break;
+    }
+    case 2: {
+        tc_tensor_t t = { o->a, TC_INT32, 2, { g_rank % 3, 2 } };
+        CHECK_OK(tc_allgather(o->name, &t, rp));
+        break;
+    }
+    default: {
+        tc_tensor_t t = { o->a, TC_INT32, 1, { o->n } };
+        CHECK_OK(tc_broadcast(o->name, &t, o->root, rp));
+        break;
+    }
+    }
+}
+
+static void check(op_t *o, int ti, int step)
+{
+    tc_status_t st = tc_wait(o->req);
+    CHECK_MSG(st == TC_OK, "thread %d step %d %s: %s: %s", ti, step, o->name,
+              tc_status_string(st), tc_request_error(o->req));
+    switch (o->kind) {
+    case 0:
+        for (int64_t i = 0; i < o->n; i++) {
+            /* sum over r of (r+1)*(step+1) + i + ti */
+            int64_t want = (int64_t)g_size * (g_size + 1) / 2 * (step + 1) + g_size * (i + ti);
+            CHECK_EQ(o->ao[i], want);
+        }
+        break;
+    case 1:
+        for (int64_t i = 0; i < o->n; i++) {
+            /* max over r of ((r * 7 + i + step) % 5) - ti */
+            int best = -1;
+            for (int r = 0; r < g_size; r++) {
+                int v = (int)((r * 7 + i + step) % 5);
+                best = v > best ? v : best;
+            }
+            CHECK_EQ(o->f[i], (float)(best - ti));
+        }
+        break;
+    case 2: {
+        tc_tensor_t out;
+        CHECK_OK(tc_request_output(o->req, &out));
+        int64_t rows = 0;
+        for (int r = 0; r < g_size; r++) {
+            for (int k = 0; k < (r % 3) * 2; k++) {
+                CHECK_EQ(((int32_t *)out.data)[rows * 2 + k], r * 100 + step + k);
+            }
+            rows += r % 3;
+        }
+        CHECK_EQ(out.shape[0], rows);
+        CHECK_EQ(out.shape[1], 2);
+        break;
+    }
+    default:
+        for (int64_t i = 0; i < o->n; i++) {
+            CHECK_EQ(o->a[i], o->root * 1000 + step * 3 + (int)i);
+        }
+        break;
+    }
+    tc_request_free(o->req);
+    o->req = NULL;
+}
+
+static void worker(int ti, void *arg)
+{
+    (void)arg;
+    tt_rng_t rng = { tt_key(0x57, (uint64_t)g_rank, (uint64_t)ti) };
+    static const char *kinds[4] = { "sum", "max", "ag", "bc" };
+    op_t ops[4];
+    memset(ops, 0, sizeof ops);
+    for (int k = 0; k < 4; k++) {
+        snprintf(ops[k].name, sizeof ops[k].name, "s%d/%s", ti, kinds[k]);
+        ops[k].kind = k;
+    }
+    for (int step = 0; step < g_steps; step++) {
+        op_t *todo[4];
+        int n = 0;
+        /* sizes the same on every rank: derived from (thread, step) only */
+        int64_t len = 1 + (int64_t)(tt_key(ti, (uint64_t)step, 1) % 64);
+        ops[0].n = len;
+        for (int64_t i = 0; i < len; i++) {
+            ops[0].a[i] = (g_rank + 1) * (step + 1) + (int32_t)i + ti;
+        }
+        todo[n++] = &ops[0];
+        ops[1].n = 1 + (int64_t)(tt_key(ti, (uint64_t)step, 2) % 64);
+        for (int64_t i = 0; i < ops[1].n; i++) {
+            ops[1].f[i] = (float)((g_rank * 7 + i + step) % 5 - ti);
+        }
+        todo[n++] = &ops[1];
+        if (step % 3 == 1) {
+            for (int k = 0; k < (g_rank % 3) * 2; k++) {
+                ops[2].a[k] = g_rank * 100 + step + k;
+            }
+            todo[n++] = &ops[2];
+        }
+        if (step % 4 == 2) {
+            ops[3].root = (step / 4 + ti) % g_size;
+            ops[3].n = 1 + (int64_t)(tt_key(ti, (uint64_t)step, 3) % 64);
+            for (int64_t i = 0; i < ops[3].n; i++) {
+                ops[3].a[i] = g_rank == ops[3].root ? ops[3].root * 1000 + step * 3 + (int)i : -7;
+            }
+            todo[n++] = &ops[3];
+        }
+        /* submit in a random order, complete in another */
+        int ord[4] = { 0, 1, 2, 3 };
+        tt_shuffle(ord, n, &rng);
+        for (int k = 0; k < n; k++) {
+            submit(todo[ord[k]]);
+        }
+        tt_shuffle(ord, n, &rng);
+        for (int k = 0; k < n; k++) {
+            check(todo[ord[k]], ti, step);
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1) {
+        g_steps = atoi(argv[1]);
+        CHECK(g_steps > 0);
+    }
+    CHECK_OK(tc_init());
+    g_rank = tc_rank();
+    g_size = tc_size();
+    double t0 = tt_now();
+    tt_run_threads(NTHREADS, worker, NULL);
+    double el = tt_now() - t0;
+    tt_final_barrier();
+    CHECK_OK(tc_shutdown());
+    if (g_rank == 0) {
+        printf("test_stress: %d threads x %d steps OK on %d ranks (%.2f s, %.0f us/step)\n",
+               NTHREADS, g_steps, g_size, el, el / g_steps * 1e6);
+    }
+    return 0;
+}
