@@ -29,9 +29,10 @@ void tc__scratch_free(tc_scratch_t *s);
 void tc__segment(size_t count, int n, int i, size_t *off_p, size_t *len_p);
 
 /* In-place ring allreduce of count elements of dtype in buf. TC_AVG divides by
- * the group size. Every rank ends with identical bits. */
+ * the group size. Reduce-scatter steps move chunk_bytes at a time (every rank
+ * must pass the same value). Every rank ends with identical bits. */
 tc_status_t tc__ring_allreduce(tc_transport_t *t, void *buf, size_t count, tc_dtype_t dtype,
-                               tc_op_t op, tc_scratch_t *scratch);
+                               tc_op_t op, size_t chunk_bytes, tc_scratch_t *scratch);
 
 /* Ring allgather with variable block sizes: block i (bytes[i] bytes) starts at
  * displs[i] of out; this rank's block must already be in place. */

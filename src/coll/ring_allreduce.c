@@ -10,6 +10,10 @@
  *   (after it, rank r holds segment (r + 1) mod n fully reduced; TC_AVG divides it here)
  *   allgather        s                    (r + 1 - s) mod n     (r - s) mod n: seg = recv
  *
+ * Within a reduce-scatter step the segment moves in chunks of chunk_bytes, so
+ * each received chunk is reduced while it is still in cache and the scratch
+ * buffer stays one chunk long. Chunking does not change the result.
+ *
  * Every segment is reduced in one fixed order on one rank and then copied, so
  * all ranks end with identical bits. Must never reduce a segment twice or read
  * the scratch buffer before the receive that fills it has completed.
@@ -19,13 +23,13 @@
 #include "reduce/reduce.h"
 
 tc_status_t tc__ring_allreduce(tc_transport_t *t, void *buf, size_t count, tc_dtype_t dtype,
-                               tc_op_t op, tc_scratch_t *scratch)
+                               tc_op_t op, size_t chunk_bytes, tc_scratch_t *scratch)
 {
     const int n = t->size, r = t->rank;
     const int right = (r + 1) % n, left = (r - 1 + n) % n;
     const size_t es = tc_dtype_size(dtype);
     char *base = buf;
-    size_t off, len, max_len;
+    size_t off, len, max_len, chunk;
     tc_status_t st;
     int s;
 
@@ -33,20 +37,30 @@ tc_status_t tc__ring_allreduce(tc_transport_t *t, void *buf, size_t count, tc_dt
         return TC_OK; /* the sum of one contribution, divided by 1 */
     }
     tc__segment(count, n, 0, &off, &max_len); /* segment 0 is a largest one */
-    st = tc__scratch_reserve(scratch, max_len * es);
+    chunk = chunk_bytes / es > 0 ? chunk_bytes / es : 1;
+    chunk = chunk < max_len ? chunk : max_len;
+    st = tc__scratch_reserve(scratch, chunk * es);
     if (st != TC_OK) {
         return st;
     }
 
     for (s = 0; s < n - 1; s++) {
-        size_t soff, slen, roff, rlen;
+        size_t soff, slen, roff, rlen, k;
         tc__segment(count, n, (r - s + n) % n, &soff, &slen);
         tc__segment(count, n, (r - s - 1 + 2 * n) % n, &roff, &rlen);
-        st = t->sendrecv(t, base + soff * es, slen * es, right, scratch->data, rlen * es, left);
-        if (st != TC_OK) {
-            return st;
+        /* chunk by chunk: the received chunk is reduced while it is in cache */
+        for (k = 0; k * chunk < slen || k * chunk < rlen; k++) {
+            size_t sk = k * chunk < slen ? slen - k * chunk : 0;
+            size_t rk = k * chunk < rlen ? rlen - k * chunk : 0;
+            sk = sk < chunk ? sk : chunk;
+            rk = rk < chunk ? rk : chunk;
+            st = t->sendrecv(t, base + (soff + k * chunk) * es, sk * es, right, scratch->data,
+                             rk * es, left);
+            if (st != TC_OK) {
+                return st;
+            }
+            tc__reduce(dtype, op, base + (roff + k * chunk) * es, scratch->data, rk);
         }
-        tc__reduce(dtype, op, base + roff * es, scratch->data, rlen);
     }
 
     if (op == TC_AVG) {

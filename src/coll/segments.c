@@ -7,6 +7,7 @@
 #include "coll/coll.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 void tc__segment(size_t count, int n, int i, size_t *off_p, size_t *len_p)
 {
@@ -29,6 +30,7 @@ tc_status_t tc__scratch_reserve(tc_scratch_t *s, size_t bytes)
     if (p == NULL) {
         return TC_ERR_NOMEM;
     }
+    memset(p, 0, bytes); /* fault the pages in now, not in the middle of a step */
     s->data = p;
     s->cap = bytes;
     return TC_OK;

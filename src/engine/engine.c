@@ -343,7 +343,8 @@ static tc_status_t run(engine_t *e, tc_request_t *req, const tc_wire_response_t 
         if (req->recv != req->send && bytes > 0) {
             memcpy(req->recv, req->send, bytes);
         }
-        st = tc__ring_allreduce(&e->tp, req->recv, req->count, req->dtype, req->op, &e->scratch);
+        st = tc__ring_allreduce(&e->tp, req->recv, req->count, req->dtype, req->op,
+                                (size_t)e->cfg->ring_chunk_kb * 1024, &e->scratch);
         break;
     case TC_KIND_BROADCAST:
         st = tc__bcast_binomial(&e->tp, req->recv, bytes, req->root);

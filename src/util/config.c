@@ -44,6 +44,9 @@ static const knob_t knobs[] = {
     {"TCOLL_BACKOFF_MAX_US", KNOB_INT, OFF(backoff_max_us), "200", 1, 100000,
      "Longest sleep (us) between two polls while work is pending; sleeps grow "
      "from 1 us to this cap and reset on progress."},
+    {"TCOLL_RING_CHUNK_KB", KNOB_INT, OFF(ring_chunk_kb), "256", 1, 1048576,
+     "Chunk (KiB) in which ring allreduce steps move data, so each chunk is "
+     "reduced while still in cache. Must be the same on every rank."},
     {"TCOLL_PROXY_CPUS", KNOB_STRING, OFF(proxy_cpus), "", 0, 0,
      "CPUs the default proxy init hook binds its thread to (hwloc list syntax, "
      "e.g. 0-3,8); empty binds nothing."},

@@ -74,6 +74,7 @@ typedef struct {
     tc_dtype_t dtype;
     tc_op_t op;
     size_t count;
+    size_t chunk; /* ring chunk in bytes */
     int root;
     void *buf;
     size_t *bytes, *displs;
@@ -89,7 +90,7 @@ static void *rank_main(void *arg)
     t.size = j->n;
     t.sendrecv = fake_sendrecv;
     if (j->what == 0) {
-        CHECK_OK(tc__ring_allreduce(&t, j->buf, j->count, j->dtype, j->op, &scratch));
+        CHECK_OK(tc__ring_allreduce(&t, j->buf, j->count, j->dtype, j->op, j->chunk, &scratch));
     } else if (j->what == 1) {
         CHECK_OK(tc__ring_allgatherv(&t, j->buf, j->bytes, j->displs));
     } else {
@@ -146,14 +147,15 @@ static double load(tc_dtype_t dt, const void *buf, size_t i)
     return 0;
 }
 
-static void test_allreduce(int n, size_t count, tc_dtype_t dt, tc_op_t op)
+static void test_allreduce(int n, size_t count, tc_dtype_t dt, tc_op_t op, size_t chunk)
 {
     job_t jobs[MAXN];
     size_t es = tc_dtype_size(dt), i;
     int r;
 
     for (r = 0; r < n; r++) {
-        jobs[r] = (job_t){.rank = r, .n = n, .what = 0, .dtype = dt, .op = op, .count = count};
+        jobs[r] = (job_t){.rank = r, .n = n, .what = 0, .dtype = dt, .op = op, .count = count,
+                          .chunk = chunk};
         jobs[r].buf = malloc(count * es + 1);
         for (i = 0; i < count; i++) {
             store(dt, jobs[r].buf, i, input(r, i, op));
@@ -263,12 +265,20 @@ int main(void)
                     if (ops[o] == TC_AVG && dts[d] == TC_INT32) {
                         continue;
                     }
-                    test_allreduce(n, counts[c], dts[d], ops[o]);
+                    test_allreduce(n, counts[c], dts[d], ops[o], (size_t)1 << 20);
                     runs++;
                 }
             }
         }
-        test_allreduce(n, 300001, TC_FLOAT32, TC_SUM);
+        /* chunks of one element, of an odd byte count, and of a few KiB */
+        for (c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+            test_allreduce(n, counts[c], TC_FLOAT32, TC_SUM, 4);
+            test_allreduce(n, counts[c], TC_FLOAT16, TC_AVG, 11);
+            test_allreduce(n, counts[c], TC_INT32, TC_PROD, 3); /* less than one element */
+            runs += 3;
+        }
+        test_allreduce(n, 300001, TC_FLOAT32, TC_SUM, 4096);
+        test_allreduce(n, 300001, TC_FLOAT64, TC_MAX, (size_t)1 << 20);
         test_allgatherv(n);
         for (c = 0; c < (size_t)n; c++) {
             test_bcast(n, (int)c, 0);
