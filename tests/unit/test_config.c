@@ -63,6 +63,26 @@ int main(void)
     CHECK_EQ(live->log_level, TC_LOG_ERROR);
     CHECK(tc__config() == live);
     tc__config_print(stdout, NULL);
+
+    /* Every knob in the table is documented in the README. */
+    {
+        char table[8192], *line, *save = NULL;
+        FILE *mem = fmemopen(table, sizeof(table), "w");
+        FILE *readme = fopen(TCOLL_SOURCE_DIR "/README.md", "r");
+        static char text[1 << 17];
+        size_t n;
+        CHECK(mem != NULL && readme != NULL);
+        tc__config_print(mem, NULL);
+        fclose(mem);
+        n = fread(text, 1, sizeof(text) - 1, readme);
+        text[n] = '\0';
+        fclose(readme);
+        for (line = strtok_r(table, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+            char name[64];
+            CHECK_EQ(sscanf(line, "| `%63[A-Z0-9_]`", name), 1);
+            CHECK_MSG(strstr(text, name) != NULL, "README.md does not document %s", name);
+        }
+    }
     printf("test_config: ok\n");
     return 0;
 }
