@@ -1,0 +1,18 @@
+# tcoll-perf: the benchmark users run first (docs/perf.md). tcoll's collectives
+# through the public async API, side by side with MPI_Allreduce/Allgather/Bcast
+# on the same buffers, plus a workload mode that replays data/resnet50.tsv.
+# It calls MPI itself (MPI_THREAD_MULTIPLE), so it links MPI directly.
+add_executable(tcoll-perf ${CMAKE_CURRENT_LIST_DIR}/tcoll_perf.c)
+target_compile_options(tcoll-perf PRIVATE ${TCOLL_WARN_FLAGS})
+target_link_libraries(tcoll-perf PRIVATE tcoll MPI::MPI_C Threads::Threads m)
+
+# The default workload file: installed under <datadir>/tcoll, found from the
+# executable's directory; a build tree uses the source copy.
+file(RELATIVE_PATH _tc_perf_rel_datadir ${CMAKE_INSTALL_FULL_BINDIR}
+     ${CMAKE_INSTALL_FULL_DATADIR}/tcoll)
+target_compile_definitions(tcoll-perf PRIVATE
+  TCOLL_PERF_REL_DATADIR="${_tc_perf_rel_datadir}"
+  TCOLL_PERF_SOURCE_WORKLOAD="${PROJECT_SOURCE_DIR}/data/resnet50.tsv")
+
+install(TARGETS tcoll-perf RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/data/resnet50.tsv DESTINATION ${CMAKE_INSTALL_DATADIR}/tcoll)
