@@ -308,7 +308,7 @@ static tc_status_t run_allgather(engine_t *e, tc_request_t *req, const tc_wire_r
         total += bytes[q];
         rows += r->dim0[q];
     }
-    req->owned_output = malloc(total > 0 ? total : 1);
+    req->owned_output = tc__output_alloc(total, &req->owned_cap);
     if (req->owned_output == NULL) {
         free(bytes);
         snprintf(msg, msglen, "tensor '%s': cannot allocate %zu bytes for the allgather output",
@@ -956,6 +956,7 @@ tc_status_t tc_shutdown(void)
     pthread_mutex_unlock(&g.mu);
 
     pthread_join(g.thread, NULL);
+    tc__output_pool_drain();
 
     pthread_mutex_lock(&g.mu);
     st = g.stop_status;

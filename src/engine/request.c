@@ -34,6 +34,82 @@ void tc__request_complete(tc_request_t *req, tc_status_t status, const char *msg
     pthread_mutex_unlock(&done_mu);
 }
 
+/* The output pool: a few large buffers, at most TCOLL_OUTPUT_POOL_MB in all. */
+#define POOL_SLOTS 8
+#define POOL_MIN_BYTES ((size_t)1 << 20)
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    void *buf;
+    size_t cap;
+} pool[POOL_SLOTS];
+static size_t pool_bytes;
+
+void *tc__output_alloc(size_t bytes, size_t *cap_p)
+{
+    void *buf = NULL;
+    size_t best = POOL_SLOTS, i;
+
+    if (bytes >= POOL_MIN_BYTES) {
+        pthread_mutex_lock(&pool_mu);
+        /* the smallest pooled buffer that fits and wastes at most half */
+        for (i = 0; i < POOL_SLOTS; i++) {
+            if (pool[i].buf != NULL && pool[i].cap >= bytes && pool[i].cap / 2 <= bytes &&
+                (best == POOL_SLOTS || pool[i].cap < pool[best].cap)) {
+                best = i;
+            }
+        }
+        if (best < POOL_SLOTS) {
+            buf = pool[best].buf;
+            *cap_p = pool[best].cap;
+            pool_bytes -= pool[best].cap;
+            pool[best].buf = NULL;
+        }
+        pthread_mutex_unlock(&pool_mu);
+        if (buf != NULL) {
+            return buf;
+        }
+    }
+    buf = malloc(bytes > 0 ? bytes : 1);
+    *cap_p = bytes;
+    return buf;
+}
+
+void tc__output_release(void *buf, size_t cap)
+{
+    size_t limit = (size_t)tc__config()->output_pool_mb << 20, i;
+
+    if (buf == NULL) {
+        return;
+    }
+    if (cap >= POOL_MIN_BYTES && cap <= limit) {
+        pthread_mutex_lock(&pool_mu);
+        for (i = 0; i < POOL_SLOTS && pool_bytes + cap <= limit; i++) {
+            if (pool[i].buf == NULL) {
+                pool[i].buf = buf;
+                pool[i].cap = cap;
+                pool_bytes += cap;
+                buf = NULL;
+                break;
+            }
+        }
+        pthread_mutex_unlock(&pool_mu);
+    }
+    free(buf);
+}
+
+void tc__output_pool_drain(void)
+{
+    size_t i;
+
+    pthread_mutex_lock(&pool_mu);
+    for (i = 0; i < POOL_SLOTS; i++) {
+        free(pool[i].buf);
+        pool[i].buf = NULL;
+    }
+    pool_bytes = 0;
+    pthread_mutex_unlock(&pool_mu);
+}
+
 void tc__request_destroy(tc_request_t *req)
 {
     if (req == NULL) {
@@ -41,7 +117,7 @@ void tc__request_destroy(tc_request_t *req)
     }
     free(req->name);
     free(req->error);
-    free(req->owned_output);
+    tc__output_release(req->owned_output, req->owned_cap);
     free(req);
 }
 

@@ -34,7 +34,8 @@ struct tc_request {
     tc_status_t status;
     char *error; /* NULL on success */
     tc_tensor_t output;
-    void *owned_output; /* allgather output, freed with the request */
+    void *owned_output; /* allgather output, returned to the pool with the request */
+    size_t owned_cap;   /* its capacity in bytes */
     _Atomic int done;   /* 0 -> 1 once, release by the engine (tc__request_complete),
                          * acquire by tc_test/tc_wait before reading the result */
 };
@@ -42,6 +43,14 @@ struct tc_request {
 /* Engine thread: records the result and wakes waiters. msg may be NULL. After
  * this call the engine must not touch req. */
 void tc__request_complete(tc_request_t *req, tc_status_t status, const char *msg);
+
+/* Output buffers: large allgather outputs are kept in a small pool when their
+ * request is freed and reused by later allgathers, so a training loop does not
+ * map (and page-fault) a fresh buffer on every call. Thread-safe. */
+void *tc__output_alloc(size_t bytes, size_t *cap_p);
+void tc__output_release(void *buf, size_t cap);
+/* Frees every pooled buffer (tc_shutdown). */
+void tc__output_pool_drain(void);
 
 /* Frees a request that was never handed to the user. */
 void tc__request_destroy(tc_request_t *req);

@@ -47,6 +47,9 @@ static const knob_t knobs[] = {
     {"TCOLL_RING_CHUNK_KB", KNOB_INT, OFF(ring_chunk_kb), "256", 1, 1048576,
      "Chunk (KiB) in which ring allreduce steps move data, so each chunk is "
      "reduced while still in cache. Must be the same on every rank."},
+    {"TCOLL_OUTPUT_POOL_MB", KNOB_INT, OFF(output_pool_mb), "256", 0, 1048576,
+     "Memory (MiB) of freed allgather outputs (1 MiB and up) kept for reuse by "
+     "later allgathers instead of mapping fresh pages; 0 keeps none."},
     {"TCOLL_PROXY_CPUS", KNOB_STRING, OFF(proxy_cpus), "", 0, 0,
      "CPUs the default proxy init hook binds its thread to (hwloc list syntax, "
      "e.g. 0-3,8); empty binds nothing."},

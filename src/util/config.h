@@ -15,6 +15,7 @@ typedef struct {
     int spin;             /* TCOLL_SPIN */
     int backoff_max_us;   /* TCOLL_BACKOFF_MAX_US */
     int ring_chunk_kb;    /* TCOLL_RING_CHUNK_KB */
+    int output_pool_mb;   /* TCOLL_OUTPUT_POOL_MB */
     char proxy_cpus[256]; /* TCOLL_PROXY_CPUS */
 } tc_config_t;
 

@@ -164,6 +164,42 @@ static void worker(int ti, void *arg)
     }
 }
 
+/* Large outputs are recycled through the output pool once freed: each round
+ * must see its own data, never a previous round's. */
+static void reuse_rounds(void)
+{
+    const int64_t rows = 1 << 15, cols = 16; /* 2 MiB of int32 per rank */
+    int32_t *send = tt_xmalloc((size_t)(rows * cols) * sizeof(int32_t));
+
+    for (int round = 0; round < 4; round++) {
+        tc_tensor_t t, out;
+        tc_request_t *req;
+        memset(&t, 0, sizeof t);
+        t.data = send;
+        t.dtype = TC_INT32;
+        t.ndim = 2;
+        t.shape[0] = rows;
+        t.shape[1] = cols;
+        for (int64_t i = 0; i < rows * cols; i++) {
+            send[i] = (int32_t)(round * 1000003 + g_rank * 7919 + i);
+        }
+        CHECK_OK(tc_allgather("ag/reuse", &t, &req));
+        CHECK_OK(tc_wait(req));
+        CHECK_OK(tc_request_output(req, &out));
+        CHECK_EQ(out.shape[0], rows * g_size);
+        for (int r = 0; r < g_size; r++) {
+            const int32_t *blk = (const int32_t *)out.data + r * rows * cols;
+            for (int64_t i = 0; i < rows * cols; i++) {
+                CHECK_MSG(blk[i] == (int32_t)(round * 1000003 + r * 7919 + i),
+                          "round %d block %d element %lld: got %d", round, r, (long long)i,
+                          (int)blk[i]);
+            }
+        }
+        tc_request_free(req);
+    }
+    free(send);
+}
+
 int main(void)
 {
     CHECK_OK(tc_init());
@@ -218,6 +254,7 @@ int main(void)
 
     double t0 = tt_now();
     tt_run_threads(NTHREADS, worker, NULL);
+    reuse_rounds();
     double el = tt_now() - t0;
 
     for (int i = 0; i < g_ntasks; i++) {
