@@ -6,6 +6,8 @@
 
 #include <sched.h>
 
+#include "util/config.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define cpu_relax() _mm_pause()
@@ -15,13 +17,12 @@
 #define cpu_relax() ((void)0)
 #endif
 
-/* Yields between spinning and sleeping. */
-#define TC_BACKOFF_YIELDS 16u
-
 void tc__backoff_init(tc_backoff_t *b, uint32_t spin, uint32_t max_us)
 {
     b->iter = 0;
     b->spin = spin;
+    b->yield_ns = (uint32_t)tc__config()->yield_us * 1000u;
+    b->yield_end = 0;
     b->sleep_ns = 0;
     b->max_ns = max_us == 0 ? 1000u : max_us * 1000u;
 }
@@ -37,9 +38,18 @@ uint32_t tc__backoff_next(tc_backoff_t *b)
         cpu_relax();
         return 0;
     }
-    if (it < b->spin + TC_BACKOFF_YIELDS) {
-        sched_yield();
-        return 0;
+    if (b->sleep_ns == 0) {
+        /* Yield phase: gives the core to any runnable thread (a peer rank on
+         * an oversubscribed machine) but keeps polling while the core is free,
+         * so a transfer that completes in microseconds is not slept through. */
+        uint64_t now = tc__now_ns();
+        if (b->yield_end == 0) {
+            b->yield_end = now + b->yield_ns;
+        }
+        if (now < b->yield_end) {
+            sched_yield();
+            return 0;
+        }
     }
     b->sleep_ns = b->sleep_ns == 0 ? 1000u : b->sleep_ns * 2u;
     if (b->sleep_ns > b->max_ns) {

@@ -1,6 +1,7 @@
 /*
  * backoff.h - the one waiting policy for every polling loop in tcoll:
- * spin briefly, then yield, then sleep for growing intervals up to a cap.
+ * spin briefly, then yield for a while, then sleep for growing intervals up
+ * to a cap.
  *
  * On an oversubscribed machine (more ranks than cores) a poller that never
  * yields steals the core from the peer it waits for; this policy keeps short
@@ -15,6 +16,8 @@
 typedef struct {
     uint32_t iter;     /* polls since the last progress */
     uint32_t spin;     /* polls spent spinning before yielding */
+    uint32_t yield_ns; /* then yield for this long (TCOLL_YIELD_US) */
+    uint64_t yield_end;/* monotonic deadline of the yield phase, 0 before it */
     uint32_t sleep_ns; /* current sleep length once sleeping */
     uint32_t max_ns;   /* cap on sleep_ns */
 } tc_backoff_t;
@@ -24,6 +27,7 @@ static inline void tc__backoff_reset(tc_backoff_t *b)
 {
     b->iter = 0;
     b->sleep_ns = 0;
+    b->yield_end = 0;
 }
 /* One step of waiting. Returns the nanoseconds it wants to sleep (0 while
  * spinning or yielding) so a caller that can sleep on a condition variable

@@ -41,6 +41,10 @@ static const knob_t knobs[] = {
      "control messages from other ranks (a remote shutdown)."},
     {"TCOLL_SPIN", KNOB_INT, OFF(spin), "64", 0, 1000000,
      "Polls without pausing before a waiting thread starts to yield and sleep."},
+    {"TCOLL_YIELD_US", KNOB_INT, OFF(yield_us), "200", 0, 1000000,
+     "After spinning, a waiting thread polls with sched_yield for this long (us) "
+     "before it starts to sleep: the core goes to any runnable thread, yet a "
+     "transfer that completes in microseconds is not slept through."},
     {"TCOLL_BACKOFF_MAX_US", KNOB_INT, OFF(backoff_max_us), "200", 1, 100000,
      "Longest sleep (us) between two polls while work is pending; sleeps grow "
      "from 1 us to this cap and reset on progress."},

@@ -14,6 +14,7 @@ typedef struct {
     int idle_poll_ms;     /* TCOLL_IDLE_POLL_MS */
     int spin;             /* TCOLL_SPIN */
     int backoff_max_us;   /* TCOLL_BACKOFF_MAX_US */
+    int yield_us;         /* TCOLL_YIELD_US */
     int ring_chunk_kb;    /* TCOLL_RING_CHUNK_KB */
     int output_pool_mb;   /* TCOLL_OUTPUT_POOL_MB */
     char proxy_cpus[256]; /* TCOLL_PROXY_CPUS */
