@@ -601,12 +601,27 @@ static void engine_wait(engine_t *e, int shutdown_seen)
         return;
     }
     if (g.inflight.count == 0 && !shutdown_seen) {
+        pthread_mutex_unlock(&g.mu);
+        /* Keep polling through the spin and yield phases first: a training
+         * loop submits its next tensor within microseconds, and waking a
+         * sleeping thread costs more than that. */
+        if (tc__backoff_next(&e->bo) == 0) {
+            return;
+        }
+        pthread_mutex_lock(&g.mu);
+        if (g.q_head != NULL || g.shutdown_requested) {
+            pthread_mutex_unlock(&g.mu);
+            tc__backoff_reset(&e->bo);
+            return;
+        }
         ts = tc__deadline_after_ns((uint64_t)e->cfg->idle_poll_ms * 1000000ull);
         g.engine_sleeping = 1;
         pthread_cond_timedwait(&g.wake, &g.mu, &ts);
         g.engine_sleeping = 0;
+        if (g.q_head != NULL || g.shutdown_requested) {
+            tc__backoff_reset(&e->bo); /* woken by work: poll hard again */
+        } /* else a periodic look for control messages: stay in the sleep phase */
         pthread_mutex_unlock(&g.mu);
-        tc__backoff_reset(&e->bo);
         return;
     }
     pthread_mutex_unlock(&g.mu);

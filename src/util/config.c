@@ -39,8 +39,10 @@ static const knob_t knobs[] = {
     {"TCOLL_IDLE_POLL_MS", KNOB_INT, OFF(idle_poll_ms), "20", 1, 10000,
      "How often (ms) an engine thread with nothing pending wakes to check for "
      "control messages from other ranks (a remote shutdown)."},
-    {"TCOLL_SPIN", KNOB_INT, OFF(spin), "64", 0, 1000000,
-     "Polls without pausing before a waiting thread starts to yield and sleep."},
+    {"TCOLL_SPIN", KNOB_INT, OFF(spin), "0", 0, 1000000,
+     "Busy polls (with a cpu pause) before a waiting thread starts to yield. 0 "
+     "by default: under KVM, pause loops make the hypervisor deschedule the "
+     "vCPU, and yielding polls measured faster."},
     {"TCOLL_YIELD_US", KNOB_INT, OFF(yield_us), "200", 0, 1000000,
      "After spinning, a waiting thread polls with sched_yield for this long (us) "
      "before it starts to sleep: the core goes to any runnable thread, yet a "
