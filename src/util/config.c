@@ -58,7 +58,7 @@ static const knob_t knobs[] = {
      "later allgathers instead of mapping fresh pages; 0 keeps none."},
     {"TCOLL_PROXY_CPUS", KNOB_STRING, OFF(proxy_cpus), "", 0, 0,
      "CPUs the default proxy init hook binds its thread to (hwloc list syntax, "
-     "e.g. 0-3,8); empty binds nothing."},
+     "e.g. 0-3,8), or NUMA nodes as numa:<nodes>; empty binds nothing."},
 };
 #define NKNOBS (sizeof(knobs) / sizeof(knobs[0]))
 

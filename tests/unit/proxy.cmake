@@ -1,0 +1,15 @@
+# Unit tests of the proxy (src/proxy): the trigger FIFO, the service thread and
+# its CPU binding. No MPI; all of them also run under ThreadSanitizer
+# (TCOLL_SANITIZE=thread), where they shrink their iteration counts.
+tc_unit_test(test_fifo test_fifo.c)
+tc_unit_test(test_proxy test_proxy.c)
+tc_unit_test(test_proxy_bind test_proxy_bind.c)
+
+# TCOLL_PROXY_CPUS is read once per process, so the binding test runs once per
+# case: unit.test_proxy_bind binds to the first allowed CPU; the others give
+# NUMA syntax, a bad list, a CPU that does not exist, and no knob at all.
+foreach(_tc_bind_case numa garbage absent unset)
+  add_test(NAME unit.test_proxy_bind.${_tc_bind_case} COMMAND test_proxy_bind ${_tc_bind_case})
+  set_tests_properties(unit.test_proxy_bind.${_tc_bind_case} PROPERTIES
+    TIMEOUT 120 LABELS unit ENVIRONMENT "${TCOLL_SAN_ENV}")
+endforeach()
