@@ -82,4 +82,16 @@ static inline int tc_test_rank(void)
         }                                                                               \
     } while (0)
 
+/* TEST_TSAN is 1 in a ThreadSanitizer build (tests shrink their loops there). */
+#if defined(__SANITIZE_THREAD__)
+#define TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TEST_TSAN 1
+#endif
+#endif
+#ifndef TEST_TSAN
+#define TEST_TSAN 0
+#endif
+
 #endif

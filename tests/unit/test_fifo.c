@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "check.h"
+#include "util/backoff.h"
 #include "tcoll.h"
 
 #include <pthread.h>
@@ -16,26 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#if defined(__SANITIZE_THREAD__)
-#define TEST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TEST_TSAN 1
-#endif
-#endif
-#ifndef TEST_TSAN
-#define TEST_TSAN 0
-#endif
 
 #define MAX_PRODUCERS 8
 #define ALL_ONES UINT64_MAX
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t thread_cpu_ns(void)
 {
@@ -254,9 +238,9 @@ static void test_sync(void)
     CHECK_EQ(tc_fifo_push(f, trig(1, 1)), 1);
 
     /* Timeout: returns TC_ERR_TIMEOUT after about the time asked for. */
-    t0 = now_ns();
+    t0 = tc__now_ns();
     CHECK_STATUS(tc_fifo_sync(f, 0, 50000000), TC_ERR_TIMEOUT);
-    el = now_ns() - t0;
+    el = tc__now_ns() - t0;
     CHECK_GE(el, 50000000);
     CHECK_LT(el, 5000000000ull);
 
@@ -360,8 +344,8 @@ static void test_mpsc(uint32_t size, int nprod, uint64_t per_producer)
              * nap (a yielding spinner starves behind busy processes). */
             if (++idle % 64 == 0) {
                 if (idle_since == 0) {
-                    idle_since = now_ns();
-                } else if (now_ns() - idle_since > 50000) {
+                    idle_since = tc__now_ns();
+                } else if (tc__now_ns() - idle_since > 50000) {
                     sleep_us(20);
                 }
             }
@@ -414,10 +398,10 @@ int main(void)
             total /= 4;
         }
         for (pi = 0; pi < sizeof(producers) / sizeof(producers[0]); pi++) {
-            t0 = now_ns();
+            t0 = tc__now_ns();
             test_mpsc(sizes[si], producers[pi], total / (uint64_t)producers[pi]);
             printf("mpsc: size %4u, %d producers, %llu triggers: %.0f ms\n", sizes[si],
-                   producers[pi], (unsigned long long)total, (double)(now_ns() - t0) / 1e6);
+                   producers[pi], (unsigned long long)total, (double)(tc__now_ns() - t0) / 1e6);
             fflush(stdout);
         }
     }

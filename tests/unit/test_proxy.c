@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "check.h"
+#include "util/backoff.h"
 #include "tcoll.h"
 
 #include <pthread.h>
@@ -17,27 +18,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#if defined(__SANITIZE_THREAD__)
-#define TEST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TEST_TSAN 1
-#endif
-#endif
-#ifndef TEST_TSAN
-#define TEST_TSAN 0
-#endif
 
 #define MAX_PRODUCERS 8
 #define PROD_SHIFT 40
 #define ALL_ONES UINT64_MAX
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t clock_ns(clockid_t c)
 {
@@ -130,8 +114,8 @@ static tc_proxy_result_t check_handler(tc_trigger_t t, void *arg)
         c->next[p]++;
     }
     if (c->spin_ns != 0) {
-        uint64_t t0 = now_ns();
-        while (now_ns() - t0 < c->spin_ns) {
+        uint64_t t0 = tc__now_ns();
+        while (tc__now_ns() - t0 < c->spin_ns) {
         }
     }
     if (c->self != NULL) {
@@ -585,10 +569,10 @@ int main(void)
             total /= 4;
         }
         for (pi = 0; pi < sizeof(producers) / sizeof(producers[0]); pi++) {
-            t0 = now_ns();
+            t0 = tc__now_ns();
             run_stress(sizes[si], producers[pi], total / (uint64_t)producers[pi]);
             printf("proxy stress: size %3u, %d producers, %llu triggers: %.0f ms\n", sizes[si],
-                   producers[pi], (unsigned long long)total, (double)(now_ns() - t0) / 1e6);
+                   producers[pi], (unsigned long long)total, (double)(tc__now_ns() - t0) / 1e6);
             fflush(stdout);
         }
     }
