@@ -103,6 +103,7 @@ typedef struct {
     tc_transport_t tp;
     tc_transport_mpi_t tp_mpi;
     tc_scratch_t scratch;
+    tc_scratch_t fusion; /* persistent buffer that fused small allreduces share */
     tc_backoff_t bo;
     tc_coord_t *coord; /* rank 0 only */
     ctrl_send_t *sends;
@@ -364,38 +365,124 @@ static tc_status_t run(engine_t *e, tc_request_t *req, const tc_wire_response_t 
     return TC_OK;
 }
 
+/* Whether the response for req may join a fusion group: a small allreduce. */
+static int fusable(const engine_t *e, const tc_request_t *req, const tc_wire_response_t *r)
+{
+    return r->rtype == TC_WIRE_RUN && req->kind == TC_KIND_ALLREDUCE && req->count > 0 &&
+           req->count * tc_dtype_size(req->dtype) <= (size_t)e->cfg->fusion_threshold_kb * 1024;
+}
+
+/* Runs reqs[0..n-1] (small allreduces of one dtype and op) as one ring
+ * allreduce over a persistent fusion buffer: pack, reduce, unpack. */
+static tc_status_t run_fused(engine_t *e, tc_request_t **reqs, uint32_t n, size_t total,
+                             char *msg, size_t msglen)
+{
+    size_t es = tc_dtype_size(reqs[0]->dtype), off = 0;
+    char *buf;
+    tc_status_t st;
+    uint32_t k;
+
+    st = tc__scratch_reserve(&e->fusion, total);
+    if (st != TC_OK) {
+        snprintf(msg, msglen, "out of memory for a %zu-byte fusion buffer", total);
+        return st;
+    }
+    TC_DEBUG("engine", "fused %u allreduces (%zu bytes), first '%s'", n, total, reqs[0]->name);
+    buf = e->fusion.data;
+    for (k = 0; k < n; k++) {
+        memcpy(buf + off, reqs[k]->send, reqs[k]->count * es);
+        off += reqs[k]->count * es;
+    }
+    st = tc__ring_allreduce(&e->tp, buf, total / es, reqs[0]->dtype, reqs[0]->op,
+                            (size_t)e->cfg->ring_chunk_kb * 1024, &e->scratch);
+    if (st != TC_OK) {
+        snprintf(msg, msglen, "fused allreduce of %u tensors ('%s', ...) failed: %s", n,
+                 reqs[0]->name, st == TC_ERR_NOMEM ? "out of memory" : e->tp.err);
+        return st;
+    }
+    for (k = 0, off = 0; k < n; k++) {
+        tc_request_t *req = reqs[k];
+        memcpy(req->recv, buf + off, req->count * es);
+        off += req->count * es;
+        req->output.data = req->recv;
+        req->output.dtype = req->dtype;
+        req->output.ndim = req->ndim;
+        memcpy(req->output.shape, req->shape, sizeof(req->shape));
+    }
+    return TC_OK;
+}
+
+/* Runs rank 0's responses in their order. Consecutive small allreduces of the
+ * same dtype and op are fused: the grouping depends only on what every rank
+ * agreed on (order, dtype, op, count) and on knobs that must be equal on every
+ * rank, so all ranks form the same groups. */
 static void execute(engine_t *e, const tc_wire_response_t *resps, uint32_t n)
 {
     char msg[MSG_MAX];
-    uint32_t i;
+    tc_request_t **reqs;
+    uint32_t i, j, k;
 
-    for (i = 0; i < n && !e->broken; i++) {
+    if (n == 0) {
+        return;
+    }
+    reqs = malloc((size_t)n * sizeof(*reqs));
+    if (reqs == NULL) {
+        engine_fail(e, TC_ERR_NOMEM, 1, "out of memory running %u responses", n);
+        return;
+    }
+    pthread_mutex_lock(&g.mu);
+    for (i = 0; i < n; i++) {
+        reqs[i] = tc__hmap_get(&g.inflight, resps[i].name, resps[i].name_len);
+        if (reqs[i] == NULL) {
+            break;
+        }
+    }
+    pthread_mutex_unlock(&g.mu);
+    if (i < n) {
+        engine_fail(e, TC_ERR_TRANSPORT, 1,
+                    "rank 0 scheduled tensor '%.*s', which this rank has not submitted "
+                    "(protocol error)", (int)resps[i].name_len, resps[i].name);
+        free(reqs);
+        return;
+    }
+
+    for (i = 0; i < n && !e->broken; i = j) {
         const tc_wire_response_t *r = &resps[i];
-        tc_request_t *req;
+        size_t total = 0;
         tc_status_t st;
 
-        pthread_mutex_lock(&g.mu);
-        req = tc__hmap_get(&g.inflight, r->name, r->name_len);
-        pthread_mutex_unlock(&g.mu);
-        if (req == NULL) {
-            engine_fail(e, TC_ERR_TRANSPORT, 1,
-                        "rank 0 scheduled tensor '%.*s', which this rank has not submitted "
-                        "(protocol error)", (int)r->name_len, r->name);
-            return;
-        }
+        j = i + 1;
+        msg[0] = '\0';
         if (r->rtype == TC_WIRE_ERROR) {
             snprintf(msg, sizeof(msg), "%.*s", (int)r->text_len, r->text);
-            finish(req, (tc_status_t)r->status, msg);
+            finish(reqs[i], (tc_status_t)r->status, msg);
             continue;
         }
-        msg[0] = '\0';
-        st = run(e, req, r, msg, sizeof(msg));
-        finish(req, st, msg);
+        if (fusable(e, reqs[i], r)) {
+            size_t es = tc_dtype_size(reqs[i]->dtype);
+            size_t cap = (size_t)e->cfg->fusion_buffer_kb * 1024;
+            total = reqs[i]->count * es;
+            while (j < n && fusable(e, reqs[j], &resps[j]) && reqs[j]->dtype == reqs[i]->dtype &&
+                   reqs[j]->op == reqs[i]->op && total + reqs[j]->count * es <= cap) {
+                total += reqs[j]->count * es;
+                j++;
+            }
+        }
+        if (j - i >= 2) {
+            st = run_fused(e, &reqs[i], j - i, total, msg, sizeof(msg));
+            for (k = i; k < j; k++) {
+                finish(reqs[k], st, msg);
+            }
+        } else {
+            st = run(e, reqs[i], r, msg, sizeof(msg));
+            finish(reqs[i], st, msg);
+        }
         if (st != TC_OK) {
             /* The ring cannot go on without this rank: stop the engine. */
             engine_fail(e, st, 1, "%s; tcoll stops on this rank", msg);
         }
     }
+    free(reqs);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -889,6 +976,7 @@ static void *engine_main(void *arg)
     TC_INFO("engine", "engine thread exits: %s", e->term_msg);
     tc__coord_destroy(e->coord);
     tc__scratch_free(&e->scratch);
+    tc__scratch_free(&e->fusion);
     free(e->sends);
     free(e->bye_seen);
     free(e);

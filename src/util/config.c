@@ -53,6 +53,13 @@ static const knob_t knobs[] = {
     {"TCOLL_RING_CHUNK_KB", KNOB_INT, OFF(ring_chunk_kb), "256", 1, 1048576,
      "Chunk (KiB) in which ring allreduce steps move data, so each chunk is "
      "reduced while still in cache. Must be the same on every rank."},
+    {"TCOLL_FUSION_THRESHOLD_KB", KNOB_INT, OFF(fusion_threshold_kb), "64", 0, 1048576,
+     "Allreduces of at most this many KiB that rank 0 schedules one after "
+     "another with the same dtype and op are packed into one buffer and reduced "
+     "as one; 0 turns fusion off. Must be the same on every rank."},
+    {"TCOLL_FUSION_BUFFER_KB", KNOB_INT, OFF(fusion_buffer_kb), "4096", 1, 1048576,
+     "Largest fused group (KiB); the buffer is kept between steps. Must be the "
+     "same on every rank."},
     {"TCOLL_OUTPUT_POOL_MB", KNOB_INT, OFF(output_pool_mb), "256", 0, 1048576,
      "Memory (MiB) of freed allgather outputs (1 MiB and up) kept for reuse by "
      "later allgathers instead of mapping fresh pages; 0 keeps none."},

@@ -17,6 +17,8 @@ typedef struct {
     int yield_us;         /* TCOLL_YIELD_US */
     int ring_chunk_kb;    /* TCOLL_RING_CHUNK_KB */
     int output_pool_mb;   /* TCOLL_OUTPUT_POOL_MB */
+    int fusion_threshold_kb; /* TCOLL_FUSION_THRESHOLD_KB */
+    int fusion_buffer_kb; /* TCOLL_FUSION_BUFFER_KB */
     char proxy_cpus[256]; /* TCOLL_PROXY_CPUS */
 } tc_config_t;
 
