@@ -150,14 +150,15 @@ static void engine_fail(engine_t *e, tc_status_t st, int broken, const char *fmt
     TC_ERROR("engine", "%s", e->term_msg);
 }
 
-/* Encodes msg and posts a send of it to each of dsts[0..ndst-1]. */
-static void ctrl_send(engine_t *e, const tc_wire_msg_t *msg, const int *dsts, int ndst, int tag)
+/* Encodes msg once and posts a send of it to each rank in first..last. */
+static void ctrl_send(engine_t *e, const tc_wire_msg_t *msg, int first, int last, int tag)
 {
+    const int ndst = last - first + 1;
     ctrl_buf_t *cb;
     char why[MPI_MAX_ERROR_STRING];
     int i;
 
-    if (ndst == 0) {
+    if (ndst <= 0) {
         return;
     }
     cb = calloc(1, sizeof(*cb));
@@ -181,10 +182,11 @@ static void ctrl_send(engine_t *e, const tc_wire_msg_t *msg, const int *dsts, in
     cb->refs = 1; /* held until every send is posted */
     for (i = 0; i < ndst; i++) {
         ctrl_send_t *s = &e->sends[e->nsends];
-        int rc = MPI_Isend(cb->buf.data, (int)cb->buf.len, MPI_BYTE, dsts[i], tag, e->ctrl, &s->req);
+        int rc = MPI_Isend(cb->buf.data, (int)cb->buf.len, MPI_BYTE, first + i, tag, e->ctrl,
+                           &s->req);
         if (rc != MPI_SUCCESS) {
             engine_fail(e, TC_ERR_TRANSPORT, 1, "MPI_Isend of a control message to rank %d failed: %s",
-                        dsts[i], tc__mpi_strerror(rc, why, sizeof(why)));
+                        first + i, tc__mpi_strerror(rc, why, sizeof(why)));
             break;
         }
         s->cb = cb;
@@ -528,7 +530,6 @@ static int worker_step(engine_t *e, tc_request_t *head, size_t nnew, int local_s
         tc_wire_msg_t out = {0};
         tc_request_t *r;
         size_t i = 0;
-        int dst = 0;
         out.type = TC_WIRE_REQUESTS;
         out.reqs = nnew > 0 ? calloc(nnew, sizeof(*out.reqs)) : NULL;
         if (nnew > 0 && out.reqs == NULL) {
@@ -543,7 +544,7 @@ static int worker_step(engine_t *e, tc_request_t *head, size_t nnew, int local_s
             out.flags = TC_WIRE_F_SHUTDOWN;
             e->shutdown_sent = 1;
         }
-        ctrl_send(e, &out, &dst, 1, TAG_REQ);
+        ctrl_send(e, &out, 0, 0, TAG_REQ);
         free(out.reqs);
         progress = 1;
     }
@@ -583,7 +584,7 @@ static void coord_add_local(engine_t *e, int rank, const tc_wire_request_t *w)
 
 static int coordinator_step(engine_t *e, tc_request_t *head, size_t nnew, int local_shutdown)
 {
-    int progress = nnew > 0, src, got, q;
+    int progress = nnew > 0, src, got;
     tc_wire_msg_t msg;
     tc_coord_batch_t batch;
     tc_request_t *r;
@@ -618,19 +619,14 @@ static int coordinator_step(engine_t *e, tc_request_t *head, size_t nnew, int lo
     if (e->terminated) {
         /* Tell the others why, then stop like a shutdown. */
         tc_wire_msg_t out = {0};
-        int *dsts = malloc((size_t)e->size * sizeof(int));
         out.type = TC_WIRE_RESPONSES;
         out.flags = TC_WIRE_F_TERMINATE;
         out.term_status = (uint8_t)e->term_status;
         out.term_text = e->term_msg;
         out.term_text_len = (uint32_t)strnlen(e->term_msg, TC_WIRE_MAX_TEXT);
-        for (q = 1; dsts != NULL && q < e->size; q++) {
-            dsts[q - 1] = q;
+        if (!e->broken) {
+            ctrl_send(e, &out, 1, e->size - 1, TAG_RESP);
         }
-        if (dsts != NULL && !e->broken) {
-            ctrl_send(e, &out, dsts, e->size - 1, TAG_RESP);
-        }
-        free(dsts);
         return 1;
     }
     if (tc__coord_take_ready(e->coord, &batch) != TC_OK) {
@@ -640,7 +636,6 @@ static int coordinator_step(engine_t *e, tc_request_t *head, size_t nnew, int lo
     if (batch.count > 0 || e->shutdown_from >= 0) {
         tc_wire_msg_t out = {0};
         char text[128];
-        int *dsts = malloc((size_t)e->size * sizeof(int));
         out.type = TC_WIRE_RESPONSES;
         out.count = batch.count;
         out.resps = batch.resps;
@@ -652,15 +647,7 @@ static int coordinator_step(engine_t *e, tc_request_t *head, size_t nnew, int lo
             out.term_text = text;
             out.term_text_len = (uint32_t)strlen(text);
         }
-        if (dsts == NULL) {
-            engine_fail(e, TC_ERR_NOMEM, 1, "out of memory sending responses");
-        } else {
-            for (q = 1; q < e->size; q++) {
-                dsts[q - 1] = q;
-            }
-            ctrl_send(e, &out, dsts, e->size - 1, TAG_RESP);
-            free(dsts);
-        }
+        ctrl_send(e, &out, 1, e->size - 1, TAG_RESP);
         execute(e, batch.resps, batch.count);
         if (e->shutdown_from >= 0 && !e->terminated) {
             e->terminated = 1;
@@ -886,9 +873,8 @@ static void goodbye(engine_t *e)
     tc__backoff_init(&bo, (uint32_t)e->cfg->spin, (uint32_t)e->cfg->backoff_max_us);
     if (e->rank != 0) {
         tc_wire_msg_t bye = {0};
-        int dst = 0;
         bye.type = TC_WIRE_BYE;
-        ctrl_send(e, &bye, &dst, 1, TAG_REQ);
+        ctrl_send(e, &bye, 0, 0, TAG_REQ);
     } else {
         for (q = 1; q < e->size; q++) {
             remaining += !e->bye_seen[q];
