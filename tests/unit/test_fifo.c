@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "check.h"
+#include "proxy_testutil.h"
 #include "util/backoff.h"
 #include "tcoll.h"
 
@@ -17,34 +18,6 @@
 #include <time.h>
 #include <unistd.h>
 
-
-#define MAX_PRODUCERS 8
-#define ALL_ONES UINT64_MAX
-
-static uint64_t thread_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-static void sleep_us(int us)
-{
-    struct timespec ts = {0, (long)us * 1000L};
-    nanosleep(&ts, NULL);
-}
-
-static tc_trigger_t trig(uint64_t fst, uint64_t snd)
-{
-    tc_trigger_t t = {fst, snd};
-    return t;
-}
 
 static void test_bad_args(void)
 {
@@ -163,10 +136,10 @@ typedef struct {
 static void *blocked_push_main(void *arg)
 {
     blocked_push_t *b = arg;
-    uint64_t cpu0 = thread_cpu_ns();
+    uint64_t cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
     uint64_t pos = tc_fifo_push(b->f, trig(0xabc, 0xdef));
 
-    b->cpu_ns = thread_cpu_ns() - cpu0;
+    b->cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
     atomic_store(&b->pos, pos);
     atomic_store(&b->done, 1);
     return NULL;

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "check.h"
+#include "proxy_testutil.h"
 #include "util/backoff.h"
 #include "tcoll.h"
 
@@ -19,34 +20,7 @@
 #include <unistd.h>
 
 
-#define MAX_PRODUCERS 8
 #define PROD_SHIFT 40
-#define ALL_ONES UINT64_MAX
-
-static uint64_t clock_ns(clockid_t c)
-{
-    struct timespec ts;
-    clock_gettime(c, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-static void sleep_us(int us)
-{
-    struct timespec ts = {0, (long)us * 1000L};
-    nanosleep(&ts, NULL);
-}
-
-static tc_trigger_t trig(uint64_t fst, uint64_t snd)
-{
-    tc_trigger_t t = {fst, snd};
-    return t;
-}
 
 /* ---- the checking handler --------------------------------------------------- */
 
