@@ -96,6 +96,11 @@ void tc__coord_destroy(tc_coord_t *c)
     free(c);
 }
 
+size_t tc__coord_nready(const tc_coord_t *c)
+{
+    return c->nready;
+}
+
 size_t tc__coord_pending(const tc_coord_t *c)
 {
     return c->table.count;

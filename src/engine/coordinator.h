@@ -37,6 +37,9 @@ tc_status_t tc__coord_add(tc_coord_t *c, int rank, const tc_wire_request_t *req,
 tc_status_t tc__coord_take_ready(tc_coord_t *c, tc_coord_batch_t *batch_p);
 void tc__coord_batch_free(tc_coord_batch_t *b);
 
+/* Names every rank has submitted, not yet taken. */
+size_t tc__coord_nready(const tc_coord_t *c);
+
 /* Names submitted by some but not all ranks. */
 size_t tc__coord_pending(const tc_coord_t *c);
 

@@ -4,19 +4,36 @@
  *
  * Application threads validate their arguments, record the name as in flight
  * and queue the request under one mutex; they never call MPI. The engine
- * thread drains the queue and negotiates with rank 0 over a control
- * communicator:
+ * thread drains the queue and negotiates over a control communicator in
+ * numbered *cycles*: in each, every rank sends one CYCLE message to every
+ * other rank, and a cycle is complete on a rank when it has everyone's.
  *
- *   worker (every rank)                     coordinator (rank 0)
- *   REQUESTS{new submissions} ---tag 1--->  message table; a name is ready
- *                                           when all ranks submitted it
- *                            <---tag 2----  RESPONSES{RUN | ERROR, ...}
- *   runs each response in the order received (same order on every rank),
- *   on a separate data communicator, then completes the request.
+ *   first time a name is seen (or after its cache entry was dropped):
+ *     worker REQUESTS{submissions} ---tag 1---> rank 0's message table
+ *     rank 0's next CYCLE carries its decisions: RUN (with a cache id) or ERROR
+ *   a cached name submitted again with the same parameters:
+ *     this rank lists its id as ready in its next CYCLE; it runs in the cycle
+ *     in which every rank lists it, without waiting on rank 0's decision
+ *   a cached name submitted with other parameters:
+ *     this rank lists its id as stale; every rank drops the entry in that
+ *     cycle and negotiates its submission of the name in full again, so that
+ *     rank 0 reports the disagreement (TC_ERR_MISMATCH) or files it anew
+ *
+ * A completed cycle is processed the same way on every rank: drop the stale
+ * entries, then run rank 0's responses in order (filing the cached ones),
+ * then the ids every rank listed as ready, in ascending order. So every rank
+ * runs the same collectives in the same order. A rank starts a cycle when it
+ * has something new to say (a new cache-path submission; rank 0: a decision
+ * or a shutdown) and joins one as soon as it sees another rank's message for
+ * it; with nothing pending nobody sends anything. A rank cannot start cycle
+ * c+1 before it has completed c, so messages of two consecutive cycles are
+ * told apart by the tag's parity. Every CYCLE also carries the sender's cache
+ * generation (entries filed + dropped): a difference is a protocol error
+ * rather than a silent wrong result.
  *
  * Shutdown: a rank's tc_shutdown sends REQUESTS with the SHUTDOWN flag (rank 0
- * decides directly). Rank 0 answers with RESPONSES carrying TERMINATE after
- * every response already decided; each rank fails what is left, replies BYE,
+ * decides directly). Rank 0's next CYCLE carries TERMINATE; after that cycle
+ * (whose collectives still run) each rank fails what is left, replies BYE,
  * and rank 0 drains control messages until it has every BYE, so no message is
  * left unmatched when the communicators are freed and MPI is finalized.
  *
@@ -38,6 +55,7 @@
 #include <sys/prctl.h>
 
 #include "coll/coll.h"
+#include "engine/cache.h"
 #include "engine/coordinator.h"
 #include "engine/request.h"
 #include "reduce/reduce.h"
@@ -50,7 +68,7 @@
 #include "wire/wire.h"
 
 #define TAG_REQ 1
-#define TAG_RESP 2
+#define TAG_CYCLE 2 /* and 3: TAG_CYCLE + (cycle & 1) */
 #define MSG_MAX 1024
 
 enum { ST_NONE, ST_STARTING, ST_RUNNING, ST_SHUT, ST_DEAD };
@@ -111,11 +129,30 @@ typedef struct {
     int shutdown_sent;  /* worker: our SHUTDOWN request went out */
     int shutdown_from;  /* coordinator: the first rank that asked, or -1 */
     int terminated;     /* stop the loop */
+    int failed;         /* rank 0: stop at the next cycle with term_status */
     int got_terminate;  /* worker: rank 0's TERMINATE arrived */
     uint8_t *bye_seen;  /* coordinator: [size], ranks whose BYE arrived */
     int broken;         /* MPI failed: skip the goodbye handshake */
     tc_status_t term_status;
     char term_msg[MSG_MAX];
+
+    /* The response cache and the negotiation cycles (see the file comment). */
+    tc_cache_t cache;
+    uint32_t *pend; /* ids whose entry holds a pending request of this rank */
+    uint32_t npend, cappend;
+    tc_request_t *resend;  /* dropped from the cache path: negotiate in full */
+    uint64_t seq;          /* the cycle in progress, or the next one */
+    int contributed;       /* our message for seq is out */
+    int dirty;             /* new cache-path state since our last message */
+    int quiet;             /* leaving after a local failure: list nothing */
+    int ngot;              /* messages for seq received */
+    uint8_t *cyc_have;     /* [size] */
+    tc_wire_msg_t *cyc;    /* [size]: the messages for seq */
+    uint32_t *my_ready, *my_stale; /* what our message for seq listed */
+    uint32_t nmy_ready, nmy_stale;
+    tc_coord_batch_t batch; /* rank 0: the responses our message for seq carried */
+    int term_sent;          /* rank 0: our message for seq carried TERMINATE */
+    char term_text[MSG_MAX];
 } engine_t;
 
 /* ------------------------------------------------------------------------ */
@@ -141,17 +178,27 @@ static void engine_fail(engine_t *e, tc_status_t st, int broken, const char *fmt
         e->broken |= broken;
         return;
     }
+    if (e->failed) {
+        e->broken |= broken;
+        e->terminated |= broken;
+        return;
+    }
     va_start(ap, fmt);
     vsnprintf(e->term_msg, sizeof(e->term_msg), fmt, ap);
     va_end(ap);
-    e->terminated = 1;
+    /* Rank 0 tells the others in its next cycle message (it ends that cycle
+     * like a shutdown); a worker leaves at once and says BYE. */
+    e->failed = 1;
+    e->terminated = e->rank != 0 || broken;
     e->broken = broken;
     e->term_status = st;
     TC_ERROR("engine", "%s", e->term_msg);
 }
 
-/* Encodes msg once and posts a send of it to each rank in first..last. */
-static void ctrl_send(engine_t *e, const tc_wire_msg_t *msg, int first, int last, int tag)
+/* Encodes msg once and posts a send of it to each rank in first..last but
+ * skip (-1: none). */
+static void ctrl_send(engine_t *e, const tc_wire_msg_t *msg, int first, int last, int skip,
+                      int tag)
 {
     const int ndst = last - first + 1;
     ctrl_buf_t *cb;
@@ -182,7 +229,11 @@ static void ctrl_send(engine_t *e, const tc_wire_msg_t *msg, int first, int last
     cb->refs = 1; /* held until every send is posted */
     for (i = 0; i < ndst; i++) {
         ctrl_send_t *s = &e->sends[e->nsends];
-        int rc = MPI_Isend(cb->buf.data, (int)cb->buf.len, MPI_BYTE, first + i, tag, e->ctrl,
+        int rc;
+        if (first + i == skip) {
+            continue;
+        }
+        rc = MPI_Isend(cb->buf.data, (int)cb->buf.len, MPI_BYTE, first + i, tag, e->ctrl,
                            &s->req);
         if (rc != MPI_SUCCESS) {
             engine_fail(e, TC_ERR_TRANSPORT, 1, "MPI_Isend of a control message to rank %d failed: %s",
@@ -414,39 +465,14 @@ static tc_status_t run_fused(engine_t *e, tc_request_t **reqs, uint32_t n, size_
     return TC_OK;
 }
 
-/* Runs rank 0's responses in their order. Consecutive small allreduces of the
+/* Runs resps[i] for reqs[i], in order. Consecutive small allreduces of the
  * same dtype and op are fused: the grouping depends only on what every rank
  * agreed on (order, dtype, op, count) and on knobs that must be equal on every
  * rank, so all ranks form the same groups. */
-static void execute(engine_t *e, const tc_wire_response_t *resps, uint32_t n)
+static void execute(engine_t *e, const tc_wire_response_t *resps, tc_request_t **reqs, uint32_t n)
 {
     char msg[MSG_MAX];
-    tc_request_t **reqs;
     uint32_t i, j, k;
-
-    if (n == 0) {
-        return;
-    }
-    reqs = malloc((size_t)n * sizeof(*reqs));
-    if (reqs == NULL) {
-        engine_fail(e, TC_ERR_NOMEM, 1, "out of memory running %u responses", n);
-        return;
-    }
-    pthread_mutex_lock(&g.mu);
-    for (i = 0; i < n; i++) {
-        reqs[i] = tc__hmap_get(&g.inflight, resps[i].name, resps[i].name_len);
-        if (reqs[i] == NULL) {
-            break;
-        }
-    }
-    pthread_mutex_unlock(&g.mu);
-    if (i < n) {
-        engine_fail(e, TC_ERR_TRANSPORT, 1,
-                    "rank 0 scheduled tensor '%.*s', which this rank has not submitted "
-                    "(protocol error)", (int)resps[i].name_len, resps[i].name);
-        free(reqs);
-        return;
-    }
 
     for (i = 0; i < n && !e->broken; i = j) {
         const tc_wire_response_t *r = &resps[i];
@@ -484,7 +510,6 @@ static void execute(engine_t *e, const tc_wire_response_t *resps, uint32_t n)
             engine_fail(e, st, 1, "%s; tcoll stops on this rank", msg);
         }
     }
-    free(reqs);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -521,141 +546,467 @@ static size_t drain(tc_request_t **head_p, int *shutdown_p)
     return n;
 }
 
-static int worker_step(engine_t *e, tc_request_t *head, size_t nnew, int local_shutdown)
+/* Sends this rank's first-time submissions (and a shutdown request) to rank 0,
+ * or, on rank 0, enters them in the message table. */
+static void negotiate_in_full(engine_t *e, tc_request_t *head, size_t n, int local_shutdown)
+{
+    tc_wire_msg_t out = {0};
+    tc_request_t *r;
+    size_t i = 0;
+    char err[512];
+
+    if (e->rank == 0) {
+        for (r = head; r != NULL && !e->terminated; r = r->next) {
+            tc_wire_request_t w;
+            tc_status_t st;
+            to_wire(r, &w);
+            st = tc__coord_add(e->coord, 0, &w, err, sizeof(err));
+            if (st != TC_OK) {
+                engine_fail(e, st == TC_ERR_NOMEM ? TC_ERR_NOMEM : TC_ERR_TRANSPORT, 0,
+                            "rank 0's message table: %s",
+                            st == TC_ERR_NOMEM ? "out of memory" : err);
+            }
+        }
+        if (local_shutdown && e->shutdown_from < 0) {
+            e->shutdown_from = 0;
+        }
+        return;
+    }
+    if (n == 0 && (!local_shutdown || e->shutdown_sent)) {
+        return;
+    }
+    out.type = TC_WIRE_REQUESTS;
+    out.reqs = n > 0 ? calloc(n, sizeof(*out.reqs)) : NULL;
+    if (n > 0 && out.reqs == NULL) {
+        engine_fail(e, TC_ERR_NOMEM, 1, "out of memory sending submissions");
+        return;
+    }
+    for (r = head; r != NULL; r = r->next) {
+        to_wire(r, &out.reqs[i++]);
+    }
+    out.count = (uint32_t)n;
+    if (local_shutdown && !e->shutdown_sent) {
+        out.flags = TC_WIRE_F_SHUTDOWN;
+        e->shutdown_sent = 1;
+    }
+    ctrl_send(e, &out, 0, 0, -1, TAG_REQ);
+    free(out.reqs);
+}
+
+static int pend_add(engine_t *e, uint32_t id)
+{
+    if (e->npend == e->cappend) {
+        uint32_t cap = e->cappend < 64 ? 64 : e->cappend * 2;
+        uint32_t *p = realloc(e->pend, (size_t)cap * sizeof(*p));
+        if (p == NULL) {
+            return -1;
+        }
+        e->pend = p;
+        e->cappend = cap;
+    }
+    e->pend[e->npend++] = id;
+    return 0;
+}
+
+/* Takes new submissions: a cached name waits for its id to be ready on every
+ * rank (or, with other parameters, marks the entry stale); anything else, and
+ * what the last cycle dropped from the cache, is negotiated in full. */
+static int take_submissions(engine_t *e)
+{
+    tc_request_t *head, *r, *next, *full = NULL, **tail = &full;
+    int local_shutdown;
+    size_t nnew = drain(&head, &local_shutdown), nfull = 0;
+
+    for (r = e->resend; r != NULL; r = next) { /* dropped entries first: they are older */
+        next = r->next;
+        *tail = r;
+        tail = &r->next;
+        nfull++;
+    }
+    e->resend = NULL;
+    for (r = head; r != NULL; r = next) {
+        tc_cache_entry_t *ce = tc__cache_find(&e->cache, r->name, r->name_len);
+        next = r->next;
+        r->next = NULL;
+        if (ce != NULL && ce->pending == NULL && pend_add(e, ce->id) == 0) {
+            tc_wire_request_t w;
+            to_wire(r, &w);
+            ce->pending = r;
+            ce->stale = !tc__cache_matches(ce, &w);
+            e->dirty = 1;
+            continue;
+        }
+        if (ce != NULL && ce->pending == NULL) {
+            engine_fail(e, TC_ERR_NOMEM, 1, "out of memory tracking cached submissions");
+        } else if (ce != NULL) {
+            engine_fail(e, TC_ERR_TRANSPORT, 1, "tensor '%s' is pending twice (internal error)",
+                        r->name);
+        }
+        *tail = r;
+        tail = &r->next;
+        nfull++;
+    }
+    negotiate_in_full(e, full, nfull, local_shutdown);
+    return nnew > 0 || nfull > 0;
+}
+
+/* Rank 0: reads the workers' REQUESTS into the message table. */
+static int coord_receive(engine_t *e)
 {
     int progress = 0, src, got;
     tc_wire_msg_t msg;
-
-    if (nnew > 0 || (local_shutdown && !e->shutdown_sent)) {
-        tc_wire_msg_t out = {0};
-        tc_request_t *r;
-        size_t i = 0;
-        out.type = TC_WIRE_REQUESTS;
-        out.reqs = nnew > 0 ? calloc(nnew, sizeof(*out.reqs)) : NULL;
-        if (nnew > 0 && out.reqs == NULL) {
-            engine_fail(e, TC_ERR_NOMEM, 1, "out of memory sending submissions");
-            return 1;
-        }
-        for (r = head; r != NULL; r = r->next) {
-            to_wire(r, &out.reqs[i++]);
-        }
-        out.count = (uint32_t)nnew;
-        if (local_shutdown && !e->shutdown_sent) {
-            out.flags = TC_WIRE_F_SHUTDOWN;
-            e->shutdown_sent = 1;
-        }
-        ctrl_send(e, &out, 0, 0, TAG_REQ);
-        free(out.reqs);
-        progress = 1;
-    }
-    while (!e->terminated && (got = ctrl_recv(e, 0, TAG_RESP, &msg, &src)) == 1) {
-        progress = 1;
-        if (msg.type != TC_WIRE_RESPONSES) {
-            engine_fail(e, TC_ERR_TRANSPORT, 0, "unexpected control message type %d from rank 0",
-                        msg.type);
-        } else {
-            execute(e, msg.resps, msg.count);
-            if (msg.flags & TC_WIRE_F_TERMINATE) {
-                e->got_terminate = 1;
-            }
-            if ((msg.flags & TC_WIRE_F_TERMINATE) && !e->terminated) {
-                e->terminated = 1;
-                e->term_status = (tc_status_t)msg.term_status;
-                snprintf(e->term_msg, sizeof(e->term_msg), "%.*s", (int)msg.term_text_len,
-                         msg.term_text);
-            }
-        }
-        tc__wire_msg_free(&msg);
-    }
-    return progress;
-}
-
-static void coord_add_local(engine_t *e, int rank, const tc_wire_request_t *w)
-{
     char err[512];
-    tc_status_t st = tc__coord_add(e->coord, rank, w, err, sizeof(err));
 
-    if (st == TC_ERR_NOMEM) {
-        engine_fail(e, TC_ERR_NOMEM, 0, "rank 0 ran out of memory in the message table");
-    } else if (st != TC_OK) {
-        engine_fail(e, TC_ERR_TRANSPORT, 0, "protocol error: %s", err);
-    }
-}
-
-static int coordinator_step(engine_t *e, tc_request_t *head, size_t nnew, int local_shutdown)
-{
-    int progress = nnew > 0, src, got;
-    tc_wire_msg_t msg;
-    tc_coord_batch_t batch;
-    tc_request_t *r;
-
-    for (r = head; r != NULL; r = r->next) {
-        tc_wire_request_t w;
-        to_wire(r, &w);
-        coord_add_local(e, 0, &w);
-    }
-    if (local_shutdown && e->shutdown_from < 0) {
-        e->shutdown_from = 0;
-    }
     while (!e->terminated && (got = ctrl_recv(e, MPI_ANY_SOURCE, TAG_REQ, &msg, &src)) == 1) {
         uint32_t i;
         progress = 1;
         if (msg.type == TC_WIRE_BYE) {
-            /* That rank stopped on its own after a local failure. */
+            /* Expected once our TERMINATE is out (that rank may complete the
+             * cycle before we do); otherwise it stopped after a local failure. */
             e->bye_seen[src] = 1;
-            engine_fail(e, TC_ERR_TRANSPORT, 0, "rank %d stopped after a failure", src);
+            if (!e->term_sent) {
+                engine_fail(e, TC_ERR_TRANSPORT, 0, "rank %d stopped after a failure", src);
+            }
         } else if (msg.type != TC_WIRE_REQUESTS) {
             engine_fail(e, TC_ERR_TRANSPORT, 0, "unexpected control message type %d from rank %d",
                         msg.type, src);
         }
-        for (i = 0; i < msg.count && !e->terminated; i++) {
-            coord_add_local(e, src, &msg.reqs[i]);
+        for (i = 0; i < msg.count && !e->failed; i++) {
+            tc_status_t st = tc__coord_add(e->coord, src, &msg.reqs[i], err, sizeof(err));
+            if (st != TC_OK) {
+                engine_fail(e, st == TC_ERR_NOMEM ? TC_ERR_NOMEM : TC_ERR_TRANSPORT, 0,
+                            "rank 0's message table: %s",
+                            st == TC_ERR_NOMEM ? "out of memory" : err);
+            }
         }
         if ((msg.flags & TC_WIRE_F_SHUTDOWN) && e->shutdown_from < 0) {
             e->shutdown_from = src;
         }
         tc__wire_msg_free(&msg);
     }
-    if (e->terminated) {
-        /* Tell the others why, then stop like a shutdown. */
-        tc_wire_msg_t out = {0};
-        out.type = TC_WIRE_RESPONSES;
-        out.flags = TC_WIRE_F_TERMINATE;
-        out.term_status = (uint8_t)e->term_status;
-        out.term_text = e->term_msg;
-        out.term_text_len = (uint32_t)strnlen(e->term_msg, TC_WIRE_MAX_TEXT);
-        if (!e->broken) {
-            ctrl_send(e, &out, 1, e->size - 1, TAG_RESP);
+    return progress;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int has_id(const uint32_t *ids, uint32_t n, uint32_t id)
+{
+    return n > 0 && bsearch(&id, ids, n, sizeof(id), cmp_u32) != NULL;
+}
+
+/* Whether rank 0 has something to announce: a decision or the end. */
+static int coord_has_news(const engine_t *e)
+{
+    return e->rank == 0 && (e->failed || e->shutdown_from >= 0 ||
+                            (e->coord != NULL && tc__coord_nready(e->coord) > 0));
+}
+
+/* Sends this rank's message for cycle seq to every other rank. */
+static void contribute(engine_t *e)
+{
+    tc_wire_msg_t out = {0};
+    uint32_t i, nr = 0, ns = 0;
+
+    e->my_ready = malloc(((size_t)e->npend + 1) * sizeof(uint32_t));
+    e->my_stale = malloc(((size_t)e->npend + 1) * sizeof(uint32_t));
+    if (e->my_ready == NULL || e->my_stale == NULL) {
+        engine_fail(e, TC_ERR_NOMEM, 1, "out of memory starting a negotiation cycle");
+        return;
+    }
+    for (i = 0; i < e->npend && !e->quiet; i++) {
+        const tc_cache_entry_t *ce = tc__cache_get(&e->cache, e->pend[i]);
+        if (ce->stale) {
+            e->my_stale[ns++] = ce->id;
+        } else {
+            e->my_ready[nr++] = ce->id;
         }
-        return 1;
     }
-    if (tc__coord_take_ready(e->coord, &batch) != TC_OK) {
-        engine_fail(e, TC_ERR_NOMEM, 0, "rank 0 ran out of memory scheduling tensors");
-        return 1;
-    }
-    if (batch.count > 0 || e->shutdown_from >= 0) {
-        tc_wire_msg_t out = {0};
-        char text[128];
-        out.type = TC_WIRE_RESPONSES;
-        out.count = batch.count;
-        out.resps = batch.resps;
-        if (e->shutdown_from >= 0) {
-            snprintf(text, sizeof(text), "tcoll was shut down (tc_shutdown called on rank %d)",
-                     e->shutdown_from);
-            out.flags = TC_WIRE_F_TERMINATE;
+    qsort(e->my_ready, nr, sizeof(uint32_t), cmp_u32);
+    qsort(e->my_stale, ns, sizeof(uint32_t), cmp_u32);
+    e->nmy_ready = nr;
+    e->nmy_stale = ns;
+    out.type = TC_WIRE_CYCLE;
+    out.seq = e->seq;
+    out.cache_gen = e->cache.gen;
+    out.nready = nr;
+    out.ready = e->my_ready;
+    out.nstale = ns;
+    out.stale = e->my_stale;
+    if (e->rank == 0) {
+        if (!e->failed && tc__coord_take_ready(e->coord, &e->batch) != TC_OK) {
+            engine_fail(e, TC_ERR_NOMEM, 0, "rank 0 ran out of memory scheduling tensors");
+        }
+        for (i = 0; i < e->batch.count; i++) {
+            tc_wire_response_t *r = &e->batch.resps[i];
+            if (r->rtype == TC_WIRE_RUN) {
+                r->cache_ref = tc__cache_assign(&e->cache, (uint32_t)e->cfg->cache_capacity);
+            }
+        }
+        out.count = e->batch.count;
+        out.resps = e->batch.resps;
+        if (e->failed) {
+            e->term_sent = 1;
+            out.term_status = (uint8_t)e->term_status;
+            snprintf(e->term_text, sizeof(e->term_text), "%s", e->term_msg);
+        } else if (e->shutdown_from >= 0) {
+            e->term_sent = 1;
             out.term_status = TC_ERR_SHUTDOWN;
-            out.term_text = text;
-            out.term_text_len = (uint32_t)strlen(text);
+            snprintf(e->term_text, sizeof(e->term_text),
+                     "tcoll was shut down (tc_shutdown called on rank %d)", e->shutdown_from);
         }
-        ctrl_send(e, &out, 1, e->size - 1, TAG_RESP);
-        execute(e, batch.resps, batch.count);
-        if (e->shutdown_from >= 0 && !e->terminated) {
+        if (e->term_sent) {
+            out.flags = TC_WIRE_F_TERMINATE;
+            out.term_text = e->term_text;
+            out.term_text_len = (uint32_t)strnlen(e->term_text, TC_WIRE_MAX_TEXT);
+        }
+    }
+    ctrl_send(e, &out, 0, e->size - 1, e->rank, TAG_CYCLE + (int)(e->seq & 1));
+    e->contributed = 1;
+    e->dirty = 0;
+}
+
+/* Receives the other ranks' messages for cycle seq that are there. Returns
+ * how many arrived, or -1 after a failure. */
+static int cycle_receive(engine_t *e)
+{
+    tc_wire_msg_t msg;
+    int src, got, n = 0;
+
+    while (e->ngot < e->size - 1 &&
+           (got = ctrl_recv(e, MPI_ANY_SOURCE, TAG_CYCLE + (int)(e->seq & 1), &msg, &src)) == 1) {
+        const char *bad = NULL;
+        if (msg.type != TC_WIRE_CYCLE) {
+            bad = "not a cycle message";
+        } else if (msg.seq != e->seq) {
+            bad = "for another cycle";
+        } else if (src != 0 && (msg.count > 0 || (msg.flags & TC_WIRE_F_TERMINATE))) {
+            bad = "with decisions only rank 0 makes";
+        } else if (e->cyc_have[src]) {
+            bad = "twice for one cycle";
+        }
+        if (bad != NULL) {
+            engine_fail(e, TC_ERR_TRANSPORT, 1,
+                        "protocol error: a control message from rank %d %s (cycle %llu)", src, bad,
+                        (unsigned long long)e->seq);
+            tc__wire_msg_free(&msg);
+            return -1;
+        }
+        e->cyc[src] = msg;
+        e->cyc_have[src] = 1;
+        e->ngot++;
+        n++;
+    }
+    return got < 0 ? -1 : n;
+}
+
+/* Files the names rank 0's responses cache, and finds this rank's request for
+ * each response. Returns 0, or -1 after a failure. */
+static int resolve_responses(engine_t *e, const tc_wire_response_t *resps, uint32_t n,
+                             tc_request_t **reqs)
+{
+    uint32_t i;
+
+    pthread_mutex_lock(&g.mu);
+    for (i = 0; i < n; i++) {
+        reqs[i] = tc__hmap_get(&g.inflight, resps[i].name, resps[i].name_len);
+        if (reqs[i] == NULL) {
+            break;
+        }
+    }
+    pthread_mutex_unlock(&g.mu);
+    if (i < n) {
+        engine_fail(e, TC_ERR_TRANSPORT, 1,
+                    "rank 0 scheduled tensor '%.*s', which this rank has not submitted "
+                    "(protocol error)", (int)resps[i].name_len, resps[i].name);
+        return -1;
+    }
+    for (i = 0; i < n; i++) {
+        tc_wire_request_t w;
+        tc_status_t st;
+        if (resps[i].rtype != TC_WIRE_RUN || resps[i].cache_ref == 0) {
+            continue;
+        }
+        to_wire(reqs[i], &w);
+        st = tc__cache_file(&e->cache, resps[i].cache_ref - 1, &w, &resps[i]);
+        if (st != TC_OK) {
+            engine_fail(e, st, 1, st == TC_ERR_NOMEM ? "out of memory filing tensor '%s'"
+                                                     : "cannot file tensor '%s' under cache id "
+                                                       "%u (protocol error)",
+                        reqs[i]->name, resps[i].cache_ref - 1);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Drops every entry a rank found stale; this rank's pending submissions of
+ * those names are negotiated in full next. */
+static void drop_stale(engine_t *e, const uint32_t *ids, uint32_t n)
+{
+    uint32_t i;
+    int found;
+
+    for (i = 0; i < n; i++) {
+        tc_request_t *r = tc__cache_drop(&e->cache, ids[i], &found);
+        if (found) {
+            TC_DEBUG("engine", "cache id %u dropped: a rank changed its parameters", ids[i]);
+        }
+        if (r != NULL) {
+            r->next = e->resend;
+            e->resend = r;
+        }
+    }
+}
+
+/* Processes a cycle every rank has sent its message for; see the file
+ * comment. With run == 0 (a rank leaving after a local failure) it only looks
+ * for the end. */
+static void complete_cycle(engine_t *e, int run)
+{
+    const tc_wire_msg_t *zero = e->rank == 0 ? NULL : &e->cyc[0];
+    const tc_wire_response_t *resps = zero != NULL ? zero->resps : e->batch.resps;
+    uint32_t nresps = zero != NULL ? zero->count : e->batch.count;
+    int terminate = zero != NULL ? (zero->flags & TC_WIRE_F_TERMINATE) != 0 : e->term_sent;
+    tc_wire_response_t *all = NULL;
+    tc_request_t **reqs = NULL;
+    uint32_t i, n = nresps;
+    int q;
+
+    for (q = 0; q < e->size && run; q++) {
+        if (q != e->rank && e->cyc[q].cache_gen != e->cache.gen) {
+            engine_fail(e, TC_ERR_TRANSPORT, 1,
+                        "protocol error: rank %d's response cache is at generation %llu, this "
+                        "rank's at %llu", q, (unsigned long long)e->cyc[q].cache_gen,
+                        (unsigned long long)e->cache.gen);
+            run = 0;
+        }
+    }
+    if (run) {
+        drop_stale(e, e->my_stale, e->nmy_stale);
+        for (q = 0; q < e->size; q++) {
+            if (q != e->rank) {
+                drop_stale(e, e->cyc[q].stale, e->cyc[q].nstale);
+            }
+        }
+        all = malloc(((size_t)nresps + e->nmy_ready + 1) * sizeof(*all));
+        reqs = malloc(((size_t)nresps + e->nmy_ready + 1) * sizeof(*reqs));
+        if (all == NULL || reqs == NULL) {
+            engine_fail(e, TC_ERR_NOMEM, 1, "out of memory running a negotiation cycle");
+            run = 0;
+        }
+    }
+    if (run && nresps > 0) {
+        memcpy(all, resps, (size_t)nresps * sizeof(*all));
+        run = resolve_responses(e, all, nresps, reqs) == 0;
+    }
+    for (i = 0; run && i < e->nmy_ready; i++) {
+        uint32_t id = e->my_ready[i];
+        tc_cache_entry_t *ce;
+        for (q = 0; q < e->size; q++) {
+            if (q != e->rank && !has_id(e->cyc[q].ready, e->cyc[q].nready, id)) {
+                break;
+            }
+        }
+        if (q < e->size) {
+            continue; /* not everyone has it yet */
+        }
+        ce = tc__cache_get(&e->cache, id);
+        if (ce == NULL || ce->pending == NULL) {
+            engine_fail(e, TC_ERR_TRANSPORT, 1, "cache id %u is ready but not pending on this "
+                                                "rank (internal error)", id);
+            run = 0;
+            break;
+        }
+        all[n] = (tc_wire_response_t){.rtype = TC_WIRE_RUN, .name = ce->name,
+                                      .name_len = ce->desc.name_len, .ndim0 = ce->ndim0,
+                                      .dim0 = ce->dim0, .cache_ref = id + 1};
+        reqs[n++] = ce->pending;
+        ce->pending = NULL;
+    }
+    if (run) {
+        uint32_t k = 0;
+        for (i = 0; i < e->npend; i++) { /* keep the ids still waiting */
+            const tc_cache_entry_t *ce = tc__cache_get(&e->cache, e->pend[i]);
+            if (ce != NULL && ce->pending != NULL) {
+                e->pend[k++] = e->pend[i];
+            }
+        }
+        e->npend = k;
+        execute(e, all, reqs, n);
+    }
+    free(all);
+    free(reqs);
+
+    if (terminate) {
+        e->got_terminate = 1;
+        if (!e->failed || e->rank == 0) {
             e->terminated = 1;
-            e->term_status = TC_ERR_SHUTDOWN;
-            snprintf(e->term_msg, sizeof(e->term_msg), "%s", text);
+            if (e->rank != 0 && !e->failed) {
+                e->term_status = (tc_status_t)zero->term_status;
+                snprintf(e->term_msg, sizeof(e->term_msg), "%.*s", (int)zero->term_text_len,
+                         zero->term_text);
+            } else if (e->rank == 0 && !e->failed) {
+                e->term_status = TC_ERR_SHUTDOWN;
+                snprintf(e->term_msg, sizeof(e->term_msg), "%s", e->term_text);
+            }
         }
-        tc__coord_batch_free(&batch);
+    }
+    for (q = 0; q < e->size; q++) {
+        tc__wire_msg_free(&e->cyc[q]);
+        e->cyc_have[q] = 0;
+    }
+    tc__coord_batch_free(&e->batch);
+    memset(&e->batch, 0, sizeof(e->batch));
+    free(e->my_ready);
+    free(e->my_stale);
+    e->my_ready = e->my_stale = NULL;
+    e->nmy_ready = e->nmy_stale = 0;
+    e->term_sent = 0;
+    e->ngot = 0;
+    e->contributed = 0;
+    e->seq++;
+}
+
+/* Moves the cycles on: receive, join or start, complete. */
+static int cycle_step(engine_t *e, int run)
+{
+    int progress = 0, got;
+
+    while (!e->broken) {
+        got = cycle_receive(e);
+        if (got < 0) {
+            return 1;
+        }
+        progress |= got > 0;
+        if (!e->contributed && (e->ngot > 0 || (run && (e->dirty || coord_has_news(e))))) {
+            contribute(e);
+            progress = 1;
+        }
+        if (!e->contributed || e->ngot < e->size - 1 || e->broken) {
+            break;
+        }
+        complete_cycle(e, run);
         progress = 1;
+        if (e->terminated || e->got_terminate) {
+            break;
+        }
+    }
+    return progress;
+}
+
+static int engine_step(engine_t *e)
+{
+    int progress = take_submissions(e);
+
+    if (e->rank == 0) {
+        progress |= coord_receive(e);
+    }
+    if (!e->terminated) {
+        progress |= cycle_step(e, 1);
     }
     return progress;
 }
@@ -666,6 +1017,8 @@ static int coordinator_step(engine_t *e, tc_request_t *head, size_t nnew, int lo
  * shutdown it asked for, it polls with back-off instead of the idle sleep. */
 static void engine_wait(engine_t *e, int shutdown_seen)
 {
+    int busy = e->contributed || e->resend != NULL;
+
     uint32_t ns;
     struct timespec ts;
 
@@ -674,7 +1027,7 @@ static void engine_wait(engine_t *e, int shutdown_seen)
         pthread_mutex_unlock(&g.mu);
         return;
     }
-    if (g.inflight.count == 0 && !shutdown_seen) {
+    if (g.inflight.count == 0 && !shutdown_seen && !busy) {
         pthread_mutex_unlock(&g.mu);
         /* Keep polling through the spin and yield phases first: a training
          * loop submits its next tensor within microseconds, and waking a
@@ -716,15 +1069,8 @@ static void engine_wait(engine_t *e, int shutdown_seen)
 static void engine_loop(engine_t *e)
 {
     while (!e->terminated) {
-        tc_request_t *head;
-        int local_shutdown, progress;
-        size_t nnew = drain(&head, &local_shutdown);
+        int progress = engine_step(e);
 
-        if (e->rank == 0) {
-            progress = coordinator_step(e, head, nnew, local_shutdown);
-        } else {
-            progress = worker_step(e, head, nnew, local_shutdown);
-        }
         ctrl_progress(e);
         if (e->terminated) {
             break;
@@ -732,7 +1078,7 @@ static void engine_loop(engine_t *e)
         if (progress) {
             tc__backoff_reset(&e->bo);
         } else {
-            engine_wait(e, local_shutdown);
+            engine_wait(e, e->shutdown_sent || e->shutdown_from >= 0);
         }
     }
 }
@@ -808,8 +1154,10 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
     MPI_Comm_size(e->local, &lsize);
     tc__transport_mpi_init(&e->tp, &e->tp_mpi, e->data, (uint32_t)e->cfg->spin,
                            (uint32_t)e->cfg->backoff_max_us);
-    if (e->rank == 0 && (tc__coord_create(e->size, &e->coord) != TC_OK ||
-                         (e->bye_seen = calloc((size_t)e->size, 1)) == NULL)) {
+    if ((e->cyc_have = calloc((size_t)e->size, 1)) == NULL ||
+        (e->cyc = calloc((size_t)e->size, sizeof(*e->cyc))) == NULL ||
+        (e->rank == 0 && (tc__coord_create(e->size, &e->coord) != TC_OK ||
+                          (e->bye_seen = calloc((size_t)e->size, 1)) == NULL))) {
         snprintf(msg, len, "out of memory creating the message table");
         return TC_ERR_NOMEM;
     }
@@ -861,9 +1209,10 @@ static void fail_everything(engine_t *e)
 }
 
 /* Makes sure no control message is left unmatched (see the file comment):
- * a worker sends BYE, then reads responses until rank 0's TERMINATE (already
- * there unless this rank stopped on its own); rank 0 reads requests until it
- * has every BYE. Both then wait for their sends to complete. */
+ * a worker sends BYE, then, unless it has seen rank 0's TERMINATE already (it
+ * stopped on its own), takes part in cycles without listing anything until
+ * the one that carries it; rank 0 reads requests until it has every BYE. Both
+ * then wait for their sends to complete. */
 static void goodbye(engine_t *e)
 {
     tc_backoff_t bo;
@@ -874,7 +1223,8 @@ static void goodbye(engine_t *e)
     if (e->rank != 0) {
         tc_wire_msg_t bye = {0};
         bye.type = TC_WIRE_BYE;
-        ctrl_send(e, &bye, 0, 0, TAG_REQ);
+        ctrl_send(e, &bye, 0, 0, -1, TAG_REQ);
+        e->quiet = 1;
     } else {
         for (q = 1; q < e->size; q++) {
             remaining += !e->bye_seen[q];
@@ -892,11 +1242,8 @@ static void goodbye(engine_t *e)
             }
             tc__wire_msg_free(&msg);
         }
-        while (e->rank != 0 && !e->got_terminate &&
-               (got = ctrl_recv(e, 0, TAG_RESP, &msg, &src)) == 1) {
-            progress = 1;
-            e->got_terminate = (msg.flags & TC_WIRE_F_TERMINATE) != 0;
-            tc__wire_msg_free(&msg);
+        if (e->rank != 0 && !e->got_terminate) {
+            progress |= cycle_step(e, 0);
         }
         if (progress) {
             tc__backoff_reset(&bo);
@@ -926,6 +1273,28 @@ static void mpi_teardown(engine_t *e)
     }
 }
 
+static void engine_free(engine_t *e)
+{
+    int q;
+
+    tc__coord_batch_free(&e->batch);
+    tc__coord_destroy(e->coord);
+    tc__cache_destroy(&e->cache);
+    for (q = 0; e->cyc != NULL && q < e->size; q++) {
+        tc__wire_msg_free(&e->cyc[q]);
+    }
+    free(e->cyc);
+    free(e->cyc_have);
+    free(e->my_ready);
+    free(e->my_stale);
+    free(e->pend);
+    tc__scratch_free(&e->scratch);
+    tc__scratch_free(&e->fusion);
+    free(e->sends);
+    free(e->bye_seen);
+    free(e);
+}
+
 static void *engine_main(void *arg)
 {
     engine_t *e = arg;
@@ -946,9 +1315,7 @@ static void *engine_main(void *arg)
         if (e->own_mpi) {
             MPI_Finalize();
         }
-        tc__coord_destroy(e->coord);
-        free(e->bye_seen);
-        free(e);
+        engine_free(e);
         return NULL;
     }
 
@@ -960,12 +1327,7 @@ static void *engine_main(void *arg)
     }
     mpi_teardown(e);
     TC_INFO("engine", "engine thread exits: %s", e->term_msg);
-    tc__coord_destroy(e->coord);
-    tc__scratch_free(&e->scratch);
-    tc__scratch_free(&e->fusion);
-    free(e->sends);
-    free(e->bye_seen);
-    free(e);
+    engine_free(e);
     return NULL;
 }
 
@@ -1003,6 +1365,7 @@ tc_status_t tc_init(void)
     }
     e->cfg = tc__config();
     tc__backoff_init(&e->bo, (uint32_t)e->cfg->spin, (uint32_t)e->cfg->backoff_max_us);
+    tc__cache_init(&e->cache);
     tc__hmap_init(&g.inflight);
     rc = pthread_create(&g.thread, NULL, engine_main, e);
     if (rc != 0) {

@@ -60,6 +60,10 @@ static const knob_t knobs[] = {
     {"TCOLL_FUSION_BUFFER_KB", KNOB_INT, OFF(fusion_buffer_kb), "4096", 1, 1048576,
      "Largest fused group (KiB); the buffer is kept between steps. Must be the "
      "same on every rank."},
+    {"TCOLL_CACHE_CAPACITY", KNOB_INT, OFF(cache_capacity), "1024", 0, 1048576,
+     "Names the response cache holds: a name negotiated once is filed on every "
+     "rank, and later submissions with the same parameters skip rank 0's "
+     "decision. 0 turns the cache off. Rank 0's value counts."},
     {"TCOLL_OUTPUT_POOL_MB", KNOB_INT, OFF(output_pool_mb), "256", 0, 1048576,
      "Memory (MiB) of freed allgather outputs (1 MiB and up) kept for reuse by "
      "later allgathers instead of mapping fresh pages; 0 keeps none."},

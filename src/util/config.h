@@ -19,6 +19,7 @@ typedef struct {
     int output_pool_mb;   /* TCOLL_OUTPUT_POOL_MB */
     int fusion_threshold_kb; /* TCOLL_FUSION_THRESHOLD_KB */
     int fusion_buffer_kb; /* TCOLL_FUSION_BUFFER_KB */
+    int cache_capacity;   /* TCOLL_CACHE_CAPACITY */
     char proxy_cpus[256]; /* TCOLL_PROXY_CPUS */
 } tc_config_t;
 

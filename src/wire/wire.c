@@ -4,19 +4,25 @@
  * The decoder reads bytes that came from another process and trusts none of
  * them: it checks every length against the bytes left before reading, every
  * value against its range before storing it, and the number of entries against
- * the smallest size an entry can have before sizing anything by it. It runs in
- * two passes over the same parse code: the first validates and adds up the
- * storage the message needs (entry arrays, NUL-terminated copies of names and
- * texts, dim0 arrays), the second carves exactly that from one allocation and
- * fills it. So the memory it takes is linear in the input length, and a
- * decoded message never points into the caller's buffer. The encoder makes the
- * same checks (a sizing pass that validates, then a writing pass into space
- * reserved once), so it never emits what the decoder would refuse.
+ * the smallest size an entry can have before sizing anything by it (and so
+ * for the ids of a list). It runs in two passes over the same parse code: the
+ * first validates and adds up the storage the message needs (entry arrays,
+ * NUL-terminated copies of names and texts, dim0 arrays, the ready and stale
+ * id lists), the second carves exactly that from one allocation and fills it.
+ * So the memory it takes is linear in the input length, and a decoded message
+ * never points into the caller's buffer. The encoder makes the same checks (a
+ * sizing pass that validates, then a writing pass into space reserved once),
+ * so it never emits what the decoder would refuse.
  *
  * Choices the header leaves open, made here: a BYE carries no flags at all; a
- * dim0 value, like a shape value, must be 0..INT64_MAX; varints need not be
- * minimal (a padded varint of at most 10 bytes is accepted), so re-encoding a
- * decoded message gives the minimal form, which may be shorter than the input.
+ * dim0 value, like a shape value, must be 0..INT64_MAX; seq and cache_gen take
+ * any value up to 2^64-1; varints need not be minimal (a padded varint of at
+ * most 10 bytes is accepted), so re-encoding a decoded message gives the
+ * minimal form, which may be shorter than the input. Ids cannot arrive out of
+ * order (each next one is written as a distance), so what the decoder checks is
+ * that the sum never reaches TC_WIRE_MAX_CACHE; the encoder, which is handed
+ * plain ids, checks the order instead. Nothing relates the ready and the stale
+ * list (an id may be in both), nor an id to the cache_ref of a response.
  *
  * Must never: read outside [data, data + len), allocate more than a constant
  * times len, write *msg_p or change buf->len on failure, log (the decoder
@@ -54,13 +60,18 @@ const char *tc__kind_name(int kind)
     return kind_names[kind];
 }
 
-/* The fewest bytes an entry can take: used to bound a count by the bytes left
- * before anything is sized by it. */
+/* The fewest bytes an entry or record can take: used to bound a count by the
+ * bytes left before anything is sized by it. */
 enum {
     /* kind dtype op root(1) ndim(1) name_len(1) name(1) */
     WIRE_MIN_REQUEST = 7,
-    /* rtype name_len(1) name(1) ndim0(1); an ERROR body is longer */
-    WIRE_MIN_RESPONSE = 4,
+    /* RUN: rtype name_len(1) name(1) ndim0(1) cache_ref(1);
+     * ERROR: rtype name_len(1) name(1) status text_len(1); both 5 */
+    WIRE_MIN_RESPONSE = 5,
+    /* seq(1) cache_gen(1) n ready(1) n stale(1) */
+    WIRE_MIN_CYCLE = 4,
+    /* status text_len(1) */
+    WIRE_MIN_TERMINATE = 2,
 };
 
 #define WIRE_VARINT_MAX_BYTES 10
@@ -352,6 +363,62 @@ static tc_status_t rd_response(wire_reader_t *rd, wire_arena_t *a, tc_wire_respo
     }
     r->ndim0 = (uint32_t)n;
     r->dim0 = n > 0 ? dim0 : NULL;
+    /* 0 means not cached, so the largest id needs TC_WIRE_MAX_CACHE itself */
+    if ((st = rd_varint_max(rd, "cache_ref", TC_WIRE_MAX_CACHE, &v)) != TC_OK) {
+        return st;
+    }
+    r->cache_ref = (uint32_t)v;
+    return TC_OK;
+}
+
+/* An id list: n, then n strictly ascending ids below TC_WIRE_MAX_CACHE, each
+ * after the first written as its distance from the previous one minus 1.
+ * count_what and id_what name the fields ("ready count", "ready id"); an id's
+ * error names its index the way an entry's does, so the hot loop formats
+ * nothing. *ids_p is NULL when n is 0. */
+static tc_status_t rd_ids(wire_reader_t *rd, wire_arena_t *a, const char *count_what,
+                          const char *id_what, uint32_t *n_p, const uint32_t **ids_p)
+{
+    const uint8_t *at;
+    uint64_t n = 0, v = 0, j;
+    uint32_t prev = 0, *ids;
+    tc_status_t st;
+
+    if ((st = rd_varint_max(rd, count_what, TC_WIRE_MAX_CACHE, &n)) != TC_OK) {
+        return st;
+    }
+    if (n > rd_left(rd)) { /* each id takes at least one byte */
+        return rd_fail(rd, "%s %" PRIu64 " cannot fit in the %zu bytes left", count_what, n,
+                       rd_left(rd));
+    }
+    ids = arena_take(a, (size_t)n, sizeof(uint32_t), _Alignof(uint32_t));
+    rd->entry_what = id_what;
+    for (j = 0; j < n; j++) {
+        rd->entry_index = (uint32_t)j;
+        at = rd->p;
+        if ((st = rd_varint(rd, j == 0 ? "value" : "delta", &v)) != TC_OK) {
+            return st;
+        }
+        /* prev < TC_WIRE_MAX_CACHE, so the room above it cannot wrap; comparing
+         * v with that room, not prev + 1 + v with the limit, keeps a delta near
+         * 2^64 from wrapping round to a small, valid-looking id */
+        if (j == 0 && v >= TC_WIRE_MAX_CACHE) {
+            rd->p = at; /* report the offset of the value, not of what follows */
+            return rd_fail(rd, "value %" PRIu64 " not below %u", v, TC_WIRE_MAX_CACHE);
+        }
+        if (j > 0 && v >= (uint64_t)TC_WIRE_MAX_CACHE - prev - 1) {
+            rd->p = at;
+            return rd_fail(rd, "delta %" PRIu64 " after id %" PRIu32 " reaches %u or more", v,
+                           prev, TC_WIRE_MAX_CACHE);
+        }
+        prev = j == 0 ? (uint32_t)v : prev + 1 + (uint32_t)v;
+        if (ids != NULL) {
+            ids[j] = prev;
+        }
+    }
+    rd->entry_what = NULL;
+    *n_p = (uint32_t)n;
+    *ids_p = n > 0 ? ids : NULL;
     return TC_OK;
 }
 
@@ -360,7 +427,7 @@ static tc_status_t rd_message(wire_reader_t *rd, wire_arena_t *a, tc_wire_msg_t 
 {
     uint8_t magic = 0, version = 0, type = 0, flags = 0, allowed;
     uint64_t count = 0;
-    size_t min_entry;
+    size_t min_entry, min_after, room;
     uint32_t i;
     tc_status_t st;
 
@@ -387,7 +454,7 @@ static tc_status_t rd_message(wire_reader_t *rd, wire_arena_t *a, tc_wire_msg_t 
         allowed = TC_WIRE_F_SHUTDOWN;
         min_entry = WIRE_MIN_REQUEST;
         break;
-    case TC_WIRE_RESPONSES:
+    case TC_WIRE_CYCLE:
         allowed = TC_WIRE_F_TERMINATE;
         min_entry = WIRE_MIN_RESPONSE;
         break;
@@ -413,9 +480,17 @@ static tc_status_t rd_message(wire_reader_t *rd, wire_arena_t *a, tc_wire_msg_t 
     if (type == TC_WIRE_BYE && count != 0) {
         return rd_fail(rd, "BYE with count %" PRIu64 ", want 0", count);
     }
-    if (count > rd_left(rd) / min_entry) {
-        return rd_fail(rd, "count %" PRIu64 " cannot fit in the %zu bytes left", count,
-                       rd_left(rd));
+    /* the records after the entries take their share of the bytes left too */
+    min_after = type == TC_WIRE_CYCLE ? WIRE_MIN_CYCLE : 0;
+    if (flags & TC_WIRE_F_TERMINATE) {
+        min_after += WIRE_MIN_TERMINATE;
+    }
+    room = rd_left(rd) > min_after ? rd_left(rd) - min_after : 0;
+    if (count > room / min_entry) {
+        return rd_fail(rd,
+                       "count %" PRIu64 " cannot fit in the %zu bytes left (at least %zu "
+                       "bytes an entry, plus %zu after the entries)",
+                       count, rd_left(rd), min_entry, min_after);
     }
     m->type = type;
     m->flags = flags;
@@ -432,7 +507,7 @@ static tc_status_t rd_message(wire_reader_t *rd, wire_arena_t *a, tc_wire_msg_t 
                 return st;
             }
         }
-    } else if (type == TC_WIRE_RESPONSES) {
+    } else if (type == TC_WIRE_CYCLE) {
         tc_wire_response_t scratch;
         m->resps =
             arena_take(a, (size_t)count, sizeof(*m->resps), _Alignof(tc_wire_response_t));
@@ -449,6 +524,24 @@ static tc_status_t rd_message(wire_reader_t *rd, wire_arena_t *a, tc_wire_msg_t 
     if (m->count == 0) {
         m->reqs = NULL;
         m->resps = NULL;
+    }
+
+    /* REQUESTS and BYE have no cycle record: their cycle fields stay zero */
+    if (type == TC_WIRE_CYCLE) {
+        if ((st = rd_varint(rd, "seq", &m->seq)) != TC_OK) {
+            return st;
+        }
+        if ((st = rd_varint(rd, "cache_gen", &m->cache_gen)) != TC_OK) {
+            return st;
+        }
+        st = rd_ids(rd, a, "ready count", "ready id", &m->nready, &m->ready);
+        if (st != TC_OK) {
+            return st;
+        }
+        st = rd_ids(rd, a, "stale count", "stale id", &m->nstale, &m->stale);
+        if (st != TC_OK) {
+            return st;
+        }
     }
 
     if (flags & TC_WIRE_F_TERMINATE) {
@@ -663,7 +756,7 @@ static tc_status_t wr_request(wire_writer_t *w, uint32_t i, const tc_wire_reques
     return wr_string(w, "request", i, "name", r->name, r->name_len, 1, TC_MAX_NAME_LEN);
 }
 
-/* RUN ignores status and text; ERROR ignores ndim0 and dim0. */
+/* RUN ignores status and text; ERROR ignores ndim0, dim0 and cache_ref. */
 static tc_status_t wr_response(wire_writer_t *w, uint32_t i, const tc_wire_response_t *r)
 {
     uint32_t j;
@@ -699,6 +792,42 @@ static tc_status_t wr_response(wire_writer_t *w, uint32_t i, const tc_wire_respo
         }
         wr_varint(w, (uint64_t)r->dim0[j]);
     }
+    if (r->cache_ref > TC_WIRE_MAX_CACHE) {
+        return enc_fail("response", i, "cache_ref %" PRIu32 " above %u", r->cache_ref,
+                        TC_WIRE_MAX_CACHE);
+    }
+    wr_varint(w, r->cache_ref);
+    return TC_OK;
+}
+
+/* An id list (see rd_ids). The decoder cannot see an order problem, since the
+ * distances make every list it reads ascending, so it has to be caught here.
+ * what names the list ("ready"), count_what its count field ("nready"). */
+static tc_status_t wr_ids(wire_writer_t *w, const char *what, const char *count_what, uint32_t n,
+                          const uint32_t *ids)
+{
+    uint32_t j;
+
+    if (n > TC_WIRE_MAX_CACHE) {
+        return enc_fail(NULL, 0, "%s %" PRIu32 " above %u", count_what, n, TC_WIRE_MAX_CACHE);
+    }
+    if (n > 0 && ids == NULL) {
+        return enc_fail(NULL, 0, "%s is NULL with %s %" PRIu32, what, count_what, n);
+    }
+    wr_varint(w, n);
+    for (j = 0; j < n; j++) {
+        if (ids[j] >= TC_WIRE_MAX_CACHE) {
+            return enc_fail(NULL, 0, "%s[%" PRIu32 "] = %" PRIu32 " not below %u", what, j,
+                            ids[j], TC_WIRE_MAX_CACHE);
+        }
+        if (j > 0 && ids[j] <= ids[j - 1]) {
+            return enc_fail(NULL, 0,
+                            "%s[%" PRIu32 "] = %" PRIu32 " not above %s[%" PRIu32 "] = %" PRIu32
+                            " (ids must be strictly ascending)",
+                            what, j, ids[j], what, j - 1, ids[j - 1]);
+        }
+        wr_varint(w, j == 0 ? ids[j] : ids[j] - ids[j - 1] - 1);
+    }
     return TC_OK;
 }
 
@@ -712,7 +841,7 @@ static tc_status_t wr_message(wire_writer_t *w, const tc_wire_msg_t *m)
     case TC_WIRE_REQUESTS:
         allowed = TC_WIRE_F_SHUTDOWN;
         break;
-    case TC_WIRE_RESPONSES:
+    case TC_WIRE_CYCLE:
         allowed = TC_WIRE_F_TERMINATE;
         break;
     case TC_WIRE_BYE:
@@ -729,7 +858,7 @@ static tc_status_t wr_message(wire_writer_t *w, const tc_wire_msg_t *m)
         return enc_fail(NULL, 0, "BYE with count %" PRIu32 ", want 0", m->count);
     }
     if (m->count > 0 && ((m->type == TC_WIRE_REQUESTS && m->reqs == NULL) ||
-                         (m->type == TC_WIRE_RESPONSES && m->resps == NULL))) {
+                         (m->type == TC_WIRE_CYCLE && m->resps == NULL))) {
         return enc_fail(NULL, 0, "NULL entries with count %" PRIu32, m->count);
     }
     wr_u8(w, TC_WIRE_MAGIC);
@@ -741,6 +870,17 @@ static tc_status_t wr_message(wire_writer_t *w, const tc_wire_msg_t *m)
         st = m->type == TC_WIRE_REQUESTS ? wr_request(w, i, &m->reqs[i])
                                          : wr_response(w, i, &m->resps[i]);
         if (st != TC_OK) {
+            return st;
+        }
+    }
+    /* REQUESTS and BYE carry no cycle record: their cycle fields are ignored */
+    if (m->type == TC_WIRE_CYCLE) {
+        wr_varint(w, m->seq);
+        wr_varint(w, m->cache_gen);
+        if ((st = wr_ids(w, "ready", "nready", m->nready, m->ready)) != TC_OK) {
+            return st;
+        }
+        if ((st = wr_ids(w, "stale", "nstale", m->nstale, m->stale)) != TC_OK) {
             return st;
         }
     }

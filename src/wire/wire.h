@@ -2,28 +2,40 @@
  * wire.h - the control messages between engine threads, and their codec.
  *
  * Workers (every rank) tell the coordinator (rank 0) which tensors they have
- * submitted; the coordinator tells every rank what to run, in one order. The
+ * submitted for the first time; every rank then takes part in negotiation
+ * cycles, in which each rank sends one CYCLE message to every other rank:
+ * rank 0's carries its decisions (responses), and every rank's names the
+ * cached tensors it has ready and the cached entries it found stale. The
  * format is ours, compact and self-delimiting; the decoder must reject any
  * malformed input (truncated, trailing bytes, out-of-range values, embedded
- * NUL in a name, counts that cannot fit) with a message and never read out of
- * bounds. Nothing here knows MPI.
+ * NUL in a name, ids out of order, counts that cannot fit) with a message and
+ * never read out of bounds. Nothing here knows MPI.
  *
  * Encoding (integers are LEB128 varints unless noted "u8"; signed values are
  * zigzag-encoded varints; a varint longer than 10 bytes or above 2^64-1 is
  * rejected):
  *
- *   message   := magic:u8(0x7C) version:u8(1) type:u8 flags:u8 count entry{count} [terminate]
- *   type      := 1 REQUESTS (worker -> coordinator), 2 RESPONSES (coordinator -> workers),
+ *   message   := magic:u8(0x7C) version:u8(2) type:u8 flags:u8 count entry{count}
+ *                [cycle] [terminate]
+ *   type      := 1 REQUESTS (worker -> coordinator: first-time submissions),
+ *                2 CYCLE (every rank -> every other rank: entries are responses, and
+ *                  a cycle record follows them),
  *                3 BYE (worker -> coordinator, last message of a rank; count must be 0)
  *   flags     := bit 0 SHUTDOWN  (REQUESTS: this rank asks for shutdown)
- *                bit 1 TERMINATE (RESPONSES: a terminate record follows the entries)
+ *                bit 1 TERMINATE (CYCLE: a terminate record follows the cycle record)
  *                other bits must be 0; a flag that does not fit the type is rejected
  *   request   := kind:u8 dtype:u8 op:u8 root:zigzag ndim:u8 shape{ndim} name
  *                (shape values must be 0..INT64_MAX; kind/dtype/op/ndim in range)
  *   name      := len (1..TC_MAX_NAME_LEN) bytes{len} (no 0x00 byte)
  *   response  := rtype:u8 name body
- *                rtype 0 RUN:   ndim0 (0..TC_WIRE_MAX_RANKS) dim0{ndim0} (allgather: rows per rank)
+ *                rtype 0 RUN:   ndim0 (0..TC_WIRE_MAX_RANKS) dim0{ndim0} (allgather: rows per
+ *                               rank) cache_ref (0..TC_WIRE_MAX_CACHE: 0 = not cached,
+ *                               k = every rank files the name under cache id k-1)
  *                rtype 1 ERROR: status:u8 (1..TC_ERR_TIMEOUT) text
+ *   cycle     := seq cache_gen ids(ready) ids(stale)
+ *   ids       := n (0..TC_WIRE_MAX_CACHE) id{n}: strictly ascending cache ids, each below
+ *                TC_WIRE_MAX_CACHE; the first is written as is, each next one as
+ *                (id - previous id - 1)
  *   terminate := status:u8 (1..TC_ERR_TIMEOUT) text
  *   text      := len (0..TC_WIRE_MAX_TEXT) bytes{len} (no 0x00 byte)
  */
@@ -36,15 +48,16 @@
 #include "tcoll.h"
 
 #define TC_WIRE_MAGIC 0x7C
-#define TC_WIRE_VERSION 1
+#define TC_WIRE_VERSION 2
 #define TC_WIRE_MAX_TEXT 2048
 #define TC_WIRE_MAX_RANKS (1 << 24)
+#define TC_WIRE_MAX_CACHE (1u << 20) /* cache ids are 0..TC_WIRE_MAX_CACHE-1 */
 
 typedef enum { TC_KIND_ALLREDUCE = 0, TC_KIND_ALLGATHER = 1, TC_KIND_BROADCAST = 2 } tc_kind_t;
 #define TC_KIND_COUNT 3
 const char *tc__kind_name(int kind); /* "allreduce", ... or "?" */
 
-typedef enum { TC_WIRE_REQUESTS = 1, TC_WIRE_RESPONSES = 2, TC_WIRE_BYE = 3 } tc_wire_type_t;
+typedef enum { TC_WIRE_REQUESTS = 1, TC_WIRE_CYCLE = 2, TC_WIRE_BYE = 3 } tc_wire_type_t;
 #define TC_WIRE_F_SHUTDOWN 0x1u
 #define TC_WIRE_F_TERMINATE 0x2u
 
@@ -68,6 +81,7 @@ typedef struct {
     /* RUN */
     uint32_t ndim0;
     const int64_t *dim0; /* ndim0 values */
+    uint32_t cache_ref;   /* 0, or 1 + the cache id every rank files this name under */
     /* ERROR */
     uint8_t status;
     const char *text; /* not NUL-terminated on decode: use text_len */
@@ -79,7 +93,14 @@ typedef struct {
     uint8_t flags; /* TC_WIRE_F_* */
     uint32_t count;
     tc_wire_request_t *reqs;   /* type REQUESTS: count entries */
-    tc_wire_response_t *resps; /* type RESPONSES: count entries */
+    tc_wire_response_t *resps; /* type CYCLE: count entries */
+    /* type CYCLE: the cycle record */
+    uint64_t seq;          /* the cycle's number, from 0 */
+    uint64_t cache_gen;    /* how many cache entries the sender has filed and dropped */
+    uint32_t nready;       /* cached ids the sender has submitted and waiting */
+    const uint32_t *ready; /* nready ids, strictly ascending */
+    uint32_t nstale;       /* cached ids the sender was given different parameters for */
+    const uint32_t *stale; /* nstale ids, strictly ascending */
     /* present when flags & TC_WIRE_F_TERMINATE */
     uint8_t term_status;
     const char *term_text;

@@ -4,10 +4,12 @@
  *
  * Each input is decoded. A rejected input is fine (it must only not crash,
  * leak or read out of bounds: build with -fsanitize=fuzzer,address,undefined).
- * An accepted one must re-encode, the re-encoding must decode to the same
- * message, and encoding that second decode must give the same bytes again;
- * any difference aborts with the field that differs. Never writes files and
- * keeps no state between inputs.
+ * An accepted one must hold what wire.h promises (id lists strictly ascending
+ * and below TC_WIRE_MAX_CACHE, NULL when empty; cache_ref in range on a RUN and
+ * 0 on an ERROR; no cycle fields on a type without a cycle record) and must
+ * re-encode; the re-encoding must decode to the same message, and encoding
+ * that second decode must give the same bytes again. Any breach aborts with
+ * the field at fault. Never writes files and keeps no state between inputs.
  *
  * Build and run (corpus in a scratch copy so new inputs stay out of the tree):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -Isrc \
@@ -36,6 +38,11 @@ static int same_bytes(const char *a, uint32_t alen, const char *b, uint32_t blen
     return alen == blen && (alen == 0 || memcmp(a, b, alen) == 0);
 }
 
+static int same_ids(const uint32_t *a, uint32_t an, const uint32_t *b, uint32_t bn)
+{
+    return an == bn && (an == 0 || memcmp(a, b, an * sizeof(*a)) == 0);
+}
+
 /* NULL if a and b carry the same content, else the name of a field that differs. */
 static const char *first_difference(const tc_wire_msg_t *a, const tc_wire_msg_t *b)
 {
@@ -59,7 +66,7 @@ static const char *first_difference(const tc_wire_msg_t *a, const tc_wire_msg_t 
             return "request name";
         }
     }
-    for (i = 0; i < a->count && a->type == TC_WIRE_RESPONSES; i++) {
+    for (i = 0; i < a->count && a->type == TC_WIRE_CYCLE; i++) {
         const tc_wire_response_t *x = &a->resps[i], *y = &b->resps[i];
         if (x->rtype != y->rtype) {
             return "response rtype";
@@ -76,10 +83,24 @@ static const char *first_difference(const tc_wire_msg_t *a, const tc_wire_msg_t 
                     return "response dim0";
                 }
             }
+            if (x->cache_ref != y->cache_ref) {
+                return "response cache_ref";
+            }
         } else if (x->status != y->status ||
                    !same_bytes(x->text, x->text_len, y->text, y->text_len)) {
             return "response error";
         }
+    }
+    /* both decoded: fields a type does not carry are zero in both, so they
+     * can be compared whatever the type */
+    if (a->seq != b->seq || a->cache_gen != b->cache_gen) {
+        return "cycle seq or cache_gen";
+    }
+    if (!same_ids(a->ready, a->nready, b->ready, b->nready)) {
+        return "cycle ready ids";
+    }
+    if (!same_ids(a->stale, a->nstale, b->stale, b->nstale)) {
+        return "cycle stale ids";
     }
     if ((a->flags & TC_WIRE_F_TERMINATE) &&
         (a->term_status != b->term_status ||
@@ -87,6 +108,46 @@ static const char *first_difference(const tc_wire_msg_t *a, const tc_wire_msg_t 
         return "terminate record";
     }
     return NULL;
+}
+
+static const char *bad_ids(const uint32_t *ids, uint32_t n)
+{
+    uint32_t j;
+
+    if (n > TC_WIRE_MAX_CACHE || (n == 0) != (ids == NULL)) {
+        return "id list count or array";
+    }
+    for (j = 0; j < n; j++) {
+        if (ids[j] >= TC_WIRE_MAX_CACHE || (j > 0 && ids[j] <= ids[j - 1])) {
+            return "id list not strictly ascending below TC_WIRE_MAX_CACHE";
+        }
+    }
+    return NULL;
+}
+
+/* NULL if a decoded message holds only what wire.h allows, else what is wrong. */
+static const char *first_violation(const tc_wire_msg_t *m)
+{
+    const char *bad;
+    uint32_t i;
+
+    if (m->type != TC_WIRE_CYCLE) {
+        if (m->seq != 0 || m->cache_gen != 0 || m->nready != 0 || m->ready != NULL ||
+            m->nstale != 0 || m->stale != NULL) {
+            return "cycle fields on a message without a cycle record";
+        }
+        return NULL;
+    }
+    for (i = 0; i < m->count; i++) {
+        const tc_wire_response_t *r = &m->resps[i];
+        if (r->rtype == TC_WIRE_RUN ? r->cache_ref > TC_WIRE_MAX_CACHE : r->cache_ref != 0) {
+            return "response cache_ref";
+        }
+    }
+    if ((bad = bad_ids(m->ready, m->nready)) != NULL) {
+        return bad;
+    }
+    return bad_ids(m->stale, m->nstale);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -101,6 +162,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fail("rejection without a one-line reason", err);
         }
         return 0;
+    }
+    diff = first_violation(&first);
+    if (diff != NULL) {
+        fail("a decoded message breaks the format", diff);
     }
     if (tc__wire_encode(&first, &enc1) != TC_OK) {
         fail("a decoded message does not re-encode", NULL);

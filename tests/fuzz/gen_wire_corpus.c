@@ -1,7 +1,8 @@
 /*
  * gen_wire_corpus.c - writes the seed corpus for fuzz_wire: a handful of
- * valid control messages, one per file, covering each message type, each
- * flag, each response type and the extremes of the value ranges.
+ * valid control messages (format version 2), one per file, covering each
+ * message type, each flag, each response type, the cycle record with and
+ * without cache ids, and the extremes of the value ranges.
  *
  * Usage: gen_wire_corpus DIR (DIR must exist; files in it are overwritten).
  * Build: cc -std=c11 -Iinclude -Isrc tests/fuzz/gen_wire_corpus.c src/wire/wire.c \
@@ -52,6 +53,10 @@ int main(int argc, char **argv)
 {
     static char name_ff[64];
     static const int64_t rows[] = {0, 1, 127, 128, 1000000, INT64_MAX};
+    /* neighbours, a distance of 127 and of 128 (the 1-byte varint limit), and
+     * the largest id */
+    static const uint32_t ready[] = {0, 1, 2, 130, 259, 70000, TC_WIRE_MAX_CACHE - 1};
+    static const uint32_t stale[] = {3, 129};
     tc_wire_request_t reqs[4];
     tc_wire_response_t resps[3];
     tc_wire_msg_t m;
@@ -89,22 +94,36 @@ int main(int argc, char **argv)
 
     memset(resps, 0, sizeof(resps));
     resps[0] = (tc_wire_response_t){.rtype = TC_WIRE_RUN, .name = "layer1.weight.grad",
-                                    .name_len = 18};
+                                    .name_len = 18, .cache_ref = 1};
     resps[1] = (tc_wire_response_t){.rtype = TC_WIRE_RUN, .name = "ids", .name_len = 3,
-                                    .ndim0 = sizeof(rows) / sizeof(rows[0]), .dim0 = rows};
+                                    .ndim0 = sizeof(rows) / sizeof(rows[0]), .dim0 = rows,
+                                    .cache_ref = TC_WIRE_MAX_CACHE};
     resps[2] = (tc_wire_response_t){.rtype = TC_WIRE_ERROR, .name = "p", .name_len = 1,
                                     .status = TC_ERR_MISMATCH,
                                     .text = "rank 1: shape [3] vs rank 0: shape [4]",
                                     .text_len = 38};
-    m = (tc_wire_msg_t){.type = TC_WIRE_RESPONSES, .count = 3, .resps = resps};
-    rc |= write_msg(argv[1], "responses_run_error", &m);
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .count = 3, .resps = resps, .seq = 41,
+                        .cache_gen = 2};
+    rc |= write_msg(argv[1], "cycle_run_error", &m);
+    m.seq = 300;
+    m.cache_gen = 17;
+    m.nready = sizeof(ready) / sizeof(ready[0]);
+    m.ready = ready;
+    m.nstale = sizeof(stale) / sizeof(stale[0]);
+    m.stale = stale;
     m.flags = TC_WIRE_F_TERMINATE;
     m.term_status = TC_ERR_SHUTDOWN;
     m.term_text = "rank 2 called tc_shutdown";
     m.term_text_len = 25;
-    rc |= write_msg(argv[1], "responses_terminate", &m);
-    m = (tc_wire_msg_t){.type = TC_WIRE_RESPONSES, .flags = TC_WIRE_F_TERMINATE,
+    rc |= write_msg(argv[1], "cycle_ids_terminate", &m);
+    /* a non-coordinator rank's message: no responses, only ids */
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .seq = UINT64_MAX, .cache_gen = UINT64_MAX,
+                        .nready = sizeof(ready) / sizeof(ready[0]), .ready = ready};
+    rc |= write_msg(argv[1], "cycle_ids_only", &m);
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE};
+    rc |= write_msg(argv[1], "cycle_empty", &m);
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .flags = TC_WIRE_F_TERMINATE, .seq = 7,
                         .term_status = TC_ERR_TRANSPORT};
-    rc |= write_msg(argv[1], "responses_terminate_only", &m);
+    rc |= write_msg(argv[1], "cycle_terminate_only", &m);
     return rc;
 }

@@ -1,7 +1,8 @@
 /*
  * test_wire.c - unit test of the control-message codec (src/wire/wire.c).
  *
- * Checks round trips of every message type and field range, pins a few exact
+ * Checks round trips of every message type and field range (the cycle record
+ * and its id lists included), pins a few exact
  * encodings so the format cannot drift from wire.h, and throws malformed input
  * at the decoder: every prefix of valid messages, every single-byte change,
  * trailing bytes, one hand-made message per rule the decoder enforces, and a
@@ -71,7 +72,7 @@ static void check_same(const tc_wire_msg_t *a, const tc_wire_msg_t *b)
         CHECK_EQ(x->name_len, y->name_len);
         CHECK(memcmp(x->name, y->name, x->name_len) == 0);
     }
-    for (i = 0; i < a->count && a->type == TC_WIRE_RESPONSES; i++) {
+    for (i = 0; i < a->count && a->type == TC_WIRE_CYCLE; i++) {
         const tc_wire_response_t *x = &a->resps[i], *y = &b->resps[i];
         CHECK_EQ(x->rtype, y->rtype);
         CHECK_EQ(x->name_len, y->name_len);
@@ -81,10 +82,24 @@ static void check_same(const tc_wire_msg_t *a, const tc_wire_msg_t *b)
             for (j = 0; j < x->ndim0; j++) {
                 CHECK_EQ(x->dim0[j], y->dim0[j]);
             }
+            CHECK_EQ(x->cache_ref, y->cache_ref);
         } else {
             CHECK_EQ(x->status, y->status);
             CHECK_EQ(x->text_len, y->text_len);
             CHECK(x->text_len == 0 || memcmp(x->text, y->text, x->text_len) == 0);
+        }
+    }
+    if (a->type == TC_WIRE_CYCLE) {
+        CHECK_MSG(a->seq == b->seq, "seq %" PRIu64 " vs %" PRIu64, a->seq, b->seq);
+        CHECK_MSG(a->cache_gen == b->cache_gen, "cache_gen %" PRIu64 " vs %" PRIu64,
+                  a->cache_gen, b->cache_gen);
+        CHECK_EQ(a->nready, b->nready);
+        for (j = 0; j < a->nready; j++) {
+            CHECK_EQ(a->ready[j], b->ready[j]);
+        }
+        CHECK_EQ(a->nstale, b->nstale);
+        for (j = 0; j < a->nstale; j++) {
+            CHECK_EQ(a->stale[j], b->stale[j]);
         }
     }
     if (a->flags & TC_WIRE_F_TERMINATE) {
@@ -100,7 +115,22 @@ static int points_into(const void *p, const void *base, size_t len)
     return p != NULL && q >= b && q < b + len;
 }
 
-/* A decoded message: strings are NUL-terminated copies outside the input. */
+/* A decoded id list: NULL when empty, else outside the input, strictly
+ * ascending and below the limit. */
+static void check_decoded_ids(uint32_t n, const uint32_t *ids, const void *in, size_t len)
+{
+    uint32_t j;
+
+    CHECK_LE(n, TC_WIRE_MAX_CACHE);
+    CHECK(n == 0 ? ids == NULL : ids != NULL && !points_into(ids, in, len));
+    for (j = 0; j < n; j++) {
+        CHECK_LT(ids[j], TC_WIRE_MAX_CACHE);
+        CHECK(j == 0 || ids[j] > ids[j - 1]);
+    }
+}
+
+/* A decoded message: strings are NUL-terminated copies outside the input; the
+ * fields its type or rtype does not carry are zero. */
 static void check_decoded_storage(const tc_wire_msg_t *m, const void *in, size_t len)
 {
     uint32_t i;
@@ -110,22 +140,37 @@ static void check_decoded_storage(const tc_wire_msg_t *m, const void *in, size_t
         CHECK(m->reqs[i].name != NULL && !points_into(m->reqs[i].name, in, len));
         CHECK_EQ(m->reqs[i].name[m->reqs[i].name_len], '\0');
     }
-    for (i = 0; i < m->count && m->type == TC_WIRE_RESPONSES; i++) {
+    for (i = 0; i < m->count && m->type == TC_WIRE_CYCLE; i++) {
         const tc_wire_response_t *r = &m->resps[i];
         CHECK(r->name != NULL && !points_into(r->name, in, len));
         CHECK_EQ(r->name[r->name_len], '\0');
         if (r->rtype == TC_WIRE_ERROR) {
             CHECK(r->text != NULL && !points_into(r->text, in, len));
             CHECK_EQ(r->text[r->text_len], '\0');
+            CHECK(r->ndim0 == 0 && r->dim0 == NULL && r->cache_ref == 0);
         } else {
-            CHECK(r->ndim0 == 0 || (r->dim0 != NULL && !points_into(r->dim0, in, len)));
+            CHECK(r->ndim0 == 0 ? r->dim0 == NULL
+                                : r->dim0 != NULL && !points_into(r->dim0, in, len));
+            CHECK_LE(r->cache_ref, TC_WIRE_MAX_CACHE);
+            CHECK(r->status == 0 && r->text == NULL && r->text_len == 0);
         }
+    }
+    if (m->type == TC_WIRE_CYCLE) {
+        CHECK(m->reqs == NULL);
+        check_decoded_ids(m->nready, m->ready, in, len);
+        check_decoded_ids(m->nstale, m->stale, in, len);
+    } else {
+        CHECK(m->seq == 0 && m->cache_gen == 0);
+        CHECK(m->nready == 0 && m->ready == NULL && m->nstale == 0 && m->stale == NULL);
+        CHECK(m->resps == NULL);
     }
     if (m->flags & TC_WIRE_F_TERMINATE) {
         CHECK(m->term_text != NULL && !points_into(m->term_text, in, len));
         CHECK_EQ(m->term_text[m->term_text_len], '\0');
+    } else {
+        CHECK(m->term_status == 0 && m->term_text == NULL && m->term_text_len == 0);
     }
-    if (m->count > 0 || (m->flags & TC_WIRE_F_TERMINATE)) {
+    if (m->count > 0 || m->nready > 0 || m->nstale > 0 || (m->flags & TC_WIRE_F_TERMINATE)) {
         CHECK(m->owned != NULL);
     }
 }
@@ -256,6 +301,12 @@ static void b_header(bytes_t *b, unsigned type, unsigned flags, uint64_t count)
     b_varint(b, count);
 }
 
+/* An empty cycle record: seq 0, cache_gen 0, no ready ids, no stale ids. */
+static void b_cycle0(bytes_t *b)
+{
+    b_raw(b, "\0\0\0\0", 4);
+}
+
 /* A request with every shape value set to dim. */
 static void b_req(bytes_t *b, unsigned kind, unsigned dtype, unsigned op, uint64_t zz_root,
                   unsigned ndim, uint64_t dim, const char *name)
@@ -293,6 +344,7 @@ static void expect_ok_at(const bytes_t *b, int line)
 
 #define GEN_MAX_ENTRIES 12
 #define GEN_MAX_DIM0 300
+#define GEN_MAX_IDS 1000
 
 typedef struct {
     tc_wire_msg_t msg;
@@ -302,6 +354,8 @@ typedef struct {
     char texts[GEN_MAX_ENTRIES][TC_WIRE_MAX_TEXT];
     int64_t dim0[GEN_MAX_ENTRIES][GEN_MAX_DIM0];
     char term[TC_WIRE_MAX_TEXT];
+    uint32_t ready[GEN_MAX_IDS];
+    uint32_t stale[GEN_MAX_IDS];
 } gen_t;
 
 static gen_t gen; /* big: static */
@@ -317,6 +371,81 @@ static int64_t rand_dim(void)
     case 5: return (int64_t)(rng() >> 1);
     default: return (int64_t)rng_below(1000);
     }
+}
+
+/* A seq or cache_gen: any uint64, the extremes often. */
+static uint64_t rand_u64(void)
+{
+    switch (rng_below(6)) {
+    case 0: return 0;
+    case 1: return 1;
+    case 2: return UINT64_MAX;
+    case 3: return (uint64_t)1 << rng_below(64);
+    case 4: return ((uint64_t)1 << rng_below(64)) - 1;
+    default: return rng();
+    }
+}
+
+/* A RUN's cache_ref: 0..TC_WIRE_MAX_CACHE, the ends often. */
+static uint32_t rand_cache_ref(void)
+{
+    switch (rng_below(5)) {
+    case 0: return 0;
+    case 1: return 1;
+    case 2: return TC_WIRE_MAX_CACHE;
+    default: return rng_below(TC_WIRE_MAX_CACHE + 1);
+    }
+}
+
+/* Up to max_n strictly ascending ids below TC_WIRE_MAX_CACHE. Each list has
+ * one style of gap (neighbours, around the 1-byte varint limit, wide, or
+ * anything, which ends the list early when it runs past the limit), and now
+ * and then starts at 0 or ends at the largest id. */
+static uint32_t rand_ids(uint32_t *ids, uint32_t max_n)
+{
+    uint32_t style = rng_below(4), r = rng_below(8), n, j;
+
+    n = r == 0 ? 0 : r == 1 ? max_n : rng_below(max_n + 1);
+    for (j = 0; j < n; j++) {
+        uint64_t gap, id;
+        switch (style) {
+        case 0: gap = rng_below(3); break;
+        case 1: gap = rng_below(260); break;
+        case 2: gap = rng_below(20000); break;
+        default: gap = rng_below(TC_WIRE_MAX_CACHE); break;
+        }
+        id = j == 0 ? gap : (uint64_t)ids[j - 1] + 1 + gap;
+        if (id >= TC_WIRE_MAX_CACHE) {
+            n = j;
+            break;
+        }
+        ids[j] = (uint32_t)id;
+    }
+    if (n > 0 && rng_below(4) == 0) {
+        ids[0] = 0; /* below ids[1] still */
+    }
+    if (n > 0 && rng_below(4) == 0) {
+        ids[n - 1] = TC_WIRE_MAX_CACHE - 1; /* above ids[n - 2] still */
+    }
+    return n;
+}
+
+/* Cycle fields on a message type that has no cycle record: the encoder must
+ * ignore them, however bad (too many, unsorted, NULL), and the decoder must
+ * leave them zero. */
+static void gen_ignored_cycle(tc_wire_msg_t *m)
+{
+    static const uint32_t bad_ids[] = {TC_WIRE_MAX_CACHE, 7, 7, 0};
+
+    if (rng_below(2)) {
+        return;
+    }
+    m->seq = rand_u64() | 1;
+    m->cache_gen = UINT64_MAX;
+    m->nready = UINT32_MAX;
+    m->ready = NULL;
+    m->nstale = 4;
+    m->stale = bad_ids;
 }
 
 static int32_t rand_root(void)
@@ -350,7 +479,7 @@ static uint32_t rand_bytes(char *s, uint32_t min_len, uint32_t max_len, int big)
 }
 
 /* A random valid message of up to max_entries entries; big allows names and
- * texts of maximal length and long dim0 arrays. */
+ * texts of maximal length, long dim0 arrays and long id lists. */
 static const tc_wire_msg_t *gen_msg(unsigned max_entries, int big)
 {
     tc_wire_msg_t *m = &gen.msg;
@@ -359,6 +488,7 @@ static const tc_wire_msg_t *gen_msg(unsigned max_entries, int big)
     memset(m, 0, sizeof(*m));
     m->type = (uint8_t)(1 + rng_below(3));
     if (m->type == TC_WIRE_BYE) {
+        gen_ignored_cycle(m);
         return m;
     }
     m->count = rng_below(max_entries + 1);
@@ -379,6 +509,7 @@ static const tc_wire_msg_t *gen_msg(unsigned max_entries, int big)
             r->name = gen.names[i];
             r->name_len = rand_bytes(gen.names[i], 1, TC_MAX_NAME_LEN, big);
         }
+        gen_ignored_cycle(m);
         return m;
     }
     m->resps = gen.resps;
@@ -395,12 +526,20 @@ static const tc_wire_msg_t *gen_msg(unsigned max_entries, int big)
                 gen.dim0[i][j] = rand_dim();
             }
             r->dim0 = gen.dim0[i];
+            r->cache_ref = rand_cache_ref();
         } else {
             r->status = (uint8_t)(1 + rng_below(TC_ERR_TIMEOUT));
             r->text = gen.texts[i];
             r->text_len = rand_bytes(gen.texts[i], 0, TC_WIRE_MAX_TEXT, big);
+            r->cache_ref = rng_below(2) ? 0 : (uint32_t)rng(); /* ignored on ERROR */
         }
     }
+    m->seq = rand_u64();
+    m->cache_gen = rand_u64();
+    m->nready = rand_ids(gen.ready, big ? GEN_MAX_IDS : 6);
+    m->ready = m->nready > 0 || rng_below(2) ? gen.ready : NULL;
+    m->nstale = rand_ids(gen.stale, big ? GEN_MAX_IDS : 6);
+    m->stale = m->nstale > 0 || rng_below(2) ? gen.stale : NULL;
     if (m->flags & TC_WIRE_F_TERMINATE) {
         m->term_status = (uint8_t)(1 + rng_below(TC_ERR_TIMEOUT));
         m->term_text = gen.term;
@@ -423,17 +562,26 @@ static void test_kind_names(void)
     CHECK(strcmp(tc__kind_name(255), "?") == 0);
 }
 
-/* Exact bytes for three small messages, worked out by hand from wire.h. */
+/* Exact bytes for a few small messages, worked out by hand from wire.h. */
 static void test_golden(void)
 {
-    static const uint8_t bye[] = {0x7C, 0x01, 0x03, 0x00, 0x00};
+    static const uint8_t bye[] = {0x7C, 0x02, 0x03, 0x00, 0x00};
     /* broadcast float32 sum, root -2 (zigzag 3), shape {300, 0}, name "ab" */
-    static const uint8_t req[] = {0x7C, 0x01, 0x01, 0x01, 0x01, 0x02, 0x06, 0x00,
+    static const uint8_t req[] = {0x7C, 0x02, 0x01, 0x01, 0x01, 0x02, 0x06, 0x00,
                                   0x03, 0x02, 0xAC, 0x02, 0x00, 0x02, 0x61, 0x62};
-    /* RUN "x" dim0 {1, 128}; terminate TC_ERR_SHUTDOWN "bye" */
-    static const uint8_t resp[] = {0x7C, 0x01, 0x02, 0x02, 0x01, 0x00, 0x01, 0x78, 0x02,
-                                   0x01, 0x80, 0x01, 0x05, 0x03, 0x62, 0x79, 0x65};
+    /* RUN "x" dim0 {1, 128} cache_ref 129; seq 300, cache_gen 0, ready {0, 5, 200}
+     * (0, then 5-0-1 = 4, then 200-5-1 = 194), stale {2^20-1}; terminate
+     * TC_ERR_SHUTDOWN "bye" */
+    static const uint8_t cycle[] = {0x7C, 0x02, 0x02, 0x02, 0x01,                   /* header */
+                                    0x00, 0x01, 0x78, 0x02, 0x01, 0x80, 0x01, 0x81, 0x01, /* RUN */
+                                    0xAC, 0x02, 0x00,                   /* seq, cache_gen */
+                                    0x03, 0x00, 0x04, 0xC2, 0x01,       /* ready */
+                                    0x01, 0xFF, 0xFF, 0x3F,             /* stale */
+                                    0x05, 0x03, 0x62, 0x79, 0x65};      /* terminate */
+    /* an empty CYCLE: no responses, seq 0, cache_gen 0, no ids */
+    static const uint8_t empty_cycle[] = {0x7C, 0x02, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
     static const int64_t dim0[] = {1, 128};
+    static const uint32_t ready[] = {0, 5, 200}, stale[] = {TC_WIRE_MAX_CACHE - 1};
     tc_wire_request_t r = {0};
     tc_wire_response_t s = {0};
     tc_wire_msg_t m = {0};
@@ -465,13 +613,32 @@ static void test_golden(void)
     s.name_len = 1;
     s.ndim0 = 2;
     s.dim0 = dim0;
-    m = (tc_wire_msg_t){.type = TC_WIRE_RESPONSES, .flags = TC_WIRE_F_TERMINATE, .count = 1,
-                        .resps = &s, .term_status = TC_ERR_SHUTDOWN, .term_text = "bye",
+    s.cache_ref = 129;
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .flags = TC_WIRE_F_TERMINATE, .count = 1,
+                        .resps = &s, .seq = 300, .nready = 3, .ready = ready, .nstale = 1,
+                        .stale = stale, .term_status = TC_ERR_SHUTDOWN, .term_text = "bye",
                         .term_text_len = 3};
     buf.len = 0;
     CHECK_OK(tc__wire_encode(&m, &buf));
-    CHECK_EQ(buf.len, sizeof(resp));
-    CHECK(memcmp(buf.data, resp, sizeof(resp)) == 0);
+    CHECK_EQ(buf.len, sizeof(cycle));
+    CHECK(memcmp(buf.data, cycle, sizeof(cycle)) == 0);
+    /* and the decoder reads the same bytes back to the same values */
+    {
+        tc_wire_msg_t d;
+        char err[128];
+        CHECK_OK(tc__wire_decode(cycle, sizeof(cycle), &d, err, sizeof(err)));
+        CHECK(d.type == TC_WIRE_CYCLE && d.count == 1 && d.resps[0].cache_ref == 129);
+        CHECK(d.seq == 300 && d.cache_gen == 0);
+        CHECK(d.nready == 3 && d.ready[0] == 0 && d.ready[1] == 5 && d.ready[2] == 200);
+        CHECK(d.nstale == 1 && d.stale[0] == TC_WIRE_MAX_CACHE - 1);
+        tc__wire_msg_free(&d);
+    }
+
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE};
+    buf.len = 0;
+    CHECK_OK(tc__wire_encode(&m, &buf));
+    CHECK_EQ(buf.len, sizeof(empty_cycle));
+    CHECK(memcmp(buf.data, empty_cycle, sizeof(empty_cycle)) == 0);
     tc__wire_buf_free(&buf);
     CHECK(buf.data == NULL && buf.len == 0 && buf.cap == 0);
     tc__wire_buf_free(&buf);
@@ -543,7 +710,7 @@ static void test_requests_roundtrip(void)
     }
 }
 
-static void test_responses_roundtrip(void)
+static void test_cycle_roundtrip(void)
 {
     static int64_t dim0[5000];
     static char text_max[TC_WIRE_MAX_TEXT];
@@ -561,10 +728,10 @@ static void test_responses_roundtrip(void)
     memset(s, 0, sizeof(s));
     s[0] = (tc_wire_response_t){.rtype = TC_WIRE_RUN, .name = "grad/0", .name_len = 6};
     s[1] = (tc_wire_response_t){.rtype = TC_WIRE_RUN, .name = "ag", .name_len = 2, .ndim0 = 5000,
-                                .dim0 = dim0};
+                                .dim0 = dim0, .cache_ref = TC_WIRE_MAX_CACHE};
     s[2] = (tc_wire_response_t){.rtype = TC_WIRE_ERROR, .name = "bad", .name_len = 3,
                                 .status = TC_ERR_MISMATCH, .text = "ranks 0,1 differ",
-                                .text_len = 16};
+                                .text_len = 16, .cache_ref = 5};
     s[3] = (tc_wire_response_t){.rtype = TC_WIRE_ERROR, .name = "\xFF\xFE", .name_len = 2,
                                 .status = TC_ERR_ARG, .text = NULL, .text_len = 0};
     s[4] = (tc_wire_response_t){.rtype = TC_WIRE_ERROR, .name = "e", .name_len = 1,
@@ -573,7 +740,7 @@ static void test_responses_roundtrip(void)
                                 .status = TC_ERR_TRANSPORT, .text = text_max,
                                 .text_len = TC_WIRE_MAX_TEXT};
     for (term = 0; term <= 1; term++) {
-        m = (tc_wire_msg_t){.type = TC_WIRE_RESPONSES, .count = 6, .resps = s};
+        m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .count = 6, .resps = s};
         if (term) {
             m.flags = TC_WIRE_F_TERMINATE;
             m.term_status = TC_ERR_SHUTDOWN;
@@ -601,11 +768,13 @@ static void test_responses_roundtrip(void)
             roundtrip(&m);
         }
     }
-    /* RUN ignores status/text and ERROR ignores ndim0/dim0 */
+    /* RUN ignores status/text and ERROR ignores ndim0/dim0/cache_ref */
     s[0].status = 99;
     s[0].text_len = 99999;
+    s[0].cache_ref = 1;
     s[2].ndim0 = 1u << 30;
-    m = (tc_wire_msg_t){.type = TC_WIRE_RESPONSES, .count = 3, .resps = s};
+    s[2].cache_ref = UINT32_MAX;
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .count = 3, .resps = s};
     {
         tc_wire_buf_t buf = {0};
         tc_wire_msg_t d;
@@ -615,12 +784,65 @@ static void test_responses_roundtrip(void)
         CHECK_EQ(d.resps[0].status, 0);
         CHECK_EQ(d.resps[0].text_len, 0);
         CHECK(d.resps[0].text == NULL);
+        CHECK_EQ(d.resps[0].cache_ref, 1);
         CHECK_EQ(d.resps[2].ndim0, 0);
         CHECK(d.resps[2].dim0 == NULL);
+        CHECK_EQ(d.resps[2].cache_ref, 0);
         CHECK(d.resps[1].dim0 != NULL && d.resps[1].dim0[4999] == dim0[4999]);
+        CHECK_EQ(d.resps[1].cache_ref, TC_WIRE_MAX_CACHE);
         tc__wire_msg_free(&d);
         tc__wire_buf_free(&buf);
     }
+}
+
+/* The cycle record: seq and cache_gen at the varint boundaries, and every pair
+ * of a few id lists (empty, each end of the range, neighbours, distances on
+ * either side of the 1-byte varint limit, spread over the whole range). */
+static void test_cycle_record_roundtrip(void)
+{
+    enum { NLISTS = 8 };
+    static const uint64_t u64s[] = {0, 1, 127, 128, 16383, 16384, UINT32_MAX,
+                                    (uint64_t)UINT32_MAX + 1, INT64_MAX, UINT64_MAX};
+    static const uint32_t one_zero[] = {0}, one_max[] = {TC_WIRE_MAX_CACHE - 1},
+                          ends[] = {0, TC_WIRE_MAX_CACHE - 1},
+                          near_end[] = {TC_WIRE_MAX_CACHE - 3, TC_WIRE_MAX_CACHE - 2,
+                                        TC_WIRE_MAX_CACHE - 1},
+                          gaps[] = {127, 255, 384, 16768, 16769, 33154};
+    static uint32_t run[300], spread[300];
+    const uint32_t *lists[NLISTS] = {NULL, one_zero, one_max, ends, near_end, gaps, run, spread};
+    const uint32_t lens[NLISTS] = {0, 1, 1, 2, 3, 6, 300, 300};
+    tc_wire_response_t s = {.rtype = TC_WIRE_RUN, .name = "c", .name_len = 1, .cache_ref = 42};
+    tc_wire_msg_t m;
+    uint32_t i, r, t, n = 0;
+
+    for (i = 0; i < 300; i++) {
+        run[i] = 1000 + i;
+        spread[i] = i * 3495 + 7; /* the last is 1045012, below the limit */
+    }
+    for (r = 0; r < NLISTS; r++) {
+        for (t = 0; t < NLISTS; t++, n++) {
+            m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE,
+                                .count = n % 2,
+                                .resps = n % 2 ? &s : NULL,
+                                .seq = u64s[n % 10],
+                                .cache_gen = u64s[(n * 3 + 1) % 10],
+                                .nready = lens[r],
+                                .ready = lists[r],
+                                .nstale = lens[t],
+                                .stale = lists[t]};
+            if (n % 3 == 0) {
+                m.flags = TC_WIRE_F_TERMINATE;
+                m.term_status = TC_ERR_SHUTDOWN;
+            }
+            roundtrip(&m);
+        }
+    }
+    /* a count of 0 with a non-NULL array is fine; it decodes to NULL */
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .ready = run, .stale = spread};
+    CHECK_EQ(roundtrip(&m), 9);
+    /* the varint sizes: each distance is written, not the id */
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .nready = 300, .ready = run};
+    CHECK_EQ(roundtrip(&m), 9 + 1 + 2 + 299); /* count 300 takes 2 bytes, id 1000 2 */
 }
 
 static void test_bye_and_misc(void)
@@ -635,7 +857,33 @@ static void test_bye_and_misc(void)
     CHECK_OK(tc__wire_encode(&m, &buf));
     CHECK_OK(tc__wire_decode(buf.data, buf.len, &d, err, sizeof(err)));
     CHECK(d.type == TC_WIRE_BYE && d.count == 0 && d.reqs == NULL && d.resps == NULL);
+    CHECK(d.owned == NULL);
     tc__wire_msg_free(&d);
+
+    /* REQUESTS and BYE carry no cycle record: whatever the cycle fields hold
+     * (too many ids, NULL, unsorted, past the limit) is ignored on encode, and
+     * the bytes are the same as without it */
+    {
+        static const uint32_t bad[] = {9, 3, TC_WIRE_MAX_CACHE, 3};
+        tc_wire_request_t r = {.name = "q", .name_len = 1};
+        tc_wire_msg_t with = {.seq = UINT64_MAX, .cache_gen = 7, .nready = UINT32_MAX,
+                              .nstale = 4, .stale = bad};
+        tc_wire_msg_t without = {0};
+        tc_wire_buf_t b2 = {0};
+        int t;
+        for (t = 0; t < 2; t++) {
+            with.type = without.type = t == 0 ? TC_WIRE_BYE : TC_WIRE_REQUESTS;
+            with.count = without.count = t;
+            with.reqs = without.reqs = t ? &r : NULL;
+            buf.len = 0;
+            b2.len = 0;
+            CHECK_OK(tc__wire_encode(&with, &buf));
+            CHECK_OK(tc__wire_encode(&without, &b2));
+            CHECK(buf.len == b2.len && memcmp(buf.data, b2.data, buf.len) == 0);
+            roundtrip(&with); /* checks that the decoded cycle fields are zero */
+        }
+        tc__wire_buf_free(&b2);
+    }
 
     /* free is safe on a zeroed struct and on NULL */
     memset(&d, 0, sizeof(d));
@@ -698,15 +946,42 @@ static void test_large(void)
         r[i].name_len = 1;
         s[i].name = "n";
         s[i].name_len = 1;
+        if (i % 2) { /* an ERROR with an empty text is as short as a bare RUN */
+            s[i].rtype = TC_WIRE_ERROR;
+            s[i].status = TC_ERR_ARG;
+        }
     }
+    /* these are the shortest entries there are, so they also show that the
+     * decoder's bound on count (bytes left / fewest bytes an entry) is no
+     * tighter than the format */
     m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .count = N, .reqs = r};
     len = roundtrip(&m);
     CHECK_EQ(len, 4 + 3 + (size_t)N * 7); /* minimal requests: 7 bytes each */
-    m = (tc_wire_msg_t){.type = TC_WIRE_RESPONSES, .count = N, .resps = s};
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .count = N, .resps = s};
     len = roundtrip(&m);
-    CHECK_EQ(len, 4 + 3 + (size_t)N * 4); /* minimal responses: 4 bytes each */
+    /* minimal responses: 5 bytes each; then a 4-byte cycle record */
+    CHECK_EQ(len, 4 + 3 + (size_t)N * 5 + 4);
+    m.flags = TC_WIRE_F_TERMINATE;
+    m.term_status = TC_ERR_SHUTDOWN;
+    len = roundtrip(&m);
+    CHECK_EQ(len, 4 + 3 + (size_t)N * 5 + 4 + 2);
     free(r);
     free(s);
+
+    /* the longest id lists: every cache id, in both */
+    {
+        uint32_t *ids = malloc(TC_WIRE_MAX_CACHE * sizeof(*ids));
+        CHECK(ids != NULL);
+        for (i = 0; i < TC_WIRE_MAX_CACHE; i++) {
+            ids[i] = i;
+        }
+        m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .nready = TC_WIRE_MAX_CACHE, .ready = ids,
+                            .nstale = TC_WIRE_MAX_CACHE, .stale = ids};
+        len = roundtrip(&m);
+        /* count 2^20 takes 3 bytes, then one byte an id */
+        CHECK_EQ(len, 4 + 1 + 2 + 2 * (3 + (size_t)TC_WIRE_MAX_CACHE));
+        free(ids);
+    }
 }
 
 static void test_random_roundtrip(void)
@@ -837,7 +1112,9 @@ static void test_malformed(void)
     b_header(&b, TC_WIRE_BYE, 0, 0);
     b.b[1] = 0;
     EXPECT_REJECT(b.b, b.n, "version");
-    b.b[1] = 2;
+    b.b[1] = 1; /* the old format: a v1 message is refused, not misread */
+    EXPECT_REJECT(b.b, b.n, "unsupported version 1, want 2");
+    b.b[1] = 3;
     EXPECT_REJECT(b.b, b.n, "version");
     for (i = 0; i < 256; i++) {
         if (i >= TC_WIRE_REQUESTS && i <= TC_WIRE_BYE) {
@@ -861,7 +1138,8 @@ static void test_malformed(void)
         } else {
             EXPECT_REJECT(b.b, b.n, "flags");
         }
-        b_header(&b, TC_WIRE_RESPONSES, (unsigned)i, 0);
+        b_header(&b, TC_WIRE_CYCLE, (unsigned)i, 0);
+        b_cycle0(&b);
         if (i == TC_WIRE_F_TERMINATE) {
             b_u8(&b, TC_ERR_SHUTDOWN);
             b_str(&b, "");
@@ -884,7 +1162,7 @@ static void test_malformed(void)
     b_header(&b, TC_WIRE_REQUESTS, 0, UINT32_MAX);
     b_req(&b, 0, 0, 0, 0, 0, 0, "a");
     EXPECT_REJECT(b.b, b.n, "cannot fit");
-    b_header(&b, TC_WIRE_RESPONSES, 0, UINT32_MAX);
+    b_header(&b, TC_WIRE_CYCLE, 0, UINT32_MAX);
     EXPECT_REJECT(b.b, b.n, "cannot fit");
     b_header(&b, TC_WIRE_REQUESTS, 0, 2);
     b_req(&b, 0, 0, 0, 0, 0, 0, "abcdefghij");
@@ -1004,81 +1282,336 @@ static void test_malformed(void)
     b_raw(&b, "abcde", 5);
     EXPECT_REJECT(b.b, b.n, "truncated reading name");
 
-    /* responses */
-    b_header(&b, TC_WIRE_RESPONSES, 0, 1);
+    /* responses (each followed by an empty cycle record, so that the count
+     * bound is not what fails) */
+    b_header(&b, TC_WIRE_CYCLE, 0, 1);
     b_u8(&b, 2);
     b_str(&b, "r");
     b_u8(&b, 0);
+    b_u8(&b, 0);
+    b_cycle0(&b);
     EXPECT_REJECT(b.b, b.n, "unknown rtype 2");
-    b_header(&b, TC_WIRE_RESPONSES, 0, 1);
+    b_header(&b, TC_WIRE_CYCLE, 0, 1);
     b_u8(&b, TC_WIRE_ERROR);
     b_str(&b, "r");
     b_u8(&b, TC_ERR_TIMEOUT);
     b_fill(&b, TC_WIRE_MAX_TEXT, 'e');
+    b_cycle0(&b);
     EXPECT_OK(&b);
     for (i = 0; i < 256; i++) {
         if (i >= 1 && i <= TC_ERR_TIMEOUT) {
             continue;
         }
-        b_header(&b, TC_WIRE_RESPONSES, 0, 1);
+        b_header(&b, TC_WIRE_CYCLE, 0, 1);
         b_u8(&b, TC_WIRE_ERROR);
         b_str(&b, "r");
         b_u8(&b, (unsigned)i);
         b_str(&b, "why");
+        b_cycle0(&b);
         EXPECT_REJECT(b.b, b.n, "error status");
     }
-    b_header(&b, TC_WIRE_RESPONSES, 0, 1);
+    b_header(&b, TC_WIRE_CYCLE, 0, 1);
     b_u8(&b, TC_WIRE_ERROR);
     b_str(&b, "r");
     b_u8(&b, TC_ERR_ARG);
     b_fill(&b, TC_WIRE_MAX_TEXT + 1, 'e');
+    b_cycle0(&b);
     EXPECT_REJECT(b.b, b.n, "error text length 2049");
-    b_header(&b, TC_WIRE_RESPONSES, 0, 1);
+    b_header(&b, TC_WIRE_CYCLE, 0, 1);
     b_u8(&b, TC_WIRE_ERROR);
     b_str(&b, "r");
     b_u8(&b, TC_ERR_ARG);
     b_fill(&b, 4, 'e');
     b.b[b.n - 2] = 0;
+    b_cycle0(&b);
     EXPECT_REJECT(b.b, b.n, "error text contains a 0x00 byte");
+    /* an ERROR has no cache_ref: a byte for one is the cycle record's first,
+     * so the record's last is left over */
+    b_header(&b, TC_WIRE_CYCLE, 0, 1);
+    b_u8(&b, TC_WIRE_ERROR);
+    b_str(&b, "r");
+    b_u8(&b, TC_ERR_ARG);
+    b_str(&b, "");
+    b_u8(&b, 0);
+    b_cycle0(&b);
+    EXPECT_REJECT(b.b, b.n, "1 trailing bytes");
+    b.n--;
+    EXPECT_OK(&b);
     /* RUN: ndim0 */
-    b_header(&b, TC_WIRE_RESPONSES, 0, 1);
+    b_header(&b, TC_WIRE_CYCLE, 0, 1);
     b_u8(&b, TC_WIRE_RUN);
     b_str(&b, "r");
     b_varint(&b, TC_WIRE_MAX_RANKS + 1);
+    b_u8(&b, 0);
+    b_cycle0(&b);
     EXPECT_REJECT(b.b, b.n, "ndim0 16777217 above 16777216");
-    b_header(&b, TC_WIRE_RESPONSES, 0, 1);
+    b_header(&b, TC_WIRE_CYCLE, 0, 1);
     b_u8(&b, TC_WIRE_RUN);
     b_str(&b, "r");
     b_varint(&b, TC_WIRE_MAX_RANKS);
     b_u8(&b, 1);
+    b_u8(&b, 0);
+    b_cycle0(&b);
     EXPECT_REJECT(b.b, b.n, "ndim0 16777216 cannot fit");
-    b_header(&b, TC_WIRE_RESPONSES, 0, 1);
+    b_header(&b, TC_WIRE_CYCLE, 0, 1);
     b_u8(&b, TC_WIRE_RUN);
     b_str(&b, "r");
     b_varint(&b, 3);
     b_varint(&b, 1);
     b_varint(&b, (uint64_t)INT64_MAX + 1);
     b_varint(&b, 1);
+    b_u8(&b, 0);
+    b_cycle0(&b);
     EXPECT_REJECT(b.b, b.n, "dim0 value 9223372036854775808 above");
-    b_header(&b, TC_WIRE_RESPONSES, 0, 1);
+    b_header(&b, TC_WIRE_CYCLE, 0, 1);
     b_u8(&b, TC_WIRE_RUN);
     b_str(&b, "r");
     b_varint(&b, 3);
     b_varint(&b, 1);
-    b_u8(&b, 0x80);
-    b_u8(&b, 0x80);
+    for (i = 0; i < 8; i++) { /* enough bytes for the count bound, no end */
+        b_u8(&b, 0x80);
+    }
     EXPECT_REJECT(b.b, b.n, "truncated reading dim0 value");
-    b_header(&b, TC_WIRE_RESPONSES, 0, 1);
+    b_header(&b, TC_WIRE_CYCLE, 0, 1);
     b_u8(&b, TC_WIRE_RUN);
     b_str(&b, "r");
     b_varint(&b, 4000);
     for (i = 0; i < 4000; i++) {
         b_varint(&b, (uint64_t)i);
     }
+    b_u8(&b, 0);
+    b_cycle0(&b);
+    EXPECT_OK(&b);
+    /* RUN: cache_ref 0..TC_WIRE_MAX_CACHE */
+    b_header(&b, TC_WIRE_CYCLE, 0, 1);
+    b_u8(&b, TC_WIRE_RUN);
+    b_str(&b, "r");
+    b_u8(&b, 0);
+    b_varint(&b, TC_WIRE_MAX_CACHE);
+    b_cycle0(&b);
+    EXPECT_OK(&b);
+    b_header(&b, TC_WIRE_CYCLE, 0, 1);
+    b_u8(&b, TC_WIRE_RUN);
+    b_str(&b, "r");
+    b_u8(&b, 0);
+    b_varint(&b, TC_WIRE_MAX_CACHE + 1);
+    b_cycle0(&b);
+    EXPECT_REJECT(b.b, b.n, "response 0: cache_ref 1048577 above 1048576 (byte 9)");
+    b_header(&b, TC_WIRE_CYCLE, 0, 1);
+    b_u8(&b, TC_WIRE_RUN);
+    b_str(&b, "r");
+    b_u8(&b, 0);
+    b_varint(&b, UINT64_MAX);
+    b_cycle0(&b);
+    EXPECT_REJECT(b.b, b.n, "cache_ref 18446744073709551615 above");
+    b_header(&b, TC_WIRE_CYCLE, 0, 1); /* 9 bytes after count: past the count bound */
+    b_u8(&b, TC_WIRE_RUN);
+    b_str(&b, "r");
+    b_varint(&b, 5);
+    b_raw(&b, "\1\2\3\4\5", 5);
+    EXPECT_REJECT(b.b, b.n, "response 0: truncated reading cache_ref");
+
+    /* the count bound counts the records after the entries: one minimal
+     * response and a cycle record need 9 bytes, and a terminate record 2 more */
+    b_header(&b, TC_WIRE_CYCLE, 0, 1);
+    b_raw(&b, "\0\1r\0\0", 5);
+    b_raw(&b, "\0\0\0", 3);
+    EXPECT_REJECT(b.b, b.n, "count 1 cannot fit in the 8 bytes left");
+    b_u8(&b, 0);
+    EXPECT_OK(&b);
+    b_header(&b, TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 1);
+    b_raw(&b, "\0\1r\0\0", 5);
+    b_cycle0(&b);
+    b_u8(&b, TC_ERR_SHUTDOWN);
+    EXPECT_REJECT(b.b, b.n, "count 1 cannot fit in the 10 bytes left");
+    b_u8(&b, 0);
     EXPECT_OK(&b);
 
-    /* terminate record */
-    b_header(&b, TC_WIRE_RESPONSES, TC_WIRE_F_TERMINATE, 0);
+    /* cycle record: seq and cache_gen take any uint64 */
+    b_header(&b, TC_WIRE_CYCLE, 0, 0);
+    EXPECT_REJECT(b.b, b.n, "truncated reading seq");
+    b_varint(&b, UINT64_MAX);
+    EXPECT_REJECT(b.b, b.n, "truncated reading cache_gen");
+    b_varint(&b, UINT64_MAX);
+    EXPECT_REJECT(b.b, b.n, "truncated reading ready count");
+    b_u8(&b, 0);
+    EXPECT_REJECT(b.b, b.n, "truncated reading stale count");
+    b_u8(&b, 0);
+    EXPECT_OK(&b);
+    {
+        tc_wire_msg_t d;
+        char err[128];
+        CHECK_OK(tc__wire_decode(b.b, b.n, &d, err, sizeof(err)));
+        CHECK(d.seq == UINT64_MAX && d.cache_gen == UINT64_MAX);
+        CHECK(d.owned == NULL); /* nothing to hold */
+        tc__wire_msg_free(&d);
+    }
+    b_u8(&b, 0);
+    EXPECT_REJECT(b.b, b.n, "1 trailing bytes after the message");
+    b_header(&b, TC_WIRE_CYCLE, 0, 0);
+    for (i = 0; i < 9; i++) {
+        b_u8(&b, 0xFF);
+    }
+    b_u8(&b, 0x02);
+    b_raw(&b, "\0\0\0", 3);
+    EXPECT_REJECT(b.b, b.n, "seq: varint above 2^64-1");
+    b_header(&b, TC_WIRE_CYCLE, 0, 0);
+    b_u8(&b, 0);
+    for (i = 0; i < 10; i++) {
+        b_u8(&b, 0x80);
+    }
+    b_raw(&b, "\0\0\0", 3);
+    EXPECT_REJECT(b.b, b.n, "cache_gen: varint longer than 10 bytes");
+
+    /* id lists: counts. A list of TC_WIRE_MAX_CACHE ids is decoded in
+     * test_large; here only the ends of the range that fit in b. */
+    b_header(&b, TC_WIRE_CYCLE, 0, 0);
+    b_raw(&b, "\0\0", 2);
+    b_varint(&b, TC_WIRE_MAX_CACHE + 1);
+    b_u8(&b, 0);
+    EXPECT_REJECT(b.b, b.n, "ready count 1048577 above 1048576 (byte 7)");
+    b_header(&b, TC_WIRE_CYCLE, 0, 0);
+    b_raw(&b, "\0\0\0", 3);
+    b_varint(&b, UINT64_MAX);
+    EXPECT_REJECT(b.b, b.n, "stale count 18446744073709551615 above 1048576");
+    b_header(&b, TC_WIRE_CYCLE, 0, 0);
+    b_raw(&b, "\0\0", 2);
+    b_varint(&b, TC_WIRE_MAX_CACHE);
+    b_raw(&b, "\0\0\0", 3);
+    EXPECT_REJECT(b.b, b.n, "ready count 1048576 cannot fit in the 3 bytes left");
+    /* n ids need n bytes at least: 5 in 4 bytes is refused before any id is
+     * read or anything is sized by it, 4 in 4 reads them */
+    b_header(&b, TC_WIRE_CYCLE, 0, 0);
+    b_raw(&b, "\0\0", 2);
+    b_u8(&b, 5);
+    b_raw(&b, "\0\0\0\0", 4);
+    EXPECT_REJECT(b.b, b.n, "ready count 5 cannot fit in the 4 bytes left");
+    b.b[b.n - 5] = 4;
+    EXPECT_REJECT(b.b, b.n, "truncated reading stale count");
+    b_u8(&b, 0);
+    EXPECT_OK(&b);
+    b_header(&b, TC_WIRE_CYCLE, 0, 0);
+    b_raw(&b, "\0\0\0", 3);
+    b_u8(&b, 2);
+    b_u8(&b, 0);
+    EXPECT_REJECT(b.b, b.n, "stale count 2 cannot fit in the 1 bytes left");
+    /* what follows a list is reported as itself, not as part of the list */
+    b_header(&b, TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 0);
+    b_raw(&b, "\0\0", 2);
+    b_raw(&b, "\1\5", 2);
+    b_varint(&b, TC_WIRE_MAX_CACHE + 1);
+    b_raw(&b, "\5\0", 2);
+    EXPECT_REJECT(b.b, b.n, "wire: stale count 1048577 above 1048576 (byte 9)");
+    b_header(&b, TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 0);
+    b_raw(&b, "\0\0", 2);
+    b_raw(&b, "\1\5\1\6", 4);
+    b_raw(&b, "\0\0", 2);
+    EXPECT_REJECT(b.b, b.n, "wire: terminate status 0 not in 1..");
+
+    /* id lists: values. Ids out of order cannot be written (each next one is a
+     * distance forward), so what is left to refuse is an id at or past the
+     * limit: the first one directly, a later one through its distance,
+     * including distances that wrap a 64-bit or 32-bit sum round to a small id */
+    b_header(&b, TC_WIRE_CYCLE, 0, 0);
+    b_raw(&b, "\0\0", 2);
+    b_u8(&b, 1);
+    b_varint(&b, TC_WIRE_MAX_CACHE - 1);
+    b_u8(&b, 0);
+    EXPECT_OK(&b);
+    b_header(&b, TC_WIRE_CYCLE, 0, 0);
+    b_raw(&b, "\0\0", 2);
+    b_u8(&b, 1);
+    b_varint(&b, TC_WIRE_MAX_CACHE);
+    b_u8(&b, 0);
+    EXPECT_REJECT(b.b, b.n, "ready id 0: value 1048576 not below 1048576 (byte 8)");
+    b_header(&b, TC_WIRE_CYCLE, 0, 0);
+    b_raw(&b, "\0\0\0", 3);
+    b_u8(&b, 1);
+    b_varint(&b, UINT64_MAX);
+    EXPECT_REJECT(b.b, b.n, "stale id 0: value 18446744073709551615 not below 1048576");
+    {
+        /* after id prev, a distance d gives prev + 1 + d: fine while that is
+         * below the limit, refused from the limit on */
+        static const struct {
+            uint64_t prev, delta;
+            int ok;
+        } cases[] = {
+            {TC_WIRE_MAX_CACHE - 2, 0, 1},
+            {TC_WIRE_MAX_CACHE - 2, 1, 0},
+            {TC_WIRE_MAX_CACHE - 1, 0, 0},
+            {0, TC_WIRE_MAX_CACHE - 2, 1},
+            {0, TC_WIRE_MAX_CACHE - 1, 0},
+            {0, UINT64_MAX, 0},                 /* 0 + 1 + d wraps to 0 */
+            {5, UINT64_MAX - 5, 0},             /* wraps to 0 */
+            {5, UINT64_MAX - 4, 0},             /* wraps to 1 */
+            {5, (uint64_t)1 << 32, 0},          /* 6 in 32 bits */
+            {5, ((uint64_t)1 << 32) - 6, 0},    /* 0 in 32 bits */
+            {5, (uint64_t)1 << 63, 0},
+        };
+        size_t c;
+        int list;
+        for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+            for (list = 0; list < 2; list++) {
+                b_header(&b, TC_WIRE_CYCLE, 0, 0);
+                b_raw(&b, "\0\0", 2);
+                if (list == 1) {
+                    b_u8(&b, 0); /* no ready ids: the stale list is the one */
+                }
+                b_u8(&b, 2);
+                b_varint(&b, cases[c].prev);
+                b_varint(&b, cases[c].delta);
+                if (list == 0) {
+                    b_u8(&b, 0); /* no stale ids */
+                }
+                if (cases[c].ok) {
+                    EXPECT_OK(&b);
+                } else {
+                    EXPECT_REJECT(b.b, b.n,
+                                  list == 0 ? "ready id 1: delta " : "stale id 1: delta ");
+                }
+            }
+        }
+    }
+    /* the error names the distance and the id it follows */
+    b_header(&b, TC_WIRE_CYCLE, 0, 0);
+    b_raw(&b, "\0\0", 2);
+    b_u8(&b, 3);
+    b_varint(&b, 10);
+    b_varint(&b, 0);
+    b_varint(&b, TC_WIRE_MAX_CACHE);
+    b_u8(&b, 0);
+    EXPECT_REJECT(b.b, b.n,
+                  "ready id 2: delta 1048576 after id 11 reaches 1048576 or more (byte 10)");
+    /* truncated inside a list */
+    b_header(&b, TC_WIRE_CYCLE, 0, 0);
+    b_raw(&b, "\0\0", 2);
+    b_u8(&b, 3);
+    b_raw(&b, "\0\x80\x80", 3);
+    EXPECT_REJECT(b.b, b.n, "ready id 1: truncated reading delta");
+    b_header(&b, TC_WIRE_CYCLE, 0, 0);
+    b_raw(&b, "\0\0\0", 3);
+    b_u8(&b, 2);
+    b_raw(&b, "\x05\xFF", 2);
+    EXPECT_REJECT(b.b, b.n, "stale id 1: truncated reading delta");
+    b_header(&b, TC_WIRE_CYCLE, 0, 0);
+    b_raw(&b, "\0\0", 2);
+    b_u8(&b, 1);
+    b_u8(&b, 0x80);
+    EXPECT_REJECT(b.b, b.n, "ready id 0: truncated reading value (byte 8)");
+    b_header(&b, TC_WIRE_CYCLE, 0, 0);
+    b_raw(&b, "\0\0", 2);
+    b_u8(&b, 2);
+    b_u8(&b, 0);
+    for (i = 0; i < 9; i++) {
+        b_u8(&b, 0xFF);
+    }
+    b_u8(&b, 0x02);
+    b_u8(&b, 0);
+    EXPECT_REJECT(b.b, b.n, "ready id 1: delta: varint above 2^64-1");
+
+    /* terminate record: after the cycle record */
+    b_header(&b, TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 0);
+    b_cycle0(&b);
     EXPECT_REJECT(b.b, b.n, "truncated reading terminate status");
     b_u8(&b, TC_ERR_SHUTDOWN);
     EXPECT_REJECT(b.b, b.n, "truncated reading terminate text");
@@ -1088,25 +1621,44 @@ static void test_malformed(void)
         if (i >= 1 && i <= TC_ERR_TIMEOUT) {
             continue;
         }
-        b_header(&b, TC_WIRE_RESPONSES, TC_WIRE_F_TERMINATE, 0);
+        b_header(&b, TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 0);
+        b_cycle0(&b);
         b_u8(&b, (unsigned)i);
         b_str(&b, "x");
         EXPECT_REJECT(b.b, b.n, "terminate status");
     }
-    b_header(&b, TC_WIRE_RESPONSES, TC_WIRE_F_TERMINATE, 0);
+    b_header(&b, TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 0);
+    b_cycle0(&b);
     b_u8(&b, TC_ERR_SHUTDOWN);
     b_fill(&b, TC_WIRE_MAX_TEXT + 1, 't');
     EXPECT_REJECT(b.b, b.n, "terminate text length 2049");
-    b_header(&b, TC_WIRE_RESPONSES, TC_WIRE_F_TERMINATE, 0);
+    b_header(&b, TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 0);
+    b_cycle0(&b);
     b_u8(&b, TC_ERR_SHUTDOWN);
     b_fill(&b, 3, 't');
     b.b[b.n - 1] = 0;
     EXPECT_REJECT(b.b, b.n, "terminate text contains a 0x00 byte");
-    b_header(&b, TC_WIRE_RESPONSES, TC_WIRE_F_TERMINATE, 0);
+    b_header(&b, TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 0);
+    b_cycle0(&b);
     b_u8(&b, TC_ERR_SHUTDOWN);
     b_str(&b, "x");
     b_u8(&b, 0);
     EXPECT_REJECT(b.b, b.n, "1 trailing bytes");
+    /* the v1 layout (terminate right after the entries) is now misplaced: its
+     * status byte is read as seq and the text as the rest of the record */
+    b_header(&b, TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 0);
+    b_u8(&b, TC_ERR_SHUTDOWN);
+    b_str(&b, "x");
+    EXPECT_REJECT(b.b, b.n, NULL);
+
+    /* REQUESTS and BYE have no cycle record: bytes for one are trailing */
+    b_header(&b, TC_WIRE_BYE, 0, 0);
+    b_cycle0(&b);
+    EXPECT_REJECT(b.b, b.n, "4 trailing bytes");
+    b_header(&b, TC_WIRE_REQUESTS, 0, 1);
+    b_req(&b, 0, 0, 0, 0, 0, 0, "a");
+    b_cycle0(&b);
+    EXPECT_REJECT(b.b, b.n, "4 trailing bytes");
 }
 
 /* The encoder refuses what the decoder would, and leaves buf as it was. */
@@ -1157,11 +1709,11 @@ static void test_encode_rejects(void)
     EXPECT_ENCODE_REJECT(&m, "flags");
     m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .flags = 0x80};
     EXPECT_ENCODE_REJECT(&m, "flags");
-    m = (tc_wire_msg_t){.type = TC_WIRE_RESPONSES, .flags = TC_WIRE_F_SHUTDOWN};
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .flags = TC_WIRE_F_SHUTDOWN};
     EXPECT_ENCODE_REJECT(&m, "flags");
     m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .count = 1};
     EXPECT_ENCODE_REJECT(&m, "NULL entries");
-    m = (tc_wire_msg_t){.type = TC_WIRE_RESPONSES, .count = 1};
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .count = 1};
     EXPECT_ENCODE_REJECT(&m, "NULL entries");
 
     /* requests: the bad one is the second, after a valid first */
@@ -1193,12 +1745,13 @@ static void test_encode_rejects(void)
     }
 
     /* responses */
-    m = (tc_wire_msg_t){.type = TC_WIRE_RESPONSES, .count = 2, .resps = s};
-    for (i = 0; i < 11; i++) {
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .count = 2, .resps = s};
+    for (i = 0; i < 13; i++) {
         static const char *const needles[] = {
             "unknown rtype 2", "error status 0", "error status 9", "error text length 2049",
             "error text is NULL", "error text contains a 0x00", "ndim0 16777217",
-            "dim0 is NULL", "dim0[1] = -1", "name length 0", "name contains a 0x00"};
+            "dim0 is NULL", "dim0[1] = -1", "name length 0", "name contains a 0x00",
+            "cache_ref 1048577 above 1048576", "cache_ref 4294967295 above 1048576"};
         memset(s, 0, sizeof(s));
         s[0].name = s[1].name = "ok";
         s[0].name_len = s[1].name_len = 2;
@@ -1223,15 +1776,68 @@ static void test_encode_rejects(void)
         case 7: s[1].ndim0 = 2; break;
         case 8: s[1].ndim0 = 2; s[1].dim0 = neg; break;
         case 9: s[1].name_len = 0; break;
-        default: s[1].name = "\0"; s[1].name_len = 1; break;
+        case 10: s[1].name = "\0"; s[1].name_len = 1; break;
+        case 11: s[1].cache_ref = TC_WIRE_MAX_CACHE + 1; break;
+        default: s[1].cache_ref = UINT32_MAX; break;
         }
         EXPECT_ENCODE_REJECT(&m, needles[i]);
         CHECK_STR_CONTAINS(tc_last_error(), "response 1: ");
     }
 
+    /* cycle record: each id list must have a count the format allows, an
+     * array when the count is not 0, and ids strictly ascending below the
+     * limit (the decoder could not tell an unsorted list from a sorted one) */
+    {
+        static const uint32_t unsorted[] = {1, 7, 3}, dup[] = {1, 7, 7},
+                              at_max[] = {TC_WIRE_MAX_CACHE},
+                              last_max[] = {0, 5, TC_WIRE_MAX_CACHE}, u32max[] = {3, UINT32_MAX},
+                              ok[] = {2, 4, TC_WIRE_MAX_CACHE - 1};
+        static const struct {
+            uint32_t n;
+            const uint32_t *ids;
+            const char *needle; /* with "<list>" for "ready"/"stale" */
+        } cases[] = {
+            {TC_WIRE_MAX_CACHE + 1, ok, "n%s 1048577 above 1048576"},
+            {UINT32_MAX, ok, "n%s 4294967295 above 1048576"},
+            {2, NULL, "%s is NULL with n%s 2"},
+            {3, unsorted, "%s[2] = 3 not above %s[1] = 7 (ids must be strictly ascending)"},
+            {3, dup, "%s[2] = 7 not above %s[1] = 7"},
+            {1, at_max, "%s[0] = 1048576 not below 1048576"},
+            {3, last_max, "%s[2] = 1048576 not below 1048576"},
+            {2, u32max, "%s[1] = 4294967295 not below 1048576"},
+        };
+        size_t c;
+        int list;
+        char needle[160];
+
+        memset(s, 0, sizeof(s));
+        s[0].name = "ok";
+        s[0].name_len = 2;
+        for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+            for (list = 0; list < 2; list++) {
+                const char *what = list == 0 ? "ready" : "stale";
+                /* a valid response before, the other list valid and non-empty */
+                m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .count = 1, .resps = s, .seq = 1,
+                                    .nready = 3, .ready = ok, .nstale = 3, .stale = ok};
+                if (list == 0) {
+                    m.nready = cases[c].n;
+                    m.ready = cases[c].ids;
+                } else {
+                    m.nstale = cases[c].n;
+                    m.stale = cases[c].ids;
+                }
+                snprintf(needle, sizeof(needle), cases[c].needle, what, what);
+                EXPECT_ENCODE_REJECT(&m, needle);
+            }
+        }
+        /* the same lists are fine where there is no cycle record */
+        m = (tc_wire_msg_t){.type = TC_WIRE_BYE, .nready = 3, .ready = unsorted, .nstale = 2};
+        roundtrip(&m);
+    }
+
     /* terminate record */
     memset(s, 0, sizeof(s));
-    m = (tc_wire_msg_t){.type = TC_WIRE_RESPONSES, .flags = TC_WIRE_F_TERMINATE};
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .flags = TC_WIRE_F_TERMINATE};
     EXPECT_ENCODE_REJECT(&m, "terminate status 0");
     m.term_status = TC_ERR_TIMEOUT + 1;
     EXPECT_ENCODE_REJECT(&m, "terminate status 9");
@@ -1317,7 +1923,8 @@ int main(void)
     test_kind_names();
     test_golden();
     test_requests_roundtrip();
-    test_responses_roundtrip();
+    test_cycle_roundtrip();
+    test_cycle_record_roundtrip();
     test_bye_and_misc();
     test_large();
     test_random_roundtrip();

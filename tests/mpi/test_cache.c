@@ -1,0 +1,418 @@
+/*
+ * test_cache.c - the response cache must be invisible except for speed.
+ *
+ * NSTEPS steps; in each, every rank submits the same set of names (allreduce
+ * in float32, float64, int32, int64 and float16 with sum, max, min, prod and
+ * avg; 0 elements, a scalar, 1, 7, 1000, a 2-d [10,100], and two tensors
+ * above the 64 KiB fusion threshold; two broadcasts with fixed roots; an
+ * allgather with rank-dependent rows) plus one name used only once
+ * ("once.<step>"), in an order shuffled per (rank, step), then waits for all.
+ * Every third step or so the names are split over two threads. Data depends
+ * on (name, step, rank), so a stale or swapped result is caught; every
+ * element is checked on every rank.
+ *
+ * On some steps, after the names are surely cached, one rank submits a
+ * cached name with different parameters:
+ *   step 10: the last rank, an allreduce with one more element (shape);
+ *   step 14: rank 0, an allreduce in another dtype;
+ *   step 18: rank 1 % np, an allreduce with another op;
+ *   step 22: the last rank, a broadcast with another root;
+ *   step 26: the last rank, the allgather with another dim 1.
+ * Every rank must get TC_ERR_MISMATCH for that name (the message names the
+ * tensor and the field), every other tensor of the step must be right, and
+ * the name must work again with its usual parameters in the next steps.
+ * With one rank the "odd" rank is every rank: the change is legal and the
+ * result must be right with the new parameters.
+ * Legal changes: from step 30 every rank submits one allreduce with 1500
+ * elements instead of 1000; from step 32 rank 0 contributes two more
+ * allgather rows, and at step 34 the last rank contributes none.
+ *
+ * The expected outcome of each name is derived from the parameters of every
+ * rank (params()), so each rank knows whether a name must fail.
+ * The CTests run it with the default cache, with TCOLL_CACHE_CAPACITY=3
+ * (fewer slots than names) and with TCOLL_CACHE_CAPACITY=0 (cache off).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "mpi_common.h"
+
+#define NSTEPS 40
+#define NFIXED 14
+#define NTASKS (NFIXED + 1)
+
+/* above the 64 KiB fusion threshold (smaller under ThreadSanitizer) */
+#define BIG1 40000
+#define BIG2 (TEST_TSAN ? 30000 : 300000)
+
+enum kind { K_ALLREDUCE, K_ALLGATHER, K_BROADCAST };
+
+typedef struct {
+    enum kind kind;
+    tc_dtype_t dt;
+    tc_op_t op;
+    int root;
+    int ndim;
+    int64_t shape[TC_MAX_DIMS];
+} params_t;
+
+typedef struct {
+    char name[64];
+    params_t p;        /* what this rank submits */
+    uint64_t salt;     /* from the name and the step */
+    int in_place;      /* allreduce: recv == send */
+    const char *field; /* expected mismatch field, NULL: must succeed */
+    void *send;        /* allreduce/allgather input, broadcast buffer */
+    void *recv;        /* allreduce output */
+    tc_request_t *req;
+} task_t;
+
+static int g_rank, g_size;
+static int g_step;
+static task_t g_tasks[NTASKS];
+static int g_order[NTASKS];
+static int g_nthreads;
+
+static params_t P(enum kind k, tc_dtype_t dt, tc_op_t op, int root, int ndim, int64_t d0,
+                  int64_t d1)
+{
+    params_t p;
+    memset(&p, 0, sizeof p);
+    p.kind = k;
+    p.dt = dt;
+    p.op = op;
+    p.root = root;
+    p.ndim = ndim;
+    p.shape[0] = d0;
+    p.shape[1] = d1;
+    return p;
+}
+
+/* Allgather rows rank r contributes at a step (dim 0 may differ per rank). */
+static int64_t ag_rows(int step, int r)
+{
+    int64_t rows = r + 1;
+    if (step >= 32 && r == 0) {
+        rows += 2;
+    }
+    if (step == 34 && r == g_size - 1) {
+        rows = 0;
+    }
+    return rows;
+}
+
+/* The name and parameters rank r submits for task idx at a step. */
+static params_t params(int idx, int step, int r, char *name, size_t cap)
+{
+    const int last = g_size - 1;
+    params_t p;
+    switch (idx) {
+    case 0: /* legal change on every rank from step 30 */
+        snprintf(name, cap, "cache/ar.f32.sum");
+        p = P(K_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, step >= 30 ? 1500 : 1000, 0);
+        break;
+    case 1: /* dtype mismatch at step 14 (rank 0) */
+        snprintf(name, cap, "cache/ar.f64.max.7");
+        p = P(K_ALLREDUCE, step == 14 && r == 0 ? TC_FLOAT32 : TC_FLOAT64, TC_MAX, 0, 1, 7, 0);
+        break;
+    case 2: /* op mismatch at step 18 (rank 1, or 0 alone) */
+        snprintf(name, cap, "cache/ar.i32.min.1");
+        p = P(K_ALLREDUCE, TC_INT32, step == 18 && r == 1 % g_size ? TC_MAX : TC_MIN, 0, 1, 1, 0);
+        break;
+    case 3: /* shape mismatch at step 10 (last rank) */
+        snprintf(name, cap, "cache/ar.i64.sum.7");
+        p = P(K_ALLREDUCE, TC_INT64, TC_SUM, 0, 1, step == 10 && r == last ? 8 : 7, 0);
+        break;
+    case 4:
+        snprintf(name, cap, "cache/ar.f16.avg.1000");
+        p = P(K_ALLREDUCE, TC_FLOAT16, TC_AVG, 0, 1, 1000, 0);
+        break;
+    case 5: /* values in {1, 2, -1, -2, 3}: exact */
+        snprintf(name, cap, "cache/ar.f32.prod.7");
+        p = P(K_ALLREDUCE, TC_FLOAT32, TC_PROD, 0, 1, 7, 0);
+        break;
+    case 6: /* a scalar */
+        snprintf(name, cap, "cache/ar.i64.prod.scalar");
+        p = P(K_ALLREDUCE, TC_INT64, TC_PROD, 0, 0, 0, 0);
+        break;
+    case 7: /* zero elements */
+        snprintf(name, cap, "cache/ar.f64.avg.0");
+        p = P(K_ALLREDUCE, TC_FLOAT64, TC_AVG, 0, 1, 0, 0);
+        break;
+    case 8:
+        snprintf(name, cap, "cache/ar.i32.max.10x100");
+        p = P(K_ALLREDUCE, TC_INT32, TC_MAX, 0, 2, 10, 100);
+        break;
+    case 9:
+        snprintf(name, cap, "cache/ar.f32.sum.big1");
+        p = P(K_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, BIG1, 0);
+        break;
+    case 10:
+        snprintf(name, cap, "cache/ar.f32.min.big2");
+        p = P(K_ALLREDUCE, TC_FLOAT32, TC_MIN, 0, 1, BIG2, 0);
+        break;
+    case 11: /* root mismatch at step 22 (last rank) */
+        snprintf(name, cap, "cache/bc.i32.1000");
+        p = P(K_BROADCAST, TC_INT32, TC_SUM, step == 22 && r == last ? 0 : last, 1, 1000, 0);
+        break;
+    case 12:
+        snprintf(name, cap, "cache/bc.f64.7");
+        p = P(K_BROADCAST, TC_FLOAT64, TC_SUM, g_size / 2, 1, 7, 0);
+        break;
+    case 13: /* dim 1 mismatch at step 26 (last rank); rows change from step 32 */
+        snprintf(name, cap, "cache/ag.i32");
+        p = P(K_ALLGATHER, TC_INT32, TC_SUM, 0, 2, ag_rows(step, r),
+              step == 26 && r == last ? 4 : 3);
+        break;
+    default: /* once.<step>: first-time negotiation among cached names */
+        snprintf(name, cap, "once.%d", step);
+        switch (step % 3) {
+        case 0: p = P(K_ALLREDUCE, TC_FLOAT64, TC_SUM, 0, 1, 5 + step, 0); break;
+        case 1: p = P(K_BROADCAST, TC_INT64, TC_SUM, step % g_size, 1, 3, 0); break;
+        default: p = P(K_ALLGATHER, TC_UINT8, TC_SUM, 0, 2, (r + step) % 3, 2); break;
+        }
+        break;
+    }
+    return p;
+}
+
+/* The field in which some rank disagrees with rank 0, or NULL. */
+static const char *mismatch_field(int idx, int step)
+{
+    char name[64];
+    params_t p0 = params(idx, step, 0, name, sizeof name);
+    for (int r = 1; r < g_size; r++) {
+        params_t q = params(idx, step, r, name, sizeof name);
+        if (q.kind != p0.kind) {
+            return "collective mismatch";
+        }
+        if (q.dt != p0.dt) {
+            return "dtype mismatch";
+        }
+        if (p0.kind == K_ALLREDUCE && q.op != p0.op) {
+            return "op mismatch";
+        }
+        if (p0.kind == K_BROADCAST && q.root != p0.root) {
+            return "root mismatch";
+        }
+        if (q.ndim != p0.ndim) {
+            return p0.kind == K_ALLGATHER ? "ndim mismatch" : "shape mismatch";
+        }
+        for (int d = p0.kind == K_ALLGATHER ? 1 : 0; d < p0.ndim; d++) {
+            if (q.shape[d] != p0.shape[d]) {
+                return "shape mismatch";
+            }
+        }
+    }
+    return NULL;
+}
+
+/* Broadcast element i: the root's is the value, the others start as garbage. */
+static int64_t bc_value(const task_t *t, int r, int64_t i)
+{
+    return tt_value(t->p.dt, TC_MAX, r == t->p.root ? t->salt : ~t->salt, r, i);
+}
+
+/* Allgather element k of rank r's block. */
+static int64_t ag_value(const task_t *t, int r, int64_t k)
+{
+    return tt_value(t->p.dt, TC_MAX, t->salt, r, k);
+}
+
+static void prepare(int idx)
+{
+    task_t *t = &g_tasks[idx];
+    memset(t, 0, sizeof *t);
+    t->p = params(idx, g_step, g_rank, t->name, sizeof t->name);
+    t->field = mismatch_field(idx, g_step);
+    t->salt = tt_key(tt_hash_str(t->name), (uint64_t)g_step, 0xcac4e);
+    int64_t n = tt_count(t->p.ndim, t->p.shape);
+    size_t bytes = (size_t)n * tt_dtype_bytes(t->p.dt);
+    t->send = tt_xmalloc(bytes);
+    switch (t->p.kind) {
+    case K_ALLREDUCE:
+        tt_fill(t->p.dt, t->p.op, t->salt, g_rank, t->send, n);
+        t->in_place = (idx + g_step) % 3 == 0;
+        if (t->in_place) {
+            t->recv = t->send;
+        } else {
+            t->recv = tt_xmalloc(bytes);
+            memset(t->recv, 0xa5, bytes);
+        }
+        break;
+    case K_BROADCAST:
+        for (int64_t i = 0; i < n; i++) {
+            tt_store(t->p.dt, t->send, i, bc_value(t, g_rank, i));
+        }
+        break;
+    case K_ALLGATHER:
+        for (int64_t k = 0; k < n; k++) {
+            tt_store(t->p.dt, t->send, k, ag_value(t, g_rank, k));
+        }
+        break;
+    }
+}
+
+static void submit(task_t *t)
+{
+    tc_tensor_t ten;
+    memset(&ten, 0, sizeof ten);
+    ten.data = t->send;
+    ten.dtype = t->p.dt;
+    ten.ndim = t->p.ndim;
+    for (int d = 0; d < t->p.ndim; d++) {
+        ten.shape[d] = t->p.shape[d];
+    }
+    t->req = NULL;
+    switch (t->p.kind) {
+    case K_ALLREDUCE: CHECK_OK(tc_allreduce(t->name, &ten, t->recv, t->p.op, &t->req)); break;
+    case K_ALLGATHER: CHECK_OK(tc_allgather(t->name, &ten, &t->req)); break;
+    case K_BROADCAST: CHECK_OK(tc_broadcast(t->name, &ten, t->p.root, &t->req)); break;
+    }
+    CHECK(t->req != NULL);
+}
+
+static void check_allgather(task_t *t, int idx)
+{
+    tc_tensor_t out;
+    memset(&out, 0, sizeof out);
+    CHECK_OK(tc_request_output(t->req, &out));
+    CHECK_EQ(out.dtype, t->p.dt);
+    CHECK_EQ(out.ndim, t->p.ndim);
+    int64_t rows[64];
+    int64_t total_rows = 0;
+    char name[64];
+    CHECK_LE(g_size, 64);
+    for (int r = 0; r < g_size; r++) {
+        rows[r] = params(idx, g_step, r, name, sizeof name).shape[0];
+        total_rows += rows[r];
+    }
+    CHECK_MSG(out.shape[0] == total_rows, "step %d %s: output dim0 %lld, want %lld", g_step,
+              t->name, (long long)out.shape[0], (long long)total_rows);
+    int64_t inner = 1;
+    for (int d = 1; d < t->p.ndim; d++) {
+        CHECK_EQ(out.shape[d], t->p.shape[d]);
+        inner *= t->p.shape[d];
+    }
+    size_t es = tt_dtype_bytes(t->p.dt);
+    int64_t pos = 0;
+    for (int r = 0; r < g_size; r++) {
+        for (int64_t k = 0; k < rows[r] * inner; k++, pos++) {
+            unsigned char want[8];
+            tt_store(t->p.dt, want, 0, ag_value(t, r, k));
+            if (memcmp((const char *)out.data + (size_t)pos * es, want, es) != 0) {
+                TC_CHECK_FAIL("step %d %s: output element %lld (rank %d's element %lld) is "
+                              "%.17g, want %.17g",
+                              g_step, t->name, (long long)pos, r, (long long)k,
+                              tt_load(t->p.dt, out.data, pos), tt_load(t->p.dt, want, 0));
+            }
+        }
+    }
+}
+
+static void complete_and_check(task_t *t, int idx)
+{
+    tc_status_t st = tc_wait(t->req);
+    if (t->field != NULL) {
+        CHECK_MSG(st == TC_ERR_MISMATCH, "step %d %s: got %s, want a %s (message '%s')", g_step,
+                  t->name, tc_status_string(st), t->field, tc_request_error(t->req));
+        char want[96];
+        snprintf(want, sizeof want, "tensor '%s'", t->name);
+        CHECK_STR_CONTAINS(tc_request_error(t->req), want);
+        CHECK_STR_CONTAINS(tc_request_error(t->req), t->field);
+        tc_request_free(t->req);
+        t->req = NULL;
+        return;
+    }
+    CHECK_MSG(st == TC_OK, "step %d %s: %s: %s", g_step, t->name, tc_status_string(st),
+              tc_request_error(t->req));
+    int64_t n = tt_count(t->p.ndim, t->p.shape);
+    char what[96];
+    snprintf(what, sizeof what, "step %d %s", g_step, t->name);
+    switch (t->p.kind) {
+    case K_ALLREDUCE: {
+        tc_tensor_t out;
+        CHECK_OK(tc_request_output(t->req, &out));
+        CHECK(out.data == t->recv);
+        tt_check_allreduce(what, t->p.dt, t->p.op, t->salt, g_size, t->recv, n);
+        break;
+    }
+    case K_BROADCAST: {
+        size_t es = tt_dtype_bytes(t->p.dt);
+        for (int64_t i = 0; i < n; i++) {
+            unsigned char want[8];
+            tt_store(t->p.dt, want, 0, bc_value(t, t->p.root, i));
+            if (memcmp((const char *)t->send + (size_t)i * es, want, es) != 0) {
+                TC_CHECK_FAIL("%s (root %d): element %lld is %.17g, want %.17g", what, t->p.root,
+                              (long long)i, tt_load(t->p.dt, t->send, i),
+                              tt_load(t->p.dt, want, 0));
+            }
+        }
+        break;
+    }
+    case K_ALLGATHER: check_allgather(t, idx); break;
+    }
+    tc_request_free(t->req);
+    t->req = NULL;
+}
+
+/* Thread ti submits its share of the shuffled tasks, then completes them in
+ * reverse order. */
+static void worker(int ti, void *arg)
+{
+    (void)arg;
+    int mine[NTASKS];
+    int n = 0;
+    for (int j = ti; j < NTASKS; j += g_nthreads) {
+        mine[n++] = g_order[j];
+    }
+    for (int k = 0; k < n; k++) {
+        submit(&g_tasks[mine[k]]);
+    }
+    for (int k = n - 1; k >= 0; k--) {
+        complete_and_check(&g_tasks[mine[k]], mine[k]);
+    }
+}
+
+int main(void)
+{
+    CHECK_OK(tc_init());
+    g_rank = tc_rank();
+    g_size = tc_size();
+    CHECK_LE(g_size, 64);
+    int mismatches = 0;
+    double t0 = tt_now();
+
+    for (g_step = 0; g_step < NSTEPS; g_step++) {
+        for (int i = 0; i < NTASKS; i++) {
+            prepare(i);
+            g_order[i] = i;
+            mismatches += g_tasks[i].field != NULL;
+        }
+        tt_rng_t rng = { tt_key((uint64_t)g_rank, (uint64_t)g_step, 0x5107) };
+        tt_shuffle(g_order, NTASKS, &rng);
+        g_nthreads = g_step % 4 == 3 ? 2 : 1;
+        if (g_nthreads == 1) {
+            worker(0, NULL);
+        } else {
+            tt_run_threads(g_nthreads, worker, NULL);
+        }
+        for (int i = 0; i < NTASKS; i++) {
+            if (g_tasks[i].recv != g_tasks[i].send) {
+                free(g_tasks[i].recv);
+            }
+            free(g_tasks[i].send);
+        }
+    }
+    /* every planned disagreement happened (and was seen) with 2+ ranks */
+    CHECK_EQ(mismatches, g_size > 1 ? 5 : 0);
+
+    tt_final_barrier();
+    CHECK_OK(tc_shutdown());
+    if (g_rank == 0) {
+        const char *cap = getenv("TCOLL_CACHE_CAPACITY");
+        printf("test_cache: %d steps of %d names on %d ranks, %d mismatches detected, "
+               "TCOLL_CACHE_CAPACITY=%s, %.2f s\n",
+               NSTEPS, NTASKS, g_size, mismatches, cap ? cap : "(default)", tt_now() - t0);
+    }
+    return 0;
+}
