@@ -28,11 +28,13 @@ void tc__scratch_free(tc_scratch_t *s);
  * count % n segments get one element more. Segment i starts at *off_p. */
 void tc__segment(size_t count, int n, int i, size_t *off_p, size_t *len_p);
 
-/* In-place ring allreduce of count elements of dtype in buf. TC_AVG divides by
- * the group size. Reduce-scatter steps move chunk_bytes at a time (every rank
- * must pass the same value). Every rank ends with identical bits. */
-tc_status_t tc__ring_allreduce(tc_transport_t *t, void *buf, size_t count, tc_dtype_t dtype,
-                               tc_op_t op, size_t chunk_bytes, tc_scratch_t *scratch);
+/* Ring allreduce of count elements of dtype into buf, from src (NULL or buf:
+ * in place; otherwise src must not overlap buf). TC_AVG divides by the group
+ * size. Reduce-scatter steps move chunk_bytes at a time (every rank must pass
+ * the same value). Every rank ends with identical bits. */
+tc_status_t tc__ring_allreduce(tc_transport_t *t, const void *src, void *buf, size_t count,
+                               tc_dtype_t dtype, tc_op_t op, size_t chunk_bytes,
+                               tc_scratch_t *scratch);
 
 /* Ring allgather with variable block sizes: block i (bytes[i] bytes) starts at
  * displs[i] of out; this rank's block must already be in place. */

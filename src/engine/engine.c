@@ -394,10 +394,7 @@ static tc_status_t run(engine_t *e, tc_request_t *req, const tc_wire_response_t 
 
     switch (req->kind) {
     case TC_KIND_ALLREDUCE:
-        if (req->recv != req->send && bytes > 0) {
-            memcpy(req->recv, req->send, bytes);
-        }
-        st = tc__ring_allreduce(&e->tp, req->recv, req->count, req->dtype, req->op,
+        st = tc__ring_allreduce(&e->tp, req->send, req->recv, req->count, req->dtype, req->op,
                                 (size_t)e->cfg->ring_chunk_kb * 1024, &e->scratch);
         break;
     case TC_KIND_BROADCAST:
@@ -446,7 +443,7 @@ static tc_status_t run_fused(engine_t *e, tc_request_t **reqs, uint32_t n, size_
         memcpy(buf + off, reqs[k]->send, reqs[k]->count * es);
         off += reqs[k]->count * es;
     }
-    st = tc__ring_allreduce(&e->tp, buf, total / es, reqs[0]->dtype, reqs[0]->op,
+    st = tc__ring_allreduce(&e->tp, NULL, buf, total / es, reqs[0]->dtype, reqs[0]->op,
                             (size_t)e->cfg->ring_chunk_kb * 1024, &e->scratch);
     if (st != TC_OK) {
         snprintf(msg, msglen, "fused allreduce of %u tensors ('%s', ...) failed: %s", n,

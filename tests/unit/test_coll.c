@@ -77,6 +77,7 @@ typedef struct {
     size_t chunk; /* ring chunk in bytes */
     int root;
     void *buf;
+    const void *src; /* allreduce out of place: the input; NULL in place */
     size_t *bytes, *displs;
 } job_t;
 
@@ -90,7 +91,7 @@ static void *rank_main(void *arg)
     t.size = j->n;
     t.sendrecv = fake_sendrecv;
     if (j->what == 0) {
-        CHECK_OK(tc__ring_allreduce(&t, j->buf, j->count, j->dtype, j->op, j->chunk, &scratch));
+        CHECK_OK(tc__ring_allreduce(&t, j->src, j->buf, j->count, j->dtype, j->op, j->chunk, &scratch));
     } else if (j->what == 1) {
         CHECK_OK(tc__ring_allgatherv(&t, j->buf, j->bytes, j->displs));
     } else {
@@ -147,9 +148,13 @@ static double load(tc_dtype_t dt, const void *buf, size_t i)
     return 0;
 }
 
-static void test_allreduce(int n, size_t count, tc_dtype_t dt, tc_op_t op, size_t chunk)
+/* Out of place (oop), the output starts as garbage and the input must come
+ * out unchanged. */
+static void test_allreduce_mode(int n, size_t count, tc_dtype_t dt, tc_op_t op, size_t chunk,
+                                int oop)
 {
     job_t jobs[MAXN];
+    void *in[MAXN];
     size_t es = tc_dtype_size(dt), i;
     int r;
 
@@ -157,11 +162,23 @@ static void test_allreduce(int n, size_t count, tc_dtype_t dt, tc_op_t op, size_
         jobs[r] = (job_t){.rank = r, .n = n, .what = 0, .dtype = dt, .op = op, .count = count,
                           .chunk = chunk};
         jobs[r].buf = malloc(count * es + 1);
+        in[r] = oop ? malloc(count * es + 1) : jobs[r].buf;
         for (i = 0; i < count; i++) {
-            store(dt, jobs[r].buf, i, input(r, i, op));
+            store(dt, in[r], i, input(r, i, op));
+        }
+        if (oop) {
+            memset(jobs[r].buf, 0xAB, count * es + 1);
+            jobs[r].src = in[r];
         }
     }
     run_all(jobs, n);
+    for (r = 0; r < n && oop; r++) {
+        for (i = 0; i < count; i++) {
+            CHECK_MSG(load(dt, in[r], i) == input(r, i, op), "n=%d count=%zu: rank %d's input "
+                      "changed at [%zu]", n, count, r, i);
+        }
+        free(in[r]);
+    }
     for (i = 0; i < count; i++) {
         double want = op == TC_PROD ? 1 : (op == TC_MIN ? 1e300 : (op == TC_MAX ? -1e300 : 0));
         double got = load(dt, jobs[0].buf, i);
@@ -190,6 +207,12 @@ static void test_allreduce(int n, size_t count, tc_dtype_t dt, tc_op_t op, size_
     for (r = 0; r < n; r++) {
         free(jobs[r].buf);
     }
+}
+
+static void test_allreduce(int n, size_t count, tc_dtype_t dt, tc_op_t op, size_t chunk)
+{
+    test_allreduce_mode(n, count, dt, op, chunk, 0);
+    test_allreduce_mode(n, count, dt, op, chunk, 1);
 }
 
 static void test_allgatherv(int n)
