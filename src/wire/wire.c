@@ -68,8 +68,10 @@ enum {
     /* RUN: rtype name_len(1) name(1) ndim0(1) cache_ref(1);
      * ERROR: rtype name_len(1) name(1) status text_len(1); both 5 */
     WIRE_MIN_RESPONSE = 5,
-    /* seq(1) cache_gen(1) n ready(1) n stale(1) */
-    WIRE_MIN_CYCLE = 4,
+    /* seq(1) cache_gen(1) n ready(1) n stale(1) n eager(1) */
+    WIRE_MIN_CYCLE = 5,
+    /* id(1) len(1) byte */
+    WIRE_MIN_EAGER = 3,
     /* status text_len(1) */
     WIRE_MIN_TERMINATE = 2,
 };
@@ -422,6 +424,67 @@ static tc_status_t rd_ids(wire_reader_t *rd, wire_arena_t *a, const char *count_
     return TC_OK;
 }
 
+/* The eager record: like an id list, each id followed by len and len bytes,
+ * copied into the arena (8-aligned, so kernels may read them as any dtype). */
+static tc_status_t rd_eager(wire_reader_t *rd, wire_arena_t *a, tc_wire_msg_t *m)
+{
+    const uint8_t *at;
+    uint64_t n = 0, v = 0, len = 0, j;
+    uint32_t prev = 0;
+    tc_wire_eager_t *ents;
+    tc_status_t st;
+
+    if ((st = rd_varint_max(rd, "eager count", TC_WIRE_MAX_CACHE, &n)) != TC_OK) {
+        return st;
+    }
+    if (n > rd_left(rd) / WIRE_MIN_EAGER) {
+        return rd_fail(rd, "eager count %" PRIu64 " cannot fit in the %zu bytes left", n,
+                       rd_left(rd));
+    }
+    ents = arena_take(a, (size_t)n, sizeof(*ents), _Alignof(tc_wire_eager_t));
+    rd->entry_what = "eager input";
+    for (j = 0; j < n; j++) {
+        uint8_t *data;
+        rd->entry_index = (uint32_t)j;
+        at = rd->p;
+        if ((st = rd_varint(rd, j == 0 ? "id" : "id delta", &v)) != TC_OK) {
+            return st;
+        }
+        /* the same wrap-proof check as rd_ids */
+        if ((j == 0 && v >= TC_WIRE_MAX_CACHE) ||
+            (j > 0 && v >= (uint64_t)TC_WIRE_MAX_CACHE - prev - 1)) {
+            rd->p = at;
+            return rd_fail(rd, "id %s %" PRIu64 " reaches %u or more", j == 0 ? "value" : "delta",
+                           v, TC_WIRE_MAX_CACHE);
+        }
+        prev = j == 0 ? (uint32_t)v : prev + 1 + (uint32_t)v;
+        at = rd->p;
+        if ((st = rd_varint(rd, "len", &len)) != TC_OK) {
+            return st;
+        }
+        if (len == 0 || len > TC_WIRE_MAX_EAGER) {
+            rd->p = at;
+            return rd_fail(rd, "len %" PRIu64 " outside 1..%u", len, TC_WIRE_MAX_EAGER);
+        }
+        if (len > rd_left(rd)) {
+            return rd_fail(rd, "len %" PRIu64 " runs past the end (%zu bytes left)", len,
+                           rd_left(rd));
+        }
+        data = arena_take(a, (size_t)len, 1, 8);
+        if (data != NULL) {
+            memcpy(data, rd->p, (size_t)len);
+        }
+        if (ents != NULL) {
+            ents[j] = (tc_wire_eager_t){prev, (uint32_t)len, data};
+        }
+        rd->p += len;
+    }
+    rd->entry_what = NULL;
+    m->neager = (uint32_t)n;
+    m->eager = n > 0 ? ents : NULL;
+    return TC_OK;
+}
+
 /* One pass over the whole input; see the file comment. */
 static tc_status_t rd_message(wire_reader_t *rd, wire_arena_t *a, tc_wire_msg_t *m)
 {
@@ -540,6 +603,9 @@ static tc_status_t rd_message(wire_reader_t *rd, wire_arena_t *a, tc_wire_msg_t 
         }
         st = rd_ids(rd, a, "stale count", "stale id", &m->nstale, &m->stale);
         if (st != TC_OK) {
+            return st;
+        }
+        if ((st = rd_eager(rd, a, m)) != TC_OK) {
             return st;
         }
     }
@@ -831,6 +897,41 @@ static tc_status_t wr_ids(wire_writer_t *w, const char *what, const char *count_
     return TC_OK;
 }
 
+static tc_status_t wr_eager(wire_writer_t *w, uint32_t n, const tc_wire_eager_t *ents)
+{
+    uint32_t j;
+
+    if (n > TC_WIRE_MAX_CACHE) {
+        return enc_fail(NULL, 0, "neager %" PRIu32 " above %u", n, TC_WIRE_MAX_CACHE);
+    }
+    if (n > 0 && ents == NULL) {
+        return enc_fail(NULL, 0, "eager is NULL with neager %" PRIu32, n);
+    }
+    wr_varint(w, n);
+    for (j = 0; j < n; j++) {
+        const tc_wire_eager_t *x = &ents[j];
+        if (x->id >= TC_WIRE_MAX_CACHE) {
+            return enc_fail("eager input", j, "id %" PRIu32 " not below %u", x->id,
+                            TC_WIRE_MAX_CACHE);
+        }
+        if (j > 0 && x->id <= ents[j - 1].id) {
+            return enc_fail("eager input", j, "id %" PRIu32 " not above the previous id %" PRIu32
+                            " (ids must be strictly ascending)", x->id, ents[j - 1].id);
+        }
+        if (x->len == 0 || x->len > TC_WIRE_MAX_EAGER) {
+            return enc_fail("eager input", j, "len %" PRIu32 " outside 1..%u", x->len,
+                            TC_WIRE_MAX_EAGER);
+        }
+        if (x->data == NULL) {
+            return enc_fail("eager input", j, "data is NULL with len %" PRIu32, x->len);
+        }
+        wr_varint(w, j == 0 ? x->id : x->id - ents[j - 1].id - 1);
+        wr_varint(w, x->len);
+        wr_bytes(w, x->data, x->len);
+    }
+    return TC_OK;
+}
+
 static tc_status_t wr_message(wire_writer_t *w, const tc_wire_msg_t *m)
 {
     uint8_t allowed;
@@ -881,6 +982,9 @@ static tc_status_t wr_message(wire_writer_t *w, const tc_wire_msg_t *m)
             return st;
         }
         if ((st = wr_ids(w, "stale", "nstale", m->nstale, m->stale)) != TC_OK) {
+            return st;
+        }
+        if ((st = wr_eager(w, m->neager, m->eager)) != TC_OK) {
             return st;
         }
     }

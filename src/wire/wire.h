@@ -32,10 +32,14 @@
  *                               rank) cache_ref (0..TC_WIRE_MAX_CACHE: 0 = not cached,
  *                               k = every rank files the name under cache id k-1)
  *                rtype 1 ERROR: status:u8 (1..TC_ERR_TIMEOUT) text
- *   cycle     := seq cache_gen ids(ready) ids(stale)
+ *   cycle     := seq cache_gen ids(ready) ids(stale) eager
  *   ids       := n (0..TC_WIRE_MAX_CACHE) id{n}: strictly ascending cache ids, each below
  *                TC_WIRE_MAX_CACHE; the first is written as is, each next one as
  *                (id - previous id - 1)
+ *   eager     := n (0..TC_WIRE_MAX_CACHE) (id len bytes{len}){n}: the inputs of small cached
+ *                allreduces, so that every rank can reduce them where they land; ids strictly
+ *                ascending below TC_WIRE_MAX_CACHE and written like an id list's; len
+ *                1..TC_WIRE_MAX_EAGER
  *   terminate := status:u8 (1..TC_ERR_TIMEOUT) text
  *   text      := len (0..TC_WIRE_MAX_TEXT) bytes{len} (no 0x00 byte)
  */
@@ -52,6 +56,7 @@
 #define TC_WIRE_MAX_TEXT 2048
 #define TC_WIRE_MAX_RANKS (1 << 24)
 #define TC_WIRE_MAX_CACHE (1u << 20) /* cache ids are 0..TC_WIRE_MAX_CACHE-1 */
+#define TC_WIRE_MAX_EAGER (1u << 16) /* bytes of one eager input */
 
 typedef enum { TC_KIND_ALLREDUCE = 0, TC_KIND_ALLGATHER = 1, TC_KIND_BROADCAST = 2 } tc_kind_t;
 #define TC_KIND_COUNT 3
@@ -88,6 +93,13 @@ typedef struct {
     uint32_t text_len;
 } tc_wire_response_t;
 
+/* One eager input: len bytes of the tensor filed under id. */
+typedef struct {
+    uint32_t id;
+    uint32_t len;
+    const void *data;
+} tc_wire_eager_t;
+
 typedef struct {
     uint8_t type;  /* tc_wire_type_t */
     uint8_t flags; /* TC_WIRE_F_* */
@@ -101,6 +113,8 @@ typedef struct {
     const uint32_t *ready; /* nready ids, strictly ascending */
     uint32_t nstale;       /* cached ids the sender was given different parameters for */
     const uint32_t *stale; /* nstale ids, strictly ascending */
+    uint32_t neager;       /* inputs carried for ready ids */
+    const tc_wire_eager_t *eager; /* neager entries, ids strictly ascending */
     /* present when flags & TC_WIRE_F_TERMINATE */
     uint8_t term_status;
     const char *term_text;

@@ -5,11 +5,14 @@
  * Each input is decoded. A rejected input is fine (it must only not crash,
  * leak or read out of bounds: build with -fsanitize=fuzzer,address,undefined).
  * An accepted one must hold what wire.h promises (id lists strictly ascending
- * and below TC_WIRE_MAX_CACHE, NULL when empty; cache_ref in range on a RUN and
- * 0 on an ERROR; no cycle fields on a type without a cycle record) and must
- * re-encode; the re-encoding must decode to the same message, and encoding
- * that second decode must give the same bytes again. Any breach aborts with
- * the field at fault. Never writes files and keeps no state between inputs.
+ * and below TC_WIRE_MAX_CACHE, NULL when empty; eager inputs likewise, each of
+ * 1..TC_WIRE_MAX_EAGER bytes at a non-NULL, 8-aligned copy outside the input;
+ * cache_ref in range on a RUN and 0 on an ERROR; no cycle fields, eager ones
+ * included, on a type without a cycle record) and must re-encode; the
+ * re-encoding must decode to the same message (and hold the same promises),
+ * and encoding that second decode must give the same bytes again. Any breach
+ * aborts with the field at fault. Never writes files and keeps no state
+ * between inputs.
  *
  * Build and run (corpus in a scratch copy so new inputs stay out of the tree):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -Isrc \
@@ -41,6 +44,23 @@ static int same_bytes(const char *a, uint32_t alen, const char *b, uint32_t blen
 static int same_ids(const uint32_t *a, uint32_t an, const uint32_t *b, uint32_t bn)
 {
     return an == bn && (an == 0 || memcmp(a, b, an * sizeof(*a)) == 0);
+}
+
+static int same_eager(const tc_wire_eager_t *a, uint32_t an, const tc_wire_eager_t *b,
+                      uint32_t bn)
+{
+    uint32_t j;
+
+    if (an != bn) {
+        return 0;
+    }
+    for (j = 0; j < an; j++) {
+        if (a[j].id != b[j].id || a[j].len != b[j].len ||
+            memcmp(a[j].data, b[j].data, a[j].len) != 0) {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 /* NULL if a and b carry the same content, else the name of a field that differs. */
@@ -102,6 +122,9 @@ static const char *first_difference(const tc_wire_msg_t *a, const tc_wire_msg_t 
     if (!same_ids(a->stale, a->nstale, b->stale, b->nstale)) {
         return "cycle stale ids";
     }
+    if (!same_eager(a->eager, a->neager, b->eager, b->neager)) {
+        return "cycle eager inputs";
+    }
     if ((a->flags & TC_WIRE_F_TERMINATE) &&
         (a->term_status != b->term_status ||
          !same_bytes(a->term_text, a->term_text_len, b->term_text, b->term_text_len))) {
@@ -125,15 +148,50 @@ static const char *bad_ids(const uint32_t *ids, uint32_t n)
     return NULL;
 }
 
-/* NULL if a decoded message holds only what wire.h allows, else what is wrong. */
-static const char *first_violation(const tc_wire_msg_t *m)
+/* Whether [p, p + n) and [base, base + len) share a byte. */
+static int overlaps(const void *p, size_t n, const void *base, size_t len)
+{
+    uintptr_t q = (uintptr_t)p, b = (uintptr_t)base;
+    return p != NULL && n > 0 && len > 0 && q < b + len && b < q + n;
+}
+
+static const char *bad_eager(const tc_wire_eager_t *e, uint32_t n, const uint8_t *in, size_t len)
+{
+    uint32_t j;
+
+    if (n > TC_WIRE_MAX_CACHE || (n == 0) != (e == NULL)) {
+        return "eager count or array";
+    }
+    if (overlaps(e, (size_t)n * sizeof(*e), in, len)) {
+        return "eager array in the input";
+    }
+    for (j = 0; j < n; j++) {
+        if (e[j].id >= TC_WIRE_MAX_CACHE || (j > 0 && e[j].id <= e[j - 1].id)) {
+            return "eager ids not strictly ascending below TC_WIRE_MAX_CACHE";
+        }
+        if (e[j].len == 0 || e[j].len > TC_WIRE_MAX_EAGER) {
+            return "eager len not in 1..TC_WIRE_MAX_EAGER";
+        }
+        if (e[j].data == NULL || (uintptr_t)e[j].data % 8 != 0) {
+            return "eager data NULL or not 8-aligned";
+        }
+        if (overlaps(e[j].data, e[j].len, in, len)) {
+            return "eager data in the input";
+        }
+    }
+    return NULL;
+}
+
+/* NULL if a decoded message (from len bytes at in) holds only what wire.h
+ * allows, else what is wrong. */
+static const char *first_violation(const tc_wire_msg_t *m, const uint8_t *in, size_t len)
 {
     const char *bad;
     uint32_t i;
 
     if (m->type != TC_WIRE_CYCLE) {
         if (m->seq != 0 || m->cache_gen != 0 || m->nready != 0 || m->ready != NULL ||
-            m->nstale != 0 || m->stale != NULL) {
+            m->nstale != 0 || m->stale != NULL || m->neager != 0 || m->eager != NULL) {
             return "cycle fields on a message without a cycle record";
         }
         return NULL;
@@ -147,7 +205,10 @@ static const char *first_violation(const tc_wire_msg_t *m)
     if ((bad = bad_ids(m->ready, m->nready)) != NULL) {
         return bad;
     }
-    return bad_ids(m->stale, m->nstale);
+    if ((bad = bad_ids(m->stale, m->nstale)) != NULL) {
+        return bad;
+    }
+    return bad_eager(m->eager, m->neager, in, len);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -163,7 +224,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         return 0;
     }
-    diff = first_violation(&first);
+    diff = first_violation(&first, data, size);
     if (diff != NULL) {
         fail("a decoded message breaks the format", diff);
     }
@@ -175,6 +236,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (tc__wire_decode(enc1.data, enc1.len, &second, err, sizeof(err)) != TC_OK) {
         fail("a re-encoded message does not decode", err);
+    }
+    diff = first_violation(&second, enc1.data, enc1.len);
+    if (diff != NULL) {
+        fail("a re-encoded message decodes to one that breaks the format", diff);
     }
     diff = first_difference(&first, &second);
     if (diff != NULL) {

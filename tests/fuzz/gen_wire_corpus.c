@@ -2,7 +2,7 @@
  * gen_wire_corpus.c - writes the seed corpus for fuzz_wire: a handful of
  * valid control messages (format version 2), one per file, covering each
  * message type, each flag, each response type, the cycle record with and
- * without cache ids, and the extremes of the value ranges.
+ * without cache ids and eager inputs, and the extremes of the value ranges.
  *
  * Usage: gen_wire_corpus DIR (DIR must exist; files in it are overwritten).
  * Build: cc -std=c11 -Iinclude -Isrc tests/fuzz/gen_wire_corpus.c src/wire/wire.c \
@@ -57,9 +57,17 @@ int main(int argc, char **argv)
      * the largest id */
     static const uint32_t ready[] = {0, 1, 2, 130, 259, 70000, TC_WIRE_MAX_CACHE - 1};
     static const uint32_t stale[] = {3, 129};
+    /* eager inputs for some of the ready ids: a float32 1.0, 8 bytes with
+     * 0x00 among them, 130 bytes (a 2-byte len), 1 byte at the largest id */
+    static const uint8_t one_f32[] = {0x00, 0x00, 0x80, 0x3F};
+    static const uint8_t mixed[] = {0x00, 0xFF, 0x7C, 0x02, 0x80, 0x00, 0x01, 0x7F};
+    static uint8_t ramp[130];
+    static const uint8_t last[] = {0xA5};
+    tc_wire_eager_t eager[4];
     tc_wire_request_t reqs[4];
     tc_wire_response_t resps[3];
     tc_wire_msg_t m;
+    size_t i;
     int rc = 0;
 
     if (argc != 2) {
@@ -67,6 +75,9 @@ int main(int argc, char **argv)
         return 2;
     }
     memset(name_ff, 0xFF, sizeof(name_ff));
+    for (i = 0; i < sizeof(ramp); i++) {
+        ramp[i] = (uint8_t)(i * 2);
+    }
 
     m = (tc_wire_msg_t){.type = TC_WIRE_BYE};
     rc |= write_msg(argv[1], "bye", &m);
@@ -125,5 +136,19 @@ int main(int argc, char **argv)
     m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .flags = TC_WIRE_F_TERMINATE, .seq = 7,
                         .term_status = TC_ERR_TRANSPORT};
     rc |= write_msg(argv[1], "cycle_terminate_only", &m);
+    /* a rank's message with the inputs of its ready small allreduces (ids 0,
+     * 2, 130 and the largest: as is, then distances 1, 127 and more), after a
+     * response and the ready and stale ids, before a terminate record */
+    eager[0] = (tc_wire_eager_t){0, sizeof(one_f32), one_f32};
+    eager[1] = (tc_wire_eager_t){2, sizeof(mixed), mixed};
+    eager[2] = (tc_wire_eager_t){130, sizeof(ramp), ramp};
+    eager[3] = (tc_wire_eager_t){TC_WIRE_MAX_CACHE - 1, sizeof(last), last};
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .flags = TC_WIRE_F_TERMINATE, .count = 1,
+                        .resps = resps, .seq = 1000, .cache_gen = 5,
+                        .nready = sizeof(ready) / sizeof(ready[0]), .ready = ready,
+                        .nstale = sizeof(stale) / sizeof(stale[0]), .stale = stale,
+                        .neager = 4, .eager = eager, .term_status = TC_ERR_SHUTDOWN,
+                        .term_text = "x", .term_text_len = 1};
+    rc |= write_msg(argv[1], "cycle_eager", &m);
     return rc;
 }

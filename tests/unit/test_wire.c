@@ -1,8 +1,8 @@
 /*
  * test_wire.c - unit test of the control-message codec (src/wire/wire.c).
  *
- * Checks round trips of every message type and field range (the cycle record
- * and its id lists included), pins a few exact
+ * Checks round trips of every message type and field range (the cycle record,
+ * its id lists and its eager record included), pins a few exact
  * encodings so the format cannot drift from wire.h, and throws malformed input
  * at the decoder: every prefix of valid messages, every single-byte change,
  * trailing bytes, one hand-made message per rule the decoder enforces, and a
@@ -101,6 +101,16 @@ static void check_same(const tc_wire_msg_t *a, const tc_wire_msg_t *b)
         for (j = 0; j < a->nstale; j++) {
             CHECK_EQ(a->stale[j], b->stale[j]);
         }
+        CHECK_EQ(a->neager, b->neager);
+        for (j = 0; j < a->neager; j++) {
+            const tc_wire_eager_t *x = &a->eager[j], *y = &b->eager[j];
+            CHECK_MSG(x->id == y->id, "eager %" PRIu32 ": id %" PRIu32 " vs %" PRIu32, j, x->id,
+                      y->id);
+            CHECK_MSG(x->len == y->len, "eager %" PRIu32 ": len %" PRIu32 " vs %" PRIu32, j,
+                      x->len, y->len);
+            CHECK_MSG(memcmp(x->data, y->data, x->len) == 0, "eager %" PRIu32 ": bytes differ",
+                      j);
+        }
     }
     if (a->flags & TC_WIRE_F_TERMINATE) {
         CHECK_EQ(a->term_status, b->term_status);
@@ -113,6 +123,35 @@ static int points_into(const void *p, const void *base, size_t len)
 {
     const uint8_t *q = p, *b = base;
     return p != NULL && q >= b && q < b + len;
+}
+
+/* Whether [p, p + n) and [base, base + len) share a byte. */
+static int overlaps(const void *p, size_t n, const void *base, size_t len)
+{
+    uintptr_t q = (uintptr_t)p, b = (uintptr_t)base;
+    return p != NULL && n > 0 && len > 0 && q < b + len && b < q + n;
+}
+
+/* A decoded eager record: NULL when empty, else an array outside the input
+ * whose ids are strictly ascending below the limit, each len 1..TC_WIRE_MAX_EAGER
+ * bytes at an 8-aligned copy outside the input. */
+static void check_decoded_eager(uint32_t n, const tc_wire_eager_t *ents, const void *in,
+                                size_t len)
+{
+    uint32_t j;
+
+    CHECK_LE(n, TC_WIRE_MAX_CACHE);
+    CHECK(n == 0 ? ents == NULL : ents != NULL && !overlaps(ents, n * sizeof(*ents), in, len));
+    for (j = 0; j < n; j++) {
+        const tc_wire_eager_t *e = &ents[j];
+        CHECK_LT(e->id, TC_WIRE_MAX_CACHE);
+        CHECK(j == 0 || e->id > ents[j - 1].id);
+        CHECK(e->len >= 1 && e->len <= TC_WIRE_MAX_EAGER);
+        CHECK(e->data != NULL);
+        CHECK_MSG(!overlaps(e->data, e->len, in, len), "eager %" PRIu32 ": data in the input", j);
+        CHECK_MSG((uintptr_t)e->data % 8 == 0, "eager %" PRIu32 ": data %p not 8-aligned", j,
+                  e->data);
+    }
 }
 
 /* A decoded id list: NULL when empty, else outside the input, strictly
@@ -159,9 +198,11 @@ static void check_decoded_storage(const tc_wire_msg_t *m, const void *in, size_t
         CHECK(m->reqs == NULL);
         check_decoded_ids(m->nready, m->ready, in, len);
         check_decoded_ids(m->nstale, m->stale, in, len);
+        check_decoded_eager(m->neager, m->eager, in, len);
     } else {
         CHECK(m->seq == 0 && m->cache_gen == 0);
         CHECK(m->nready == 0 && m->ready == NULL && m->nstale == 0 && m->stale == NULL);
+        CHECK(m->neager == 0 && m->eager == NULL);
         CHECK(m->resps == NULL);
     }
     if (m->flags & TC_WIRE_F_TERMINATE) {
@@ -170,7 +211,8 @@ static void check_decoded_storage(const tc_wire_msg_t *m, const void *in, size_t
     } else {
         CHECK(m->term_status == 0 && m->term_text == NULL && m->term_text_len == 0);
     }
-    if (m->count > 0 || m->nready > 0 || m->nstale > 0 || (m->flags & TC_WIRE_F_TERMINATE)) {
+    if (m->count > 0 || m->nready > 0 || m->nstale > 0 || m->neager > 0 ||
+        (m->flags & TC_WIRE_F_TERMINATE)) {
         CHECK(m->owned != NULL);
     }
 }
@@ -248,9 +290,10 @@ static void expect_reject_at(const void *data, size_t len, const char *needle, i
 }
 #define EXPECT_REJECT(data, len, needle) expect_reject_at((data), (len), (needle), __LINE__)
 
-/* Hand-built byte strings for malformed input. */
+/* Hand-built byte strings for malformed input (room for the largest eager
+ * input and then some). */
 typedef struct {
-    uint8_t b[16384];
+    uint8_t b[TC_WIRE_MAX_EAGER + 16384];
     size_t n;
 } bytes_t;
 
@@ -301,10 +344,24 @@ static void b_header(bytes_t *b, unsigned type, unsigned flags, uint64_t count)
     b_varint(b, count);
 }
 
-/* An empty cycle record: seq 0, cache_gen 0, no ready ids, no stale ids. */
+/* An empty cycle record: seq 0, cache_gen 0, no ready ids, no stale ids, no
+ * eager inputs. */
 static void b_cycle0(bytes_t *b)
 {
+    b_raw(b, "\0\0\0\0\0", 5);
+}
+
+/* A cycle record up to its eager record: seq 0, cache_gen 0, no ids. */
+static void b_cycle_ids0(bytes_t *b)
+{
     b_raw(b, "\0\0\0\0", 4);
+}
+
+/* One eager input as written: the id (or distance), len, then len bytes of c. */
+static void b_eager(bytes_t *b, uint64_t id_or_delta, uint64_t len, unsigned c)
+{
+    b_varint(b, id_or_delta);
+    b_fill(b, (size_t)len, c);
 }
 
 /* A request with every shape value set to dim. */
@@ -345,6 +402,8 @@ static void expect_ok_at(const bytes_t *b, int line)
 #define GEN_MAX_ENTRIES 12
 #define GEN_MAX_DIM0 300
 #define GEN_MAX_IDS 1000
+#define GEN_MAX_EAGER 40
+#define GEN_EAGER_POOL (TC_WIRE_MAX_EAGER + 4096)
 
 typedef struct {
     tc_wire_msg_t msg;
@@ -356,6 +415,10 @@ typedef struct {
     char term[TC_WIRE_MAX_TEXT];
     uint32_t ready[GEN_MAX_IDS];
     uint32_t stale[GEN_MAX_IDS];
+    uint32_t eager_ids[GEN_MAX_EAGER];
+    tc_wire_eager_t eager[GEN_MAX_EAGER];
+    uint8_t eager_pool[GEN_EAGER_POOL]; /* random bytes (0x00 too) the inputs point into */
+    int eager_pool_filled;
 } gen_t;
 
 static gen_t gen; /* big: static */
@@ -430,12 +493,58 @@ static uint32_t rand_ids(uint32_t *ids, uint32_t max_n)
     return n;
 }
 
+/* An eager input's length: 1, around the 1-byte varint limit, a multiple of
+ * 8, up to a few hundred, or short. */
+static uint32_t rand_eager_len(void)
+{
+    switch (rng_below(8)) {
+    case 0: return 1;
+    case 1: return 127 + rng_below(3);
+    case 2: return 8 * (1 + rng_below(8));
+    case 3: return 1 + rng_below(600);
+    default: return 1 + rng_below(24);
+    }
+}
+
+/* Up to max_n eager inputs with ids as rand_ids makes them, each pointing at
+ * len bytes somewhere in the random pool. With big, now and then one input
+ * (never more, to keep the messages small enough for the quadratic checks)
+ * is TC_WIRE_MAX_EAGER bytes. */
+static uint32_t rand_eager(uint32_t max_n, int big)
+{
+    uint32_t n, j;
+    int max_used = !big;
+
+    if (!gen.eager_pool_filled) {
+        for (j = 0; j < GEN_EAGER_POOL; j++) {
+            gen.eager_pool[j] = (uint8_t)rng();
+        }
+        gen.eager_pool_filled = 1;
+    }
+    n = rand_ids(gen.eager_ids, max_n);
+    for (j = 0; j < n; j++) {
+        tc_wire_eager_t *e = &gen.eager[j];
+        e->id = gen.eager_ids[j];
+        if (!max_used && rng_below(40) == 0) {
+            e->len = TC_WIRE_MAX_EAGER;
+            max_used = 1;
+        } else {
+            e->len = rand_eager_len();
+        }
+        e->data = gen.eager_pool + rng_below(GEN_EAGER_POOL - e->len + 1);
+    }
+    return n;
+}
+
 /* Cycle fields on a message type that has no cycle record: the encoder must
- * ignore them, however bad (too many, unsorted, NULL), and the decoder must
- * leave them zero. */
+ * ignore them, however bad (too many, unsorted, NULL, len 0 or too long), and
+ * the decoder must leave them zero. */
 static void gen_ignored_cycle(tc_wire_msg_t *m)
 {
     static const uint32_t bad_ids[] = {TC_WIRE_MAX_CACHE, 7, 7, 0};
+    static const tc_wire_eager_t bad_eager[] = {
+        {9, 4, "abcd"}, {3, 0, "x"}, {3, TC_WIRE_MAX_EAGER + 1, "y"},
+        {TC_WIRE_MAX_CACHE, 1, NULL}};
 
     if (rng_below(2)) {
         return;
@@ -446,6 +555,11 @@ static void gen_ignored_cycle(tc_wire_msg_t *m)
     m->ready = NULL;
     m->nstale = 4;
     m->stale = bad_ids;
+    switch (rng_below(3)) {
+    case 0: m->neager = UINT32_MAX; m->eager = NULL; break;
+    case 1: m->neager = 4; m->eager = bad_eager; break;
+    default: m->neager = rand_eager(6, 0); m->eager = gen.eager; break; /* valid, ignored */
+    }
 }
 
 static int32_t rand_root(void)
@@ -540,6 +654,8 @@ static const tc_wire_msg_t *gen_msg(unsigned max_entries, int big)
     m->ready = m->nready > 0 || rng_below(2) ? gen.ready : NULL;
     m->nstale = rand_ids(gen.stale, big ? GEN_MAX_IDS : 6);
     m->stale = m->nstale > 0 || rng_below(2) ? gen.stale : NULL;
+    m->neager = rand_eager(big ? GEN_MAX_EAGER : 6, big);
+    m->eager = m->neager > 0 || rng_below(2) ? gen.eager : NULL;
     if (m->flags & TC_WIRE_F_TERMINATE) {
         m->term_status = (uint8_t)(1 + rng_below(TC_ERR_TIMEOUT));
         m->term_text = gen.term;
@@ -570,18 +686,31 @@ static void test_golden(void)
     static const uint8_t req[] = {0x7C, 0x02, 0x01, 0x01, 0x01, 0x02, 0x06, 0x00,
                                   0x03, 0x02, 0xAC, 0x02, 0x00, 0x02, 0x61, 0x62};
     /* RUN "x" dim0 {1, 128} cache_ref 129; seq 300, cache_gen 0, ready {0, 5, 200}
-     * (0, then 5-0-1 = 4, then 200-5-1 = 194), stale {2^20-1}; terminate
+     * (0, then 5-0-1 = 4, then 200-5-1 = 194), stale {2^20-1}, eager inputs
+     * id 5 {DE AD 00 FF} and id 200 {80} (5 as is, then 200-5-1 = 194, each
+     * with its len, then the raw bytes: a 0x00 is fine there); terminate
      * TC_ERR_SHUTDOWN "bye" */
     static const uint8_t cycle[] = {0x7C, 0x02, 0x02, 0x02, 0x01,                   /* header */
                                     0x00, 0x01, 0x78, 0x02, 0x01, 0x80, 0x01, 0x81, 0x01, /* RUN */
                                     0xAC, 0x02, 0x00,                   /* seq, cache_gen */
                                     0x03, 0x00, 0x04, 0xC2, 0x01,       /* ready */
                                     0x01, 0xFF, 0xFF, 0x3F,             /* stale */
+                                    0x02,                               /* eager: 2 inputs */
+                                    0x05, 0x04, 0xDE, 0xAD, 0x00, 0xFF, /* id 5, len 4 */
+                                    0xC2, 0x01, 0x01, 0x80,             /* id 200, len 1 */
                                     0x05, 0x03, 0x62, 0x79, 0x65};      /* terminate */
-    /* an empty CYCLE: no responses, seq 0, cache_gen 0, no ids */
-    static const uint8_t empty_cycle[] = {0x7C, 0x02, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+    /* an empty CYCLE: no responses, seq 0, cache_gen 0, no ids, no eager inputs */
+    static const uint8_t empty_cycle[] = {0x7C, 0x02, 0x02, 0x00, 0x00,
+                                          0x00, 0x00, 0x00, 0x00, 0x00};
+    /* the largest eager input, alone at the largest id: count 1, id 2^20-1,
+     * len 2^16 (3 varint bytes each), then the bytes */
+    static const uint8_t big_eager_head[] = {0x7C, 0x02, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00,
+                                             0x00, 0x01, 0xFF, 0xFF, 0x3F, 0x80, 0x80, 0x04};
     static const int64_t dim0[] = {1, 128};
     static const uint32_t ready[] = {0, 5, 200}, stale[] = {TC_WIRE_MAX_CACHE - 1};
+    static const uint8_t in5[] = {0xDE, 0xAD, 0x00, 0xFF}, in200[] = {0x80};
+    static uint8_t big_in[TC_WIRE_MAX_EAGER];
+    const tc_wire_eager_t eager[] = {{5, 4, in5}, {200, 1, in200}};
     tc_wire_request_t r = {0};
     tc_wire_response_t s = {0};
     tc_wire_msg_t m = {0};
@@ -616,8 +745,8 @@ static void test_golden(void)
     s.cache_ref = 129;
     m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .flags = TC_WIRE_F_TERMINATE, .count = 1,
                         .resps = &s, .seq = 300, .nready = 3, .ready = ready, .nstale = 1,
-                        .stale = stale, .term_status = TC_ERR_SHUTDOWN, .term_text = "bye",
-                        .term_text_len = 3};
+                        .stale = stale, .neager = 2, .eager = eager,
+                        .term_status = TC_ERR_SHUTDOWN, .term_text = "bye", .term_text_len = 3};
     buf.len = 0;
     CHECK_OK(tc__wire_encode(&m, &buf));
     CHECK_EQ(buf.len, sizeof(cycle));
@@ -631,6 +760,13 @@ static void test_golden(void)
         CHECK(d.seq == 300 && d.cache_gen == 0);
         CHECK(d.nready == 3 && d.ready[0] == 0 && d.ready[1] == 5 && d.ready[2] == 200);
         CHECK(d.nstale == 1 && d.stale[0] == TC_WIRE_MAX_CACHE - 1);
+        CHECK(d.neager == 2 && d.eager != NULL);
+        CHECK(d.eager[0].id == 5 && d.eager[0].len == 4);
+        CHECK(memcmp(d.eager[0].data, in5, 4) == 0);
+        CHECK(d.eager[1].id == 200 && d.eager[1].len == 1);
+        CHECK(memcmp(d.eager[1].data, in200, 1) == 0);
+        CHECK(d.term_status == TC_ERR_SHUTDOWN && d.term_text_len == 3);
+        CHECK(memcmp(d.term_text, "bye", 3) == 0);
         tc__wire_msg_free(&d);
     }
 
@@ -639,6 +775,20 @@ static void test_golden(void)
     CHECK_OK(tc__wire_encode(&m, &buf));
     CHECK_EQ(buf.len, sizeof(empty_cycle));
     CHECK(memcmp(buf.data, empty_cycle, sizeof(empty_cycle)) == 0);
+
+    {
+        size_t k;
+        tc_wire_eager_t e = {TC_WIRE_MAX_CACHE - 1, TC_WIRE_MAX_EAGER, big_in};
+        for (k = 0; k < sizeof(big_in); k++) {
+            big_in[k] = (uint8_t)(k * 7 + (k >> 8));
+        }
+        m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .neager = 1, .eager = &e};
+        buf.len = 0;
+        CHECK_OK(tc__wire_encode(&m, &buf));
+        CHECK_EQ(buf.len, sizeof(big_eager_head) + TC_WIRE_MAX_EAGER);
+        CHECK(memcmp(buf.data, big_eager_head, sizeof(big_eager_head)) == 0);
+        CHECK(memcmp(buf.data + sizeof(big_eager_head), big_in, TC_WIRE_MAX_EAGER) == 0);
+    }
     tc__wire_buf_free(&buf);
     CHECK(buf.data == NULL && buf.len == 0 && buf.cap == 0);
     tc__wire_buf_free(&buf);
@@ -839,10 +989,82 @@ static void test_cycle_record_roundtrip(void)
     }
     /* a count of 0 with a non-NULL array is fine; it decodes to NULL */
     m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .ready = run, .stale = spread};
-    CHECK_EQ(roundtrip(&m), 9);
+    CHECK_EQ(roundtrip(&m), 10);
     /* the varint sizes: each distance is written, not the id */
     m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .nready = 300, .ready = run};
-    CHECK_EQ(roundtrip(&m), 9 + 1 + 2 + 299); /* count 300 takes 2 bytes, id 1000 2 */
+    CHECK_EQ(roundtrip(&m), 10 + 1 + 2 + 299); /* count 300 takes 2 bytes, id 1000 2 */
+}
+
+/* The eager record: ids as in an id list (the ends of the range, neighbours,
+ * distances on either side of the 1-byte varint limit), lengths at their ends
+ * and varint boundaries, bytes of every value (0x00 included), alongside the
+ * other parts of a CYCLE. */
+static void test_eager_roundtrip(void)
+{
+    enum { NSETS = 7 };
+    static uint8_t bytes[TC_WIRE_MAX_EAGER];
+    static tc_wire_eager_t one_zero[1], one_max[1], ends[2], near_end[3], gaps[6], many[300];
+    static const uint32_t ready[] = {0, 5, 200};
+    static const uint32_t gap_ids[] = {127, 255, 384, 16768, 16769, 33154};
+    static const uint32_t gap_lens[] = {1, 127, 128, 129, 16383, 16384};
+    tc_wire_eager_t *sets[NSETS] = {NULL, one_zero, one_max, ends, near_end, gaps, many};
+    const uint32_t lens[NSETS] = {0, 1, 1, 2, 3, 6, 300};
+    tc_wire_response_t s = {.rtype = TC_WIRE_RUN, .name = "e", .name_len = 1, .cache_ref = 6};
+    tc_wire_msg_t m;
+    uint32_t i, k;
+
+    for (i = 0; i < TC_WIRE_MAX_EAGER; i++) {
+        bytes[i] = (uint8_t)(i * 131 + (i >> 8)); /* every value, 0x00 included */
+    }
+    one_zero[0] = (tc_wire_eager_t){0, 1, bytes};
+    one_max[0] = (tc_wire_eager_t){TC_WIRE_MAX_CACHE - 1, TC_WIRE_MAX_EAGER, bytes};
+    ends[0] = (tc_wire_eager_t){0, TC_WIRE_MAX_EAGER, bytes};
+    ends[1] = (tc_wire_eager_t){TC_WIRE_MAX_CACHE - 1, 3, bytes + 1};
+    for (i = 0; i < 3; i++) {
+        near_end[i] = (tc_wire_eager_t){TC_WIRE_MAX_CACHE - 3 + i, 8 * (i + 1), bytes + i};
+    }
+    for (i = 0; i < 6; i++) {
+        gaps[i] = (tc_wire_eager_t){gap_ids[i], gap_lens[i], bytes + 1000 * i + 7};
+    }
+    for (i = 0; i < 300; i++) {
+        many[i] = (tc_wire_eager_t){i * 3495 + 7, 1 + i % 37, bytes + i * 61};
+    }
+    for (i = 0; i < NSETS; i++) {
+        for (k = 0; k < 4; k++) {
+            m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .seq = i, .cache_gen = k,
+                                .neager = lens[i], .eager = sets[i]};
+            if (k & 1) {
+                m.count = 1;
+                m.resps = &s;
+                m.nready = 3;
+                m.ready = ready;
+                m.nstale = 1;
+                m.stale = ready + 2;
+            }
+            if (k & 2) {
+                m.flags = TC_WIRE_F_TERMINATE;
+                m.term_status = TC_ERR_SHUTDOWN;
+                m.term_text = "t";
+                m.term_text_len = 1;
+            }
+            roundtrip(&m);
+        }
+    }
+    /* a count of 0 with a non-NULL array is fine; it decodes to NULL */
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .eager = many};
+    CHECK_EQ(roundtrip(&m), 10);
+    /* the sizes: count, the first id as is, then distances; each len, then
+     * the bytes */
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .neager = 1, .eager = one_zero};
+    CHECK_EQ(roundtrip(&m), 9 + 1 + 1 + 1 + 1);
+    m.eager = one_max; /* id 2^20-1 and len 2^16 take 3 bytes each */
+    CHECK_EQ(roundtrip(&m), 9 + 1 + 3 + 3 + TC_WIRE_MAX_EAGER);
+    m.neager = 6;
+    m.eager = gaps; /* ids: 127 (1 byte), then distances 127 (1), 128 (2), 16383 (2),
+                     * 0 (1), 16384 (3); lens 1, 127 (1 byte each), 128, 129, 16383 (2
+                     * each), 16384 (3) */
+    CHECK_EQ(roundtrip(&m), 9 + 1 + (1 + 1 + 2 + 2 + 1 + 3) + (1 + 1 + 2 + 2 + 2 + 3) +
+                                (1 + 127 + 128 + 129 + 16383 + 16384));
 }
 
 static void test_bye_and_misc(void)
@@ -861,26 +1083,41 @@ static void test_bye_and_misc(void)
     tc__wire_msg_free(&d);
 
     /* REQUESTS and BYE carry no cycle record: whatever the cycle fields hold
-     * (too many ids, NULL, unsorted, past the limit) is ignored on encode, and
-     * the bytes are the same as without it */
+     * (too many ids, NULL, unsorted, past the limit; eager inputs that are
+     * too many, NULL, unsorted, empty, too long or without data, or valid
+     * ones) is ignored on encode, and the bytes are the same as without it */
     {
         static const uint32_t bad[] = {9, 3, TC_WIRE_MAX_CACHE, 3};
+        static const tc_wire_eager_t bad_eager[] = {
+            {9, 1, "a"}, {3, 1, "b"}, {4, 0, "c"}, {5, TC_WIRE_MAX_EAGER + 1, "d"},
+            {6, 2, NULL}, {TC_WIRE_MAX_CACHE, 1, "f"}};
+        static const tc_wire_eager_t good_eager[] = {{1, 2, "ab"}, {7, 1, "c"}};
+        static const struct {
+            uint32_t n;
+            const tc_wire_eager_t *e;
+        } eagers[] = {{UINT32_MAX, NULL}, {TC_WIRE_MAX_CACHE + 1, good_eager}, {3, NULL},
+                      {6, bad_eager}, {2, good_eager}};
         tc_wire_request_t r = {.name = "q", .name_len = 1};
         tc_wire_msg_t with = {.seq = UINT64_MAX, .cache_gen = 7, .nready = UINT32_MAX,
                               .nstale = 4, .stale = bad};
         tc_wire_msg_t without = {0};
         tc_wire_buf_t b2 = {0};
+        size_t e;
         int t;
         for (t = 0; t < 2; t++) {
-            with.type = without.type = t == 0 ? TC_WIRE_BYE : TC_WIRE_REQUESTS;
-            with.count = without.count = t;
-            with.reqs = without.reqs = t ? &r : NULL;
-            buf.len = 0;
-            b2.len = 0;
-            CHECK_OK(tc__wire_encode(&with, &buf));
-            CHECK_OK(tc__wire_encode(&without, &b2));
-            CHECK(buf.len == b2.len && memcmp(buf.data, b2.data, buf.len) == 0);
-            roundtrip(&with); /* checks that the decoded cycle fields are zero */
+            for (e = 0; e < sizeof(eagers) / sizeof(eagers[0]); e++) {
+                with.type = without.type = t == 0 ? TC_WIRE_BYE : TC_WIRE_REQUESTS;
+                with.count = without.count = (uint32_t)t;
+                with.reqs = without.reqs = t ? &r : NULL;
+                with.neager = eagers[e].n;
+                with.eager = eagers[e].e;
+                buf.len = 0;
+                b2.len = 0;
+                CHECK_OK(tc__wire_encode(&with, &buf));
+                CHECK_OK(tc__wire_encode(&without, &b2));
+                CHECK(buf.len == b2.len && memcmp(buf.data, b2.data, buf.len) == 0);
+                roundtrip(&with); /* checks that the decoded cycle fields are zero */
+            }
         }
         tc__wire_buf_free(&b2);
     }
@@ -959,12 +1196,12 @@ static void test_large(void)
     CHECK_EQ(len, 4 + 3 + (size_t)N * 7); /* minimal requests: 7 bytes each */
     m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .count = N, .resps = s};
     len = roundtrip(&m);
-    /* minimal responses: 5 bytes each; then a 4-byte cycle record */
-    CHECK_EQ(len, 4 + 3 + (size_t)N * 5 + 4);
+    /* minimal responses: 5 bytes each; then a 5-byte cycle record */
+    CHECK_EQ(len, 4 + 3 + (size_t)N * 5 + 5);
     m.flags = TC_WIRE_F_TERMINATE;
     m.term_status = TC_ERR_SHUTDOWN;
     len = roundtrip(&m);
-    CHECK_EQ(len, 4 + 3 + (size_t)N * 5 + 4 + 2);
+    CHECK_EQ(len, 4 + 3 + (size_t)N * 5 + 5 + 2);
     free(r);
     free(s);
 
@@ -978,19 +1215,49 @@ static void test_large(void)
         m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .nready = TC_WIRE_MAX_CACHE, .ready = ids,
                             .nstale = TC_WIRE_MAX_CACHE, .stale = ids};
         len = roundtrip(&m);
-        /* count 2^20 takes 3 bytes, then one byte an id */
-        CHECK_EQ(len, 4 + 1 + 2 + 2 * (3 + (size_t)TC_WIRE_MAX_CACHE));
+        /* count 2^20 takes 3 bytes, then one byte an id; then an eager count */
+        CHECK_EQ(len, 4 + 1 + 2 + 2 * (3 + (size_t)TC_WIRE_MAX_CACHE) + 1);
         free(ids);
+    }
+
+    /* the most eager inputs, each as short as one can be (3 bytes: distance,
+     * len 1, the byte): so the decoder's bound on the eager count (bytes left
+     * / 3) is no tighter than the format either */
+    {
+        tc_wire_eager_t *e = malloc(TC_WIRE_MAX_CACHE * sizeof(*e));
+        static const uint8_t vals[] = {0x00, 0x5A, 0xFF};
+        CHECK(e != NULL);
+        for (i = 0; i < TC_WIRE_MAX_CACHE; i++) {
+            e[i] = (tc_wire_eager_t){i, 1, &vals[i % 3]};
+        }
+        m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .neager = TC_WIRE_MAX_CACHE, .eager = e};
+        len = roundtrip(&m);
+        CHECK_EQ(len, 4 + 1 + 2 + 2 + 3 + 3 * (size_t)TC_WIRE_MAX_CACHE);
+        free(e);
     }
 }
 
 static void test_random_roundtrip(void)
 {
-    int i;
+    int i, with_eager = 0, with_max = 0, ignored_eager = 0;
+    uint32_t j;
 
     for (i = 0; i < 3000; i++) {
-        roundtrip(gen_msg(GEN_MAX_ENTRIES, i % 4 == 0));
+        const tc_wire_msg_t *m = gen_msg(GEN_MAX_ENTRIES, i % 4 == 0);
+        if (m->type == TC_WIRE_CYCLE && m->neager > 0) {
+            with_eager++;
+            for (j = 0; j < m->neager; j++) {
+                with_max += m->eager[j].len == TC_WIRE_MAX_EAGER;
+            }
+        } else if (m->type != TC_WIRE_CYCLE && m->neager > 0) {
+            ignored_eager++;
+        }
+        roundtrip(m);
     }
+    /* the generator does make what it is meant to */
+    CHECK_GT(with_eager, 300);
+    CHECK_GT(with_max, 0);
+    CHECK_GT(ignored_eager, 0);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1095,10 +1362,292 @@ static void test_truncation_and_corruption(void)
     tc__wire_buf_free(&buf);
 }
 
+/* The eager record, one hand-made message per rule. Each message is a CYCLE
+ * with no responses and an empty cycle record up to the eager record, whose
+ * count is byte 9. */
+static void test_malformed_eager(bytes_t *b)
+{
+    static const uint8_t vals[] = {0x00, 0xFF, 0x7C, 0x80};
+    static const tc_wire_eager_t ents[] = {{0, 1, vals}, {1, 4, vals}, {300, 2, vals + 2},
+                                           {TC_WIRE_MAX_CACHE - 1, 3, vals + 1}};
+    tc_wire_msg_t d;
+    tc_wire_buf_t buf = {0};
+    char err[256];
+    size_t c;
+    int i;
+
+    /* valid: none; two at 3 bytes each (the fewest), ids 0 and 1; one of the
+     * largest at the largest id; padded varints for id and len */
+    b_header(b, TC_WIRE_CYCLE, 0, 0);
+    b_cycle_ids0(b);
+    b_u8(b, 0);
+    EXPECT_OK(b);
+    b_header(b, TC_WIRE_CYCLE, 0, 0);
+    b_cycle_ids0(b);
+    b_u8(b, 2);
+    b_eager(b, 0, 1, 0xAA);
+    b_eager(b, 0, 1, 0x00);
+    EXPECT_OK(b);
+    CHECK_OK(tc__wire_decode(b->b, b->n, &d, err, sizeof(err)));
+    CHECK(d.neager == 2 && d.eager[0].id == 0 && d.eager[1].id == 1);
+    CHECK(d.eager[0].len == 1 && ((const uint8_t *)d.eager[0].data)[0] == 0xAA);
+    CHECK(d.eager[1].len == 1 && ((const uint8_t *)d.eager[1].data)[0] == 0x00);
+    tc__wire_msg_free(&d);
+    b_header(b, TC_WIRE_CYCLE, 0, 0);
+    b_cycle_ids0(b);
+    b_u8(b, 1);
+    b_eager(b, TC_WIRE_MAX_CACHE - 1, TC_WIRE_MAX_EAGER, 0xC3);
+    EXPECT_OK(b);
+    CHECK_OK(tc__wire_decode(b->b, b->n, &d, err, sizeof(err)));
+    CHECK(d.neager == 1 && d.eager[0].id == TC_WIRE_MAX_CACHE - 1);
+    CHECK(d.eager[0].len == TC_WIRE_MAX_EAGER);
+    CHECK(((const uint8_t *)d.eager[0].data)[0] == 0xC3);
+    CHECK(((const uint8_t *)d.eager[0].data)[TC_WIRE_MAX_EAGER - 1] == 0xC3);
+    tc__wire_msg_free(&d);
+    b_header(b, TC_WIRE_CYCLE, 0, 0);
+    b_cycle_ids0(b);
+    b_u8(b, 1);
+    b_raw(b, "\x85\x80\x00", 3); /* id 5, padded */
+    b_raw(b, "\x82\x00", 2);     /* len 2, padded */
+    b_raw(b, "\x01\x02", 2);
+    EXPECT_OK(b);
+    CHECK_OK(tc__wire_decode(b->b, b->n, &d, err, sizeof(err)));
+    CHECK(d.neager == 1 && d.eager[0].id == 5 && d.eager[0].len == 2);
+    CHECK(memcmp(d.eager[0].data, "\x01\x02", 2) == 0);
+    tc__wire_msg_free(&d);
+
+    /* count: at most TC_WIRE_MAX_CACHE, and 3 bytes an input at least */
+    b_header(b, TC_WIRE_CYCLE, 0, 0);
+    b_cycle_ids0(b);
+    b_varint(b, TC_WIRE_MAX_CACHE + 1);
+    b_eager(b, 0, 1, 0xAA);
+    EXPECT_REJECT(b->b, b->n, "wire: eager count 1048577 above 1048576 (byte 9)");
+    b_header(b, TC_WIRE_CYCLE, 0, 0);
+    b_cycle_ids0(b);
+    b_varint(b, UINT64_MAX);
+    EXPECT_REJECT(b->b, b->n, "eager count 18446744073709551615 above 1048576");
+    b_header(b, TC_WIRE_CYCLE, 0, 0);
+    b_cycle_ids0(b);
+    for (i = 0; i < 9; i++) {
+        b_u8(b, 0xFF);
+    }
+    b_u8(b, 0x02);
+    EXPECT_REJECT(b->b, b->n, "eager count: varint above 2^64-1");
+    b_header(b, TC_WIRE_CYCLE, 0, 0);
+    b_cycle_ids0(b);
+    b_varint(b, TC_WIRE_MAX_CACHE);
+    b_eager(b, 0, 1, 0xAA);
+    b_eager(b, 0, 1, 0xAA);
+    EXPECT_REJECT(b->b, b->n, "eager count 1048576 cannot fit in the 6 bytes left");
+    b_header(b, TC_WIRE_CYCLE, 0, 0);
+    b_cycle_ids0(b);
+    b_u8(b, 1);
+    b_raw(b, "\0\1", 2);
+    EXPECT_REJECT(b->b, b->n, "eager count 1 cannot fit in the 2 bytes left (byte 10)");
+    b_header(b, TC_WIRE_CYCLE, 0, 0);
+    b_cycle_ids0(b);
+    b_u8(b, 2);
+    b_eager(b, 0, 1, 0xAA);
+    b_raw(b, "\0\1", 2);
+    EXPECT_REJECT(b->b, b->n, "eager count 2 cannot fit in the 5 bytes left");
+    b_u8(b, 0xBB);
+    EXPECT_OK(b);
+    b_header(b, TC_WIRE_CYCLE, 0, 0);
+    b_cycle_ids0(b);
+    b_u8(b, 3);
+    b_eager(b, 0, 2, 0xAA); /* 8 bytes, enough for 2 inputs, not for 3 */
+    b_eager(b, 0, 2, 0xAA);
+    EXPECT_REJECT(b->b, b->n, "eager count 3 cannot fit in the 8 bytes left");
+    b->b[9] = 2;
+    EXPECT_OK(b);
+
+    /* ids: the first one at or past the limit directly, a later one through
+     * its distance, including distances that wrap a 64-bit or 32-bit sum */
+    b_header(b, TC_WIRE_CYCLE, 0, 0);
+    b_cycle_ids0(b);
+    b_u8(b, 1);
+    b_eager(b, TC_WIRE_MAX_CACHE, 1, 0xAA);
+    EXPECT_REJECT(b->b, b->n,
+                  "wire: eager input 0: id value 1048576 reaches 1048576 or more (byte 10)");
+    b_header(b, TC_WIRE_CYCLE, 0, 0);
+    b_cycle_ids0(b);
+    b_u8(b, 1);
+    b_eager(b, UINT64_MAX, 1, 0xAA);
+    EXPECT_REJECT(b->b, b->n, "eager input 0: id value 18446744073709551615 reaches");
+    {
+        static const struct {
+            uint64_t prev, delta;
+            int ok;
+        } cases[] = {
+            {TC_WIRE_MAX_CACHE - 2, 0, 1},
+            {TC_WIRE_MAX_CACHE - 2, 1, 0},
+            {TC_WIRE_MAX_CACHE - 1, 0, 0},
+            {0, TC_WIRE_MAX_CACHE - 2, 1},
+            {0, TC_WIRE_MAX_CACHE - 1, 0},
+            {0, UINT64_MAX, 0},                 /* 0 + 1 + d wraps to 0 */
+            {5, UINT64_MAX - 5, 0},             /* wraps to 0 */
+            {5, UINT64_MAX - 4, 0},             /* wraps to 1 */
+            {5, (uint64_t)1 << 32, 0},          /* 6 in 32 bits */
+            {5, ((uint64_t)1 << 32) - 6, 0},    /* 0 in 32 bits */
+            {5, (uint64_t)1 << 63, 0},
+        };
+        for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+            b_header(b, TC_WIRE_CYCLE, 0, 0);
+            b_cycle_ids0(b);
+            b_u8(b, 2);
+            b_eager(b, cases[c].prev, 1, 0x01);
+            b_eager(b, cases[c].delta, 2, 0x02);
+            if (cases[c].ok) {
+                EXPECT_OK(b);
+            } else {
+                EXPECT_REJECT(b->b, b->n, "eager input 1: id delta ");
+            }
+        }
+    }
+    b_header(b, TC_WIRE_CYCLE, 0, 0);
+    b_cycle_ids0(b);
+    b_u8(b, 3);
+    b_eager(b, 10, 1, 0xAA); /* id 10 at byte 10, then len and 1 byte */
+    b_eager(b, 0, 1, 0xAA);  /* id 11 at byte 13 */
+    b_eager(b, TC_WIRE_MAX_CACHE - 12, 1, 0xAA); /* 11 + 1 + that = the limit */
+    EXPECT_REJECT(b->b, b->n,
+                  "wire: eager input 2: id delta 1048564 reaches 1048576 or more (byte 16)");
+
+    /* len: 1..TC_WIRE_MAX_EAGER, and no more than the bytes left */
+    b_header(b, TC_WIRE_CYCLE, 0, 0);
+    b_cycle_ids0(b);
+    b_u8(b, 1);
+    b_raw(b, "\0\0\xAA", 3);
+    EXPECT_REJECT(b->b, b->n, "wire: eager input 0: len 0 outside 1..65536 (byte 11)");
+    b_header(b, TC_WIRE_CYCLE, 0, 0);
+    b_cycle_ids0(b);
+    b_u8(b, 1);
+    b_u8(b, 0);
+    b_varint(b, TC_WIRE_MAX_EAGER + 1);
+    b_raw(b, "\xAA", 1);
+    EXPECT_REJECT(b->b, b->n, "eager input 0: len 65537 outside 1..65536 (byte 11)");
+    b_header(b, TC_WIRE_CYCLE, 0, 0);
+    b_cycle_ids0(b);
+    b_u8(b, 1);
+    b_u8(b, 0);
+    b_varint(b, UINT64_MAX);
+    EXPECT_REJECT(b->b, b->n, "eager input 0: len 18446744073709551615 outside");
+    b_header(b, TC_WIRE_CYCLE, 0, 0);
+    b_cycle_ids0(b);
+    b_u8(b, 1);
+    b_u8(b, 0);
+    for (i = 0; i < 9; i++) {
+        b_u8(b, 0xFF);
+    }
+    b_u8(b, 0x02);
+    EXPECT_REJECT(b->b, b->n, "eager input 0: len: varint above 2^64-1");
+    b_header(b, TC_WIRE_CYCLE, 0, 0);
+    b_cycle_ids0(b);
+    b_u8(b, 1);
+    b_raw(b, "\0\4", 2);
+    b_raw(b, "\1\2\3", 3);
+    EXPECT_REJECT(b->b, b->n, "eager input 0: len 4 runs past the end (3 bytes left)");
+    b_u8(b, 4);
+    EXPECT_OK(b);
+    b_header(b, TC_WIRE_CYCLE, 0, 0);
+    b_cycle_ids0(b);
+    b_u8(b, 2);
+    b_eager(b, 0, 1, 0xAA);
+    b_raw(b, "\0\x0A", 2);
+    b_raw(b, "\1\2\3\4\5", 5);
+    EXPECT_REJECT(b->b, b->n, "eager input 1: len 10 runs past the end (5 bytes left)");
+    b_header(b, TC_WIRE_CYCLE, 0, 0);
+    b_cycle_ids0(b);
+    b_u8(b, 1);
+    b_eager(b, 0, TC_WIRE_MAX_EAGER, 0x5A);
+    b->n--;
+    EXPECT_REJECT(b->b, b->n, "eager input 0: len 65536 runs past the end (65535 bytes left)");
+    /* the bytes of an input are raw: a terminate record's bytes inside one are
+     * data, and the record is then missing */
+    b_header(b, TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 0);
+    b_cycle_ids0(b);
+    b_u8(b, 1);
+    b_raw(b, "\0\4", 2);
+    b_raw(b, "\1\2", 2);
+    b_u8(b, TC_ERR_SHUTDOWN);
+    b_u8(b, 0);
+    EXPECT_REJECT(b->b, b->n, "wire: truncated reading terminate status");
+
+    /* truncated inside the record */
+    b_header(b, TC_WIRE_CYCLE, 0, 0);
+    b_cycle_ids0(b);
+    b_u8(b, 1);
+    b_raw(b, "\x80\x80\x80", 3);
+    EXPECT_REJECT(b->b, b->n, "eager input 0: truncated reading id (byte 10)");
+    b_header(b, TC_WIRE_CYCLE, 0, 0);
+    b_cycle_ids0(b);
+    b_u8(b, 1);
+    b_raw(b, "\x05\x80\x80", 3);
+    EXPECT_REJECT(b->b, b->n, "eager input 0: truncated reading len (byte 11)");
+    b_header(b, TC_WIRE_CYCLE, 0, 0);
+    b_cycle_ids0(b);
+    b_u8(b, 2);
+    b_eager(b, 0, 1, 0xAA);
+    b_raw(b, "\x80\x80\x80", 3);
+    EXPECT_REJECT(b->b, b->n, "eager input 1: truncated reading id delta (byte 13)");
+    b_header(b, TC_WIRE_CYCLE, 0, 0);
+    b_cycle_ids0(b);
+    b_u8(b, 1);
+    for (i = 0; i < 10; i++) {
+        b_u8(b, 0x80);
+    }
+    b_u8(b, 0);
+    b_raw(b, "\1\xAA", 2);
+    EXPECT_REJECT(b->b, b->n, "eager input 0: id: varint longer than 10 bytes");
+
+    /* trailing bytes after the record, with and without a terminate record */
+    b_header(b, TC_WIRE_CYCLE, 0, 0);
+    b_cycle_ids0(b);
+    b_u8(b, 1);
+    b_eager(b, 7, 2, 0xAA);
+    EXPECT_OK(b);
+    b_u8(b, 0);
+    EXPECT_REJECT(b->b, b->n, "wire: 1 trailing bytes after the message (byte 14)");
+    b->n--;
+    b_u8(b, 1); /* a second eager record */
+    b_eager(b, 8, 1, 0xAA);
+    EXPECT_REJECT(b->b, b->n, "wire: 4 trailing bytes after the message (byte 14)");
+    b_header(b, TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 0);
+    b_cycle_ids0(b);
+    b_u8(b, 1);
+    b_eager(b, 7, 2, 0xAA);
+    b_u8(b, TC_ERR_SHUTDOWN);
+    b_str(b, "x");
+    EXPECT_OK(b);
+    b_u8(b, 0);
+    EXPECT_REJECT(b->b, b->n, "1 trailing bytes after the message");
+
+    /* every prefix and every single-byte change of messages with eager inputs */
+    {
+        tc_wire_response_t s = {.rtype = TC_WIRE_RUN, .name = "r", .name_len = 1,
+                                .cache_ref = 2};
+        static const uint32_t ready[] = {1, 300};
+        tc_wire_msg_t m = {.type = TC_WIRE_CYCLE, .count = 1, .resps = &s, .seq = 9,
+                           .nready = 2, .ready = ready, .neager = 4, .eager = ents};
+        for (i = 0; i < 2; i++) {
+            if (i) {
+                m.flags = TC_WIRE_F_TERMINATE;
+                m.term_status = TC_ERR_SHUTDOWN;
+                m.term_text = "t";
+                m.term_text_len = 1;
+            }
+            encode_into(&m, &buf);
+            check_prefixes(buf.data, buf.len);
+            check_corruptions(buf.data, buf.len, 1);
+        }
+    }
+    tc__wire_buf_free(&buf);
+}
+
 /* One hand-made message per rule. */
 static void test_malformed(void)
 {
-    static bytes_t b; /* static: 16 KiB */
+    static bytes_t b; /* static: 80 KiB */
     int i;
 
     /* header */
@@ -1404,26 +1953,26 @@ static void test_malformed(void)
     b_varint(&b, UINT64_MAX);
     b_cycle0(&b);
     EXPECT_REJECT(b.b, b.n, "cache_ref 18446744073709551615 above");
-    b_header(&b, TC_WIRE_CYCLE, 0, 1); /* 9 bytes after count: past the count bound */
+    b_header(&b, TC_WIRE_CYCLE, 0, 1); /* 10 bytes after count: past the count bound */
     b_u8(&b, TC_WIRE_RUN);
     b_str(&b, "r");
-    b_varint(&b, 5);
-    b_raw(&b, "\1\2\3\4\5", 5);
+    b_varint(&b, 6);
+    b_raw(&b, "\1\2\3\4\5\6", 6);
     EXPECT_REJECT(b.b, b.n, "response 0: truncated reading cache_ref");
 
     /* the count bound counts the records after the entries: one minimal
-     * response and a cycle record need 9 bytes, and a terminate record 2 more */
+     * response and a cycle record need 10 bytes, and a terminate record 2 more */
     b_header(&b, TC_WIRE_CYCLE, 0, 1);
     b_raw(&b, "\0\1r\0\0", 5);
-    b_raw(&b, "\0\0\0", 3);
-    EXPECT_REJECT(b.b, b.n, "count 1 cannot fit in the 8 bytes left");
+    b_raw(&b, "\0\0\0\0", 4);
+    EXPECT_REJECT(b.b, b.n, "count 1 cannot fit in the 9 bytes left");
     b_u8(&b, 0);
     EXPECT_OK(&b);
     b_header(&b, TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 1);
     b_raw(&b, "\0\1r\0\0", 5);
     b_cycle0(&b);
     b_u8(&b, TC_ERR_SHUTDOWN);
-    EXPECT_REJECT(b.b, b.n, "count 1 cannot fit in the 10 bytes left");
+    EXPECT_REJECT(b.b, b.n, "count 1 cannot fit in the 11 bytes left");
     b_u8(&b, 0);
     EXPECT_OK(&b);
 
@@ -1436,6 +1985,8 @@ static void test_malformed(void)
     EXPECT_REJECT(b.b, b.n, "truncated reading ready count");
     b_u8(&b, 0);
     EXPECT_REJECT(b.b, b.n, "truncated reading stale count");
+    b_u8(&b, 0);
+    EXPECT_REJECT(b.b, b.n, "truncated reading eager count (byte 27)");
     b_u8(&b, 0);
     EXPECT_OK(&b);
     {
@@ -1453,7 +2004,7 @@ static void test_malformed(void)
         b_u8(&b, 0xFF);
     }
     b_u8(&b, 0x02);
-    b_raw(&b, "\0\0\0", 3);
+    b_raw(&b, "\0\0\0\0", 4);
     EXPECT_REJECT(b.b, b.n, "seq: varint above 2^64-1");
     b_header(&b, TC_WIRE_CYCLE, 0, 0);
     b_u8(&b, 0);
@@ -1489,6 +2040,8 @@ static void test_malformed(void)
     b.b[b.n - 5] = 4;
     EXPECT_REJECT(b.b, b.n, "truncated reading stale count");
     b_u8(&b, 0);
+    EXPECT_REJECT(b.b, b.n, "truncated reading eager count");
+    b_u8(&b, 0);
     EXPECT_OK(&b);
     b_header(&b, TC_WIRE_CYCLE, 0, 0);
     b_raw(&b, "\0\0\0", 3);
@@ -1505,8 +2058,22 @@ static void test_malformed(void)
     b_header(&b, TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 0);
     b_raw(&b, "\0\0", 2);
     b_raw(&b, "\1\5\1\6", 4);
+    b_varint(&b, TC_WIRE_MAX_CACHE + 1);
+    b_raw(&b, "\5\0", 2);
+    EXPECT_REJECT(b.b, b.n, "wire: eager count 1048577 above 1048576 (byte 11)");
+    b_header(&b, TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 0);
     b_raw(&b, "\0\0", 2);
-    EXPECT_REJECT(b.b, b.n, "wire: terminate status 0 not in 1..");
+    b_raw(&b, "\1\5\1\6", 4);
+    b_u8(&b, 0);
+    b_raw(&b, "\0\0", 2);
+    EXPECT_REJECT(b.b, b.n, "wire: terminate status 0 not in 1..8 (byte 12)");
+    b_header(&b, TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 0);
+    b_raw(&b, "\0\0", 2);
+    b_raw(&b, "\1\5\1\6", 4);
+    b_u8(&b, 1);
+    b_eager(&b, 9, 2, 0xAB);
+    b_raw(&b, "\0\0", 2);
+    EXPECT_REJECT(b.b, b.n, "wire: terminate status 0 not in 1..8 (byte 16)");
 
     /* id lists: values. Ids out of order cannot be written (each next one is a
      * distance forward), so what is left to refuse is an id at or past the
@@ -1516,7 +2083,7 @@ static void test_malformed(void)
     b_raw(&b, "\0\0", 2);
     b_u8(&b, 1);
     b_varint(&b, TC_WIRE_MAX_CACHE - 1);
-    b_u8(&b, 0);
+    b_raw(&b, "\0\0", 2);
     EXPECT_OK(&b);
     b_header(&b, TC_WIRE_CYCLE, 0, 0);
     b_raw(&b, "\0\0", 2);
@@ -1563,6 +2130,7 @@ static void test_malformed(void)
                 if (list == 0) {
                     b_u8(&b, 0); /* no stale ids */
                 }
+                b_u8(&b, 0); /* no eager inputs */
                 if (cases[c].ok) {
                     EXPECT_OK(&b);
                 } else {
@@ -1654,11 +2222,19 @@ static void test_malformed(void)
     /* REQUESTS and BYE have no cycle record: bytes for one are trailing */
     b_header(&b, TC_WIRE_BYE, 0, 0);
     b_cycle0(&b);
-    EXPECT_REJECT(b.b, b.n, "4 trailing bytes");
+    EXPECT_REJECT(b.b, b.n, "5 trailing bytes");
     b_header(&b, TC_WIRE_REQUESTS, 0, 1);
     b_req(&b, 0, 0, 0, 0, 0, 0, "a");
     b_cycle0(&b);
-    EXPECT_REJECT(b.b, b.n, "4 trailing bytes");
+    EXPECT_REJECT(b.b, b.n, "5 trailing bytes");
+    b_header(&b, TC_WIRE_REQUESTS, 0, 1);
+    b_req(&b, 0, 0, 0, 0, 0, 0, "a");
+    b_cycle_ids0(&b);
+    b_u8(&b, 1);
+    b_eager(&b, 0, 1, 0x11);
+    EXPECT_REJECT(b.b, b.n, "8 trailing bytes");
+
+    test_malformed_eager(&b);
 }
 
 /* The encoder refuses what the decoder would, and leaves buf as it was. */
@@ -1835,6 +2411,80 @@ static void test_encode_rejects(void)
         roundtrip(&m);
     }
 
+    /* eager record: a count the format allows, an array when the count is not
+     * 0, ids strictly ascending below the limit, len 1..TC_WIRE_MAX_EAGER and
+     * data for it; the bad input is the last, after valid ones */
+    {
+        static uint8_t big[TC_WIRE_MAX_EAGER + 1];
+        static const tc_wire_eager_t ok[] = {{2, 1, "a"}, {4, 3, "bcd"},
+                                             {TC_WIRE_MAX_CACHE - 1, 2, "ef"}};
+        static const struct {
+            uint32_t id, len;
+            int null_data;
+            const char *needle;
+        } cases[] = {
+            {4, 1, 0, "eager input 2: id 4 not above the previous id 4 (ids must be strictly"},
+            {3, 1, 0, "eager input 2: id 3 not above the previous id 4"},
+            {0, 1, 0, "eager input 2: id 0 not above the previous id 4"},
+            {TC_WIRE_MAX_CACHE, 1, 0, "eager input 2: id 1048576 not below 1048576"},
+            {UINT32_MAX, 1, 0, "eager input 2: id 4294967295 not below 1048576"},
+            {9, 0, 0, "eager input 2: len 0 outside 1..65536"},
+            {9, TC_WIRE_MAX_EAGER + 1, 0, "eager input 2: len 65537 outside 1..65536"},
+            {9, UINT32_MAX, 0, "eager input 2: len 4294967295 outside 1..65536"},
+            {9, 4, 1, "eager input 2: data is NULL with len 4"},
+            {9, 1, 1, "eager input 2: data is NULL with len 1"},
+        };
+        tc_wire_eager_t e[3];
+        size_t c;
+
+        memset(s, 0, sizeof(s));
+        s[0].name = "ok";
+        s[0].name_len = 2;
+        for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+            e[0] = ok[0];
+            e[1] = ok[1];
+            e[2] = (tc_wire_eager_t){cases[c].id, cases[c].len,
+                                     cases[c].null_data ? NULL : big};
+            /* a valid response and id lists before, a terminate record after */
+            m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .flags = TC_WIRE_F_TERMINATE,
+                                .count = 1, .resps = s, .seq = 1, .nready = 1,
+                                .ready = &ok[2].id, .neager = 3, .eager = e,
+                                .term_status = TC_ERR_SHUTDOWN};
+            EXPECT_ENCODE_REJECT(&m, cases[c].needle);
+            /* the same input first, alone, is refused too unless the fault
+             * is only the order */
+            m.neager = 1;
+            m.eager = &e[2];
+            if (cases[c].id < TC_WIRE_MAX_CACHE && cases[c].len >= 1 &&
+                cases[c].len <= TC_WIRE_MAX_EAGER && !cases[c].null_data) {
+                roundtrip(&m);
+            } else {
+                EXPECT_ENCODE_REJECT(&m, "eager input 0: ");
+            }
+        }
+        m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .neager = 2};
+        EXPECT_ENCODE_REJECT(&m, "eager is NULL with neager 2");
+        m.neager = TC_WIRE_MAX_CACHE + 1;
+        m.eager = ok;
+        EXPECT_ENCODE_REJECT(&m, "neager 1048577 above 1048576");
+        m.neager = UINT32_MAX;
+        EXPECT_ENCODE_REJECT(&m, "neager 4294967295 above 1048576");
+        m.eager = NULL;
+        EXPECT_ENCODE_REJECT(&m, "neager 4294967295 above 1048576");
+        /* the limits themselves are fine */
+        e[0] = (tc_wire_eager_t){0, TC_WIRE_MAX_EAGER, big};
+        e[1] = (tc_wire_eager_t){TC_WIRE_MAX_CACHE - 1, 1, big};
+        m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .neager = 2, .eager = e};
+        roundtrip(&m);
+        m.neager = 0; /* and a count of 0 needs no array */
+        m.eager = NULL;
+        roundtrip(&m);
+        /* the same inputs are ignored where there is no cycle record */
+        m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .neager = 3, .eager = e};
+        e[2] = (tc_wire_eager_t){0, 0, NULL};
+        roundtrip(&m);
+    }
+
     /* terminate record */
     memset(s, 0, sizeof(s));
     m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .flags = TC_WIRE_F_TERMINATE};
@@ -1925,6 +2575,7 @@ int main(void)
     test_requests_roundtrip();
     test_cycle_roundtrip();
     test_cycle_record_roundtrip();
+    test_eager_roundtrip();
     test_bye_and_misc();
     test_large();
     test_random_roundtrip();
