@@ -70,6 +70,8 @@
 #define TAG_REQ 1
 #define TAG_CYCLE 2 /* and 3: TAG_CYCLE + (cycle & 1) */
 #define MSG_MAX 1024
+#define EAGER_MSG_MAX (64 * 1024) /* eager input bytes in one cycle message */
+#define EAGER_MAX_RANKS 64    /* above, eager inputs cost more than they save */
 
 enum { ST_NONE, ST_STARTING, ST_RUNNING, ST_SHUT, ST_DEAD };
 
@@ -150,6 +152,9 @@ typedef struct {
     tc_wire_msg_t *cyc;    /* [size]: the messages for seq */
     uint32_t *my_ready, *my_stale; /* what our message for seq listed */
     uint32_t nmy_ready, nmy_stale;
+    tc_wire_eager_t *my_eager; /* the inputs it carried */
+    uint32_t nmy_eager;
+    tc_scratch_t eager_buf;    /* where eager inputs are reduced */
     tc_coord_batch_t batch; /* rank 0: the responses our message for seq carried */
     int term_sent;          /* rank 0: our message for seq carried TERMINATE */
     char term_text[MSG_MAX];
@@ -702,6 +707,91 @@ static int coord_has_news(const engine_t *e)
                             (e->coord != NULL && tc__coord_nready(e->coord) > 0));
 }
 
+/* Picks the ready ids whose inputs ride in our cycle message: small
+ * allreduces, up to EAGER_MSG_MAX bytes in all. */
+static void attach_eager(engine_t *e)
+{
+    size_t total = 0, limit = (size_t)e->cfg->eager_bytes;
+    uint32_t i;
+
+    e->nmy_eager = 0;
+    if (limit == 0 || e->nmy_ready == 0 || e->size > EAGER_MAX_RANKS) {
+        return;
+    }
+    e->my_eager = malloc((size_t)e->nmy_ready * sizeof(*e->my_eager));
+    if (e->my_eager == NULL) {
+        return; /* they go the normal way */
+    }
+    for (i = 0; i < e->nmy_ready; i++) {
+        const tc_cache_entry_t *ce = tc__cache_get(&e->cache, e->my_ready[i]);
+        const tc_request_t *req = ce->pending;
+        size_t bytes = req->count * tc_dtype_size(req->dtype);
+        if (req->kind != TC_KIND_ALLREDUCE || bytes == 0 || bytes > limit ||
+            total + bytes > EAGER_MSG_MAX) {
+            continue;
+        }
+        e->my_eager[e->nmy_eager++] = (tc_wire_eager_t){ce->id, (uint32_t)bytes, req->send};
+        total += bytes;
+    }
+}
+
+static int cmp_eager(const void *a, const void *b)
+{
+    uint32_t x = ((const tc_wire_eager_t *)a)->id, y = ((const tc_wire_eager_t *)b)->id;
+    return (x > y) - (x < y);
+}
+
+static const tc_wire_eager_t *find_eager(const tc_wire_eager_t *ents, uint32_t n, uint32_t id)
+{
+    tc_wire_eager_t key = {id, 0, NULL};
+    return n > 0 ? bsearch(&key, ents, n, sizeof(key), cmp_eager) : NULL;
+}
+
+/* If every rank sent its input for id inside its cycle message, reduces them
+ * here in rank order (the same bits on every rank) and completes req: returns
+ * 1. Returns 0 when the id must run as a collective. */
+static int reduce_eager(engine_t *e, uint32_t id, tc_request_t *req)
+{
+    const tc_wire_eager_t *x[EAGER_MAX_RANKS];
+    size_t bytes = req->count * tc_dtype_size(req->dtype);
+    char *acc;
+    int q;
+
+    if (e->size > EAGER_MAX_RANKS) {
+        return 0;
+    }
+    for (q = 0; q < e->size; q++) {
+        x[q] = q == e->rank ? find_eager(e->my_eager, e->nmy_eager, id)
+                            : find_eager(e->cyc[q].eager, e->cyc[q].neager, id);
+        if (x[q] == NULL) {
+            return 0;
+        }
+        if (x[q]->len != bytes) {
+            engine_fail(e, TC_ERR_TRANSPORT, 1, "protocol error: rank %d sent %u bytes of "
+                        "tensor '%s', this rank has %zu", q, x[q]->len, req->name, bytes);
+            return 0;
+        }
+    }
+    if (tc__scratch_reserve(&e->eager_buf, bytes) != TC_OK) {
+        return 0;
+    }
+    acc = e->eager_buf.data;
+    memcpy(acc, x[0]->data, bytes);
+    for (q = 1; q < e->size; q++) {
+        tc__reduce(req->dtype, req->op, acc, x[q]->data, req->count);
+    }
+    if (req->op == TC_AVG) {
+        tc__reduce_avg_finish(req->dtype, acc, req->count, e->size);
+    }
+    memcpy(req->recv, acc, bytes);
+    req->output.data = req->recv;
+    req->output.dtype = req->dtype;
+    req->output.ndim = req->ndim;
+    memcpy(req->output.shape, req->shape, sizeof(req->shape));
+    finish(req, TC_OK, NULL);
+    return 1;
+}
+
 /* Sends this rank's message for cycle seq to every other rank. */
 static void contribute(engine_t *e)
 {
@@ -726,6 +816,7 @@ static void contribute(engine_t *e)
     qsort(e->my_stale, ns, sizeof(uint32_t), cmp_u32);
     e->nmy_ready = nr;
     e->nmy_stale = ns;
+    attach_eager(e);
     out.type = TC_WIRE_CYCLE;
     out.seq = e->seq;
     out.cache_gen = e->cache.gen;
@@ -733,6 +824,8 @@ static void contribute(engine_t *e)
     out.ready = e->my_ready;
     out.nstale = ns;
     out.stale = e->my_stale;
+    out.neager = e->nmy_eager;
+    out.eager = e->my_eager;
     if (e->rank == 0) {
         if (!e->failed && tc__coord_take_ready(e->coord, &e->batch) != TC_OK) {
             engine_fail(e, TC_ERR_NOMEM, 0, "rank 0 ran out of memory scheduling tensors");
@@ -918,6 +1011,14 @@ static void complete_cycle(engine_t *e, int run)
             run = 0;
             break;
         }
+        if (reduce_eager(e, id, ce->pending)) {
+            ce->pending = NULL;
+            continue;
+        }
+        if (e->broken) {
+            run = 0;
+            break;
+        }
         all[n] = (tc_wire_response_t){.rtype = TC_WIRE_RUN, .name = ce->name,
                                       .name_len = ce->desc.name_len, .ndim0 = ce->ndim0,
                                       .dim0 = ce->dim0, .cache_ref = id + 1};
@@ -960,8 +1061,10 @@ static void complete_cycle(engine_t *e, int run)
     memset(&e->batch, 0, sizeof(e->batch));
     free(e->my_ready);
     free(e->my_stale);
+    free(e->my_eager);
     e->my_ready = e->my_stale = NULL;
-    e->nmy_ready = e->nmy_stale = 0;
+    e->my_eager = NULL;
+    e->nmy_ready = e->nmy_stale = e->nmy_eager = 0;
     e->term_sent = 0;
     e->ngot = 0;
     e->contributed = 0;
@@ -1284,7 +1387,9 @@ static void engine_free(engine_t *e)
     free(e->cyc_have);
     free(e->my_ready);
     free(e->my_stale);
+    free(e->my_eager);
     free(e->pend);
+    tc__scratch_free(&e->eager_buf);
     tc__scratch_free(&e->scratch);
     tc__scratch_free(&e->fusion);
     free(e->sends);

@@ -60,6 +60,10 @@ static const knob_t knobs[] = {
     {"TCOLL_FUSION_BUFFER_KB", KNOB_INT, OFF(fusion_buffer_kb), "4096", 1, 1048576,
      "Largest fused group (KiB); the buffer is kept between steps. Must be the "
      "same on every rank."},
+    {"TCOLL_EAGER_BYTES", KNOB_INT, OFF(eager_bytes), "16384", 0, 65536,
+     "A cached allreduce of at most this many bytes travels inside the "
+     "negotiation message that says it is ready, and every rank reduces it "
+     "where it lands: no separate transfer. 0 turns this off."},
     {"TCOLL_CACHE_CAPACITY", KNOB_INT, OFF(cache_capacity), "1024", 0, 1048576,
      "Names the response cache holds: a name negotiated once is filed on every "
      "rank, and later submissions with the same parameters skip rank 0's "

@@ -20,6 +20,7 @@ typedef struct {
     int fusion_threshold_kb; /* TCOLL_FUSION_THRESHOLD_KB */
     int fusion_buffer_kb; /* TCOLL_FUSION_BUFFER_KB */
     int cache_capacity;   /* TCOLL_CACHE_CAPACITY */
+    int eager_bytes;      /* TCOLL_EAGER_BYTES */
     char proxy_cpus[256]; /* TCOLL_PROXY_CPUS */
 } tc_config_t;
 
