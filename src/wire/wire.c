@@ -522,7 +522,7 @@ static tc_status_t rd_message(wire_reader_t *rd, wire_arena_t *a, tc_wire_msg_t 
         min_entry = WIRE_MIN_RESPONSE;
         break;
     case TC_WIRE_BYE:
-        allowed = 0;
+        allowed = TC_WIRE_F_TERMINATE; /* an abort: why the sender stopped */
         min_entry = 1; /* unused: count must be 0 */
         break;
     default:
@@ -946,7 +946,7 @@ static tc_status_t wr_message(wire_writer_t *w, const tc_wire_msg_t *m)
         allowed = TC_WIRE_F_TERMINATE;
         break;
     case TC_WIRE_BYE:
-        allowed = 0;
+        allowed = TC_WIRE_F_TERMINATE;
         break;
     default:
         return enc_fail(NULL, 0, "unknown message type %u", m->type);

@@ -20,9 +20,11 @@
  *   type      := 1 REQUESTS (worker -> coordinator: first-time submissions),
  *                2 CYCLE (every rank -> every other rank: entries are responses, and
  *                  a cycle record follows them),
- *                3 BYE (worker -> coordinator, last message of a rank; count must be 0)
+ *                3 BYE (worker -> coordinator, last message of a rank; count must be 0;
+ *                  with TERMINATE, sent to every rank: an abort, saying why the sender stopped)
  *   flags     := bit 0 SHUTDOWN  (REQUESTS: this rank asks for shutdown)
- *                bit 1 TERMINATE (CYCLE: a terminate record follows the cycle record)
+ *                bit 1 TERMINATE (CYCLE: a terminate record follows the cycle record;
+ *                                 BYE: a terminate record follows the header)
  *                other bits must be 0; a flag that does not fit the type is rejected
  *   request   := kind:u8 dtype:u8 op:u8 root:zigzag ndim:u8 shape{ndim} name
  *                (shape values must be 0..INT64_MAX; kind/dtype/op/ndim in range)

@@ -82,6 +82,11 @@ int main(int argc, char **argv)
     m = (tc_wire_msg_t){.type = TC_WIRE_BYE};
     rc |= write_msg(argv[1], "bye", &m);
 
+    m = (tc_wire_msg_t){.type = TC_WIRE_BYE, .flags = TC_WIRE_F_TERMINATE,
+                        .term_status = TC_ERR_TRANSPORT, .term_text = "rank 3 lost",
+                        .term_text_len = 11};
+    rc |= write_msg(argv[1], "bye_abort", &m);
+
     m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .flags = TC_WIRE_F_SHUTDOWN};
     rc |= write_msg(argv[1], "requests_shutdown_empty", &m);
 

@@ -1673,7 +1673,7 @@ static void test_malformed(void)
         EXPECT_REJECT(b.b, b.n, "unknown message type");
     }
 
-    /* flags that do not fit the type; BYE takes none */
+    /* flags that do not fit the type; BYE takes only TERMINATE (an abort) */
     for (i = 0; i < 256; i++) {
         b_header(&b, TC_WIRE_REQUESTS, (unsigned)i, 0);
         if (i == 0 || i == TC_WIRE_F_SHUTDOWN) {
@@ -1682,7 +1682,11 @@ static void test_malformed(void)
             EXPECT_REJECT(b.b, b.n, "flags");
         }
         b_header(&b, TC_WIRE_BYE, (unsigned)i, 0);
-        if (i == 0) {
+        if (i == TC_WIRE_F_TERMINATE) {
+            b_u8(&b, TC_ERR_TRANSPORT);
+            b_str(&b, "rank 3 lost");
+        }
+        if (i == 0 || i == TC_WIRE_F_TERMINATE) {
             EXPECT_OK(&b);
         } else {
             EXPECT_REJECT(b.b, b.n, "flags");
