@@ -20,6 +20,10 @@
 
 extern char **environ;
 
+/* Knob values are read (never written) through these: string fields are
+ * bytes at an offset, the others ints. */
+#define KNOB_INT_AT(cfg, k) (*(const int *)((const char *)(cfg) + (k)->offset))
+
 typedef enum { KNOB_INT, KNOB_LEVEL, KNOB_STRING } knob_type_t;
 
 typedef struct {
@@ -27,11 +31,12 @@ typedef struct {
     knob_type_t type;
     size_t offset;
     const char *def;
-    long min, max;
+    long min, max; /* integers: the range; strings: max is the field size */
     const char *doc;
 } knob_t;
 
 #define OFF(field) offsetof(tc_config_t, field)
+#define FIELD_SIZE(field) ((long)sizeof(((tc_config_t *)0)->field))
 
 static const knob_t knobs[] = {
     {"TCOLL_LOG_LEVEL", KNOB_LEVEL, OFF(log_level), "warn", 0, 0,
@@ -71,11 +76,38 @@ static const knob_t knobs[] = {
     {"TCOLL_OUTPUT_POOL_MB", KNOB_INT, OFF(output_pool_mb), "256", 0, 1048576,
      "Memory (MiB) of freed allgather outputs (1 MiB and up) kept for reuse by "
      "later allgathers instead of mapping fresh pages; 0 keeps none."},
-    {"TCOLL_PROXY_CPUS", KNOB_STRING, OFF(proxy_cpus), "", 0, 0,
+    {"TCOLL_STALL_WARN_S", KNOB_INT, OFF(stall_warn_s), "60", 0, 86400,
+     "Rank 0 warns when a tensor has been submitted by some ranks but not all "
+     "for this many seconds, listing the ranks that have and have not, and "
+     "repeats at this interval while it lasts; 0 turns the warning off."},
+    {"TCOLL_STALL_ABORT_S", KNOB_INT, OFF(stall_abort_s), "0", 0, 86400,
+     "After this many seconds, such a stalled tensor fails on every rank that "
+     "submitted it with TC_ERR_TIMEOUT and the same explanation; the engine "
+     "goes on. 0 (the default) never fails a stalled tensor."},
+    {"TCOLL_PEER_TIMEOUT_S", KNOB_INT, OFF(peer_timeout_s), "60", 1, 86400,
+     "A rank that waits this many seconds for another rank's engine (a "
+     "negotiation message, or a transfer of a collective every rank agreed to "
+     "run) without progress declares that rank lost: its pending requests "
+     "fail with TC_ERR_TRANSPORT naming it."},
+    {"TCOLL_SHUTDOWN_TIMEOUT_S", KNOB_INT, OFF(shutdown_timeout_s), "30", 1, 86400,
+     "Longest time tc_shutdown waits for the other ranks to finish the "
+     "shutdown handshake; after it, tc_shutdown returns TC_ERR_TIMEOUT and "
+     "leaves MPI unfinalized rather than hang."},
+    {"TCOLL_TIMELINE", KNOB_STRING, OFF(timeline), "", 0, FIELD_SIZE(timeline),
+     "Write a Chrome trace (chrome://tracing, Perfetto) of this rank's "
+     "negotiations and collectives to this path from tc_init on; %r in the "
+     "path becomes the rank. Empty: no timeline (tc_timeline_start can still "
+     "start one)."},
+    {"TCOLL_PROXY_CPUS", KNOB_STRING, OFF(proxy_cpus), "", 0, FIELD_SIZE(proxy_cpus),
      "CPUs the default proxy init hook binds its thread to (hwloc list syntax, "
      "e.g. 0-3,8), or NUMA nodes as numa:<nodes>; empty binds nothing."},
 };
 #define NKNOBS (sizeof(knobs) / sizeof(knobs[0]))
+
+_Static_assert(NKNOBS <= TC_CONFIG_MAX_KNOBS, "raise TC_CONFIG_MAX_KNOBS");
+_Static_assert(sizeof(((tc_config_t *)0)->timeline) <= TC_CONFIG_TEXT_MAX &&
+                   sizeof(((tc_config_t *)0)->proxy_cpus) <= TC_CONFIG_TEXT_MAX,
+               "a string knob must fit in tc_knob_desc_t.value");
 
 static const char *const level_names[] = {"error", "warn", "info", "debug", "trace"};
 
@@ -107,9 +139,8 @@ static int set_knob(tc_config_t *cfg, const knob_t *k, const char *text, char *e
                  text);
         return -1;
     case KNOB_STRING:
-        if (strlen(text) >= sizeof(cfg->proxy_cpus)) {
-            snprintf(err, errlen, "%s is longer than %zu bytes", k->name,
-                     sizeof(cfg->proxy_cpus) - 1);
+        if (strlen(text) >= (size_t)k->max) { /* max: the field's size */
+            snprintf(err, errlen, "%s is longer than %ld bytes", k->name, k->max - 1);
             return -1;
         }
         strcpy((char *)cfg + k->offset, text);
@@ -144,71 +175,219 @@ int tc__config_parse_one(tc_config_t *cfg, const char *name, const char *text, c
     return -1;
 }
 
-static tc_config_t config;
+static tc_config_state_t live;
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 
-static void config_load(void)
+/* The value of env entry e when it is "name=value", else NULL. */
+static const char *entry_value(const char *e, const char *name)
 {
-    char err[512];
-    char **env;
-    size_t i;
+    size_t n = strlen(name);
+    return strncmp(e, name, n) == 0 && e[n] == '=' ? e + n + 1 : NULL;
+}
 
-    tc__config_defaults(&config);
-    /* The log level first, so the lines below obey it. */
+int tc__config_load(tc_config_state_t *st, char *const *env, unsigned flags)
+{
+    const char *found[NKNOBS];
+    char err[512];
+    char *const *e;
+    size_t i;
+    int problems = 0;
+
+    memset(st, 0, sizeof(*st));
+    tc__config_defaults(&st->cfg);
     for (i = 0; i < NKNOBS; i++) {
-        const char *text = getenv(knobs[i].name);
+        found[i] = NULL;
+        for (e = env; e != NULL && *e != NULL && found[i] == NULL; e++) {
+            found[i] = entry_value(*e, knobs[i].name);
+        }
+    }
+    /* The log level first, so the lines below obey it. */
+    if (flags & TC_CONFIG_LOAD_SET_LEVEL) {
+        tc_config_t scratch = st->cfg;
+        for (i = 0; i < NKNOBS; i++) {
+            if (knobs[i].type == KNOB_LEVEL && found[i] != NULL) {
+                (void)set_knob(&scratch, &knobs[i], found[i], err, sizeof(err));
+            }
+        }
+        atomic_store_explicit(&tc__log_level, scratch.log_level, memory_order_relaxed);
+    }
+    for (i = 0; i < NKNOBS; i++) {
+        const char *text = found[i];
+        size_t len;
         if (text == NULL) {
             continue;
         }
-        if (set_knob(&config, &knobs[i], text, err, sizeof(err)) != 0) {
-            TC_WARN("config", "%s; keeping the default \"%s\"", err, knobs[i].def);
-            continue;
-        }
-        if (knobs[i].type == KNOB_LEVEL) {
-            atomic_store_explicit(&tc__log_level, config.log_level, memory_order_relaxed);
-        }
-        TC_INFO("config", "%s=%s (from the environment)", knobs[i].name, text);
-    }
-    atomic_store_explicit(&tc__log_level, config.log_level, memory_order_relaxed);
-    for (env = environ; env != NULL && *env != NULL; env++) {
-        const char *eq = strchr(*env, '=');
-        size_t len = eq ? (size_t)(eq - *env) : strlen(*env);
-        int known = 0;
-        if (strncmp(*env, "TCOLL_", 6) != 0) {
-            continue;
-        }
-        for (i = 0; i < NKNOBS; i++) {
-            if (strlen(knobs[i].name) == len && strncmp(knobs[i].name, *env, len) == 0) {
-                known = 1;
+        if (set_knob(&st->cfg, &knobs[i], text, err, sizeof(err)) == 0) {
+            st->source[i] = TC_KNOB_ENVIRONMENT;
+            if (flags & TC_CONFIG_LOAD_LOG) {
+                TC_INFO("config", "%s=%s (from the environment)", knobs[i].name, text);
             }
+            continue;
+        }
+        problems++;
+        len = strlen(text);
+        st->rejected[i] = 1;
+        st->rejected_len[i] = len;
+        if (len >= TC_CONFIG_REJECTED_MAX) {
+            len = TC_CONFIG_REJECTED_MAX - 1;
+        }
+        memcpy(st->rejected_text[i], text, len);
+        st->rejected_text[i][len] = '\0';
+        if (flags & TC_CONFIG_LOAD_LOG) {
+            TC_WARN("config", "%s; keeping the default \"%s\"", err, knobs[i].def);
+        }
+    }
+    for (e = env; e != NULL && *e != NULL; e++) {
+        const char *eq = strchr(*e, '=');
+        size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
+        int known = 0;
+        if (strncmp(*e, "TCOLL_", 6) != 0) {
+            continue;
+        }
+        for (i = 0; i < NKNOBS && !known; i++) {
+            known = strlen(knobs[i].name) == len && strncmp(knobs[i].name, *e, len) == 0;
         }
         if (!known) {
-            TC_WARN("config", "unknown variable %.*s ignored (see the README for the knobs)",
-                    (int)len, *env);
+            problems++;
+            if (flags & TC_CONFIG_LOAD_LOG) {
+                TC_WARN("config", "unknown variable %.*s ignored (see the README for the knobs)",
+                        len > INT_MAX ? INT_MAX : (int)len, *e);
+            }
         }
     }
+    if (flags & TC_CONFIG_LOAD_SET_LEVEL) {
+        atomic_store_explicit(&tc__log_level, st->cfg.log_level, memory_order_relaxed);
+    }
+    return problems;
+}
+
+static void config_load(void)
+{
+    (void)tc__config_load(&live, environ, TC_CONFIG_LOAD_LOG | TC_CONFIG_LOAD_SET_LEVEL);
 }
 
 const tc_config_t *tc__config(void)
 {
     pthread_once(&config_once, config_load);
-    return &config;
+    return &live.cfg;
+}
+
+size_t tc__config_count(void)
+{
+    return NKNOBS;
+}
+
+long tc__config_find(const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < NKNOBS; i++) {
+        if (strcmp(knobs[i].name, name) == 0) {
+            return (long)i;
+        }
+    }
+    return -1;
+}
+
+/* The value of knob k in cfg as text. */
+static void value_text(const tc_config_t *cfg, const knob_t *k, char *buf, size_t len)
+{
+    int v;
+
+    switch (k->type) {
+    case KNOB_INT:
+        snprintf(buf, len, "%d", KNOB_INT_AT(cfg, k));
+        return;
+    case KNOB_LEVEL:
+        v = KNOB_INT_AT(cfg, k);
+        snprintf(buf, len, "%s",
+                 v >= 0 && (size_t)v < sizeof(level_names) / sizeof(level_names[0])
+                     ? level_names[v]
+                     : "?");
+        return;
+    case KNOB_STRING:
+        snprintf(buf, len, "%.*s", (int)(k->max - 1), (const char *)cfg + k->offset);
+        return;
+    }
+    snprintf(buf, len, "?");
+}
+
+int tc__config_describe_state(const tc_config_state_t *st, size_t i, tc_knob_desc_t *d)
+{
+    static const char *const type_names[] = {"int", "level", "string"};
+    const knob_t *k;
+
+    if (i >= NKNOBS) {
+        return -1;
+    }
+    k = &knobs[i];
+    memset(d, 0, sizeof(*d));
+    d->name = k->name;
+    d->type = type_names[k->type];
+    value_text(&st->cfg, k, d->value, sizeof(d->value));
+    d->def = k->def;
+    d->source = st->source[i] == TC_KNOB_ENVIRONMENT ? TC_KNOB_ENVIRONMENT : TC_KNOB_DEFAULT;
+    d->source_name = d->source == TC_KNOB_ENVIRONMENT ? "environment" : "default";
+    if (st->rejected[i]) {
+        d->rejected = st->rejected_text[i];
+        d->rejected_len = st->rejected_len[i];
+    }
+    d->doc = k->doc;
+    d->offset = k->offset;
+    switch (k->type) {
+    case KNOB_INT:
+        d->number = KNOB_INT_AT(&st->cfg, k);
+        d->min = k->min;
+        d->max = k->max;
+        d->size = sizeof(int);
+        snprintf(d->range, sizeof(d->range), "%ld..%ld", k->min, k->max);
+        break;
+    case KNOB_LEVEL:
+        d->number = KNOB_INT_AT(&st->cfg, k);
+        d->min = 0;
+        d->max = (long)(sizeof(level_names) / sizeof(level_names[0])) - 1;
+        d->size = sizeof(int);
+        snprintf(d->range, sizeof(d->range), "error|warn|info|debug|trace");
+        break;
+    case KNOB_STRING:
+        d->number = (long)strlen(d->value);
+        d->min = 0;
+        d->max = k->max - 1;
+        d->size = (size_t)k->max;
+        snprintf(d->range, sizeof(d->range), "up to %ld bytes", k->max - 1);
+        break;
+    }
+    return 0;
+}
+
+int tc__config_describe(size_t i, tc_knob_desc_t *d)
+{
+    (void)tc__config();
+    return tc__config_describe_state(&live, i, d);
 }
 
 void tc__config_print(FILE *out, const tc_config_t *cfg)
 {
+    char text[TC_CONFIG_TEXT_MAX];
     size_t i;
 
     for (i = 0; i < NKNOBS; i++) {
         const knob_t *k = &knobs[i];
         if (cfg == NULL) {
-            fprintf(out, "| `%s` | `%s` | %s |\n", k->name, k->def, k->doc);
-        } else if (k->type == KNOB_STRING) {
-            fprintf(out, "%-22s %s\n", k->name, (const char *)cfg + k->offset);
-        } else if (k->type == KNOB_LEVEL) {
-            fprintf(out, "%-22s %s\n", k->name, level_names[*(const int *)((const char *)cfg + k->offset)]);
+            /* As in the README: an empty default reads "(empty)", and an
+             * integer's doc ends with its range. */
+            if (k->def[0] == '\0') {
+                fprintf(out, "| `%s` | (empty) | %s", k->name, k->doc);
+            } else {
+                fprintf(out, "| `%s` | `%s` | %s", k->name, k->def, k->doc);
+            }
+            if (k->type == KNOB_INT) {
+                fprintf(out, " %ld..%ld.", k->min, k->max);
+            }
+            fprintf(out, " |\n");
         } else {
-            fprintf(out, "%-22s %d\n", k->name, *(const int *)((const char *)cfg + k->offset));
+            value_text(cfg, k, text, sizeof(text));
+            fprintf(out, "%-22s %s\n", k->name, text);
         }
     }
 }

@@ -3,10 +3,13 @@
  *
  * The table (config.c) drives environment parsing, the README's knob table
  * and tcoll-info. Values are read once, on first use, and never change after.
+ * Each knob also remembers where its value came from (its default or the
+ * environment) and, when the environment's text was rejected, that text.
  */
 #ifndef TC_UTIL_CONFIG_H
 #define TC_UTIL_CONFIG_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 typedef struct {
@@ -21,6 +24,11 @@ typedef struct {
     int fusion_buffer_kb; /* TCOLL_FUSION_BUFFER_KB */
     int cache_capacity;   /* TCOLL_CACHE_CAPACITY */
     int eager_bytes;      /* TCOLL_EAGER_BYTES */
+    int stall_warn_s;     /* TCOLL_STALL_WARN_S */
+    int stall_abort_s;    /* TCOLL_STALL_ABORT_S */
+    int peer_timeout_s;   /* TCOLL_PEER_TIMEOUT_S */
+    int shutdown_timeout_s; /* TCOLL_SHUTDOWN_TIMEOUT_S */
+    char timeline[1024];  /* TCOLL_TIMELINE */
     char proxy_cpus[256]; /* TCOLL_PROXY_CPUS */
 } tc_config_t;
 
@@ -30,13 +38,76 @@ typedef struct {
 const tc_config_t *tc__config(void);
 
 /* Parses one knob's text into a scratch config; 0 on success, -1 with a
- * message in err on a bad value or unknown name. Used by the loader and tests. */
+ * message in err on a bad value or unknown name (cfg is then unchanged).
+ * Used by the loader, tests and the fuzzer. */
 int tc__config_parse_one(tc_config_t *cfg, const char *name, const char *text, char *err,
                          size_t errlen);
 void tc__config_defaults(tc_config_t *cfg);
 
-/* Writes the knob table (name, default, doc) as Markdown rows, or with the
- * current values when cfg is not NULL. */
+/* Writes the knob table as the README's Markdown rows (name, default, doc and
+ * range) when cfg is NULL, or "NAME value" lines with cfg's values. */
 void tc__config_print(FILE *out, const tc_config_t *cfg);
+
+/* ------------------------------------------------------------------------ */
+/* Where each value came from                                                */
+/* ------------------------------------------------------------------------ */
+
+#define TC_CONFIG_MAX_KNOBS 32       /* room in tc_config_state_t (the table has fewer) */
+#define TC_CONFIG_REJECTED_MAX 256   /* bytes kept of a rejected value, NUL included */
+#define TC_CONFIG_TEXT_MAX 1024      /* any knob's value as text, NUL included */
+
+typedef enum {
+    TC_KNOB_DEFAULT = 0,    /* not set, or set to a rejected value */
+    TC_KNOB_ENVIRONMENT = 1 /* set, and accepted */
+} tc_knob_source_t;
+
+/* A loaded configuration and, per knob in table order, its source. */
+typedef struct {
+    tc_config_t cfg;
+    unsigned char source[TC_CONFIG_MAX_KNOBS];   /* a tc_knob_source_t */
+    unsigned char rejected[TC_CONFIG_MAX_KNOBS]; /* 1: the environment's text was rejected */
+    size_t rejected_len[TC_CONFIG_MAX_KNOBS];    /* that text's full length in bytes */
+    /* Its first TC_CONFIG_REJECTED_MAX - 1 bytes, NUL-terminated. */
+    char rejected_text[TC_CONFIG_MAX_KNOBS][TC_CONFIG_REJECTED_MAX];
+} tc_config_state_t;
+
+enum {
+    TC_CONFIG_LOAD_LOG = 1,      /* log overrides (info), bad values and unknown TCOLL_* (warn) */
+    TC_CONFIG_LOAD_SET_LEVEL = 2 /* set the log level from TCOLL_LOG_LEVEL before logging */
+};
+
+/* Fills st from defaults and an environment-style array of "NAME=value"
+ * strings (NULL-terminated; env itself may be NULL). For each knob the first
+ * entry named after it counts, as with getenv; an entry without '=' sets
+ * nothing. Touches no global state unless flags ask for it. Returns the
+ * number of rejected values plus unknown TCOLL_* names. tc__config() is this
+ * on environ with both flags. */
+int tc__config_load(tc_config_state_t *st, char *const *env, unsigned flags);
+
+/* One knob described, for tcoll-info, tests and the fuzzer. */
+typedef struct {
+    const char *name;
+    const char *type;                /* "int", "level" or "string" */
+    char value[TC_CONFIG_TEXT_MAX];  /* the value in effect, as text */
+    long number;                     /* int and level: the value; string: its length */
+    const char *def;                 /* the default, as text */
+    tc_knob_source_t source;
+    const char *source_name;         /* "default" or "environment" */
+    const char *rejected;            /* NULL, or the rejected text (see rejected_len) */
+    size_t rejected_len;             /* its full length: more than strlen(rejected) when cut */
+    const char *doc;
+    long min, max;                   /* int: the range; level: 0..4; string: 0..longest */
+    char range[64];                  /* the same as text: "1..10000", "error|warn|...",
+                                        "up to 1023 bytes" */
+    size_t offset, size;             /* where the value lives in tc_config_t */
+} tc_knob_desc_t;
+
+size_t tc__config_count(void);
+/* Describes knob i (table order) of the live configuration (loading it on
+ * first use), or of st; 0, or -1 when i is out of range. */
+int tc__config_describe(size_t i, tc_knob_desc_t *d);
+int tc__config_describe_state(const tc_config_state_t *st, size_t i, tc_knob_desc_t *d);
+/* The index of the knob with this name, or -1. */
+long tc__config_find(const char *name);
 
 #endif

@@ -1,6 +1,8 @@
 /*
  * test_config.c - the knob table: defaults, valid and invalid values (which
- * must be rejected with a message and change nothing), unknown names.
+ * must be rejected with a message and change nothing), unknown names, where
+ * each value came from (the loader on explicit arrays and on the live
+ * environment), the descriptions tcoll-info prints, and the README rows.
  */
 #define _GNU_SOURCE
 #include "check.h"
@@ -8,6 +10,134 @@
 #include "util/log.h"
 
 #include <stdlib.h>
+
+static const tc_knob_desc_t *describe(const tc_config_state_t *st, const char *name)
+{
+    static tc_knob_desc_t d;
+    long i = tc__config_find(name);
+    CHECK_MSG(i >= 0, "no knob %s", name);
+    if (st != NULL) {
+        CHECK_EQ(tc__config_describe_state(st, (size_t)i, &d), 0);
+    } else {
+        CHECK_EQ(tc__config_describe((size_t)i, &d), 0);
+    }
+    CHECK(strcmp(d.name, name) == 0);
+    return &d;
+}
+
+/* The loader on explicit "NAME=value" arrays: sources, rejected text, counts. */
+static void test_load_array(void)
+{
+    tc_config_state_t st;
+    const tc_knob_desc_t *d;
+    static char longbad[1000];
+    char *env[16];
+    size_t i, n = 0;
+
+    /* No environment at all: every knob at its default. */
+    CHECK_EQ(tc__config_load(&st, NULL, 0), 0);
+    for (i = 0; i < tc__config_count(); i++) {
+        tc_knob_desc_t k;
+        CHECK_EQ(tc__config_describe_state(&st, i, &k), 0);
+        CHECK_EQ(k.source, TC_KNOB_DEFAULT);
+        CHECK(strcmp(k.source_name, "default") == 0);
+        CHECK(k.rejected == NULL);
+        CHECK_MSG(strcmp(k.value, k.def) == 0, "%s: value '%s', default '%s'", k.name, k.value,
+                  k.def);
+    }
+
+    memset(longbad, 'x', sizeof(longbad) - 1);
+    memcpy(longbad, "TCOLL_YIELD_US=", 15);
+    env[n++] = "PATH=/usr/bin";
+    env[n++] = "TCOLL_RING_CHUNK_KB=128";
+    env[n++] = "TCOLL_RING_CHUNK_KB=512"; /* the first one counts, as with getenv */
+    env[n++] = "TCOLL_SPIN=0x10";
+    env[n++] = "TCOLL_TIMELINE=";          /* set to its default: still the environment */
+    env[n++] = "TCOLL_LOG_LEVEL=Trace";
+    env[n++] = "TCOLL_STALL_WARN_S";       /* no '=': sets nothing, but is a known name */
+    env[n++] = "TCOLL_NOT_A_KNOB=1";
+    env[n++] = "TCOLL_=";
+    env[n++] = "XTCOLL_SPIN=3";
+    env[n++] = longbad;
+    env[n] = NULL;
+    /* Rejected: SPIN, YIELD_US; unknown: NOT_A_KNOB and TCOLL_. */
+    CHECK_EQ(tc__config_load(&st, env, 0), 4);
+    CHECK_EQ(st.cfg.ring_chunk_kb, 128);
+    CHECK_EQ(st.cfg.log_level, TC_LOG_TRACE);
+    CHECK_EQ(st.cfg.spin, 0);
+
+    d = describe(&st, "TCOLL_RING_CHUNK_KB");
+    CHECK_EQ(d->source, TC_KNOB_ENVIRONMENT);
+    CHECK(strcmp(d->source_name, "environment") == 0);
+    CHECK(strcmp(d->value, "128") == 0 && strcmp(d->def, "256") == 0);
+    CHECK(strcmp(d->type, "int") == 0 && strcmp(d->range, "1..1048576") == 0);
+    CHECK(d->rejected == NULL);
+    CHECK_EQ(d->number, 128);
+
+    d = describe(&st, "TCOLL_SPIN");
+    CHECK_EQ(d->source, TC_KNOB_DEFAULT);
+    CHECK(d->rejected != NULL && strcmp(d->rejected, "0x10") == 0);
+    CHECK_EQ(d->rejected_len, 4);
+    CHECK(strcmp(d->value, "0") == 0);
+
+    d = describe(&st, "TCOLL_YIELD_US");
+    CHECK_EQ(d->source, TC_KNOB_DEFAULT);
+    CHECK(d->rejected != NULL);
+    CHECK_EQ(d->rejected_len, sizeof(longbad) - 1 - 15);
+    CHECK_EQ(strlen(d->rejected), TC_CONFIG_REJECTED_MAX - 1);
+    CHECK(strspn(d->rejected, "x") == TC_CONFIG_REJECTED_MAX - 1);
+    CHECK(strcmp(d->value, "200") == 0);
+
+    d = describe(&st, "TCOLL_TIMELINE");
+    CHECK_EQ(d->source, TC_KNOB_ENVIRONMENT);
+    CHECK(strcmp(d->value, "") == 0 && strcmp(d->type, "string") == 0);
+    CHECK_EQ(d->max, 1023);
+
+    d = describe(&st, "TCOLL_LOG_LEVEL");
+    CHECK_EQ(d->source, TC_KNOB_ENVIRONMENT);
+    CHECK(strcmp(d->value, "trace") == 0 && strcmp(d->type, "level") == 0);
+    CHECK_EQ(d->number, TC_LOG_TRACE);
+
+    d = describe(&st, "TCOLL_STALL_WARN_S");
+    CHECK_EQ(d->source, TC_KNOB_DEFAULT);
+    CHECK(d->rejected == NULL);
+
+    /* An empty value is rejected for an integer, and kept as its text. */
+    env[0] = "TCOLL_PEER_TIMEOUT_S=";
+    env[1] = NULL;
+    CHECK_EQ(tc__config_load(&st, env, 0), 1);
+    d = describe(&st, "TCOLL_PEER_TIMEOUT_S");
+    CHECK(d->rejected != NULL && d->rejected[0] == '\0' && d->rejected_len == 0);
+    CHECK_EQ(d->source, TC_KNOB_DEFAULT);
+
+    CHECK_EQ(tc__config_find("TCOLL_NO_SUCH_KNOB"), -1);
+    CHECK_EQ(tc__config_describe_state(&st, tc__config_count(), (tc_knob_desc_t *)d), -1);
+    CHECK_EQ(tc__config_describe(tc__config_count() + 5, (tc_knob_desc_t *)d), -1);
+}
+
+/* Every value's text parses back to the same value. */
+static void test_round_trip(const tc_config_t *cfg)
+{
+    tc_config_state_t st;
+    char err[256];
+    size_t i;
+
+    memset(&st, 0, sizeof(st));
+    st.cfg = *cfg;
+    for (i = 0; i < tc__config_count(); i++) {
+        tc_knob_desc_t d;
+        tc_config_t copy = *cfg;
+        CHECK_EQ(tc__config_describe_state(&st, i, &d), 0);
+        CHECK_GE(d.number, d.min);
+        CHECK_LE(d.number, d.max);
+        CHECK_LE(d.offset + d.size, sizeof(tc_config_t));
+        CHECK_MSG(tc__config_parse_one(&copy, d.name, d.value, err, sizeof(err)) == 0, "%s",
+                  err);
+        CHECK_MSG(memcmp(&copy, cfg, sizeof(copy)) == 0, "%s='%s' does not round-trip", d.name,
+                  d.value);
+        CHECK(d.doc != NULL && d.doc[0] != '\0');
+    }
+}
 
 int main(void)
 {
@@ -64,16 +194,57 @@ int main(void)
     CHECK(tc__config() == live);
     tc__config_print(stdout, NULL);
 
+    /* ... and each value's source, as tcoll-info shows it. */
+    {
+        const tc_knob_desc_t *d = describe(NULL, "TCOLL_SPIN");
+        size_t i, from_env = 0;
+        CHECK_EQ(d->source, TC_KNOB_ENVIRONMENT);
+        CHECK(strcmp(d->value, "7") == 0);
+        d = describe(NULL, "TCOLL_IDLE_POLL_MS");
+        CHECK_EQ(d->source, TC_KNOB_DEFAULT);
+        CHECK(d->rejected != NULL && strcmp(d->rejected, "not-a-number") == 0);
+        CHECK(strcmp(d->value, "20") == 0);
+        d = describe(NULL, "TCOLL_LOG_LEVEL");
+        CHECK_EQ(d->source, TC_KNOB_ENVIRONMENT);
+        CHECK(strcmp(d->value, "error") == 0);
+        for (i = 0; i < tc__config_count(); i++) {
+            tc_knob_desc_t k;
+            CHECK_EQ(tc__config_describe(i, &k), 0);
+            from_env += k.source == TC_KNOB_ENVIRONMENT;
+        }
+        CHECK_EQ(from_env, 2);
+    }
+    test_load_array();
+    test_round_trip(live);
+    test_round_trip(&cfg);
+
+    /* The value listing: one "NAME value" line per knob. */
+    {
+        char text[8192];
+        FILE *mem = fmemopen(text, sizeof(text), "w");
+        CHECK(mem != NULL);
+        tc__config_print(mem, live);
+        CHECK_LT(ftell(mem), (long)sizeof(text) - 1);
+        fclose(mem);
+        CHECK(strstr(text, "TCOLL_SPIN             7\n") != NULL);
+        CHECK(strstr(text, "TCOLL_LOG_LEVEL        error\n") != NULL);
+    }
+
     /* Every knob in the table is documented in the README. */
     {
-        char table[8192], *line, *save = NULL;
+        char table[16384], *line, *save = NULL;
         FILE *mem = fmemopen(table, sizeof(table), "w");
         FILE *readme = fopen(TCOLL_SOURCE_DIR "/README.md", "r");
         static char text[1 << 17];
         size_t n;
         CHECK(mem != NULL && readme != NULL);
         tc__config_print(mem, NULL);
+        CHECK_LT(ftell(mem), (long)sizeof(table) - 1); /* not cut short */
         fclose(mem);
+        /* The rows read like the README's: "(empty)" and a trailing range. */
+        CHECK(strstr(table, "| `TCOLL_TIMELINE` | (empty) | ") != NULL);
+        CHECK(strstr(table, "| `TCOLL_IDLE_POLL_MS` | `20` | ") != NULL);
+        CHECK(strstr(table, " 1..10000. |\n") != NULL);
         n = fread(text, 1, sizeof(text) - 1, readme);
         text[n] = '\0';
         fclose(readme);
