@@ -201,6 +201,35 @@ tc_status_t tc_proxy_stop(tc_proxy_t *proxy);
 void tc_proxy_destroy(tc_proxy_t *proxy);
 tc_fifo_t *tc_proxy_fifo(tc_proxy_t *proxy);
 
+/* ------------------------------------------------------------------------ */
+/* Timeline: a Chrome trace of this rank's negotiations and collectives       */
+/* ------------------------------------------------------------------------ */
+/*
+ * The file is a Chrome trace (JSON Trace Event Format: {"traceEvents":[...]})
+ * that chrome://tracing and Perfetto load: one row per tensor name plus the
+ * rows "negotiation" and "collectives"; "pid" is the rank, so the files of
+ * several ranks can be merged; "ts" is microseconds since the timeline
+ * started. Events are buffered in memory and written by a thread of the
+ * timeline's own; the engine never waits for the file. If the buffer fills,
+ * events are dropped and the file says how many. The file is valid JSON once
+ * the timeline is stopped (tc_timeline_stop or tc_shutdown).
+ * TCOLL_TIMELINE=path starts one at tc_init.
+ */
+
+/* Local (not collective): starts writing this rank's timeline to path, where
+ * each "%r" becomes the rank (e.g. "/tmp/tl.%r.json"); the file is created
+ * or truncated. TC_ERR_ARG if path is NULL or empty, or the file cannot be
+ * opened (the message names the path and the reason); TC_ERR_STATE before
+ * tc_init or while a timeline runs (TCOLL_TIMELINE's included). Any thread,
+ * after tc_init. */
+tc_status_t tc_timeline_start(const char *path);
+
+/* Local (not collective): stops the timeline, writes what was recorded and
+ * closes the file; returns when it is closed. TC_ERR_STATE if none runs;
+ * TC_ERR_TRANSPORT if writing the file failed (disk full, ...). tc_shutdown
+ * stops a running timeline itself. Any thread. */
+tc_status_t tc_timeline_stop(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,144 @@
+/*
+ * timeline.h - this rank's timeline: a Chrome trace (the JSON "Trace Event
+ * Format", loadable in chrome://tracing and Perfetto) of what the engine
+ * negotiates and runs, written by a thread of its own.
+ *
+ * Recording must never slow the thread that records (the engine thread): a
+ * record call copies a fixed-size record (the name truncated to
+ * TC_TL_NAME_MAX bytes) into an in-memory buffer under a mutex that every
+ * thread holds only for such a copy or a pointer swap, and returns. It never
+ * does I/O, formats nothing and never waits for the writer. When the buffer
+ * is full the event is dropped and counted; the count ends up in the file
+ * and in the log. The writer thread swaps the buffer for an empty one,
+ * formats the records and writes them in batches; with nothing recorded it
+ * sleeps on a condition variable without a timeout (idle costs no CPU).
+ *
+ * Typical use, on the engine thread:
+ *
+ *     if (tc__tl_active()) {
+ *         tc_tl_args_t a = TC_TL_ARGS_INIT;
+ *         a.kind = "allreduce"; a.dtype = TC_FLOAT32; a.bytes = 4096;
+ *         tc__tl_complete(tc__tl_track(name, name_len), "ALLREDUCE", 9, "collective",
+ *                         t_start, tc__now_ns() - t_start, &a);
+ *     }
+ *
+ * Every record call is a no-op when no timeline runs, so callers only test
+ * tc__tl_active() to skip building arguments. Timestamps are CLOCK_MONOTONIC
+ * nanoseconds (tc__now_ns()); the file has microseconds since the start.
+ */
+#ifndef TC_UTIL_TIMELINE_H
+#define TC_UTIL_TIMELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tcoll.h"
+
+/* Bytes of an event name kept in a record; longer names end in "...". */
+#define TC_TL_NAME_MAX 128
+
+/* Records the buffer holds by default (the writer takes the whole buffer at
+ * once, so this many events may be recorded between two writer batches). */
+#define TC_TL_DEFAULT_CAPACITY 8192u
+
+/* Fixed rows ("tid"s), named in every file. Rows made by tc__tl_track get
+ * ids from TC_TL_TRACK_FIRST on; once TC_TL_MAX_TRACKS names have rows, later
+ * names share TC_TL_TRACK_OTHER. */
+#define TC_TL_TRACK_NEGOTIATION 1 /* "negotiation" */
+#define TC_TL_TRACK_COLLECTIVES 2 /* "collectives" */
+#define TC_TL_TRACK_OTHER 3       /* "other tensors" */
+#define TC_TL_TRACK_FIRST 16
+#define TC_TL_MAX_TRACKS 4096
+
+/*
+ * Key/values shown with an event ("args"). Start from TC_TL_ARGS_INIT (every
+ * field omitted) and set what applies. Strings must have static storage
+ * duration (literals): the writer reads them later, on its own thread.
+ */
+typedef struct {
+    const char *kind; /* "allreduce", "allgather", "broadcast", ...; NULL: omitted */
+    const char *algo; /* algorithm, e.g. "ring"; NULL: omitted */
+    int dtype;        /* tc_dtype_t, written as its name; < 0: omitted */
+    int op;           /* tc_op_t, written as its name; < 0: omitted */
+    int root;         /* broadcast root; < 0: omitted */
+    int status;       /* tc_status_t, written as its text; < 0: omitted */
+    int32_t fused;    /* tensors in a fused group; < 0: omitted */
+    int64_t bytes;    /* payload bytes; < 0: omitted */
+    int64_t cycle;    /* negotiation cycle; < 0: omitted */
+} tc_tl_args_t;
+
+#define TC_TL_ARGS_INIT {NULL, NULL, -1, -1, -1, -1, -1, -1, -1}
+
+/*
+ * Starts writing this rank's timeline to path, where each "%r" becomes rank
+ * (the file is "pid" rank, so several ranks' files merge into one view).
+ * The file is created or truncated. TC_ERR_STATE if a timeline is already
+ * running; TC_ERR_ARG if path is NULL, empty, too long, or the file cannot
+ * be opened (the message names the path and the system's reason);
+ * TC_ERR_NOMEM. On failure nothing runs and err (when not NULL) says why;
+ * the failure is also logged. Any thread; serialized with tc__tl_stop.
+ */
+tc_status_t tc__tl_start(const char *path, int rank, char *err, size_t errlen);
+
+/*
+ * Stops recording, lets the writer write what was recorded and the closing
+ * lines, closes the file (valid JSON from then on) and logs the number of
+ * events written and dropped. TC_ERR_STATE if no timeline runs (so a second
+ * call is harmless); TC_ERR_TRANSPORT if writing the file failed (the error
+ * is logged with the path and the system's reason). Any thread but the
+ * writer; blocks until the file is closed.
+ */
+tc_status_t tc__tl_stop(void);
+
+/* 1 while a timeline runs. One relaxed load: a stale answer only means one
+ * event is skipped, or one record call finds nothing running and returns. */
+int tc__tl_active(void);
+
+/*
+ * The row for name (a tensor name, say): the same id for the same bytes for
+ * as long as this timeline runs; the writer names the row in the file before
+ * its first event. A hash lookup under the buffer mutex (plus one copy of the
+ * name the first time). -1 when no timeline runs; record calls ignore
+ * negative tracks. Ids do not survive a stop: look them up per event.
+ */
+int tc__tl_track(const char *name, size_t name_len);
+
+/*
+ * Record calls: any thread, never block on I/O, no-ops when no timeline runs
+ * or track < 0. name (name_len bytes, any bytes: the writer escapes them) is
+ * copied; cat and args' strings must be static; args may be NULL. ts_ns and
+ * dur_ns are CLOCK_MONOTONIC nanoseconds (tc__now_ns()).
+ *
+ *   begin / end  "B" / "E": a slice on a row. Ends match the latest open
+ *                begin on the same row, so record both from one thread, in
+ *                order. end's name may be NULL (then it has none).
+ *   complete     "X": a slice with its duration, recorded once it is over.
+ *                Prefer it: a dropped event cannot leave a slice open.
+ *   instant      "i": a mark on a row ("rank 3 submitted").
+ */
+void tc__tl_begin(int track, const char *name, size_t name_len, const char *cat, uint64_t ts_ns,
+                  const tc_tl_args_t *args);
+void tc__tl_end(int track, const char *name, size_t name_len, const char *cat, uint64_t ts_ns,
+                const tc_tl_args_t *args);
+void tc__tl_complete(int track, const char *name, size_t name_len, const char *cat,
+                     uint64_t ts_ns, uint64_t dur_ns, const tc_tl_args_t *args);
+void tc__tl_instant(int track, const char *name, size_t name_len, const char *cat,
+                    uint64_t ts_ns, const tc_tl_args_t *args);
+
+/* Counters of the running timeline, or of the last one after it stopped. */
+typedef struct {
+    uint64_t recorded; /* events taken into the buffer */
+    uint64_t dropped;  /* events refused because the buffer was full */
+    uint64_t written;  /* events the writer has formatted (metadata not counted) */
+    uint64_t batches;  /* buffers the writer has taken */
+    uint64_t wakeups;  /* times the writer returned from a wait */
+} tc_tl_stats_t;
+
+void tc__tl_stats(tc_tl_stats_t *stats_p);
+
+/* Test hook: the next tc__tl_start uses a buffer of capacity records (0: the
+ * default) and, if hold_writer, its writer takes nothing from the buffer
+ * until tc__tl_stop, so a test can fill the buffer deterministically. */
+void tc__tl_test_config(uint32_t capacity, int hold_writer);
+
+#endif
