@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include "engine/coordinator.h"
 
+#include "util/backoff.h"
 #include "util/hmap.h"
 #include "util/status.h"
 
@@ -33,6 +34,8 @@ typedef struct entry {
     tc_wire_request_t *reqs; /* [size] */
     int64_t *dim0;           /* [size], filled for an allgather RUN */
     char *text;              /* ERROR text */
+    uint64_t since_ns;       /* when the first rank's submission arrived */
+    tc_status_t fail_status; /* set by tc__coord_expire: fail with text */
 } entry_t;
 
 struct tc_coord {
@@ -106,6 +109,70 @@ size_t tc__coord_pending(const tc_coord_t *c)
     return c->table.count;
 }
 
+typedef struct {
+    void (*fn)(const tc_coord_pending_t *p, void *arg);
+    void *arg;
+    int size;
+} foreach_ctx_t;
+
+static void visit_pending(const char *key, size_t len, void *val, void *arg)
+{
+    const entry_t *e = val;
+    const foreach_ctx_t *ctx = arg;
+    tc_coord_pending_t p;
+    int q;
+
+    (void)key;
+    (void)len;
+    p.name = e->name;
+    p.name_len = e->name_len;
+    p.since_ns = e->since_ns;
+    p.have = e->have;
+    p.kind = 0;
+    for (q = 0; q < ctx->size; q++) { /* the kind as the lowest submitting rank gave it */
+        if (e->have[q]) {
+            p.kind = e->reqs[q].kind;
+            break;
+        }
+    }
+    ctx->fn(&p, ctx->arg);
+}
+
+void tc__coord_foreach_pending(const tc_coord_t *c, void (*fn)(const tc_coord_pending_t *p, void *arg),
+                               void *arg)
+{
+    foreach_ctx_t ctx = {fn, arg, c->size};
+
+    tc__hmap_foreach(&c->table, visit_pending, &ctx);
+}
+
+tc_status_t tc__coord_expire(tc_coord_t *c, const char *name, uint32_t len, tc_status_t st,
+                             const char *text)
+{
+    entry_t *e = tc__hmap_get(&c->table, name, len);
+    char *copy;
+
+    if (e == NULL || st == TC_OK || text == NULL) {
+        return TC_ERR_ARG;
+    }
+    copy = strndup(text, TC_WIRE_MAX_TEXT);
+    if (copy == NULL) {
+        return TC_ERR_NOMEM;
+    }
+    tc__hmap_remove(&c->table, e->name, e->name_len);
+    free(e->text);
+    e->text = copy;
+    e->fail_status = st;
+    if (c->ready_tail != NULL) {
+        c->ready_tail->next_ready = e;
+    } else {
+        c->ready_head = e;
+    }
+    c->ready_tail = e;
+    c->nready++;
+    return TC_OK;
+}
+
 static entry_t *entry_new(int size, const char *name, uint32_t len)
 {
     entry_t *e = calloc(1, sizeof(*e));
@@ -123,6 +190,7 @@ static entry_t *entry_new(int size, const char *name, uint32_t len)
     memcpy(e->name, name, len);
     e->name[len] = '\0';
     e->name_len = len;
+    e->since_ns = tc__now_ns();
     return e;
 }
 
@@ -341,6 +409,13 @@ tc_status_t tc__coord_take_ready(tc_coord_t *c, tc_coord_batch_t *batch_p)
         const tc_wire_request_t *ref = &e->reqs[0];
         r->name = e->name;
         r->name_len = e->name_len;
+        if (e->fail_status != TC_OK) {
+            r->rtype = TC_WIRE_ERROR;
+            r->status = (uint8_t)e->fail_status;
+            r->text = e->text;
+            r->text_len = (uint32_t)strlen(e->text);
+            continue;
+        }
         e->text = check_agreement(c, e);
         if (e->text != NULL) {
             r->rtype = TC_WIRE_ERROR;

@@ -43,4 +43,23 @@ size_t tc__coord_nready(const tc_coord_t *c);
 /* Names submitted by some but not all ranks. */
 size_t tc__coord_pending(const tc_coord_t *c);
 
+/* One name still waiting for some ranks (the stall inspector's view). */
+typedef struct {
+    const char *name; /* NUL-terminated */
+    uint32_t name_len;
+    uint8_t kind;      /* as the lowest rank that submitted it gave it */
+    uint64_t since_ns; /* when the first submission arrived (tc__now_ns) */
+    const uint8_t *have; /* [size]: 1 for each rank that submitted it */
+} tc_coord_pending_t;
+
+/* Calls fn for every waiting name; fn must not change the table. */
+void tc__coord_foreach_pending(const tc_coord_t *c,
+                               void (*fn)(const tc_coord_pending_t *p, void *arg), void *arg);
+
+/* Gives up on a waiting name: it leaves the table and becomes an ERROR
+ * response with status st and text (copied, at most TC_WIRE_MAX_TEXT bytes)
+ * in the next batch. TC_ERR_ARG if the name is not waiting. */
+tc_status_t tc__coord_expire(tc_coord_t *c, const char *name, uint32_t len, tc_status_t st,
+                             const char *text);
+
 #endif

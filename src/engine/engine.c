@@ -65,10 +65,13 @@
 #include "util/hmap.h"
 #include "util/log.h"
 #include "util/status.h"
+#include "util/timeline.h"
 #include "wire/wire.h"
 
 #define TAG_REQ 1
 #define TAG_CYCLE 2 /* and 3: TAG_CYCLE + (cycle & 1) */
+#define TAG_ABORT 4 /* BYE with a terminate record: the sender stopped after a failure */
+#define POLL_NS 1000000u /* look for aborts, stalls and deadlines at most this often */
 #define MSG_MAX 1024
 #define EAGER_MSG_MAX (64 * 1024) /* eager input bytes in one cycle message */
 #define EAGER_MAX_RANKS 64    /* above, eager inputs cost more than they save */
@@ -114,6 +117,11 @@ typedef struct {
     ctrl_buf_t *cb;
 } ctrl_send_t;
 
+/* Control-message buffers of sends that never completed when MPI was left
+ * unfinalized after a failure (see mpi_teardown). */
+static ctrl_buf_t **g_abandoned;
+static size_t g_nabandoned;
+
 /* Engine-thread state. */
 typedef struct {
     const tc_config_t *cfg;
@@ -131,10 +139,16 @@ typedef struct {
     int shutdown_sent;  /* worker: our SHUTDOWN request went out */
     int shutdown_from;  /* coordinator: the first rank that asked, or -1 */
     int terminated;     /* stop the loop */
-    int failed;         /* rank 0: stop at the next cycle with term_status */
+    int failed;         /* stopped by a failure (here or another rank's abort) */
+    int tell_peers;     /* the failure happened here: send every rank an abort */
     int got_terminate;  /* worker: rank 0's TERMINATE arrived */
     uint8_t *bye_seen;  /* coordinator: [size], ranks whose BYE arrived */
-    int broken;         /* MPI failed: skip the goodbye handshake */
+    int broken;         /* skip the goodbye handshake and MPI's teardown */
+    uint64_t next_poll_ns; /* see POLL_NS */
+    uint64_t cycle_t0;     /* when our message for seq went out */
+    uint64_t cycle_done_ns; /* when the last cycle completed */
+    uint64_t ready_ns;      /* when the cycle being processed became complete */
+    uint64_t shutdown_t0;  /* when this rank's tc_shutdown was first seen */
     tc_status_t term_status;
     char term_msg[MSG_MAX];
 
@@ -146,7 +160,6 @@ typedef struct {
     uint64_t seq;          /* the cycle in progress, or the next one */
     int contributed;       /* our message for seq is out */
     int dirty;             /* new cache-path state since our last message */
-    int quiet;             /* leaving after a local failure: list nothing */
     int ngot;              /* messages for seq received */
     uint8_t *cyc_have;     /* [size] */
     tc_wire_msg_t *cyc;    /* [size]: the messages for seq */
@@ -155,10 +168,26 @@ typedef struct {
     tc_wire_eager_t *my_eager; /* the inputs it carried */
     uint32_t nmy_eager;
     tc_scratch_t eager_buf;    /* where eager inputs are reduced */
-    tc_coord_batch_t batch; /* rank 0: the responses our message for seq carried */
+    tc_coord_batch_t batch; /* rank 0: the coordinator's decisions in our message */
+    tc_wire_response_t *my_resps; /* rank 0: every response our message carried */
+    uint32_t nmy_resps;
     int term_sent;          /* rank 0: our message for seq carried TERMINATE */
     char term_text[MSG_MAX];
+
+    /* Rank 0's stall inspector. */
+    uint64_t next_stall_check, next_stall_warn;
+    struct cstall *cstall; /* cached ids some ranks listed as ready, by id */
+    uint32_t ncstall;
+    tc_wire_response_t *timeouts; /* cached names to fail in our next message */
+    uint32_t ntimeouts;
 } engine_t;
+
+/* A cached id waiting for some ranks (rank 0's stall inspector). */
+typedef struct cstall {
+    uint32_t id;
+    uint64_t since_ns;
+    uint8_t *have; /* [size] */
+} cstall_t;
 
 /* ------------------------------------------------------------------------ */
 /* Control messages                                                          */
@@ -175,29 +204,45 @@ static void ctrl_buf_release(ctrl_buf_t *cb)
 static void engine_fail(engine_t *e, tc_status_t st, int broken, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* From now on submissions fail at once with the engine's status (before any
+ * request completes with it, so that a caller who sees the failure cannot
+ * still queue work). */
+static void publish_stop(const engine_t *e)
+{
+    pthread_mutex_lock(&g.mu);
+    if (!g.stopped) {
+        g.stopped = 1;
+        g.stop_status = e->term_status;
+        snprintf(g.stop_msg, sizeof(g.stop_msg), "%s", e->term_msg);
+    }
+    pthread_mutex_unlock(&g.mu);
+}
+
+/* Stops this rank after a failure decided here: every pending request fails
+ * with st and the message, and every other rank is sent an abort saying so
+ * (see send_abort), so that nobody waits for this rank. broken: MPI itself
+ * reported the error (the abort is still tried). The first cause wins. */
 static void engine_fail(engine_t *e, tc_status_t st, int broken, const char *fmt, ...)
 {
     va_list ap;
 
-    if (e->terminated) {
-        e->broken |= broken;
-        return;
-    }
-    if (e->failed) {
-        e->broken |= broken;
-        e->terminated |= broken;
+    (void)broken;
+    if (e->failed || e->terminated) {
+        e->broken = 1; /* a failure after a normal stop: still skip MPI's teardown */
         return;
     }
     va_start(ap, fmt);
     vsnprintf(e->term_msg, sizeof(e->term_msg), fmt, ap);
     va_end(ap);
-    /* Rank 0 tells the others in its next cycle message (it ends that cycle
-     * like a shutdown); a worker leaves at once and says BYE. */
     e->failed = 1;
-    e->terminated = e->rank != 0 || broken;
-    e->broken = broken;
+    e->tell_peers = 1;
+    e->terminated = 1;
+    /* The others may never answer a goodbye, and MPI_Finalize could wait for
+     * them forever: leave MPI as it is. */
+    e->broken = 1;
     e->term_status = st;
     TC_ERROR("engine", "%s", e->term_msg);
+    publish_stop(e);
 }
 
 /* Encodes msg once and posts a send of it to each rank in first..last but
@@ -319,9 +364,122 @@ static int ctrl_recv(engine_t *e, int src, int tag, tc_wire_msg_t *msg, int *src
     return 1;
 }
 
+/* Looks for another rank's abort. Returns 1 (and stops this rank with that
+ * rank's reason) when one arrived. */
+static int poll_abort(engine_t *e)
+{
+    tc_wire_msg_t msg;
+    int src, got;
+
+    if (e->failed) {
+        return 1;
+    }
+    got = ctrl_recv(e, MPI_ANY_SOURCE, TAG_ABORT, &msg, &src);
+    if (got <= 0) {
+        return got < 0;
+    }
+    if (!e->terminated) {
+        e->failed = 1;
+        e->terminated = 1;
+        e->term_status = msg.type == TC_WIRE_BYE && (msg.flags & TC_WIRE_F_TERMINATE)
+                             ? (tc_status_t)msg.term_status
+                             : TC_ERR_TRANSPORT;
+        snprintf(e->term_msg, sizeof(e->term_msg), "rank %d stopped: %.*s", src,
+                 (int)msg.term_text_len, msg.term_text != NULL ? msg.term_text : "");
+        TC_ERROR("engine", "%s", e->term_msg);
+        publish_stop(e);
+    }
+    e->failed = 1;
+    e->broken = 1;
+    tc__wire_msg_free(&msg);
+    return 1;
+}
+
+/* The data transport calls this while it waits: an abort from another rank
+ * ends the wait with that rank's reason. */
+static int transport_interrupt(void *arg, char *why, size_t len)
+{
+    engine_t *e = arg;
+
+    if (!poll_abort(e)) {
+        return 0;
+    }
+    snprintf(why, len, "%s", e->term_msg);
+    return 1;
+}
+
+/* Tells every other rank why this rank stopped, so that none of them waits
+ * for it until a timeout. Best effort: the sends get a bounded time. */
+static void send_abort(engine_t *e)
+{
+    tc_wire_msg_t out = {0};
+    tc_backoff_t bo;
+    uint64_t deadline = tc__now_ns() + 2000000000ull;
+
+    out.type = TC_WIRE_BYE;
+    out.flags = TC_WIRE_F_TERMINATE;
+    out.term_status = (uint8_t)e->term_status;
+    out.term_text = e->term_msg;
+    out.term_text_len = (uint32_t)strnlen(e->term_msg, TC_WIRE_MAX_TEXT);
+    ctrl_send(e, &out, 0, e->size - 1, e->rank, TAG_ABORT);
+    tc__backoff_init(&bo, 0, 1000);
+    while (ctrl_progress(e) > 0 && tc__now_ns() < deadline) {
+        tc__backoff_wait(&bo);
+    }
+}
+
 /* ------------------------------------------------------------------------ */
 /* Running what rank 0 decided                                               */
 /* ------------------------------------------------------------------------ */
+
+/* ---- timeline (only while one runs: tc__tl_active) ---- */
+
+static const char *kind_upper(tc_kind_t kind)
+{
+    switch (kind) {
+    case TC_KIND_ALLREDUCE:
+        return "ALLREDUCE";
+    case TC_KIND_ALLGATHER:
+        return "ALLGATHER";
+    case TC_KIND_BROADCAST:
+        return "BROADCAST";
+    }
+    return "?";
+}
+
+/* A tensor's row: its negotiation (submission to the cycle that made it
+ * ready everywhere), then what ran, from t0 to t1. */
+static void tl_tensor(const engine_t *e, const tc_request_t *req, const char *algo, uint64_t t0,
+                      uint64_t t1, int fused, tc_status_t st)
+{
+    tc_tl_args_t a = TC_TL_ARGS_INIT;
+    int track = tc__tl_track(req->name, req->name_len);
+    const char *what = kind_upper(req->kind);
+
+    if (track < 0) {
+        return;
+    }
+    a.kind = tc__kind_name(req->kind);
+    a.dtype = req->dtype;
+    a.bytes = (int64_t)(req->count * tc_dtype_size(req->dtype));
+    a.cycle = (int64_t)e->seq;
+    if (req->kind == TC_KIND_ALLREDUCE) {
+        a.op = req->op;
+    } else if (req->kind == TC_KIND_BROADCAST) {
+        a.root = req->root;
+    }
+    if (e->ready_ns > req->submit_ns) {
+        tc__tl_complete(track, "NEGOTIATE", 9, "negotiation", req->submit_ns,
+                        e->ready_ns - req->submit_ns, &a);
+    }
+    if (t0 > e->ready_ns) {
+        tc__tl_complete(track, "QUEUE", 5, "negotiation", e->ready_ns, t0 - e->ready_ns, NULL);
+    }
+    a.algo = algo;
+    a.status = st;
+    a.fused = fused > 1 ? fused : -1;
+    tc__tl_complete(track, what, strlen(what), "collective", t0, t1 > t0 ? t1 - t0 : 0, &a);
+}
 
 /* Removes req from the in-flight table (so the name can be reused at once) and
  * completes it. */
@@ -432,6 +590,7 @@ static int fusable(const engine_t *e, const tc_request_t *req, const tc_wire_res
 static tc_status_t run_fused(engine_t *e, tc_request_t **reqs, uint32_t n, size_t total,
                              char *msg, size_t msglen)
 {
+    uint64_t t0;
     size_t es = tc_dtype_size(reqs[0]->dtype), off = 0;
     char *buf;
     tc_status_t st;
@@ -444,9 +603,17 @@ static tc_status_t run_fused(engine_t *e, tc_request_t **reqs, uint32_t n, size_
     }
     TC_DEBUG("engine", "fused %u allreduces (%zu bytes), first '%s'", n, total, reqs[0]->name);
     buf = e->fusion.data;
+    t0 = tc__tl_active() ? tc__now_ns() : 0;
     for (k = 0; k < n; k++) {
         memcpy(buf + off, reqs[k]->send, reqs[k]->count * es);
         off += reqs[k]->count * es;
+    }
+    if (t0 != 0) {
+        tc_tl_args_t a = TC_TL_ARGS_INIT;
+        a.bytes = (int64_t)total;
+        a.fused = (int32_t)n;
+        tc__tl_complete(TC_TL_TRACK_COLLECTIVES, "MEMCPY_IN_FUSION_BUFFER", 23, "fusion", t0,
+                        tc__now_ns() - t0, &a);
     }
     st = tc__ring_allreduce(&e->tp, NULL, buf, total / es, reqs[0]->dtype, reqs[0]->op,
                             (size_t)e->cfg->ring_chunk_kb * 1024, &e->scratch);
@@ -455,6 +622,7 @@ static tc_status_t run_fused(engine_t *e, tc_request_t **reqs, uint32_t n, size_
                  reqs[0]->name, st == TC_ERR_NOMEM ? "out of memory" : e->tp.err);
         return st;
     }
+    t0 = tc__tl_active() ? tc__now_ns() : 0;
     for (k = 0, off = 0; k < n; k++) {
         tc_request_t *req = reqs[k];
         memcpy(req->recv, buf + off, req->count * es);
@@ -463,6 +631,13 @@ static tc_status_t run_fused(engine_t *e, tc_request_t **reqs, uint32_t n, size_
         req->output.dtype = req->dtype;
         req->output.ndim = req->ndim;
         memcpy(req->output.shape, req->shape, sizeof(req->shape));
+    }
+    if (t0 != 0) {
+        tc_tl_args_t a = TC_TL_ARGS_INIT;
+        a.bytes = (int64_t)total;
+        a.fused = (int32_t)n;
+        tc__tl_complete(TC_TL_TRACK_COLLECTIVES, "MEMCPY_OUT_FUSION_BUFFER", 24, "fusion", t0,
+                        tc__now_ns() - t0, &a);
     }
     return TC_OK;
 }
@@ -475,6 +650,7 @@ static void execute(engine_t *e, const tc_wire_response_t *resps, tc_request_t *
 {
     char msg[MSG_MAX];
     uint32_t i, j, k;
+    uint64_t t0;
 
     for (i = 0; i < n && !e->broken; i = j) {
         const tc_wire_response_t *r = &resps[i];
@@ -484,8 +660,15 @@ static void execute(engine_t *e, const tc_wire_response_t *resps, tc_request_t *
         j = i + 1;
         msg[0] = '\0';
         if (r->rtype == TC_WIRE_ERROR) {
-            snprintf(msg, sizeof(msg), "%.*s", (int)r->text_len, r->text);
-            finish(reqs[i], (tc_status_t)r->status, msg);
+            if (reqs[i] != NULL) { /* NULL: a stalled name this rank never submitted */
+                if (tc__tl_active()) {
+                    uint64_t now = tc__now_ns();
+                    tl_tensor(e, reqs[i], "none (failed in negotiation)", now, now, 1,
+                              (tc_status_t)r->status);
+                }
+                snprintf(msg, sizeof(msg), "%.*s", (int)r->text_len, r->text);
+                finish(reqs[i], (tc_status_t)r->status, msg);
+            }
             continue;
         }
         if (fusable(e, reqs[i], r)) {
@@ -498,18 +681,44 @@ static void execute(engine_t *e, const tc_wire_response_t *resps, tc_request_t *
                 j++;
             }
         }
+        t0 = tc__tl_active() ? tc__now_ns() : 0;
         if (j - i >= 2) {
             st = run_fused(e, &reqs[i], j - i, total, msg, sizeof(msg));
-            for (k = i; k < j; k++) {
-                finish(reqs[k], st, msg);
-            }
         } else {
             st = run(e, reqs[i], r, msg, sizeof(msg));
-            finish(reqs[i], st, msg);
+        }
+        if (t0 != 0) {
+            uint64_t t1 = tc__now_ns();
+            const char *algo = reqs[i]->kind == TC_KIND_ALLREDUCE
+                                   ? (j - i >= 2 ? "ring, fused" : "ring")
+                                   : reqs[i]->kind == TC_KIND_ALLGATHER ? "ring allgatherv"
+                                                                        : "binomial tree";
+            for (k = i; k < j; k++) {
+                tl_tensor(e, reqs[k], algo, t0, t1, (int)(j - i), st);
+            }
+            if (j - i >= 2) {
+                char label[TC_TL_NAME_MAX];
+                int len = snprintf(label, sizeof(label), "fused(%u) %s, ...", j - i,
+                                   reqs[i]->name);
+                tc_tl_args_t a = TC_TL_ARGS_INIT;
+                a.kind = "allreduce";
+                a.algo = algo;
+                a.bytes = (int64_t)total;
+                a.fused = (int32_t)(j - i);
+                a.cycle = (int64_t)e->seq;
+                a.status = st;
+                tc__tl_complete(TC_TL_TRACK_COLLECTIVES, label,
+                                len < (int)sizeof(label) ? (size_t)len : sizeof(label) - 1,
+                                "collective", t0, t1 - t0, &a);
+            }
         }
         if (st != TC_OK) {
-            /* The ring cannot go on without this rank: stop the engine. */
+            /* The ring cannot go on without this rank: stop the engine
+             * (first, so that later submissions already fail). */
             engine_fail(e, st, 1, "%s; tcoll stops on this rank", msg);
+        }
+        for (k = i; k < j; k++) {
+            finish(reqs[k], st, msg);
         }
     }
 }
@@ -619,6 +828,9 @@ static int take_submissions(engine_t *e)
     int local_shutdown;
     size_t nnew = drain(&head, &local_shutdown), nfull = 0;
 
+    if (local_shutdown && e->shutdown_t0 == 0) {
+        e->shutdown_t0 = tc__now_ns();
+    }
     for (r = e->resend; r != NULL; r = next) { /* dropped entries first: they are older */
         next = r->next;
         *tail = r;
@@ -675,6 +887,12 @@ static int coord_receive(engine_t *e)
         }
         for (i = 0; i < msg.count && !e->failed; i++) {
             tc_status_t st = tc__coord_add(e->coord, src, &msg.reqs[i], err, sizeof(err));
+            if (tc__tl_active()) {
+                char label[32];
+                int len = snprintf(label, sizeof(label), "rank %d submitted", src);
+                tc__tl_instant(tc__tl_track(msg.reqs[i].name, msg.reqs[i].name_len), label,
+                               (size_t)len, "negotiation", tc__now_ns(), NULL);
+            }
             if (st != TC_OK) {
                 engine_fail(e, st == TC_ERR_NOMEM ? TC_ERR_NOMEM : TC_ERR_TRANSPORT, 0,
                             "rank 0's message table: %s",
@@ -703,7 +921,7 @@ static int has_id(const uint32_t *ids, uint32_t n, uint32_t id)
 /* Whether rank 0 has something to announce: a decision or the end. */
 static int coord_has_news(const engine_t *e)
 {
-    return e->rank == 0 && (e->failed || e->shutdown_from >= 0 ||
+    return e->rank == 0 && (e->shutdown_from >= 0 || e->ntimeouts > 0 ||
                             (e->coord != NULL && tc__coord_nready(e->coord) > 0));
 }
 
@@ -784,6 +1002,10 @@ static int reduce_eager(engine_t *e, uint32_t id, tc_request_t *req)
         tc__reduce_avg_finish(req->dtype, acc, req->count, e->size);
     }
     memcpy(req->recv, acc, bytes);
+    if (tc__tl_active()) {
+        tl_tensor(e, req, "eager (inputs in the cycle messages)", e->ready_ns, tc__now_ns(), 1,
+                  TC_OK);
+    }
     req->output.data = req->recv;
     req->output.dtype = req->dtype;
     req->output.ndim = req->ndim;
@@ -804,7 +1026,7 @@ static void contribute(engine_t *e)
         engine_fail(e, TC_ERR_NOMEM, 1, "out of memory starting a negotiation cycle");
         return;
     }
-    for (i = 0; i < e->npend && !e->quiet; i++) {
+    for (i = 0; i < e->npend; i++) {
         const tc_cache_entry_t *ce = tc__cache_get(&e->cache, e->pend[i]);
         if (ce->stale) {
             e->my_stale[ns++] = ce->id;
@@ -827,22 +1049,28 @@ static void contribute(engine_t *e)
     out.neager = e->nmy_eager;
     out.eager = e->my_eager;
     if (e->rank == 0) {
-        if (!e->failed && tc__coord_take_ready(e->coord, &e->batch) != TC_OK) {
+        if (tc__coord_take_ready(e->coord, &e->batch) != TC_OK ||
+            (e->my_resps = malloc(((size_t)e->batch.count + e->ntimeouts + 1) *
+                                  sizeof(*e->my_resps))) == NULL) {
             engine_fail(e, TC_ERR_NOMEM, 0, "rank 0 ran out of memory scheduling tensors");
+            return;
         }
         for (i = 0; i < e->batch.count; i++) {
             tc_wire_response_t *r = &e->batch.resps[i];
             if (r->rtype == TC_WIRE_RUN) {
                 r->cache_ref = tc__cache_assign(&e->cache, (uint32_t)e->cfg->cache_capacity);
             }
+            e->my_resps[i] = *r;
         }
-        out.count = e->batch.count;
-        out.resps = e->batch.resps;
-        if (e->failed) {
-            e->term_sent = 1;
-            out.term_status = (uint8_t)e->term_status;
-            snprintf(e->term_text, sizeof(e->term_text), "%s", e->term_msg);
-        } else if (e->shutdown_from >= 0) {
+        /* the stall inspector's verdicts on cached names go out with them */
+        if (e->ntimeouts > 0) {
+            memcpy(e->my_resps + e->batch.count, e->timeouts,
+                   e->ntimeouts * sizeof(*e->timeouts));
+        }
+        e->nmy_resps = e->batch.count + e->ntimeouts;
+        out.count = e->nmy_resps;
+        out.resps = e->my_resps;
+        if (e->shutdown_from >= 0) {
             e->term_sent = 1;
             out.term_status = TC_ERR_SHUTDOWN;
             snprintf(e->term_text, sizeof(e->term_text),
@@ -857,6 +1085,24 @@ static void contribute(engine_t *e)
     ctrl_send(e, &out, 0, e->size - 1, e->rank, TAG_CYCLE + (int)(e->seq & 1));
     e->contributed = 1;
     e->dirty = 0;
+    e->cycle_t0 = tc__now_ns();
+}
+
+/* Timeline: a mark on each tensor's row as a rank says it has it. */
+static void tl_ready_marks(const engine_t *e, int src, const tc_wire_msg_t *msg)
+{
+    char label[32];
+    int len = snprintf(label, sizeof(label), "rank %d ready", src);
+    uint64_t now = tc__now_ns();
+    uint32_t i;
+
+    for (i = 0; i < msg->nready; i++) {
+        const tc_cache_entry_t *ce = tc__cache_get(&e->cache, msg->ready[i]);
+        if (ce != NULL) {
+            tc__tl_instant(tc__tl_track(ce->name, ce->desc.name_len), label, (size_t)len,
+                           "negotiation", now, NULL);
+        }
+    }
 }
 
 /* Receives the other ranks' messages for cycle seq that are there. Returns
@@ -885,6 +1131,9 @@ static int cycle_receive(engine_t *e)
             tc__wire_msg_free(&msg);
             return -1;
         }
+        if (tc__tl_active()) {
+            tl_ready_marks(e, src, &msg);
+        }
         e->cyc[src] = msg;
         e->cyc_have[src] = 1;
         e->ngot++;
@@ -893,8 +1142,10 @@ static int cycle_receive(engine_t *e)
     return got < 0 ? -1 : n;
 }
 
-/* Files the names rank 0's responses cache, and finds this rank's request for
- * each response. Returns 0, or -1 after a failure. */
+/* Finds this rank's request for each response: NULL for an ERROR about a
+ * name this rank never submitted (a stalled tensor rank 0 gave up on). A
+ * request that an ERROR fails leaves the cache path and the resend list; the
+ * names RUN responses cache are filed. Returns 0, or -1 after a failure. */
 static int resolve_responses(engine_t *e, const tc_wire_response_t *resps, uint32_t n,
                              tc_request_t **reqs)
 {
@@ -903,7 +1154,7 @@ static int resolve_responses(engine_t *e, const tc_wire_response_t *resps, uint3
     pthread_mutex_lock(&g.mu);
     for (i = 0; i < n; i++) {
         reqs[i] = tc__hmap_get(&g.inflight, resps[i].name, resps[i].name_len);
-        if (reqs[i] == NULL) {
+        if (reqs[i] == NULL && resps[i].rtype == TC_WIRE_RUN) {
             break;
         }
     }
@@ -917,6 +1168,20 @@ static int resolve_responses(engine_t *e, const tc_wire_response_t *resps, uint3
     for (i = 0; i < n; i++) {
         tc_wire_request_t w;
         tc_status_t st;
+        if (resps[i].rtype == TC_WIRE_ERROR && reqs[i] != NULL) {
+            tc_cache_entry_t *ce = tc__cache_find(&e->cache, resps[i].name, resps[i].name_len);
+            tc_request_t **pp;
+            if (ce != NULL && ce->pending == reqs[i]) {
+                ce->pending = NULL;
+            }
+            for (pp = &e->resend; *pp != NULL; pp = &(*pp)->next) {
+                if (*pp == reqs[i]) {
+                    *pp = reqs[i]->next;
+                    break;
+                }
+            }
+            continue;
+        }
         if (resps[i].rtype != TC_WIRE_RUN || resps[i].cache_ref == 0) {
             continue;
         }
@@ -952,23 +1217,52 @@ static void drop_stale(engine_t *e, const uint32_t *ids, uint32_t n)
     }
 }
 
-/* Processes a cycle every rank has sent its message for; see the file
- * comment. With run == 0 (a rank leaving after a local failure) it only looks
- * for the end. */
-static void complete_cycle(engine_t *e, int run)
+static void cstall_update(engine_t *e, const uint32_t *ran, uint32_t nran,
+                          const uint32_t *failed, uint32_t nfailed);
+
+static int id_in(const uint32_t *ids, uint32_t n, uint32_t id)
 {
+    uint32_t i;
+
+    for (i = 0; i < n; i++) {
+        if (ids[i] == id) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void free_timeouts(engine_t *e)
+{
+    uint32_t i;
+
+    for (i = 0; i < e->ntimeouts; i++) {
+        free((char *)e->timeouts[i].name);
+        free((char *)e->timeouts[i].text);
+    }
+    free(e->timeouts);
+    e->timeouts = NULL;
+    e->ntimeouts = 0;
+}
+
+/* Processes a cycle every rank has sent its message for; see the file
+ * comment. */
+static void complete_cycle(engine_t *e)
+{
+    e->ready_ns = tc__now_ns();
     const tc_wire_msg_t *zero = e->rank == 0 ? NULL : &e->cyc[0];
-    const tc_wire_response_t *resps = zero != NULL ? zero->resps : e->batch.resps;
-    uint32_t nresps = zero != NULL ? zero->count : e->batch.count;
+    const tc_wire_response_t *resps = zero != NULL ? zero->resps : e->my_resps;
+    uint32_t nresps = zero != NULL ? zero->count : e->nmy_resps;
     int terminate = zero != NULL ? (zero->flags & TC_WIRE_F_TERMINATE) != 0 : e->term_sent;
     tc_wire_response_t *all = NULL;
     tc_request_t **reqs = NULL;
-    uint32_t i, n = nresps;
-    int q;
+    uint32_t *failed_ids = NULL, *ran = NULL;
+    uint32_t i, n = nresps, nfailed = 0, nran = 0;
+    int q, run = 1;
 
     for (q = 0; q < e->size && run; q++) {
         if (q != e->rank && e->cyc[q].cache_gen != e->cache.gen) {
-            engine_fail(e, TC_ERR_TRANSPORT, 1,
+            engine_fail(e, TC_ERR_TRANSPORT, 0,
                         "protocol error: rank %d's response cache is at generation %llu, this "
                         "rank's at %llu", q, (unsigned long long)e->cyc[q].cache_gen,
                         (unsigned long long)e->cache.gen);
@@ -984,14 +1278,25 @@ static void complete_cycle(engine_t *e, int run)
         }
         all = malloc(((size_t)nresps + e->nmy_ready + 1) * sizeof(*all));
         reqs = malloc(((size_t)nresps + e->nmy_ready + 1) * sizeof(*reqs));
-        if (all == NULL || reqs == NULL) {
-            engine_fail(e, TC_ERR_NOMEM, 1, "out of memory running a negotiation cycle");
+        failed_ids = malloc(((size_t)nresps + 1) * sizeof(*failed_ids));
+        ran = malloc(((size_t)e->nmy_ready + 1) * sizeof(*ran));
+        if (all == NULL || reqs == NULL || failed_ids == NULL || ran == NULL) {
+            engine_fail(e, TC_ERR_NOMEM, 0, "out of memory running a negotiation cycle");
             run = 0;
         }
     }
     if (run && nresps > 0) {
         memcpy(all, resps, (size_t)nresps * sizeof(*all));
         run = resolve_responses(e, all, nresps, reqs) == 0;
+    }
+    /* A cached name rank 0 failed (a stall) does not run in this cycle, on
+     * any rank, even if every rank listed it. */
+    for (i = 0; run && i < nresps; i++) {
+        const tc_cache_entry_t *ce;
+        if (all[i].rtype == TC_WIRE_ERROR &&
+            (ce = tc__cache_find(&e->cache, all[i].name, all[i].name_len)) != NULL) {
+            failed_ids[nfailed++] = ce->id;
+        }
     }
     for (i = 0; run && i < e->nmy_ready; i++) {
         uint32_t id = e->my_ready[i];
@@ -1001,21 +1306,22 @@ static void complete_cycle(engine_t *e, int run)
                 break;
             }
         }
-        if (q < e->size) {
-            continue; /* not everyone has it yet */
+        if (q < e->size || id_in(failed_ids, nfailed, id)) {
+            continue; /* not everyone has it yet, or it failed */
         }
         ce = tc__cache_get(&e->cache, id);
         if (ce == NULL || ce->pending == NULL) {
-            engine_fail(e, TC_ERR_TRANSPORT, 1, "cache id %u is ready but not pending on this "
+            engine_fail(e, TC_ERR_TRANSPORT, 0, "cache id %u is ready but not pending on this "
                                                 "rank (internal error)", id);
             run = 0;
             break;
         }
+        ran[nran++] = id;
         if (reduce_eager(e, id, ce->pending)) {
             ce->pending = NULL;
             continue;
         }
-        if (e->broken) {
+        if (e->failed) {
             run = 0;
             break;
         }
@@ -1034,24 +1340,23 @@ static void complete_cycle(engine_t *e, int run)
             }
         }
         e->npend = k;
+        if (e->rank == 0) {
+            cstall_update(e, ran, nran, failed_ids, nfailed);
+        }
         execute(e, all, reqs, n);
     }
     free(all);
     free(reqs);
+    free(failed_ids);
+    free(ran);
 
-    if (terminate) {
+    if (terminate && !e->terminated) {
         e->got_terminate = 1;
-        if (!e->failed || e->rank == 0) {
-            e->terminated = 1;
-            if (e->rank != 0 && !e->failed) {
-                e->term_status = (tc_status_t)zero->term_status;
-                snprintf(e->term_msg, sizeof(e->term_msg), "%.*s", (int)zero->term_text_len,
-                         zero->term_text);
-            } else if (e->rank == 0 && !e->failed) {
-                e->term_status = TC_ERR_SHUTDOWN;
-                snprintf(e->term_msg, sizeof(e->term_msg), "%s", e->term_text);
-            }
-        }
+        e->terminated = 1;
+        e->term_status = zero != NULL ? (tc_status_t)zero->term_status : TC_ERR_SHUTDOWN;
+        snprintf(e->term_msg, sizeof(e->term_msg), "%.*s",
+                 zero != NULL ? (int)zero->term_text_len : (int)strlen(e->term_text),
+                 zero != NULL ? zero->term_text : e->term_text);
     }
     for (q = 0; q < e->size; q++) {
         tc__wire_msg_free(&e->cyc[q]);
@@ -1059,6 +1364,12 @@ static void complete_cycle(engine_t *e, int run)
     }
     tc__coord_batch_free(&e->batch);
     memset(&e->batch, 0, sizeof(e->batch));
+    free(e->my_resps);
+    e->my_resps = NULL;
+    e->nmy_resps = 0;
+    if (e->rank == 0) {
+        free_timeouts(e); /* they went out in this cycle */
+    }
     free(e->my_ready);
     free(e->my_stale);
     free(e->my_eager);
@@ -1069,33 +1380,362 @@ static void complete_cycle(engine_t *e, int run)
     e->ngot = 0;
     e->contributed = 0;
     e->seq++;
+    e->cycle_done_ns = tc__now_ns();
+}
+
+/* Writes the ranks q with want == (flags[q] != 0) as "0-3,5" into buf;
+ * skip (-1: none) is left out. Returns how many were listed. */
+static int format_ranks(const uint8_t *flags, int size, int want, int skip, char *buf, size_t len)
+{
+    size_t pos = 0;
+    int q = 0, n = 0;
+
+    buf[0] = '\0';
+    while (q < size) {
+        int r;
+        if (q == skip || (flags[q] != 0) != want) {
+            q++;
+            continue;
+        }
+        for (r = q; r + 1 < size && r + 1 != skip && (flags[r + 1] != 0) == want; r++) {
+        }
+        if (pos < len) {
+            pos += (size_t)snprintf(buf + pos, len - pos, r == q ? "%s%d" : "%s%d-%d",
+                                    n > 0 ? "," : "", q, r);
+        }
+        n += r - q + 1;
+        q = r + 1;
+    }
+    return n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Rank 0's stall inspector                                                  */
+/* ------------------------------------------------------------------------ */
+
+static void cstall_free(cstall_t *v, uint32_t n)
+{
+    uint32_t i;
+
+    for (i = 0; v != NULL && i < n; i++) {
+        free(v[i].have);
+    }
+    free(v);
+}
+
+static int cmp_cstall(const void *a, const void *b)
+{
+    uint32_t x = ((const cstall_t *)a)->id, y = ((const cstall_t *)b)->id;
+    return (x > y) - (x < y);
+}
+
+/* After a cycle (rank 0): which cached ids some ranks, but not all, have
+ * listed as ready, and since when. Every rank lists all its waiting ids in
+ * every message, so this cycle's lists are the whole picture. */
+static void cstall_update(engine_t *e, const uint32_t *ran, uint32_t nran,
+                          const uint32_t *failed, uint32_t nfailed)
+{
+    uint32_t *ids, nids = 0, i, k, total = e->nmy_ready;
+    cstall_t *v;
+    uint64_t now = tc__now_ns();
+    int q;
+
+    for (q = 1; q < e->size; q++) {
+        total += e->cyc[q].nready;
+    }
+    if (total == 0) {
+        cstall_free(e->cstall, e->ncstall);
+        e->cstall = NULL;
+        e->ncstall = 0;
+        return;
+    }
+    ids = malloc((size_t)total * sizeof(*ids));
+    v = calloc(total, sizeof(*v));
+    if (ids == NULL || v == NULL) {
+        free(ids);
+        free(v);
+        return; /* the inspector misses one cycle; nothing else depends on it */
+    }
+    if (e->nmy_ready > 0) {
+        memcpy(ids, e->my_ready, (size_t)e->nmy_ready * sizeof(*ids));
+    }
+    nids = e->nmy_ready;
+    for (q = 1; q < e->size; q++) {
+        if (e->cyc[q].nready > 0) {
+            memcpy(ids + nids, e->cyc[q].ready, (size_t)e->cyc[q].nready * sizeof(*ids));
+            nids += e->cyc[q].nready;
+        }
+    }
+    qsort(ids, nids, sizeof(*ids), cmp_u32);
+    for (i = 0, k = 0; i < nids; i++) {
+        cstall_t key, *old;
+        if ((i > 0 && ids[i] == ids[i - 1]) || id_in(ran, nran, ids[i]) ||
+            id_in(failed, nfailed, ids[i]) || tc__cache_get(&e->cache, ids[i]) == NULL) {
+            continue;
+        }
+        v[k].id = ids[i];
+        v[k].have = malloc((size_t)e->size);
+        if (v[k].have == NULL) {
+            continue;
+        }
+        v[k].have[0] = (uint8_t)has_id(e->my_ready, e->nmy_ready, ids[i]);
+        for (q = 1; q < e->size; q++) {
+            v[k].have[q] = (uint8_t)has_id(e->cyc[q].ready, e->cyc[q].nready, ids[i]);
+        }
+        key.id = ids[i];
+        old = e->ncstall > 0 ? bsearch(&key, e->cstall, e->ncstall, sizeof(key), cmp_cstall)
+                             : NULL;
+        v[k].since_ns = old != NULL ? old->since_ns : now;
+        k++;
+    }
+    free(ids);
+    cstall_free(e->cstall, e->ncstall);
+    e->cstall = v;
+    e->ncstall = k;
+}
+
+typedef struct {
+    char *name;
+    uint8_t kind;
+    uint64_t since_ns;
+    uint8_t *have;
+    int cached;
+} stalled_t;
+
+typedef struct {
+    stalled_t *v;
+    size_t n, cap;
+    int size;
+} stalled_list_t;
+
+static void stalled_add(stalled_list_t *l, const char *name, uint32_t len, uint8_t kind,
+                        uint64_t since, const uint8_t *have, int cached)
+{
+    stalled_t *x;
+
+    if (l->n == l->cap) {
+        size_t cap = l->cap < 16 ? 16 : l->cap * 2;
+        stalled_t *v = realloc(l->v, cap * sizeof(*v));
+        if (v == NULL) {
+            return;
+        }
+        l->v = v;
+        l->cap = cap;
+    }
+    x = &l->v[l->n];
+    x->name = strndup(name, len);
+    x->have = malloc((size_t)l->size);
+    if (x->name == NULL || x->have == NULL) {
+        free(x->name);
+        free(x->have);
+        return;
+    }
+    memcpy(x->have, have, (size_t)l->size);
+    x->kind = kind;
+    x->since_ns = since;
+    x->cached = cached;
+    l->n++;
+}
+
+static void stalled_visit(const tc_coord_pending_t *p, void *arg)
+{
+    stalled_add(arg, p->name, p->name_len, p->kind, p->since_ns, p->have, 0);
+}
+
+static int timeout_queued(const engine_t *e, const char *name)
+{
+    uint32_t i;
+
+    for (i = 0; i < e->ntimeouts; i++) {
+        if (strcmp(e->timeouts[i].name, name) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Fails a stalled cached name on every rank that waits for it, in rank 0's
+ * next cycle message. */
+static void timeout_cached(engine_t *e, const char *name, const char *text)
+{
+    tc_wire_response_t *t;
+
+    if (timeout_queued(e, name)) {
+        return;
+    }
+    t = realloc(e->timeouts, ((size_t)e->ntimeouts + 1) * sizeof(*t));
+    if (t == NULL) {
+        return;
+    }
+    e->timeouts = t;
+    t = &e->timeouts[e->ntimeouts];
+    memset(t, 0, sizeof(*t));
+    t->rtype = TC_WIRE_ERROR;
+    t->status = TC_ERR_TIMEOUT;
+    t->name = strdup(name);
+    t->text = strndup(text, TC_WIRE_MAX_TEXT);
+    if (t->name == NULL || t->text == NULL) {
+        free((char *)t->name);
+        free((char *)t->text);
+        return;
+    }
+    t->name_len = (uint32_t)strlen(t->name);
+    t->text_len = (uint32_t)strlen(t->text);
+    e->ntimeouts++;
+}
+
+#define STALL_LISTED 20 /* tensors named in one warning */
+
+/* Rank 0, once a second: warns about tensors some ranks have submitted and
+ * others not for TCOLL_STALL_WARN_S (again every TCOLL_STALL_WARN_S while it
+ * lasts), and fails them after TCOLL_STALL_ABORT_S. */
+static void stall_check(engine_t *e, uint64_t now)
+{
+    const uint64_t warn_ns = (uint64_t)e->cfg->stall_warn_s * 1000000000ull;
+    const uint64_t abort_ns = (uint64_t)e->cfg->stall_abort_s * 1000000000ull;
+    stalled_list_t l = {NULL, 0, 0, e->size};
+    char have[128], missing[128], text[512];
+    int warn_now = warn_ns > 0 && now >= e->next_stall_warn;
+    size_t i, nwarned = 0;
+
+    if ((!warn_now && abort_ns == 0) || now < e->next_stall_check) {
+        return;
+    }
+    e->next_stall_check = now + 1000000000ull;
+    tc__coord_foreach_pending(e->coord, stalled_visit, &l);
+    for (i = 0; i < e->ncstall; i++) {
+        const tc_cache_entry_t *ce = tc__cache_get(&e->cache, e->cstall[i].id);
+        if (ce != NULL) {
+            stalled_add(&l, ce->name, ce->desc.name_len, ce->desc.kind, e->cstall[i].since_ns,
+                        e->cstall[i].have, 1);
+        }
+    }
+    for (i = 0; i < l.n; i++) {
+        stalled_t *x = &l.v[i];
+        uint64_t age = now > x->since_ns ? now - x->since_ns : 0;
+        int nmiss;
+        format_ranks(x->have, e->size, 1, -1, have, sizeof(have));
+        nmiss = format_ranks(x->have, e->size, 0, -1, missing, sizeof(missing));
+        if (x->cached && timeout_queued(e, x->name)) {
+            continue; /* failing already, in our next cycle message */
+        }
+        if (abort_ns > 0 && age >= abort_ns) {
+            snprintf(text, sizeof(text),
+                     "tensor '%s' (%s) stalled for %llu s: submitted by rank%s %s, not by rank%s "
+                     "%s (TCOLL_STALL_ABORT_S=%d)",
+                     x->name, tc__kind_name(x->kind), (unsigned long long)(age / 1000000000ull),
+                     strchr(have, ',') || strchr(have, '-') ? "s" : "", have, nmiss > 1 ? "s" : "",
+                     missing, e->cfg->stall_abort_s);
+            TC_WARN("stall", "%s: failing it with TC_ERR_TIMEOUT", text);
+            if (x->cached) {
+                timeout_cached(e, x->name, text);
+            } else if (tc__coord_expire(e->coord, x->name, (uint32_t)strlen(x->name),
+                                        TC_ERR_TIMEOUT, text) == TC_ERR_NOMEM) {
+                TC_WARN("stall", "out of memory failing tensor '%s'", x->name);
+            }
+            continue;
+        }
+        if (warn_now && age >= warn_ns) {
+            if (nwarned == 0) {
+                TC_WARN("stall", "tensors submitted by some ranks but not all for %d s or more "
+                                 "(TCOLL_STALL_WARN_S); repeated every %d s while it lasts:",
+                        e->cfg->stall_warn_s, e->cfg->stall_warn_s);
+            }
+            if (nwarned < STALL_LISTED) {
+                TC_WARN("stall", "  '%s' (%s): waiting %llu s; submitted by rank%s %s; missing "
+                                 "rank%s %s", x->name, tc__kind_name(x->kind),
+                        (unsigned long long)(age / 1000000000ull),
+                        strchr(have, ',') || strchr(have, '-') ? "s" : "", have,
+                        nmiss > 1 ? "s" : "", missing);
+            }
+            nwarned++;
+        }
+    }
+    if (nwarned > STALL_LISTED) {
+        TC_WARN("stall", "  and %zu more", nwarned - STALL_LISTED);
+    }
+    if (nwarned > 0) {
+        e->next_stall_warn = now + warn_ns;
+    }
+    for (i = 0; i < l.n; i++) {
+        free(l.v[i].name);
+        free(l.v[i].have);
+    }
+    free(l.v);
 }
 
 /* Moves the cycles on: receive, join or start, complete. */
-static int cycle_step(engine_t *e, int run)
+static int cycle_step(engine_t *e)
 {
     int progress = 0, got;
 
-    while (!e->broken) {
+    while (!e->terminated) {
         got = cycle_receive(e);
         if (got < 0) {
             return 1;
         }
         progress |= got > 0;
-        if (!e->contributed && (e->ngot > 0 || (run && (e->dirty || coord_has_news(e))))) {
+        if (!e->contributed && (e->ngot > 0 || e->dirty || coord_has_news(e))) {
             contribute(e);
             progress = 1;
         }
-        if (!e->contributed || e->ngot < e->size - 1 || e->broken) {
+        if (e->terminated || !e->contributed || e->ngot < e->size - 1) {
             break;
         }
-        complete_cycle(e, run);
+        complete_cycle(e);
         progress = 1;
-        if (e->terminated || e->got_terminate) {
-            break;
-        }
     }
     return progress;
+}
+
+static void stall_check(engine_t *e, uint64_t now);
+
+/* Every POLL_NS: another rank's abort, a lost peer, a shutdown past its time
+ * limit, stalled tensors (rank 0). */
+static void periodic(engine_t *e)
+{
+    const uint64_t peer_ns = (uint64_t)e->cfg->peer_timeout_s * 1000000000ull;
+    uint64_t now = tc__now_ns();
+    char ranks[256];
+
+    if (now < e->next_poll_ns) {
+        return;
+    }
+    e->next_poll_ns = now + POLL_NS;
+    if (poll_abort(e)) {
+        return;
+    }
+    if (e->contributed && e->ngot < e->size - 1 && now - e->cycle_t0 > peer_ns) {
+        int n = format_ranks(e->cyc_have, e->size, 0, e->rank, ranks, sizeof(ranks));
+        engine_fail(e, TC_ERR_TRANSPORT, 0,
+                    "lost rank%s %s: no negotiation message from %s for %d s (the process died, "
+                    "or its engine thread is stuck; TCOLL_PEER_TIMEOUT_S); tcoll stops on this "
+                    "rank", n > 1 ? "s" : "", ranks, n > 1 ? "them" : "it",
+                    e->cfg->peer_timeout_s);
+        return;
+    }
+    if (!e->contributed && now - e->cycle_done_ns > peer_ns / 2) {
+        /* Waiting, with no cycle for a while: a peer may have died while
+         * idle. An empty cycle finds out: a live engine joins it within
+         * TCOLL_IDLE_POLL_MS, a dead one trips the check above. No message
+         * is sent while nothing is pending. */
+        pthread_mutex_lock(&g.mu);
+        if (g.inflight.count > 0) {
+            e->dirty = 1;
+        }
+        pthread_mutex_unlock(&g.mu);
+        e->cycle_done_ns = now;
+    }
+    if (e->shutdown_t0 != 0 && !e->terminated &&
+        now - e->shutdown_t0 > (uint64_t)e->cfg->shutdown_timeout_s * 1000000000ull) {
+        engine_fail(e, TC_ERR_TIMEOUT, 0,
+                    "the shutdown handshake with rank 0 did not finish within %d s "
+                    "(TCOLL_SHUTDOWN_TIMEOUT_S)", e->cfg->shutdown_timeout_s);
+        return;
+    }
+    if (e->rank == 0) {
+        stall_check(e, now);
+    }
 }
 
 static int engine_step(engine_t *e)
@@ -1106,7 +1746,10 @@ static int engine_step(engine_t *e)
         progress |= coord_receive(e);
     }
     if (!e->terminated) {
-        progress |= cycle_step(e, 1);
+        progress |= cycle_step(e);
+    }
+    if (!e->terminated) {
+        periodic(e);
     }
     return progress;
 }
@@ -1254,6 +1897,9 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
     MPI_Comm_size(e->local, &lsize);
     tc__transport_mpi_init(&e->tp, &e->tp_mpi, e->data, (uint32_t)e->cfg->spin,
                            (uint32_t)e->cfg->backoff_max_us);
+    e->tp_mpi.timeout_ns = (uint64_t)e->cfg->peer_timeout_s * 1000000000ull;
+    e->tp_mpi.interrupt = transport_interrupt;
+    e->tp_mpi.interrupt_arg = e;
     if ((e->cyc_have = calloc((size_t)e->size, 1)) == NULL ||
         (e->cyc = calloc((size_t)e->size, sizeof(*e->cyc))) == NULL ||
         (e->rank == 0 && (tc__coord_create(e->size, &e->coord) != TC_OK ||
@@ -1309,14 +1955,16 @@ static void fail_everything(engine_t *e)
 }
 
 /* Makes sure no control message is left unmatched (see the file comment):
- * a worker sends BYE, then, unless it has seen rank 0's TERMINATE already (it
- * stopped on its own), takes part in cycles without listing anything until
- * the one that carries it; rank 0 reads requests until it has every BYE. Both
- * then wait for their sends to complete. */
+ * after the cycle that carried TERMINATE, a worker sends BYE and rank 0 reads
+ * requests until it has every BYE; both then wait for their sends to
+ * complete. Bounded by TCOLL_SHUTDOWN_TIMEOUT_S: past it, MPI is left as it
+ * is and the shutdown reports TC_ERR_TIMEOUT. */
 static void goodbye(engine_t *e)
 {
     tc_backoff_t bo;
     tc_wire_msg_t msg;
+    uint64_t deadline = tc__now_ns() + (uint64_t)e->cfg->shutdown_timeout_s * 1000000000ull;
+    char ranks[256];
     int src, got, q, remaining = 0;
 
     tc__backoff_init(&bo, (uint32_t)e->cfg->spin, (uint32_t)e->cfg->backoff_max_us);
@@ -1324,14 +1972,12 @@ static void goodbye(engine_t *e)
         tc_wire_msg_t bye = {0};
         bye.type = TC_WIRE_BYE;
         ctrl_send(e, &bye, 0, 0, -1, TAG_REQ);
-        e->quiet = 1;
     } else {
         for (q = 1; q < e->size; q++) {
             remaining += !e->bye_seen[q];
         }
     }
-    while (!e->broken && (remaining > 0 || (e->rank != 0 && !e->got_terminate) ||
-                          ctrl_progress(e) > 0)) {
+    while (!e->broken && (remaining > 0 || ctrl_progress(e) > 0)) {
         int progress = 0;
         while (e->rank == 0 && remaining > 0 &&
                (got = ctrl_recv(e, MPI_ANY_SOURCE, TAG_REQ, &msg, &src)) == 1) {
@@ -1342,8 +1988,21 @@ static void goodbye(engine_t *e)
             }
             tc__wire_msg_free(&msg);
         }
-        if (e->rank != 0 && !e->got_terminate) {
-            progress |= cycle_step(e, 0);
+        if (poll_abort(e)) {
+            break;
+        }
+        if (tc__now_ns() > deadline) {
+            e->bye_seen[0] = 1;
+            format_ranks(e->bye_seen, e->size, 0, e->rank, ranks, sizeof(ranks));
+            e->broken = 1;
+            e->term_status = TC_ERR_TIMEOUT;
+            snprintf(e->term_msg, sizeof(e->term_msg),
+                     "the shutdown handshake did not finish within %d s "
+                     "(TCOLL_SHUTDOWN_TIMEOUT_S)%s%s; MPI was left as it is",
+                     e->cfg->shutdown_timeout_s, remaining > 0 ? ": no goodbye from rank " : "",
+                     remaining > 0 ? ranks : "");
+            TC_ERROR("engine", "%s", e->term_msg);
+            break;
         }
         if (progress) {
             tc__backoff_reset(&bo);
@@ -1358,11 +2017,18 @@ static void mpi_teardown(engine_t *e)
     size_t i;
 
     if (e->broken) {
-        /* MPI may be unusable; leave it as it is rather than hang in it. */
+        /* MPI may be unusable, and peers may be gone: leave it as it is
+         * rather than hang in it. Sends that never completed may still be
+         * read by MPI, so their buffers are kept (reachable, not leaked). */
         TC_WARN("engine", "skipping MPI teardown after a failure");
         for (i = 0; i < e->nsends; i++) {
-            ctrl_buf_release(e->sends[i].cb);
+            ctrl_buf_t **keep = realloc(g_abandoned, (g_nabandoned + 1) * sizeof(*keep));
+            if (keep != NULL) {
+                g_abandoned = keep;
+                g_abandoned[g_nabandoned++] = e->sends[i].cb;
+            }
         }
+        e->nsends = 0;
         return;
     }
     MPI_Comm_free(&e->ctrl);
@@ -1379,6 +2045,9 @@ static void engine_free(engine_t *e)
 
     tc__coord_batch_free(&e->batch);
     tc__coord_destroy(e->coord);
+    free(e->my_resps);
+    free_timeouts(e);
+    cstall_free(e->cstall, e->ncstall);
     tc__cache_destroy(&e->cache);
     for (q = 0; e->cyc != NULL && q < e->size; q++) {
         tc__wire_msg_free(&e->cyc[q]);
@@ -1407,6 +2076,14 @@ static void *engine_main(void *arg)
      * slack would stretch each of them to 50 us or more. */
     (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
     st = mpi_setup(e, msg, sizeof(msg));
+    if (st == TC_OK && e->cfg->timeline[0] != '\0') {
+        /* before tc_init returns: the timeline covers every submission, and
+         * a tc_timeline_start right after tc_init finds it running */
+        char err[512];
+        if (tc__tl_start(e->cfg->timeline, e->rank, err, sizeof(err)) != TC_OK) {
+            TC_WARN("timeline", "TCOLL_TIMELINE=%s: %s; no timeline", e->cfg->timeline, err);
+        }
+    }
     pthread_mutex_lock(&g.mu);
     g.init_status = st;
     snprintf(g.init_msg, sizeof(g.init_msg), "%s", msg);
@@ -1422,12 +2099,21 @@ static void *engine_main(void *arg)
     }
 
     e->shutdown_from = -1;
+    e->cycle_done_ns = tc__now_ns();
     engine_loop(e);
     fail_everything(e);
+    if (e->tell_peers) {
+        send_abort(e);
+    }
     if (!e->broken) {
         goodbye(e);
     }
     mpi_teardown(e);
+    /* What tc_shutdown reports: the goodbye may have run out of time. */
+    pthread_mutex_lock(&g.mu);
+    g.stop_status = e->term_status;
+    snprintf(g.stop_msg, sizeof(g.stop_msg), "%s", e->term_msg);
+    pthread_mutex_unlock(&g.mu);
     TC_INFO("engine", "engine thread exits: %s", e->term_msg);
     engine_free(e);
     return NULL;
@@ -1494,7 +2180,9 @@ tc_status_t tc_init(void)
 
 tc_status_t tc_shutdown(void)
 {
+    struct timespec deadline;
     tc_status_t st;
+    int rc, limit_s;
 
     tc__clear_error();
     pthread_mutex_lock(&g.mu);
@@ -1509,14 +2197,30 @@ tc_status_t tc_shutdown(void)
     pthread_cond_signal(&g.wake);
     pthread_mutex_unlock(&g.mu);
 
-    pthread_join(g.thread, NULL);
+    /* The engine bounds the handshake and its goodbye by the timeout each;
+     * this bounds anything else (MPI_Finalize waiting for a stuck peer). */
+    limit_s = 2 * tc__config()->shutdown_timeout_s + 10;
+    deadline = tc__deadline_after_ns((uint64_t)limit_s * 1000000000ull);
+    rc = pthread_timedjoin_np(g.thread, NULL, &deadline);
+    if (rc != 0) {
+        pthread_detach(g.thread);
+        return tc__set_error(TC_ERR_TIMEOUT,
+                             "tc_shutdown: the engine thread did not stop within %d s (stuck in "
+                             "MPI?); it was left running and MPI as it is", limit_s);
+    }
     tc__output_pool_drain();
+    if (tc__tl_active()) {
+        (void)tc__tl_stop(); /* after the engine's last event */
+    }
 
     pthread_mutex_lock(&g.mu);
     st = g.stop_status;
     pthread_mutex_unlock(&g.mu);
     if (st == TC_ERR_SHUTDOWN) {
         return TC_OK;
+    }
+    if (st == TC_ERR_TIMEOUT) {
+        return tc__set_error(st, "tc_shutdown: %s", g.stop_msg);
     }
     return tc__set_error(st, "tc_shutdown: tcoll had stopped after an error: %s", g.stop_msg);
 }
@@ -1656,6 +2360,7 @@ static tc_status_t submit(const char *fn, tc_request_t *req, tc_request_t **req_
     } else if (tc__hmap_put(&g.inflight, req->name, req->name_len, req) != 0) {
         st = tc__set_error(TC_ERR_NOMEM, "%s: out of memory", fn);
     } else {
+        req->submit_ns = tc__now_ns();
         req->next = NULL;
         if (g.q_tail != NULL) {
             g.q_tail->next = req;

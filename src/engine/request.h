@@ -11,6 +11,7 @@
 
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "tcoll.h"
 #include "wire/wire.h"
@@ -27,6 +28,7 @@ struct tc_request {
     int ndim;
     int64_t shape[TC_MAX_DIMS];
     size_t count;     /* elements */
+    uint64_t submit_ns; /* when it was queued (tc__now_ns), for the timeline */
     const void *send; /* allreduce/allgather input */
     void *recv;       /* allreduce output, broadcast buffer */
 

@@ -30,12 +30,15 @@ const char *tc__mpi_strerror(int code, char *buf, size_t len)
     return buf;
 }
 
-int tc__mpi_wait_all(int n, MPI_Request *reqs, const tc_backoff_t *proto)
+int tc__mpi_wait_all(const tc_transport_mpi_t *m, int n, MPI_Request *reqs, int nrecv, int src,
+                     int dst, char *why, size_t len)
 {
-    tc_backoff_t bo = *proto;
-    int done = 0;
+    tc_backoff_t bo = m->proto;
+    uint64_t start = 0, next_check = 0;
+    int done = 0, i;
 
     for (;;) {
+        uint64_t now;
         int rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
         if (rc != MPI_SUCCESS) {
             return rc;
@@ -44,6 +47,36 @@ int tc__mpi_wait_all(int n, MPI_Request *reqs, const tc_backoff_t *proto)
             return MPI_SUCCESS;
         }
         tc__backoff_wait(&bo);
+        now = tc__now_ns();
+        if (start == 0) {
+            start = now;
+            next_check = now + 1000000u;
+        }
+        if (now < next_check) {
+            continue;
+        }
+        next_check = now + 1000000u;
+        if (m->interrupt != NULL && m->interrupt(m->interrupt_arg, why, len)) {
+            return -1;
+        }
+        if (m->timeout_ns == 0 || now - start < m->timeout_ns) {
+            continue;
+        }
+        /* Name the side still waiting: a receive waits on src, a send on dst. */
+        for (i = 0; i < n; i++) {
+            int flag = 1;
+            if (reqs[i] != MPI_REQUEST_NULL) {
+                MPI_Test(&reqs[i], &flag, MPI_STATUS_IGNORE);
+            }
+            if (!flag) {
+                break;
+            }
+        }
+        snprintf(why, len,
+                 "lost rank %d: no data from it for %llu s in a collective every rank agreed to "
+                 "run (the process died, or its engine thread is stuck)",
+                 i < nrecv ? src : dst, (unsigned long long)(m->timeout_ns / 1000000000u));
+        return -1;
     }
 }
 
@@ -92,10 +125,13 @@ static tc_status_t mpi_sendrecv(tc_transport_t *t, const void *sbuf, size_t sbyt
         }
     }
     if (rc == MPI_SUCCESS) {
-        rc = tc__mpi_wait_all((int)n, reqs, &m->proto);
+        rc = tc__mpi_wait_all(m, (int)n, reqs, (int)nr, src, dst, t->err, sizeof(t->err));
     }
     if (reqs != stack_reqs) {
         free(reqs);
+    }
+    if (rc == -1) {
+        return TC_ERR_TRANSPORT; /* t->err says why */
     }
     if (rc != MPI_SUCCESS) {
         snprintf(t->err, sizeof(t->err), "MPI exchange with ranks %d/%d failed: %s", dst, src,
@@ -110,6 +146,9 @@ void tc__transport_mpi_init(tc_transport_t *t, tc_transport_mpi_t *impl, MPI_Com
 {
     impl->comm = comm;
     tc__backoff_init(&impl->proto, spin, backoff_max_us);
+    impl->timeout_ns = 0;
+    impl->interrupt = NULL;
+    impl->interrupt_arg = NULL;
     MPI_Comm_rank(comm, &t->rank);
     MPI_Comm_size(comm, &t->size);
     t->sendrecv = mpi_sendrecv;

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "check.h"
 #include "engine/coordinator.h"
+#include "util/backoff.h"
 
 static tc_wire_request_t mk(const char *name, int kind, int dtype, int op, int root, int ndim,
                             int64_t d0, int64_t d1)
@@ -47,6 +48,28 @@ static char *decide(int size, tc_wire_request_t base, int odd, tc_wire_request_t
     tc__coord_batch_free(&b);
     tc__coord_destroy(c);
     return text;
+}
+
+typedef struct {
+    int n;
+    unsigned slow_have;
+    int slow_kind;
+    uint64_t slow_since;
+} pending_seen_t;
+
+static void see_pending(const tc_coord_pending_t *p, void *arg)
+{
+    pending_seen_t *seen = arg;
+    int q;
+
+    seen->n++;
+    if (p->name_len == 4 && memcmp(p->name, "slow", 4) == 0) {
+        for (q = 0; q < 4; q++) {
+            seen->slow_have |= p->have[q] ? 1u << q : 0;
+        }
+        seen->slow_kind = p->kind;
+        seen->slow_since = p->since_ns;
+    }
 }
 
 static void expect(char *text, const char *want)
@@ -152,6 +175,39 @@ int main(void)
         CHECK_EQ(b.resps[0].rtype, TC_WIRE_ERROR);
         CHECK_STR_CONTAINS(b.resps[0].text, "rank 4 has [2], and 3 more ranks differ");
         tc__coord_batch_free(&b);
+        tc__coord_destroy(c);
+    }
+    /* the stall inspector's view: waiting names, who has them, since when;
+     * expiring one turns it into an ERROR for the next batch */
+    {
+        pending_seen_t seen = {0};
+        uint64_t before = tc__now_ns();
+        CHECK_OK(tc__coord_create(4, &c));
+        a = mk("slow", TC_KIND_BROADCAST, TC_INT32, TC_SUM, 0, 1, 3, 0);
+        x = mk("fast", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 3, 0);
+        CHECK_OK(tc__coord_add(c, 2, &a, err, sizeof(err)));
+        CHECK_OK(tc__coord_add(c, 1, &a, err, sizeof(err)));
+        CHECK_OK(tc__coord_add(c, 0, &x, err, sizeof(err)));
+        tc__coord_foreach_pending(c, see_pending, &seen);
+        CHECK_EQ(seen.n, 2);
+        CHECK_EQ(seen.slow_have, 0x6); /* ranks 1 and 2 */
+        CHECK_EQ(seen.slow_kind, TC_KIND_BROADCAST);
+        CHECK(seen.slow_since >= before && seen.slow_since <= tc__now_ns());
+        CHECK_STATUS(tc__coord_expire(c, "none", 4, TC_ERR_TIMEOUT, "x"), TC_ERR_ARG);
+        CHECK_STATUS(tc__coord_expire(c, "slow", 4, TC_OK, "x"), TC_ERR_ARG);
+        CHECK_EQ(tc__coord_pending(c), 2);
+        CHECK_OK(tc__coord_expire(c, "slow", 4, TC_ERR_TIMEOUT, "tensor 'slow' stalled"));
+        CHECK_EQ(tc__coord_pending(c), 1);
+        CHECK_EQ(tc__coord_nready(c), 1);
+        CHECK_OK(tc__coord_take_ready(c, &b));
+        CHECK_EQ(b.count, 1);
+        CHECK_EQ(b.resps[0].rtype, TC_WIRE_ERROR);
+        CHECK_EQ(b.resps[0].status, TC_ERR_TIMEOUT);
+        CHECK_STR_CONTAINS(b.resps[0].text, "tensor 'slow' stalled");
+        tc__coord_batch_free(&b);
+        /* the name can be submitted afresh; a late rank starts a new entry */
+        CHECK_OK(tc__coord_add(c, 3, &a, err, sizeof(err)));
+        CHECK_EQ(tc__coord_pending(c), 2);
         tc__coord_destroy(c);
     }
     printf("test_coordinator: ok\n");

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Runs test_lost_rank under Open MPI with --enable-recovery (without it,
+# mpiexec ends the whole job as soon as a rank dies: that is Open MPI's
+# default, and what a user sees) and checks that every surviving rank printed
+# its "survived" line. mpiexec's own exit status is not the verdict: a killed
+# rank and survivors that leave MPI unfinalized make it non-zero by design.
+# Usage: run_lost_rank.sh MPIEXEC NP PROGRAM MODE
+set -u
+mpiexec=$1 np=$2 prog=$3 mode=$4
+out=$(TCOLL_PEER_TIMEOUT_S=3 timeout 90 "$mpiexec" -n "$np" --oversubscribe --enable-recovery \
+      -x TCOLL_PEER_TIMEOUT_S "$prog" "$mode" 2>&1)
+rc=$?
+printf '%s\n' "$out"
+if [ "$rc" -eq 124 ]; then
+    echo "run_lost_rank: mpiexec did not finish within 90 s" >&2
+    exit 1
+fi
+survived=$(printf '%s\n' "$out" | grep -c "^test_lost_rank $mode: rank [0-9]* survived")
+if printf '%s\n' "$out" | grep -q "CHECK FAILED"; then
+    echo "run_lost_rank: a check failed" >&2
+    exit 1
+fi
+if [ "$survived" -ne $((np - 1)) ]; then
+    echo "run_lost_rank: $survived of $((np - 1)) surviving ranks reported" >&2
+    exit 1
+fi
+echo "run_lost_rank $mode: all $((np - 1)) surviving ranks failed cleanly"

@@ -1,0 +1,103 @@
+/*
+ * test_lost_rank.c - a rank that dies must not leave the others blocked
+ * (np >= 2, under a launcher that lets the job go on when a rank dies:
+ * run_lost_rank.sh passes Open MPI's --enable-recovery). The last rank is
+ * killed with SIGKILL; one variant per run, chosen by argv[1]:
+ *
+ *   negotiation  it dies between two allreduces, so the others wait for its
+ *                negotiation message;
+ *   transfer     a thread kills it during a stream of 64 MiB allreduces, so
+ *                the others are most likely inside a transfer with it.
+ *
+ * Every survivor's pending request must fail with TC_ERR_TRANSPORT and a
+ * message naming the lost rank within TCOLL_PEER_TIMEOUT_S (3 s here) plus a
+ * margin, later submissions must fail at once, and tc_shutdown must return
+ * an error promptly instead of hanging in MPI. Each survivor prints one
+ * "survived" line; the wrapper counts them.
+ */
+#define _GNU_SOURCE
+
+#include "mpi_common.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#define PEER_TIMEOUT_S 3 /* TCOLL_PEER_TIMEOUT_S, set by run_lost_rank.sh */
+#define MARGIN_S 20      /* generous: the machine is oversubscribed */
+
+static void *killer(void *arg)
+{
+    (void)arg;
+    tt_sleep_ms(400);
+    raise(SIGKILL);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+    const int transfer = strcmp(mode, "transfer") == 0;
+    size_t count = transfer ? (size_t)16 << 20 : 1000;
+    float *in, *out;
+    tc_tensor_t t;
+    tc_request_t *req = NULL;
+    tc_status_t st = TC_OK;
+    double t0 = 0, waited;
+    char want[64];
+    int rank, size, i;
+    pthread_t th;
+
+    CHECK_MSG(transfer || strcmp(mode, "negotiation") == 0,
+              "usage: test_lost_rank negotiation|transfer");
+    CHECK_OK(tc_init());
+    rank = tc_rank();
+    size = tc_size();
+    CHECK_MSG(size >= 2, "test_lost_rank needs 2 or more ranks");
+    in = tt_xmalloc(count * sizeof(float));
+    out = tt_xmalloc(count * sizeof(float));
+    for (i = 0; i < (int)count; i++) {
+        in[i] = 1.0f;
+    }
+    t = (tc_tensor_t){ in, TC_FLOAT32, 1, { (int64_t)count } };
+    if (transfer && rank == size - 1) {
+        CHECK_EQ(pthread_create(&th, NULL, killer, NULL), 0);
+    }
+    for (i = 0; i < 1000000; i++) {
+        if (!transfer && i == 20 && rank == size - 1) {
+            raise(SIGKILL);
+        }
+        t0 = tt_now();
+        CHECK_OK(tc_allreduce("lost/grad", &t, out, TC_SUM, &req));
+        st = tc_wait(req);
+        if (st != TC_OK) {
+            break;
+        }
+        CHECK(out[0] == (float)size && out[count - 1] == (float)size);
+        tc_request_free(req);
+    }
+    CHECK_MSG(rank != size - 1, "the last rank was not killed");
+    waited = tt_now() - t0;
+    snprintf(want, sizeof want, "lost rank %d", size - 1);
+    CHECK_MSG(st == TC_ERR_TRANSPORT, "rank %d: %s (%s)", rank, tc_status_string(st),
+              tc_request_error(req));
+    CHECK_MSG(strstr(tc_request_error(req), want) != NULL, "rank %d: message '%s' lacks '%s'",
+              rank, tc_request_error(req), want);
+    CHECK_MSG(waited < PEER_TIMEOUT_S + MARGIN_S, "rank %d: the failure took %.1f s", rank,
+              waited);
+    tc_request_free(req);
+    req = TT_SENTINEL;
+    CHECK_STATUS(tc_allreduce("lost/after", &t, out, TC_SUM, &req), TC_ERR_TRANSPORT);
+    CHECK(req == TT_SENTINEL);
+    t0 = tt_now();
+    st = tc_shutdown();
+    CHECK_MSG(st == TC_ERR_TRANSPORT, "rank %d: tc_shutdown: %s (%s)", rank, tc_status_string(st),
+              tc_last_error());
+    CHECK_MSG(tt_now() - t0 < MARGIN_S, "rank %d: tc_shutdown took %.1f s", rank, tt_now() - t0);
+    printf("test_lost_rank %s: rank %d survived: failed after %.1f s: %s\n", mode, rank, waited,
+           want);
+    fflush(stdout);
+    free(in);
+    free(out);
+    return 0;
+}

@@ -1,0 +1,222 @@
+/*
+ * test_stall.c - the stall inspector (np >= 2). The last rank withholds a
+ * tensor that every other rank has submitted; one variant per run, chosen by
+ * argv[1]:
+ *
+ *   warn   (TCOLL_STALL_WARN_S=1) the last rank submits it after 2.5 s.
+ *          Rank 0's log (its stderr, captured in a file) must list the
+ *          tensor, the ranks that submitted it and the one missing, once for
+ *          a first-time name and once for a cached one; then every request
+ *          succeeds with the right sum.
+ *   abort  (TCOLL_STALL_WARN_S=1, TCOLL_STALL_ABORT_S=2) the last rank never
+ *          submits it. Every other rank's request fails with TC_ERR_TIMEOUT
+ *          and a message naming the tensor and the missing rank, for a
+ *          first-time name and for a cached one; the engine goes on (later
+ *          collectives succeed, on every rank), and a name that stalled can
+ *          be used again by everyone.
+ */
+#define _GNU_SOURCE
+
+#include "mpi_common.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#define ABORT_S 2 /* TCOLL_STALL_ABORT_S in the abort variant (tests/mpi/CMakeLists.txt) */
+
+static int g_rank, g_size;
+static char g_log[256];
+static int g_saved_stderr = -1;
+
+/* A failed check aborts: show what went to the captured stderr (the check's
+ * message included) on the real one first. Async-signal-safe calls only. */
+static void dump_log(int sig)
+{
+    char buf[4096];
+    ssize_t n;
+    int fd = open(g_log, O_RDONLY);
+
+    if (fd >= 0 && g_saved_stderr >= 0) {
+        while ((n = read(fd, buf, sizeof buf)) > 0) {
+            if (write(g_saved_stderr, buf, (size_t)n) < 0) {
+                break;
+            }
+        }
+        close(fd);
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* Rank 0's stderr goes to a file so the test can read what tcoll logged. */
+static void capture_stderr(void)
+{
+    int fd;
+
+    snprintf(g_log, sizeof g_log, "/tmp/tcoll-test-stall.%d.log", (int)getpid());
+    fd = open(g_log, O_CREAT | O_TRUNC | O_WRONLY | O_APPEND, 0600);
+    CHECK(fd >= 0);
+    fflush(stderr);
+    g_saved_stderr = dup(2);
+    CHECK(g_saved_stderr >= 0);
+    CHECK(dup2(fd, 2) == 2);
+    close(fd);
+    signal(SIGABRT, dump_log);
+}
+
+static char *read_log(void)
+{
+    FILE *f = fopen(g_log, "r");
+    char *text;
+    long n;
+
+    CHECK(f != NULL);
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    text = tt_xmalloc((size_t)n + 1);
+    CHECK_EQ((long)fread(text, 1, (size_t)n, f), n);
+    text[n] = '\0';
+    fclose(f);
+    return text;
+}
+
+/* "ranks 0-1" / "rank 0": how the inspector lists ranks 0..L-1. */
+static void submitters(char *out, size_t len)
+{
+    int L = g_size - 1;
+    if (L == 1) {
+        snprintf(out, len, "submitted by rank 0;");
+    } else {
+        snprintf(out, len, "submitted by ranks 0-%d;", L - 1);
+    }
+}
+
+static tc_request_t *submit(const char *name, const float *in, float *out)
+{
+    tc_tensor_t t = { (void *)in, TC_FLOAT32, 1, { 3 } };
+    tc_request_t *req = NULL;
+    CHECK_OK(tc_allreduce(name, &t, out, TC_SUM, &req));
+    return req;
+}
+
+/* An allreduce every rank joins at once: must succeed with the right sum. */
+static void good(const char *name)
+{
+    float in[3] = { (float)g_rank, 1, 2 }, out[3] = { -1, -1, -1 };
+    tc_request_t *req = submit(name, in, out);
+    CHECK_MSG(tc_wait(req) == TC_OK, "'%s': %s", name, tc_request_error(req));
+    CHECK(out[0] == (float)(g_size * (g_size - 1) / 2) && out[1] == (float)g_size &&
+          out[2] == (float)(2 * g_size));
+    tc_request_free(req);
+}
+
+/* The last rank submits name only after delay_ms, or never (delay_ms < 0;
+ * it then waits ABORT_S + 1 s, so that the others have had their timeout
+ * before it submits anything else: a tensor one rank submits ABORT_S before
+ * another is failed as stalled too, by design). */
+static void withheld(const char *name, long delay_ms, int expect_timeout)
+{
+    const int L = g_size - 1;
+    float in[3] = { 1, 1, 1 }, out[3] = { -1, -1, -1 };
+    tc_request_t *req;
+    tc_status_t st;
+    char want[160];
+
+    if (g_rank == L) {
+        if (delay_ms < 0) {
+            tt_sleep_ms((ABORT_S + 1) * 1000);
+            return;
+        }
+        tt_sleep_ms(delay_ms);
+    }
+    req = submit(name, in, out);
+    st = tc_wait(req);
+    if (!expect_timeout) {
+        CHECK_MSG(st == TC_OK, "'%s': %s (%s)", name, tc_status_string(st), tc_request_error(req));
+        CHECK(out[0] == (float)g_size);
+    } else {
+        CHECK_MSG(st == TC_ERR_TIMEOUT, "'%s': %s (%s), want a timeout", name,
+                  tc_status_string(st), tc_request_error(req));
+        snprintf(want, sizeof want, "tensor '%s' (allreduce) stalled for", name);
+        CHECK_MSG(strstr(tc_request_error(req), want) != NULL, "'%s': message '%s'", name,
+                  tc_request_error(req));
+        snprintf(want, sizeof want, "not by rank %d", L);
+        CHECK_MSG(strstr(tc_request_error(req), want) != NULL, "'%s': message '%s'", name,
+                  tc_request_error(req));
+    }
+    tc_request_free(req);
+}
+
+static void check_warned(const char *log, const char *name)
+{
+    char want[160], who[64], *at;
+
+    snprintf(want, sizeof want, "'%s' (allreduce): waiting ", name);
+    at = strstr(log, want);
+    CHECK_MSG(at != NULL, "no stall warning for '%s' in rank 0's log:\n%s", name, log);
+    submitters(who, sizeof who);
+    CHECK_MSG(strstr(at, who) != NULL, "warning for '%s' lacks '%s':\n%s", name, who, log);
+    snprintf(want, sizeof want, "missing rank %d", g_size - 1);
+    CHECK_MSG(strstr(at, want) != NULL, "warning for '%s' lacks '%s':\n%s", name, want, log);
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+    int k;
+
+    CHECK_MSG(strcmp(mode, "warn") == 0 || strcmp(mode, "abort") == 0,
+              "usage: test_stall warn|abort");
+    /* before tc_init: the engine thread logs from the start */
+    if (getenv("OMPI_COMM_WORLD_RANK") != NULL && atoi(getenv("OMPI_COMM_WORLD_RANK")) == 0) {
+        capture_stderr();
+    } else if (getenv("PMI_RANK") != NULL && atoi(getenv("PMI_RANK")) == 0) {
+        capture_stderr();
+    }
+    CHECK_OK(tc_init());
+    g_rank = tc_rank();
+    g_size = tc_size();
+    CHECK_MSG(g_size >= 2, "test_stall needs 2 or more ranks");
+    for (k = 0; k < 3; k++) {
+        good("st/cached"); /* filed in the response cache from now on */
+    }
+
+    if (strcmp(mode, "warn") == 0) {
+        withheld("st/first-time", 2500, 0);
+        withheld("st/cached", 2500, 0);
+        good("st/after");
+        if (g_rank == 0) {
+            char *log = read_log();
+            check_warned(log, "st/first-time");
+            check_warned(log, "st/cached");
+            free(log);
+        }
+    } else {
+        withheld("st/first-time", -1, 1);
+        good("st/after-1");
+        withheld("st/cached", -1, 1);
+        good("st/after-2");
+        good("st/cached"); /* everyone again: it works as before */
+        good("st/first-time");
+        if (g_rank == 0) {
+            char *log = read_log();
+            CHECK_MSG(strstr(log, "failing it with TC_ERR_TIMEOUT") != NULL,
+                      "rank 0's log does not say it failed the stalled tensors:\n%s", log);
+            free(log);
+        }
+    }
+    tt_final_barrier();
+    CHECK_OK(tc_shutdown());
+    if (g_rank == 0) {
+        char *log = read_log();
+        fflush(stderr);
+        dup2(g_saved_stderr, 2); /* what tcoll logged, for the test's output */
+        fputs(log, stderr);
+        free(log);
+        unlink(g_log);
+        printf("test_stall %s: OK on %d ranks\n", mode, g_size);
+    }
+    return 0;
+}

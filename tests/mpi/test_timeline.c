@@ -1,0 +1,879 @@
+/*
+ * test_timeline.c - the engine's timelines under MPI: what TCOLL_TIMELINE
+ * and tc_timeline_start/stop write must be valid JSON, complete, and show
+ * every tensor this rank ran.
+ *
+ * Argument: a directory. The program runs in <dir>/np<size>/ (one per rank
+ * count, so that the CTests may run in parallel) under
+ * TCOLL_TIMELINE=<dir>/np<size>/tl.%r.json (the CTest sets it; checked).
+ *
+ * Right after tc_init, tc_timeline_start must fail with TC_ERR_STATE: the
+ * TCOLL_TIMELINE timeline already runs (documented: it starts at tc_init).
+ *
+ * Period 1, the TCOLL_TIMELINE timeline started by tc_init: round 0 submits
+ * two groups of small allreduces that are new (rank 0 schedules them
+ * together: fused), a 1 MiB allreduce (a plain ring), an allgather, a
+ * broadcast and, with 2+ ranks, a name whose shape differs on the last rank
+ * (TC_ERR_MISMATCH everywhere); rounds 1..3 submit the same names again
+ * (cached: the small ones ride eagerly in the cycle messages). Every result
+ * is checked. Then tc_timeline_start must fail with TC_ERR_STATE (one runs),
+ * tc_timeline_stop stops it (the file is final), a second stop is
+ * TC_ERR_STATE, and tc_timeline_start must fail for NULL, "" (TC_ERR_ARG)
+ * and a path in a directory that does not exist (TC_ERR_ARG, the message
+ * naming the path with %r replaced).
+ *
+ * Period 2, tc_timeline_start("<dir>/np<size>/api.%r.json"): a second start
+ * is TC_ERR_STATE; two allreduces run twice; tc_timeline_stop.
+ *
+ * After tc_shutdown each rank reads its two files through the strict parser
+ * of json_check.h (and checks that the parser rejects each file cut short)
+ * and checks:
+ *  - the trace structure (pid == rank on every event, ts and dur >= 0: all
+ *    this rank's work in a period was submitted after the timeline started,
+ *    otherData with the rank, the version, no drops and the event count);
+ *  - every event's row is named (thread_name), rows and names are unique;
+ *  - each name submitted in the period has a row holding, per submission,
+ *    NEGOTIATE, optionally QUEUE, then its collective, in that order and
+ *    back to back in time, with exactly the expected args (kind, algo known
+ *    for the kind, dtype, op or root, bytes, fused count for a fused one,
+ *    cycle, status "success" or the mismatch's status text), besides marks
+ *    "rank N ready" / "rank N submitted" for other ranks N;
+ *  - rows of names not submitted in the period hold marks only;
+ *  - the collectives row holds, per fused group, MEMCPY_IN_FUSION_BUFFER,
+ *    MEMCPY_OUT_FUSION_BUFFER and "fused(N) first, ...", nested in time,
+ *    with the group's bytes and count, matching exactly the N tensors whose
+ *    collective says "ring, fused" with the same start and duration;
+ *  - with 2+ ranks: period 1 has an eager, a fused and a plain ring
+ *    allreduce and a mark for another rank; period 2 a plain ring.
+ */
+#define _GNU_SOURCE
+#include "mpi_common.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <unistd.h>
+
+#include "json_check.h"
+
+#define NROUNDS 4
+#define MAX_TASKS 32
+#define MAX_SUBS 32
+#define BIG_COUNT (1 << 18) /* float32: 1 MiB */
+
+enum kind { K_ALLREDUCE, K_ALLGATHER, K_BROADCAST };
+
+typedef struct {
+    char name[64];
+    enum kind kind;
+    tc_dtype_t dt;
+    tc_op_t op;
+    int root;
+    int ndim;
+    int64_t shape[2]; /* this rank's */
+    int mismatch;     /* every rank must get TC_ERR_MISMATCH */
+    uint64_t salt;
+    void *send, *recv;
+    tc_request_t *req;
+} task_t;
+
+/* What this rank submitted under one name in one period. */
+typedef struct {
+    char name[64];
+    enum kind kind;
+    tc_dtype_t dt;
+    tc_op_t op;
+    int root;
+    int64_t bytes; /* this rank's input */
+    int nsub;
+    int nmismatch;
+} sub_t;
+
+/* A collective event that says "ring, fused", to match with its group. */
+typedef struct {
+    double ts, dur;
+    int fused;
+    int64_t bytes;
+    char name[64];
+    int matched;
+} member_t;
+
+typedef struct {
+    int events, rows, marks, groups;
+    int eager, fused, ring, failed, bcast, gather;
+} stats_t;
+
+static int g_rank, g_size;
+static char g_dir[PATH_MAX];
+static sub_t g_subs[2][MAX_SUBS];
+static int g_nsubs[2];
+static task_t g_tasks[MAX_TASKS];
+static int g_ntasks;
+
+static const char *const kind_name[] = {"allreduce", "allgather", "broadcast"};
+static const char *const kind_upper[] = {"ALLREDUCE", "ALLGATHER", "BROADCAST"};
+
+#define ALGO_RING "ring"
+#define ALGO_FUSED "ring, fused"
+#define ALGO_EAGER "eager (inputs in the cycle messages)"
+#define ALGO_NONE "none (failed in negotiation)"
+#define ALGO_GATHER "ring allgatherv"
+#define ALGO_TREE "binomial tree"
+
+/* ------------------------------------------------------------------------ */
+/* Submitting and checking collectives                                       */
+/* ------------------------------------------------------------------------ */
+
+static void note_sub(int period, const task_t *t)
+{
+    int64_t bytes = tt_count(t->ndim, t->shape) * (int64_t)tt_dtype_bytes(t->dt);
+    sub_t *s = NULL;
+
+    for (int i = 0; i < g_nsubs[period]; i++) {
+        if (strcmp(g_subs[period][i].name, t->name) == 0) {
+            s = &g_subs[period][i];
+        }
+    }
+    if (s == NULL) {
+        CHECK(g_nsubs[period] < MAX_SUBS);
+        s = &g_subs[period][g_nsubs[period]++];
+        memset(s, 0, sizeof *s);
+        snprintf(s->name, sizeof s->name, "%s", t->name);
+        s->kind = t->kind;
+        s->dt = t->dt;
+        s->op = t->op;
+        s->root = t->root;
+        s->bytes = bytes;
+    }
+    CHECK(s->kind == t->kind && s->dt == t->dt && s->bytes == bytes);
+    s->nsub++;
+    s->nmismatch += t->mismatch;
+}
+
+static task_t *add_task(const char *name, enum kind kind, tc_dtype_t dt, tc_op_t op, int root,
+                        int ndim, int64_t d0, int64_t d1)
+{
+    task_t *t;
+
+    CHECK(g_ntasks < MAX_TASKS);
+    t = &g_tasks[g_ntasks++];
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->kind = kind;
+    t->dt = dt;
+    t->op = op;
+    t->root = root;
+    t->ndim = ndim;
+    t->shape[0] = d0;
+    t->shape[1] = d1;
+    return t;
+}
+
+static int64_t bc_value(const task_t *t, int r, int64_t i)
+{
+    return tt_value(t->dt, TC_MAX, r == t->root ? t->salt : ~t->salt, r, i);
+}
+
+static int64_t ag_rows(int r)
+{
+    return r + 1;
+}
+
+static void submit(task_t *t, int period, int round)
+{
+    int64_t n = tt_count(t->ndim, t->shape);
+    size_t bytes = (size_t)n * tt_dtype_bytes(t->dt);
+    tc_tensor_t ten;
+
+    t->salt = tt_key(tt_hash_str(t->name), (uint64_t)round, 0x7153);
+    t->send = tt_xmalloc(bytes);
+    t->recv = NULL;
+    switch (t->kind) {
+    case K_ALLREDUCE:
+        tt_fill(t->dt, t->op, t->salt, g_rank, t->send, n);
+        t->recv = tt_xmalloc(bytes);
+        memset(t->recv, 0xa5, bytes);
+        break;
+    case K_BROADCAST:
+        for (int64_t i = 0; i < n; i++) {
+            tt_store(t->dt, t->send, i, bc_value(t, g_rank, i));
+        }
+        break;
+    case K_ALLGATHER:
+        for (int64_t k = 0; k < n; k++) {
+            tt_store(t->dt, t->send, k, tt_value(t->dt, TC_MAX, t->salt, g_rank, k));
+        }
+        break;
+    }
+    memset(&ten, 0, sizeof ten);
+    ten.data = t->send;
+    ten.dtype = t->dt;
+    ten.ndim = t->ndim;
+    ten.shape[0] = t->shape[0];
+    ten.shape[1] = t->shape[1];
+    t->req = NULL;
+    switch (t->kind) {
+    case K_ALLREDUCE: CHECK_OK(tc_allreduce(t->name, &ten, t->recv, t->op, &t->req)); break;
+    case K_ALLGATHER: CHECK_OK(tc_allgather(t->name, &ten, &t->req)); break;
+    case K_BROADCAST: CHECK_OK(tc_broadcast(t->name, &ten, t->root, &t->req)); break;
+    }
+    CHECK(t->req != NULL);
+    note_sub(period, t);
+}
+
+static void complete(task_t *t)
+{
+    tc_status_t st = tc_wait(t->req);
+    int64_t n = tt_count(t->ndim, t->shape);
+    size_t es = tt_dtype_bytes(t->dt);
+
+    if (t->mismatch) {
+        CHECK_MSG(st == TC_ERR_MISMATCH, "%s: got %s, want a mismatch (%s)", t->name,
+                  tc_status_string(st), tc_request_error(t->req));
+        CHECK_STR_CONTAINS(tc_request_error(t->req), "shape mismatch");
+    } else {
+        CHECK_MSG(st == TC_OK, "%s: %s: %s", t->name, tc_status_string(st),
+                  tc_request_error(t->req));
+        switch (t->kind) {
+        case K_ALLREDUCE:
+            tt_check_allreduce(t->name, t->dt, t->op, t->salt, g_size, t->recv, n);
+            break;
+        case K_BROADCAST:
+            for (int64_t i = 0; i < n; i++) {
+                unsigned char want[8];
+                tt_store(t->dt, want, 0, bc_value(t, t->root, i));
+                CHECK_MSG(memcmp((char *)t->send + (size_t)i * es, want, es) == 0,
+                          "%s: element %lld differs from the root's", t->name, (long long)i);
+            }
+            break;
+        case K_ALLGATHER: {
+            tc_tensor_t out;
+            int64_t pos = 0;
+            CHECK_OK(tc_request_output(t->req, &out));
+            CHECK_EQ(out.ndim, 2);
+            CHECK_EQ(out.shape[1], t->shape[1]);
+            for (int r = 0; r < g_size; r++) {
+                for (int64_t k = 0; k < ag_rows(r) * t->shape[1]; k++, pos++) {
+                    unsigned char want[8];
+                    tt_store(t->dt, want, 0, tt_value(t->dt, TC_MAX, t->salt, r, k));
+                    CHECK_MSG(memcmp((char *)out.data + (size_t)pos * es, want, es) == 0,
+                              "%s: element %lld (rank %d's %lld) is wrong", t->name,
+                              (long long)pos, r, (long long)k);
+                }
+            }
+            CHECK_EQ(out.shape[0], pos / t->shape[1]);
+            break;
+        }
+        }
+    }
+    tc_request_free(t->req);
+    t->req = NULL;
+    free(t->send);
+    free(t->recv);
+    t->send = t->recv = NULL;
+}
+
+/* Submits every task in order, then completes them in reverse order. */
+static void run_round(int period, int round, int first, int last)
+{
+    for (int i = first; i < last; i++) {
+        submit(&g_tasks[i], period, round);
+    }
+    for (int i = last - 1; i >= first; i--) {
+        complete(&g_tasks[i]);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reading the files back                                                    */
+/* ------------------------------------------------------------------------ */
+
+static int is_str(const jval_t *v, const char *s)
+{
+    return jstr_is(v, s, strlen(s));
+}
+
+static char ph_of(const jval_t *e)
+{
+    return jget(e, "ph")->str[0];
+}
+
+static const char *name_of(const jval_t *e)
+{
+    const jval_t *n = jget(e, "name");
+    return n != NULL ? n->str : "";
+}
+
+/* The string member key of args (must be there). */
+static const char *arg_str(const char *path, const jval_t *e, const char *key)
+{
+    const jval_t *v = jget(jget(e, "args"), key);
+    CHECK_MSG(v != NULL && v->type == J_STR, "%s: event '%s' at ts %.3f: no string arg '%s'",
+              path, name_of(e), num_of(e, "ts"), key);
+    return v->str;
+}
+
+/* The integer member key of args (must be there). */
+static int64_t arg_int(const char *path, const jval_t *e, const char *key)
+{
+    const jval_t *v = jget(jget(e, "args"), key);
+    CHECK_MSG(v != NULL && v->type == J_NUM && v->num == (double)(int64_t)v->num,
+              "%s: event '%s' at ts %.3f: no integer arg '%s'", path, name_of(e),
+              num_of(e, "ts"), key);
+    return (int64_t)v->num;
+}
+
+static size_t nargs(const jval_t *e)
+{
+    const jval_t *a = jget(e, "args");
+    return a != NULL && a->type == J_OBJ ? a->n : 0;
+}
+
+/* "rank N ready" / "rank N submitted" for another rank N: 1; 0 if the name
+ * is not of that form (fails if it is, with a bad N). */
+static int is_mark(const char *path, const jval_t *e)
+{
+    char word[16], tail;
+    int n;
+
+    if (ph_of(e) != 'i' ||
+        sscanf(name_of(e), "rank %d %15s%c", &n, word, &tail) != 2 ||
+        (strcmp(word, "ready") != 0 && strcmp(word, "submitted") != 0)) {
+        return 0;
+    }
+    CHECK_MSG(n >= 0 && n < g_size && n != g_rank, "%s: mark '%s' names a bad rank", path,
+              name_of(e));
+    CHECK_MSG(is_str(jget(e, "cat"), "negotiation"), "%s: mark '%s' without cat negotiation",
+              path, name_of(e));
+    CHECK_MSG(is_str(jget(e, "s"), "t"), "%s: mark '%s' is not thread-scoped", path,
+              name_of(e));
+    /* "submitted" only reaches rank 0 (the others' requests) */
+    CHECK_MSG(strcmp(word, "ready") == 0 || g_rank == 0, "%s: '%s' on rank %d", path,
+              name_of(e), g_rank);
+    return 1;
+}
+
+static const sub_t *find_sub(int period, const char *name)
+{
+    for (int i = 0; i < g_nsubs[period]; i++) {
+        if (strcmp(g_subs[period][i].name, name) == 0) {
+            return &g_subs[period][i];
+        }
+    }
+    return NULL;
+}
+
+/* The args NEGOTIATE and the collective share: kind, dtype, bytes, cycle,
+ * op (allreduce) or root (broadcast). Returns how many keys that is. */
+static size_t check_common_args(const char *path, const jval_t *e, const sub_t *s)
+{
+    size_t n = 4;
+
+    CHECK_MSG(strcmp(arg_str(path, e, "kind"), kind_name[s->kind]) == 0,
+              "%s: %s '%s': kind '%s', want '%s'", path, s->name, name_of(e),
+              arg_str(path, e, "kind"), kind_name[s->kind]);
+    CHECK_MSG(strcmp(arg_str(path, e, "dtype"), tt_dtype_str(s->dt)) == 0,
+              "%s: %s '%s': dtype '%s', want '%s'", path, s->name, name_of(e),
+              arg_str(path, e, "dtype"), tt_dtype_str(s->dt));
+    CHECK_MSG(arg_int(path, e, "bytes") == s->bytes, "%s: %s '%s': bytes %lld, want %lld", path,
+              s->name, name_of(e), (long long)arg_int(path, e, "bytes"), (long long)s->bytes);
+    CHECK_MSG(arg_int(path, e, "cycle") >= 0, "%s: %s: negative cycle", path, s->name);
+    if (s->kind == K_ALLREDUCE) {
+        CHECK_MSG(strcmp(arg_str(path, e, "op"), tt_op_str(s->op)) == 0,
+                  "%s: %s '%s': op '%s', want '%s'", path, s->name, name_of(e),
+                  arg_str(path, e, "op"), tt_op_str(s->op));
+        n++;
+    } else {
+        CHECK_MSG(jget(jget(e, "args"), "op") == NULL, "%s: %s: an op on a %s", path, s->name,
+                  kind_name[s->kind]);
+    }
+    if (s->kind == K_BROADCAST) {
+        CHECK_MSG(arg_int(path, e, "root") == s->root, "%s: %s: root %lld, want %d", path,
+                  s->name, (long long)arg_int(path, e, "root"), s->root);
+        n++;
+    } else {
+        CHECK_MSG(jget(jget(e, "args"), "root") == NULL, "%s: %s: a root on a %s", path,
+                  s->name, kind_name[s->kind]);
+    }
+    return n;
+}
+
+/* The collective event of s: exact args; counts the algorithm. */
+static void check_collective(const char *path, const jval_t *e, const sub_t *s, stats_t *st,
+                             member_t *members, int *nmembers, int *mismatches)
+{
+    size_t n = check_common_args(path, e, s);
+    const char *algo = arg_str(path, e, "algo");
+    const char *status = arg_str(path, e, "status");
+    int failed = strcmp(status, tc_status_string(TC_ERR_MISMATCH)) == 0;
+
+    n += 2;
+    CHECK_MSG(is_str(jget(e, "cat"), "collective"), "%s: %s: collective without cat", path,
+              s->name);
+    CHECK_MSG(failed || strcmp(status, "success") == 0, "%s: %s: status '%s'", path, s->name,
+              status);
+    *mismatches += failed;
+    if (failed) {
+        CHECK_MSG(strcmp(algo, ALGO_NONE) == 0, "%s: %s failed with algo '%s'", path, s->name,
+                  algo);
+        st->failed++;
+    } else if (s->kind == K_ALLGATHER) {
+        CHECK_MSG(strcmp(algo, ALGO_GATHER) == 0, "%s: %s: allgather algo '%s'", path, s->name,
+                  algo);
+        st->gather++;
+    } else if (s->kind == K_BROADCAST) {
+        CHECK_MSG(strcmp(algo, ALGO_TREE) == 0, "%s: %s: broadcast algo '%s'", path, s->name,
+                  algo);
+        st->bcast++;
+    } else if (strcmp(algo, ALGO_RING) == 0) {
+        st->ring++;
+    } else if (strcmp(algo, ALGO_EAGER) == 0) {
+        st->eager++;
+    } else if (strcmp(algo, ALGO_FUSED) == 0) {
+        member_t *m;
+        CHECK(*nmembers < 4 * MAX_SUBS * NROUNDS);
+        m = &members[(*nmembers)++];
+        m->ts = num_of(e, "ts");
+        m->dur = num_of(e, "dur");
+        m->fused = (int)arg_int(path, e, "fused");
+        m->bytes = s->bytes;
+        m->matched = 0;
+        snprintf(m->name, sizeof m->name, "%s", s->name);
+        CHECK_MSG(m->fused >= 2, "%s: %s: fused count %d", path, s->name, m->fused);
+        n++;
+        st->fused++;
+    } else {
+        TC_CHECK_FAIL("%s: %s: unknown allreduce algo '%s'", path, s->name, algo);
+    }
+    if (strcmp(algo, ALGO_FUSED) != 0) {
+        CHECK_MSG(jget(jget(e, "args"), "fused") == NULL, "%s: %s: a fused count with '%s'",
+                  path, s->name, algo);
+    }
+    CHECK_MSG(nargs(e) == n, "%s: %s: collective has %zu args, want %zu", path, s->name,
+              nargs(e), n);
+}
+
+#define EPS_US 0.002 /* the file has nanosecond digits; sums of doubles round */
+
+/* The row of s: per submission NEGOTIATE, [QUEUE], collective, in order and
+ * back to back; marks for other ranks anywhere; nothing else. */
+static void check_tensor_row(const char *path, const trace_t *t, const sub_t *s, stats_t *st,
+                             member_t *members, int *nmembers)
+{
+    int tid = find_row(t, s->name, strlen(s->name));
+    int state = 0, nneg = 0, ncoll = 0, mismatches = 0;
+    double end = 0;
+
+    CHECK_MSG(tid >= 0, "%s: no row for '%s' (submitted %d times)", path, s->name, s->nsub);
+    for (size_t i = 0; i < t->events->n; i++) {
+        const jval_t *e = &t->events->items[i];
+        const char *nm = name_of(e);
+
+        if (ph_of(e) == 'M' || num_of(e, "tid") != tid) {
+            continue;
+        }
+        if (is_mark(path, e)) {
+            st->marks++;
+            continue;
+        }
+        CHECK_MSG(ph_of(e) == 'X', "%s: %s: unexpected '%c' event '%s'", path, s->name,
+                  ph_of(e), nm);
+        if (strcmp(nm, "NEGOTIATE") == 0) {
+            CHECK_MSG(state == 0, "%s: %s: NEGOTIATE #%d follows an unfinished one", path,
+                      s->name, nneg + 1);
+            CHECK(is_str(jget(e, "cat"), "negotiation"));
+            CHECK_MSG(nargs(e) == check_common_args(path, e, s), "%s: %s: NEGOTIATE has %zu args",
+                      path, s->name, nargs(e));
+            end = num_of(e, "ts") + num_of(e, "dur");
+            nneg++;
+            state = 1;
+        } else if (strcmp(nm, "QUEUE") == 0) {
+            CHECK_MSG(state == 1, "%s: %s: QUEUE not right after NEGOTIATE", path, s->name);
+            CHECK(is_str(jget(e, "cat"), "negotiation"));
+            CHECK_MSG(jget(e, "args") == NULL, "%s: %s: QUEUE with args", path, s->name);
+            CHECK_MSG(num_of(e, "ts") >= end - EPS_US && num_of(e, "ts") <= end + EPS_US,
+                      "%s: %s: QUEUE starts at %.3f, NEGOTIATE ended at %.3f", path, s->name,
+                      num_of(e, "ts"), end);
+            end = num_of(e, "ts") + num_of(e, "dur");
+            state = 2;
+        } else if (strcmp(nm, kind_upper[s->kind]) == 0) {
+            CHECK_MSG(state != 0, "%s: %s: %s #%d without a NEGOTIATE before it", path, s->name,
+                      nm, ncoll + 1);
+            CHECK_MSG(num_of(e, "ts") >= end - EPS_US && num_of(e, "ts") <= end + EPS_US,
+                      "%s: %s: %s starts at %.3f, not where the negotiation/queue ended "
+                      "(%.3f)",
+                      path, s->name, nm, num_of(e, "ts"), end);
+            check_collective(path, e, s, st, members, nmembers, &mismatches);
+            ncoll++;
+            state = 0;
+        } else {
+            TC_CHECK_FAIL("%s: %s: unexpected event '%s' on its row", path, s->name, nm);
+        }
+    }
+    CHECK_MSG(state == 0, "%s: %s: the row ends in a negotiation", path, s->name);
+    CHECK_MSG(ncoll == s->nsub && nneg == s->nsub,
+              "%s: %s: %d NEGOTIATE and %d %s events, want %d of each", path, s->name, nneg,
+              ncoll, kind_upper[s->kind], s->nsub);
+    CHECK_MSG(mismatches == s->nmismatch, "%s: %s: %d mismatches in the file, want %d", path,
+              s->name, mismatches, s->nmismatch);
+}
+
+/* The collectives row: per group MEMCPY_IN, MEMCPY_OUT, "fused(N) ...",
+ * each matching N member events. */
+static void check_collectives_row(const char *path, const trace_t *t, int tid, stats_t *st,
+                                  member_t *members, int nmembers)
+{
+    const jval_t *in = NULL, *out = NULL;
+
+    for (size_t i = 0; i < t->events->n; i++) {
+        const jval_t *e = &t->events->items[i];
+        const char *nm = name_of(e);
+        char first[TC_MAX_NAME_LEN + 1];
+        int n, pos = -1, matched = 0;
+        int64_t bytes = 0;
+        double ts, dur;
+
+        if (ph_of(e) == 'M' || num_of(e, "tid") != tid) {
+            continue;
+        }
+        CHECK_MSG(ph_of(e) == 'X', "%s: collectives row: '%c' event '%s'", path, ph_of(e), nm);
+        ts = num_of(e, "ts");
+        dur = num_of(e, "dur");
+        if (strcmp(nm, "MEMCPY_IN_FUSION_BUFFER") == 0) {
+            CHECK_MSG(in == NULL && out == NULL, "%s: MEMCPY_IN out of order", path);
+            in = e;
+            continue;
+        }
+        if (strcmp(nm, "MEMCPY_OUT_FUSION_BUFFER") == 0) {
+            CHECK_MSG(in != NULL && out == NULL, "%s: MEMCPY_OUT without a MEMCPY_IN", path);
+            out = e;
+            continue;
+        }
+        if (sscanf(nm, "fused(%d) %n", &n, &pos) != 1 || pos < 0 || strlen(nm) < (size_t)pos + 5 ||
+            strcmp(nm + strlen(nm) - 5, ", ...") != 0) {
+            TC_CHECK_FAIL("%s: collectives row: unexpected event '%s'", path, nm);
+        }
+        snprintf(first, sizeof first, "%.*s", (int)(strlen(nm) - (size_t)pos - 5), nm + pos);
+        CHECK_MSG(in != NULL && out != NULL, "%s: '%s' without MEMCPY_IN and _OUT before it",
+                  path, nm);
+        CHECK_MSG(n >= 2, "%s: '%s': a group of %d", path, nm, n);
+        CHECK(is_str(jget(e, "cat"), "collective"));
+        CHECK(strcmp(arg_str(path, e, "kind"), "allreduce") == 0);
+        CHECK(strcmp(arg_str(path, e, "algo"), ALGO_FUSED) == 0);
+        CHECK(strcmp(arg_str(path, e, "status"), "success") == 0);
+        CHECK_EQ(arg_int(path, e, "fused"), n);
+        CHECK(arg_int(path, e, "cycle") >= 0);
+        CHECK_EQ(nargs(e), 6);
+        /* the copies: inside the group's span, in before out, same size */
+        CHECK(is_str(jget(in, "cat"), "fusion") && is_str(jget(out, "cat"), "fusion"));
+        CHECK_EQ(nargs(in), 2);
+        CHECK_EQ(nargs(out), 2);
+        CHECK_EQ(arg_int(path, in, "fused"), n);
+        CHECK_EQ(arg_int(path, out, "fused"), n);
+        CHECK_EQ(arg_int(path, in, "bytes"), arg_int(path, e, "bytes"));
+        CHECK_EQ(arg_int(path, out, "bytes"), arg_int(path, e, "bytes"));
+        CHECK_MSG(num_of(in, "ts") >= ts &&
+                      num_of(in, "ts") + num_of(in, "dur") <= num_of(out, "ts") + EPS_US &&
+                      num_of(out, "ts") + num_of(out, "dur") <= ts + dur + EPS_US,
+                  "%s: '%s' [%.3f, +%.3f]: the copies [%.3f, +%.3f] and [%.3f, +%.3f] are not "
+                  "inside, in order",
+                  path, nm, ts, dur, num_of(in, "ts"), num_of(in, "dur"), num_of(out, "ts"),
+                  num_of(out, "dur"));
+        /* the members: same span, same count; bytes add up; first among them */
+        int first_seen = 0;
+        for (int k = 0; k < nmembers; k++) {
+            member_t *m = &members[k];
+            if (m->ts == ts && m->dur == dur) {
+                CHECK_MSG(!m->matched, "%s: %s is in two groups", path, m->name);
+                CHECK_EQ(m->fused, n);
+                m->matched = 1;
+                matched++;
+                bytes += m->bytes;
+                first_seen |= strcmp(m->name, first) == 0;
+            }
+        }
+        CHECK_MSG(matched == n, "%s: '%s': %d tensors say they were in it", path, nm, matched);
+        CHECK_MSG(bytes == arg_int(path, e, "bytes"), "%s: '%s': %lld bytes, members have %lld",
+                  path, nm, (long long)arg_int(path, e, "bytes"), (long long)bytes);
+        CHECK_MSG(first_seen, "%s: '%s' names '%s', not one of its tensors", path, nm, first);
+        st->groups++;
+        in = out = NULL;
+    }
+    CHECK_MSG(in == NULL && out == NULL, "%s: a fusion copy without its group", path);
+    for (int k = 0; k < nmembers; k++) {
+        CHECK_MSG(members[k].matched, "%s: %s says fused but no group on the collectives row "
+                                      "matches it", path, members[k].name);
+    }
+}
+
+/* The validator must reject the file cut short anywhere. */
+static void check_cut_rejected(const char *path)
+{
+    size_t len;
+    char *text = read_all(path, &len);
+    char err[200];
+    jval_t v;
+
+    CHECK_MSG(len > 2 && memcmp(text + len - 2, "}\n", 2) == 0, "%s does not end in \"}\\n\"",
+              path);
+    for (size_t k = 0; k <= 8; k++) {
+        size_t keep = k < 8 ? len * k / 8 : len - 2; /* the last: all but the closing brace */
+        CHECK_MSG(jparse(text, keep, &v, err, sizeof err) != 0,
+                  "%s cut to %zu of %zu bytes still parses", path, keep, len);
+    }
+    CHECK_MSG(jparse(text, len, &v, err, sizeof err) == 0, "%s: %s", path, err);
+    jfree(&v);
+    free(text);
+}
+
+static void check_file(const char *path, int period, stats_t *st)
+{
+    static member_t members[4 * MAX_SUBS * NROUNDS];
+    int nmembers = 0, tids[4096 + 16], ntids = 0;
+    int fixed[3];
+    trace_t t;
+    char pname[32];
+    int nonmeta = 0;
+
+    memset(st, 0, sizeof *st);
+    load_trace(path, g_rank, &t);
+
+    /* otherData; the process and fixed rows */
+    CHECK(is_str(jget(t.other, "tool"), "tcoll"));
+    CHECK(is_str(jget(t.other, "version"), tc_version()));
+    CHECK_MSG(num_of(t.other, "dropped_events") == 0, "%s: %g events dropped", path,
+              num_of(t.other, "dropped_events"));
+    snprintf(pname, sizeof pname, "rank %d", g_rank);
+    fixed[0] = find_row(&t, "negotiation", 11);
+    fixed[1] = find_row(&t, "collectives", 11);
+    fixed[2] = find_row(&t, "other tensors", 13);
+    CHECK_MSG(fixed[0] >= 0 && fixed[1] >= 0 && fixed[2] >= 0, "%s: a fixed row is missing",
+              path);
+    int have_pname = 0;
+    for (size_t i = 0; i < t.events->n; i++) {
+        const jval_t *e = &t.events->items[i];
+        if (ph_of(e) != 'M') {
+            nonmeta++;
+            CHECK_MSG(num_of(e, "ts") >= 0,
+                      "%s: event '%s' (row %g) at ts %.3f: before the timeline started", path,
+                      name_of(e), num_of(e, "tid"), num_of(e, "ts"));
+            if (ph_of(e) == 'X') {
+                CHECK(num_of(e, "dur") >= 0);
+            }
+            continue;
+        }
+        if (is_str(jget(e, "name"), "process_name")) {
+            CHECK(is_str(jget(jget(e, "args"), "name"), pname));
+            have_pname++;
+        } else if (is_str(jget(e, "name"), "thread_name")) {
+            int tid = (int)num_of(e, "tid");
+            const jval_t *rn = jget(jget(e, "args"), "name");
+            CHECK(rn != NULL && rn->type == J_STR);
+            for (int k = 0; k < ntids; k++) {
+                CHECK_MSG(tids[k] != tid, "%s: row %d is named twice", path, tid);
+            }
+            CHECK((size_t)ntids < sizeof tids / sizeof tids[0]);
+            tids[ntids++] = tid;
+            (void)find_row(&t, rn->str, rn->len); /* fails if the name has two rows */
+        }
+    }
+    CHECK_EQ(have_pname, 1);
+    CHECK_MSG(num_of(t.other, "events") == nonmeta, "%s: otherData.events %g, the file has %d",
+              path, num_of(t.other, "events"), nonmeta);
+    /* every event is on a named row */
+    for (size_t i = 0; i < t.events->n; i++) {
+        const jval_t *e = &t.events->items[i];
+        int tid = (int)num_of(e, "tid"), k;
+        if (ph_of(e) == 'M') {
+            continue;
+        }
+        for (k = 0; k < ntids && tids[k] != tid; k++) {
+        }
+        CHECK_MSG(k < ntids, "%s: event '%s' on row %d, which has no name", path, name_of(e),
+                  tid);
+    }
+
+    /* the tensors this rank submitted in the period */
+    for (int i = 0; i < g_nsubs[period]; i++) {
+        check_tensor_row(path, &t, &g_subs[period][i], st, members, &nmembers);
+    }
+    /* the other rows: marks only (another rank's report on a name this rank
+     * ran in another period, or not yet) */
+    for (size_t i = 0; i < t.events->n; i++) {
+        const jval_t *e = &t.events->items[i];
+        const jval_t *rn = jget(jget(e, "args"), "name");
+        int tid;
+        if (ph_of(e) != 'M' || !is_str(jget(e, "name"), "thread_name")) {
+            continue;
+        }
+        tid = (int)num_of(e, "tid");
+        if (tid == fixed[0] || tid == fixed[1] || tid == fixed[2]) {
+            continue;
+        }
+        st->rows++;
+        if (find_sub(period, rn->str) != NULL) {
+            continue;
+        }
+        for (size_t j = 0; j < t.events->n; j++) {
+            const jval_t *f = &t.events->items[j];
+            if (ph_of(f) != 'M' && num_of(f, "tid") == tid) {
+                CHECK_MSG(is_mark(path, f), "%s: '%s' on the row of '%s', not submitted by "
+                                            "this rank in this period",
+                          path, name_of(f), rn->str);
+                st->marks++;
+            }
+        }
+    }
+    check_collectives_row(path, &t, fixed[1], st, members, nmembers);
+    /* nothing on the negotiation and other-tensors rows */
+    for (size_t i = 0; i < t.events->n; i++) {
+        const jval_t *e = &t.events->items[i];
+        if (ph_of(e) != 'M' && (num_of(e, "tid") == fixed[0] || num_of(e, "tid") == fixed[2])) {
+            TC_CHECK_FAIL("%s: unexpected event '%s' on row %g", path, name_of(e),
+                          num_of(e, "tid"));
+        }
+    }
+    st->events = nonmeta;
+    free_trace(&t);
+    check_cut_rejected(path);
+}
+
+/* ------------------------------------------------------------------------ */
+
+/* printf into a PATH_MAX buffer; fails the test if it does not fit. */
+__attribute__((format(printf, 2, 3))) static const char *fmt_path(char *buf, const char *fmt,
+                                                                  ...)
+{
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(buf, PATH_MAX, fmt, ap);
+    va_end(ap);
+    CHECK_MSG(n >= 0 && n < PATH_MAX, "a path longer than PATH_MAX");
+    return buf;
+}
+
+static const char *dir_path(char *buf, const char *name)
+{
+    return fmt_path(buf, "%s/%s", g_dir, name);
+}
+
+int main(int argc, char **argv)
+{
+    char path1[PATH_MAX], path2[PATH_MAX], buf[PATH_MAX], want[PATH_MAX];
+    const char *env;
+    stats_t s1, s2;
+    int nsmall;
+    double t0 = tt_now();
+
+    CHECK_MSG(argc == 2, "usage: %s <dir> (under TCOLL_TIMELINE=<dir>/np<size>/tl.%%r.json)",
+              argv[0]);
+    CHECK_OK(tc_init());
+    g_rank = tc_rank();
+    g_size = tc_size();
+    fmt_path(g_dir, "%s/np%d", argv[1], g_size);
+    env = getenv("TCOLL_TIMELINE");
+    dir_path(want, "tl.%r.json");
+    CHECK_MSG(env != NULL && strcmp(env, want) == 0, "TCOLL_TIMELINE is '%s', want '%s'",
+              env ? env : "(unset)", want);
+    fmt_path(path1, "%s/tl.%d.json", g_dir, g_rank);
+    fmt_path(path2, "%s/api.%d.json", g_dir, g_rank);
+    for (int i = 0; i < 4; i++) { /* a previous run's */
+        static const char *const stale[] = {"api", "api2", "other", "early"};
+        unlink(fmt_path(buf, "%s/%s.%d.json", g_dir, stale[i], g_rank));
+    }
+
+    /* TCOLL_TIMELINE's timeline runs from tc_init on: no other may start */
+    {
+        tc_status_t st = tc_timeline_start(dir_path(buf, "early.%r.json"));
+        CHECK_MSG(st == TC_ERR_STATE,
+                  "tc_timeline_start right after tc_init: %s (%s), want TC_ERR_STATE: the "
+                  "TCOLL_TIMELINE timeline was not running yet when tc_init returned",
+                  tc_status_string(st), tc_last_error());
+        CHECK_STR_CONTAINS(tc_last_error(), "already");
+    }
+
+    /* ---- period 1: the TCOLL_TIMELINE timeline ---- */
+    for (int i = 0; i < 8; i++) { /* 1..250 float32 elements: fusable and eager */
+        static const int64_t n[8] = {1, 7, 33, 100, 250, 64, 3, 17};
+        snprintf(buf, sizeof buf, "tl/small.f32.sum.%d", i);
+        add_task(buf, K_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, n[i], 0);
+    }
+    add_task("tl/big.f32.sum", K_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, BIG_COUNT, 0);
+    for (int i = 0; i < 6; i++) {
+        snprintf(buf, sizeof buf, "tl/small.i32.max.%d", i);
+        add_task(buf, K_ALLREDUCE, TC_INT32, TC_MAX, 0, 2, 2 + i, 5);
+    }
+    add_task("tl/gather.i64", K_ALLGATHER, TC_INT64, TC_SUM, 0, 2, ag_rows(g_rank), 3);
+    add_task("tl/bcast.f64", K_BROADCAST, TC_FLOAT64, TC_SUM, g_size - 1, 1, 100, 0);
+    nsmall = g_ntasks;
+    if (g_size > 1) {
+        task_t *t = add_task("tl/mismatch", K_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1,
+                             g_rank == g_size - 1 ? 11 : 10, 0);
+        t->mismatch = 1;
+    }
+    run_round(0, 0, 0, g_ntasks);
+    for (int round = 1; round < NROUNDS; round++) {
+        run_round(0, round, 0, nsmall);
+    }
+
+    /* one runs (TCOLL_TIMELINE's): no second */
+    CHECK_STATUS(tc_timeline_start(dir_path(buf, "other.%r.json")), TC_ERR_STATE);
+    CHECK_STR_CONTAINS(tc_last_error(), "already");
+    CHECK_OK(tc_timeline_stop()); /* path1 is final from here */
+    CHECK_STATUS(tc_timeline_stop(), TC_ERR_STATE);
+    CHECK_LAST_ERROR_SET();
+    CHECK_STATUS(tc_timeline_start(NULL), TC_ERR_ARG);
+    CHECK_LAST_ERROR_SET();
+    CHECK_STATUS(tc_timeline_start(""), TC_ERR_ARG);
+    CHECK_LAST_ERROR_SET();
+    CHECK_STATUS(tc_timeline_start(dir_path(buf, "no-such-dir/api.%r.json")), TC_ERR_ARG);
+    fmt_path(want, "%s/no-such-dir/api.%d.json", g_dir, g_rank);
+    CHECK_STR_CONTAINS(tc_last_error(), want);
+    CHECK_STATUS(tc_timeline_stop(), TC_ERR_STATE); /* the failed starts started nothing */
+
+    /* ---- period 2: tc_timeline_start ---- */
+    CHECK_OK(tc_timeline_start(dir_path(buf, "api.%r.json")));
+    CHECK_EQ(tc_last_error()[0], '\0');
+    CHECK_STATUS(tc_timeline_start(dir_path(buf, "api2.%r.json")), TC_ERR_STATE);
+    CHECK_STR_CONTAINS(tc_last_error(), "already");
+    g_ntasks = 0;
+    add_task("api/ar.f64.sum", K_ALLREDUCE, TC_FLOAT64, TC_SUM, 0, 1, 1000, 0);
+    add_task("api/ar.i64.max.big", K_ALLREDUCE, TC_INT64, TC_MAX, 0, 2, 1000, 100);
+    run_round(1, 0, 0, g_ntasks);
+    run_round(1, 1, 0, g_ntasks);
+    CHECK_OK(tc_timeline_stop());
+    CHECK_STATUS(tc_timeline_stop(), TC_ERR_STATE);
+
+    tt_final_barrier();
+    CHECK_OK(tc_shutdown());
+    for (int i = 0; i < 3; i++) {
+        static const char *const refused[] = {"early", "other", "api2"};
+        fmt_path(want, "%s/%s.%d.json", g_dir, refused[i], g_rank);
+        CHECK_MSG(access(want, F_OK) != 0, "a refused tc_timeline_start created %s", want);
+    }
+
+    /* ---- the files ---- */
+    check_file(path1, 0, &s1);
+    check_file(path2, 1, &s2);
+    if (g_size > 1) {
+        CHECK_MSG(s1.eager > 0 && s1.fused > 0 && s1.ring > 0,
+                  "%s: allreduces: %d eager, %d fused, %d ring; want each at least once", path1,
+                  s1.eager, s1.fused, s1.ring);
+        CHECK_MSG(s1.marks > 0, "%s: no 'rank N ready/submitted' mark for another rank", path1);
+        CHECK_EQ(s1.failed, 1);
+        CHECK_MSG(s2.ring > 0, "%s: no plain ring allreduce", path2);
+    }
+    CHECK_EQ(s1.gather, NROUNDS);
+    CHECK_EQ(s1.bcast, NROUNDS);
+    CHECK_EQ(s2.eager + s2.fused + s2.ring, 4);
+
+    if (g_rank == 0) {
+        printf("test_timeline_mpi: np %d, rank 0: %s: %d events, %d rows, %d fused groups "
+               "(%d tensors), %d eager, %d ring, %d failed, %d marks; %s: %d events, %d rows; "
+               "%.2f s\n",
+               g_size, path1, s1.events, s1.rows, s1.groups, s1.fused, s1.eager, s1.ring,
+               s1.failed, s1.marks, path2, s2.events, s2.rows, tt_now() - t0);
+    }
+    return 0;
+}
