@@ -1,7 +1,11 @@
+# shellcheck shell=bash
 # Sourced by the other scripts: installs the Debian packages tcoll needs to
-# build and test, when any is missing. Set TC_NO_APT=1 to skip.
+# build and test, when any is missing (set TC_NO_APT=1 to skip), and holds the
+# steps the test scripts share.
 TCOLL_DEBIAN_PACKAGES="build-essential cmake pkg-config libopenmpi-dev openmpi-bin libhwloc-dev"
+tc_src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
+# tc_install_deps [package...]: the packages above and the ones given.
 tc_install_deps() {
     local missing="" p
     [ "${TC_NO_APT:-0}" = 1 ] && return 0
@@ -19,10 +23,53 @@ tc_install_deps() {
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
     # shellcheck disable=SC2086
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
+    tc_keep_openmpi_default $sudo
+}
+
+# tc_keep_openmpi_default [sudo]: MPICH installs beside Open MPI under the same
+# alternatives (mpicc, mpirun/mpiexec, the mpi.h directory). Debian ranks Open
+# MPI higher (50 against 40), so they stay on it, but one left in manual mode
+# would not: set any that points elsewhere back to Open MPI. The scripts, the
+# demo and the README use the plain mpicc/mpiexec and mean Open MPI; MPICH is
+# reached through mpicc.mpich/mpiexec.mpich (scripts/test_mpich.sh).
+tc_keep_openmpi_default() {
+    local name mode value choice
+    command -v update-alternatives >/dev/null 2>&1 || return 0
+    update-alternatives --get-selections | while read -r name mode value; do
+        case $name in mpi | mpirun | mpi-*-linux-*) ;; *) continue ;; esac
+        case $value in *openmpi*) continue ;; esac
+        choice=$(update-alternatives --list "$name" | sed -n '/openmpi/p' | sed -n 1p)
+        [ -n "$choice" ] || continue
+        echo "tcoll: the $name alternative ($mode) was $value; setting it back to $choice" >&2
+        "$@" update-alternatives --auto "$name" >/dev/null
+        case $(update-alternatives --query "$name" | sed -n 's/^Value: //p') in
+            *openmpi*) ;;
+            *) "$@" update-alternatives --set "$name" "$choice" >/dev/null ;;
+        esac
+    done
 }
 
 # mpirun refuses to run as root unless told; tests oversubscribe the cores.
 tc_mpi_env() {
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     export OMPI_MCA_rmaps_base_oversubscribe=1
+}
+
+# tc_build_and_test DIR [cmake-arg...] [-- ctest-arg...]: configures tcoll in
+# DIR with -Werror and the CMake arguments, builds it, then runs the unit tests
+# (in parallel) and the multi-rank tests (one at a time) with CTest.
+tc_build_and_test() {
+    local build=$1 cmake_args=()
+    shift
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do cmake_args+=("$1"); shift; done
+    [ $# -gt 0 ] && shift
+    cmake -S "$tc_src" -B "$build" -DTCOLL_WERROR=ON "${cmake_args[@]}" >/dev/null
+    cmake --build "$build" -j"$(nproc)"
+    (
+        # The scripts' own TCOLL_* settings are no knobs: tcoll would warn.
+        unset TCOLL_CMAKE_ARGS TCOLL_TEST_MAX_NP
+        cd "$build" || exit
+        ctest -L unit -j"$(nproc)" --output-on-failure "$@"
+        ctest -L mpi --output-on-failure "$@"
+    )
 }

@@ -9,10 +9,5 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/scripts/deps.sh"
 tc_install_deps
 tc_mpi_env
-build=${BUILD:-$here/build}
 # shellcheck disable=SC2086
-cmake -S "$here" -B "$build" -DTCOLL_WERROR=ON ${TCOLL_CMAKE_ARGS:-} >/dev/null
-cmake --build "$build" -j"$(nproc)"
-cd "$build"
-ctest -L unit -j"$(nproc)" --output-on-failure "$@"
-ctest -L mpi --output-on-failure "$@"
+tc_build_and_test "${BUILD:-$here/build}" ${TCOLL_CMAKE_ARGS:-} -- "$@"
