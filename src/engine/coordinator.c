@@ -109,6 +109,19 @@ size_t tc__coord_pending(const tc_coord_t *c)
     return c->table.count;
 }
 
+/* Moves a waiting entry from the table to the end of the ready list. */
+static void make_ready(tc_coord_t *c, entry_t *e)
+{
+    tc__hmap_remove(&c->table, e->name, e->name_len);
+    if (c->ready_tail != NULL) {
+        c->ready_tail->next_ready = e;
+    } else {
+        c->ready_head = e;
+    }
+    c->ready_tail = e;
+    c->nready++;
+}
+
 typedef struct {
     void (*fn)(const tc_coord_pending_t *p, void *arg);
     void *arg;
@@ -159,17 +172,10 @@ tc_status_t tc__coord_expire(tc_coord_t *c, const char *name, uint32_t len, tc_s
     if (copy == NULL) {
         return TC_ERR_NOMEM;
     }
-    tc__hmap_remove(&c->table, e->name, e->name_len);
     free(e->text);
     e->text = copy;
     e->fail_status = st;
-    if (c->ready_tail != NULL) {
-        c->ready_tail->next_ready = e;
-    } else {
-        c->ready_head = e;
-    }
-    c->ready_tail = e;
-    c->nready++;
+    make_ready(c, e);
     return TC_OK;
 }
 
@@ -229,14 +235,7 @@ tc_status_t tc__coord_add(tc_coord_t *c, int rank, const tc_wire_request_t *req,
     e->reqs[rank].name = e->name;
     e->nsub++;
     if (e->nsub == c->size) {
-        tc__hmap_remove(&c->table, e->name, e->name_len);
-        if (c->ready_tail != NULL) {
-            c->ready_tail->next_ready = e;
-        } else {
-            c->ready_head = e;
-        }
-        c->ready_tail = e;
-        c->nready++;
+        make_ready(c, e);
     }
     return TC_OK;
 }
