@@ -5,7 +5,9 @@
 #define _GNU_SOURCE
 #include "util/log.h"
 
+#include <limits.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,6 +16,30 @@ _Atomic int tc__log_level = TC_LOG_WARN;
 _Atomic int tc__log_rank = -1;
 
 static const char *const level_names[] = {"ERROR", "WARN", "INFO", "DEBUG", "TRACE"};
+
+/* The rank once tc_init has found it; before that (knob warnings at start-up)
+ * the rank the launcher gave this process, if it says: Open MPI, MPICH's
+ * Hydra and PMIx launchers export it. -1 when unknown. */
+static int log_rank(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"};
+    int rank = atomic_load_explicit(&tc__log_rank, memory_order_relaxed);
+    size_t i;
+
+    for (i = 0; rank < 0 && i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *v = getenv(vars[i]);
+        char *end;
+        long r;
+        if (v == NULL || *v == '\0') {
+            continue;
+        }
+        r = strtol(v, &end, 10);
+        if (*end == '\0' && r >= 0 && r <= INT_MAX) {
+            rank = (int)r;
+        }
+    }
+    return rank;
+}
 
 void tc__log(int level, const char *subsys, const char *fmt, ...)
 {
@@ -31,7 +57,6 @@ void tc__log(int level, const char *subsys, const char *fmt, ...)
     if (level < 0 || level > TC_LOG_TRACE) {
         level = TC_LOG_ERROR;
     }
-    fprintf(stderr, "tcoll %s:%d [%d] %s %s: %s\n", host, (int)getpid(),
-            atomic_load_explicit(&tc__log_rank, memory_order_relaxed), subsys,
+    fprintf(stderr, "tcoll %s:%d [%d] %s %s: %s\n", host, (int)getpid(), log_rank(), subsys,
             level_names[level], msg);
 }
