@@ -54,7 +54,8 @@ static const knob_t knobs[] = {
      "transfer that completes in microseconds is not slept through."},
     {"TCOLL_BACKOFF_MAX_US", KNOB_INT, OFF(backoff_max_us), "200", 1, 100000,
      "Longest sleep (us) between two polls while work is pending; sleeps grow "
-     "from 1 us to this cap and reset on progress."},
+     "from 1 us to this cap and reset on progress. After 100 ms without "
+     "progress they may grow to 4 ms (a long wait parks nearly idle)."},
     {"TCOLL_RING_CHUNK_KB", KNOB_INT, OFF(ring_chunk_kb), "256", 1, 1048576,
      "Chunk (KiB) in which ring allreduce steps move data, so each chunk is "
      "reduced while still in cache. Must be the same on every rank."},
