@@ -37,6 +37,16 @@
  * and rank 0 drains control messages until it has every BYE, so no message is
  * left unmatched when the communicators are freed and MPI is finalized.
  *
+ * Failures: a rank that fails (MPI error, out of memory, protocol error, a
+ * lost peer) sends every other rank an abort (BYE with a terminate record,
+ * tag TAG_ABORT) carrying its reason, fails what it has, and leaves MPI
+ * unfinalized. Every rank looks for aborts each millisecond, in its loop and
+ * inside data transfers, and stops with "rank N stopped: <reason>". A rank
+ * declares a peer lost when a cycle or a transfer makes no progress for
+ * TCOLL_PEER_TIMEOUT_S; with work pending and no cycle for half that time it
+ * starts an empty cycle to find out. Rank 0 also runs the stall inspector
+ * (stall_check) once a second. See the README's "When things go wrong".
+ *
  * Waiting: with nothing of its own in flight, the engine thread sleeps on a
  * condition variable (woken at once by a submission) and wakes every
  * TCOLL_IDLE_POLL_MS to look for control messages (a remote shutdown). With
