@@ -151,7 +151,6 @@ typedef struct {
     int terminated;     /* stop the loop */
     int failed;         /* stopped by a failure (here or another rank's abort) */
     int tell_peers;     /* the failure happened here: send every rank an abort */
-    int got_terminate;  /* worker: rank 0's TERMINATE arrived */
     uint8_t *bye_seen;  /* coordinator: [size], ranks whose BYE arrived */
     int broken;         /* skip the goodbye handshake and MPI's teardown */
     uint64_t next_poll_ns; /* see POLL_NS */
@@ -211,8 +210,8 @@ static void ctrl_buf_release(ctrl_buf_t *cb)
     }
 }
 
-static void engine_fail(engine_t *e, tc_status_t st, int broken, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+static void engine_fail(engine_t *e, tc_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* From now on submissions fail at once with the engine's status (before any
  * request completes with it, so that a caller who sees the failure cannot
@@ -230,13 +229,12 @@ static void publish_stop(const engine_t *e)
 
 /* Stops this rank after a failure decided here: every pending request fails
  * with st and the message, and every other rank is sent an abort saying so
- * (see send_abort), so that nobody waits for this rank. broken: MPI itself
- * reported the error (the abort is still tried). The first cause wins. */
-static void engine_fail(engine_t *e, tc_status_t st, int broken, const char *fmt, ...)
+ * (see send_abort, tried even when MPI itself reported the error), so that
+ * nobody waits for this rank. The first cause wins. */
+static void engine_fail(engine_t *e, tc_status_t st, const char *fmt, ...)
 {
     va_list ap;
 
-    (void)broken;
     if (e->failed || e->terminated) {
         e->broken = 1; /* a failure after a normal stop: still skip MPI's teardown */
         return;
@@ -271,7 +269,7 @@ static void ctrl_send(engine_t *e, const tc_wire_msg_t *msg, int first, int last
     cb = calloc(1, sizeof(*cb));
     if (cb == NULL || tc__wire_encode(msg, &cb->buf) != TC_OK) {
         free(cb);
-        engine_fail(e, TC_ERR_NOMEM, 1, "cannot encode a control message (out of memory)");
+        engine_fail(e, TC_ERR_NOMEM, "cannot encode a control message (out of memory)");
         return;
     }
     if (e->nsends + (size_t)ndst > e->capsends) {
@@ -280,7 +278,7 @@ static void ctrl_send(engine_t *e, const tc_wire_msg_t *msg, int first, int last
         if (s == NULL) {
             tc__wire_buf_free(&cb->buf);
             free(cb);
-            engine_fail(e, TC_ERR_NOMEM, 1, "out of memory for control sends");
+            engine_fail(e, TC_ERR_NOMEM, "out of memory for control sends");
             return;
         }
         e->sends = s;
@@ -296,7 +294,7 @@ static void ctrl_send(engine_t *e, const tc_wire_msg_t *msg, int first, int last
         rc = MPI_Isend(cb->buf.data, (int)cb->buf.len, MPI_BYTE, first + i, tag, e->ctrl,
                            &s->req);
         if (rc != MPI_SUCCESS) {
-            engine_fail(e, TC_ERR_TRANSPORT, 1, "MPI_Isend of a control message to rank %d failed: %s",
+            engine_fail(e, TC_ERR_TRANSPORT, "MPI_Isend of a control message to rank %d failed: %s",
                         first + i, tc__mpi_strerror(rc, why, sizeof(why)));
             break;
         }
@@ -317,7 +315,7 @@ static size_t ctrl_progress(engine_t *e)
         int flag = 0;
         int rc = MPI_Test(&e->sends[i].req, &flag, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS) {
-            engine_fail(e, TC_ERR_TRANSPORT, 1, "a control send failed: %s",
+            engine_fail(e, TC_ERR_TRANSPORT, "a control send failed: %s",
                         tc__mpi_strerror(rc, why, sizeof(why)));
             return e->nsends;
         }
@@ -343,7 +341,7 @@ static int ctrl_recv(engine_t *e, int src, int tag, tc_wire_msg_t *msg, int *src
 
     rc = MPI_Iprobe(src, tag, e->ctrl, &flag, &status);
     if (rc != MPI_SUCCESS) {
-        engine_fail(e, TC_ERR_TRANSPORT, 1, "MPI_Iprobe failed: %s",
+        engine_fail(e, TC_ERR_TRANSPORT, "MPI_Iprobe failed: %s",
                     tc__mpi_strerror(rc, why, sizeof(why)));
         return -1;
     }
@@ -353,19 +351,19 @@ static int ctrl_recv(engine_t *e, int src, int tag, tc_wire_msg_t *msg, int *src
     MPI_Get_count(&status, MPI_BYTE, &count);
     buf = malloc(count > 0 ? (size_t)count : 1);
     if (buf == NULL) {
-        engine_fail(e, TC_ERR_NOMEM, 1, "out of memory receiving a %d-byte control message", count);
+        engine_fail(e, TC_ERR_NOMEM, "out of memory receiving a %d-byte control message", count);
         return -1;
     }
     rc = MPI_Recv(buf, count, MPI_BYTE, status.MPI_SOURCE, tag, e->ctrl, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) {
         free(buf);
-        engine_fail(e, TC_ERR_TRANSPORT, 1, "MPI_Recv of a control message from rank %d failed: %s",
+        engine_fail(e, TC_ERR_TRANSPORT, "MPI_Recv of a control message from rank %d failed: %s",
                     status.MPI_SOURCE, tc__mpi_strerror(rc, why, sizeof(why)));
         return -1;
     }
     if (tc__wire_decode(buf, (size_t)count, msg, err, sizeof(err)) != TC_OK) {
         free(buf);
-        engine_fail(e, TC_ERR_TRANSPORT, 0, "malformed control message from rank %d: %s",
+        engine_fail(e, TC_ERR_TRANSPORT, "malformed control message from rank %d: %s",
                     status.MPI_SOURCE, err);
         return -1;
     }
@@ -725,7 +723,7 @@ static void execute(engine_t *e, const tc_wire_response_t *resps, tc_request_t *
         if (st != TC_OK) {
             /* The ring cannot go on without this rank: stop the engine
              * (first, so that later submissions already fail). */
-            engine_fail(e, st, 1, "%s; tcoll stops on this rank", msg);
+            engine_fail(e, st, "%s; tcoll stops on this rank", msg);
         }
         for (k = i; k < j; k++) {
             finish(reqs[k], st, msg);
@@ -767,6 +765,19 @@ static size_t drain(tc_request_t **head_p, int *shutdown_p)
     return n;
 }
 
+/* Rank 0: enters rank's submission in the message table; a protocol
+ * violation or running out of memory stops the engine. */
+static void coord_add(engine_t *e, int rank, const tc_wire_request_t *w)
+{
+    char err[512];
+    tc_status_t st = tc__coord_add(e->coord, rank, w, err, sizeof(err));
+
+    if (st != TC_OK) {
+        engine_fail(e, st == TC_ERR_NOMEM ? TC_ERR_NOMEM : TC_ERR_TRANSPORT,
+                    "rank 0's message table: %s", st == TC_ERR_NOMEM ? "out of memory" : err);
+    }
+}
+
 /* Sends this rank's first-time submissions (and a shutdown request) to rank 0,
  * or, on rank 0, enters them in the message table. */
 static void negotiate_in_full(engine_t *e, tc_request_t *head, size_t n, int local_shutdown)
@@ -774,19 +785,12 @@ static void negotiate_in_full(engine_t *e, tc_request_t *head, size_t n, int loc
     tc_wire_msg_t out = {0};
     tc_request_t *r;
     size_t i = 0;
-    char err[512];
 
     if (e->rank == 0) {
         for (r = head; r != NULL && !e->terminated; r = r->next) {
             tc_wire_request_t w;
-            tc_status_t st;
             to_wire(r, &w);
-            st = tc__coord_add(e->coord, 0, &w, err, sizeof(err));
-            if (st != TC_OK) {
-                engine_fail(e, st == TC_ERR_NOMEM ? TC_ERR_NOMEM : TC_ERR_TRANSPORT, 0,
-                            "rank 0's message table: %s",
-                            st == TC_ERR_NOMEM ? "out of memory" : err);
-            }
+            coord_add(e, 0, &w);
         }
         if (local_shutdown && e->shutdown_from < 0) {
             e->shutdown_from = 0;
@@ -799,7 +803,7 @@ static void negotiate_in_full(engine_t *e, tc_request_t *head, size_t n, int loc
     out.type = TC_WIRE_REQUESTS;
     out.reqs = n > 0 ? calloc(n, sizeof(*out.reqs)) : NULL;
     if (n > 0 && out.reqs == NULL) {
-        engine_fail(e, TC_ERR_NOMEM, 1, "out of memory sending submissions");
+        engine_fail(e, TC_ERR_NOMEM, "out of memory sending submissions");
         return;
     }
     for (r = head; r != NULL; r = r->next) {
@@ -861,9 +865,9 @@ static int take_submissions(engine_t *e)
             continue;
         }
         if (ce != NULL && ce->pending == NULL) {
-            engine_fail(e, TC_ERR_NOMEM, 1, "out of memory tracking cached submissions");
+            engine_fail(e, TC_ERR_NOMEM, "out of memory tracking cached submissions");
         } else if (ce != NULL) {
-            engine_fail(e, TC_ERR_TRANSPORT, 1, "tensor '%s' is pending twice (internal error)",
+            engine_fail(e, TC_ERR_TRANSPORT, "tensor '%s' is pending twice (internal error)",
                         r->name);
         }
         *tail = r;
@@ -879,7 +883,6 @@ static int coord_receive(engine_t *e)
 {
     int progress = 0, src, got;
     tc_wire_msg_t msg;
-    char err[512];
 
     while (!e->terminated && (got = ctrl_recv(e, MPI_ANY_SOURCE, TAG_REQ, &msg, &src)) == 1) {
         uint32_t i;
@@ -889,25 +892,20 @@ static int coord_receive(engine_t *e)
              * cycle before we do); otherwise it stopped after a local failure. */
             e->bye_seen[src] = 1;
             if (!e->term_sent) {
-                engine_fail(e, TC_ERR_TRANSPORT, 0, "rank %d stopped after a failure", src);
+                engine_fail(e, TC_ERR_TRANSPORT, "rank %d stopped after a failure", src);
             }
         } else if (msg.type != TC_WIRE_REQUESTS) {
-            engine_fail(e, TC_ERR_TRANSPORT, 0, "unexpected control message type %d from rank %d",
+            engine_fail(e, TC_ERR_TRANSPORT, "unexpected control message type %d from rank %d",
                         msg.type, src);
         }
         for (i = 0; i < msg.count && !e->failed; i++) {
-            tc_status_t st = tc__coord_add(e->coord, src, &msg.reqs[i], err, sizeof(err));
             if (tc__tl_active()) {
                 char label[32];
                 int len = snprintf(label, sizeof(label), "rank %d submitted", src);
                 tc__tl_instant(tc__tl_track(msg.reqs[i].name, msg.reqs[i].name_len), label,
                                (size_t)len, "negotiation", tc__now_ns(), NULL);
             }
-            if (st != TC_OK) {
-                engine_fail(e, st == TC_ERR_NOMEM ? TC_ERR_NOMEM : TC_ERR_TRANSPORT, 0,
-                            "rank 0's message table: %s",
-                            st == TC_ERR_NOMEM ? "out of memory" : err);
-            }
+            coord_add(e, src, &msg.reqs[i]);
         }
         if ((msg.flags & TC_WIRE_F_SHUTDOWN) && e->shutdown_from < 0) {
             e->shutdown_from = src;
@@ -995,7 +993,7 @@ static int reduce_eager(engine_t *e, uint32_t id, tc_request_t *req)
             return 0;
         }
         if (x[q]->len != bytes) {
-            engine_fail(e, TC_ERR_TRANSPORT, 1, "protocol error: rank %d sent %u bytes of "
+            engine_fail(e, TC_ERR_TRANSPORT, "protocol error: rank %d sent %u bytes of "
                         "tensor '%s', this rank has %zu", q, x[q]->len, req->name, bytes);
             return 0;
         }
@@ -1033,7 +1031,7 @@ static void contribute(engine_t *e)
     e->my_ready = malloc(((size_t)e->npend + 1) * sizeof(uint32_t));
     e->my_stale = malloc(((size_t)e->npend + 1) * sizeof(uint32_t));
     if (e->my_ready == NULL || e->my_stale == NULL) {
-        engine_fail(e, TC_ERR_NOMEM, 1, "out of memory starting a negotiation cycle");
+        engine_fail(e, TC_ERR_NOMEM, "out of memory starting a negotiation cycle");
         return;
     }
     for (i = 0; i < e->npend; i++) {
@@ -1062,7 +1060,7 @@ static void contribute(engine_t *e)
         if (tc__coord_take_ready(e->coord, &e->batch) != TC_OK ||
             (e->my_resps = malloc(((size_t)e->batch.count + e->ntimeouts + 1) *
                                   sizeof(*e->my_resps))) == NULL) {
-            engine_fail(e, TC_ERR_NOMEM, 0, "rank 0 ran out of memory scheduling tensors");
+            engine_fail(e, TC_ERR_NOMEM, "rank 0 ran out of memory scheduling tensors");
             return;
         }
         for (i = 0; i < e->batch.count; i++) {
@@ -1135,7 +1133,7 @@ static int cycle_receive(engine_t *e)
             bad = "twice for one cycle";
         }
         if (bad != NULL) {
-            engine_fail(e, TC_ERR_TRANSPORT, 1,
+            engine_fail(e, TC_ERR_TRANSPORT,
                         "protocol error: a control message from rank %d %s (cycle %llu)", src, bad,
                         (unsigned long long)e->seq);
             tc__wire_msg_free(&msg);
@@ -1170,7 +1168,7 @@ static int resolve_responses(engine_t *e, const tc_wire_response_t *resps, uint3
     }
     pthread_mutex_unlock(&g.mu);
     if (i < n) {
-        engine_fail(e, TC_ERR_TRANSPORT, 1,
+        engine_fail(e, TC_ERR_TRANSPORT,
                     "rank 0 scheduled tensor '%.*s', which this rank has not submitted "
                     "(protocol error)", (int)resps[i].name_len, resps[i].name);
         return -1;
@@ -1198,7 +1196,7 @@ static int resolve_responses(engine_t *e, const tc_wire_response_t *resps, uint3
         to_wire(reqs[i], &w);
         st = tc__cache_file(&e->cache, resps[i].cache_ref - 1, &w, &resps[i]);
         if (st != TC_OK) {
-            engine_fail(e, st, 1, st == TC_ERR_NOMEM ? "out of memory filing tensor '%s'"
+            engine_fail(e, st, st == TC_ERR_NOMEM ? "out of memory filing tensor '%s'"
                                                      : "cannot file tensor '%s' under cache id "
                                                        "%u (protocol error)",
                         reqs[i]->name, resps[i].cache_ref - 1);
@@ -1272,7 +1270,7 @@ static void complete_cycle(engine_t *e)
 
     for (q = 0; q < e->size && run; q++) {
         if (q != e->rank && e->cyc[q].cache_gen != e->cache.gen) {
-            engine_fail(e, TC_ERR_TRANSPORT, 0,
+            engine_fail(e, TC_ERR_TRANSPORT,
                         "protocol error: rank %d's response cache is at generation %llu, this "
                         "rank's at %llu", q, (unsigned long long)e->cyc[q].cache_gen,
                         (unsigned long long)e->cache.gen);
@@ -1291,7 +1289,7 @@ static void complete_cycle(engine_t *e)
         failed_ids = malloc(((size_t)nresps + 1) * sizeof(*failed_ids));
         ran = malloc(((size_t)e->nmy_ready + 1) * sizeof(*ran));
         if (all == NULL || reqs == NULL || failed_ids == NULL || ran == NULL) {
-            engine_fail(e, TC_ERR_NOMEM, 0, "out of memory running a negotiation cycle");
+            engine_fail(e, TC_ERR_NOMEM, "out of memory running a negotiation cycle");
             run = 0;
         }
     }
@@ -1321,7 +1319,7 @@ static void complete_cycle(engine_t *e)
         }
         ce = tc__cache_get(&e->cache, id);
         if (ce == NULL || ce->pending == NULL) {
-            engine_fail(e, TC_ERR_TRANSPORT, 0, "cache id %u is ready but not pending on this "
+            engine_fail(e, TC_ERR_TRANSPORT, "cache id %u is ready but not pending on this "
                                                 "rank (internal error)", id);
             run = 0;
             break;
@@ -1361,7 +1359,6 @@ static void complete_cycle(engine_t *e)
     free(ran);
 
     if (terminate && !e->terminated) {
-        e->got_terminate = 1;
         e->terminated = 1;
         e->term_status = zero != NULL ? (tc_status_t)zero->term_status : TC_ERR_SHUTDOWN;
         snprintf(e->term_msg, sizeof(e->term_msg), "%.*s",
@@ -1623,9 +1620,8 @@ static void stall_check(engine_t *e, uint64_t now)
     for (i = 0; i < l.n; i++) {
         stalled_t *x = &l.v[i];
         uint64_t age = now > x->since_ns ? now - x->since_ns : 0;
-        int nmiss;
-        format_ranks(x->have, e->size, 1, -1, have, sizeof(have));
-        nmiss = format_ranks(x->have, e->size, 0, -1, missing, sizeof(missing));
+        int nhave = format_ranks(x->have, e->size, 1, -1, have, sizeof(have));
+        int nmiss = format_ranks(x->have, e->size, 0, -1, missing, sizeof(missing));
         if (x->cached && timeout_queued(e, x->name)) {
             continue; /* failing already, in our next cycle message */
         }
@@ -1634,7 +1630,7 @@ static void stall_check(engine_t *e, uint64_t now)
                      "tensor '%s' (%s) stalled for %llu s: submitted by rank%s %s, not by rank%s "
                      "%s (TCOLL_STALL_ABORT_S=%d)",
                      x->name, tc__kind_name(x->kind), (unsigned long long)(age / 1000000000ull),
-                     strchr(have, ',') || strchr(have, '-') ? "s" : "", have, nmiss > 1 ? "s" : "",
+                     nhave > 1 ? "s" : "", have, nmiss > 1 ? "s" : "",
                      missing, e->cfg->stall_abort_s);
             TC_WARN("stall", "%s: failing it with TC_ERR_TIMEOUT", text);
             if (x->cached) {
@@ -1655,8 +1651,7 @@ static void stall_check(engine_t *e, uint64_t now)
                 TC_WARN("stall", "  '%s' (%s): waiting %llu s; submitted by rank%s %s; missing "
                                  "rank%s %s", x->name, tc__kind_name(x->kind),
                         (unsigned long long)(age / 1000000000ull),
-                        strchr(have, ',') || strchr(have, '-') ? "s" : "", have,
-                        nmiss > 1 ? "s" : "", missing);
+                        nhave > 1 ? "s" : "", have, nmiss > 1 ? "s" : "", missing);
             }
             nwarned++;
         }
@@ -1717,7 +1712,7 @@ static void periodic(engine_t *e)
     }
     if (e->contributed && e->ngot < e->size - 1 && now - e->cycle_t0 > peer_ns) {
         int n = format_ranks(e->cyc_have, e->size, 0, e->rank, ranks, sizeof(ranks));
-        engine_fail(e, TC_ERR_TRANSPORT, 0,
+        engine_fail(e, TC_ERR_TRANSPORT,
                     "lost rank%s %s: no negotiation message from %s for %d s (the process died, "
                     "or its engine thread is stuck; TCOLL_PEER_TIMEOUT_S); tcoll stops on this "
                     "rank", n > 1 ? "s" : "", ranks, n > 1 ? "them" : "it",
@@ -1738,7 +1733,7 @@ static void periodic(engine_t *e)
     }
     if (e->shutdown_t0 != 0 && !e->terminated &&
         now - e->shutdown_t0 > (uint64_t)e->cfg->shutdown_timeout_s * 1000000000ull) {
-        engine_fail(e, TC_ERR_TIMEOUT, 0,
+        engine_fail(e, TC_ERR_TIMEOUT,
                     "the shutdown handshake with rank 0 did not finish within %d s "
                     "(TCOLL_SHUTDOWN_TIMEOUT_S)", e->cfg->shutdown_timeout_s);
         return;
