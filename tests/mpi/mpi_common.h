@@ -512,6 +512,59 @@ static inline void *tt_xmalloc(size_t n)
     return p;
 }
 
+/* The collectives a test that mixes them submits by kind. */
+typedef enum { TT_ALLREDUCE, TT_ALLGATHER, TT_BROADCAST } tt_kind_t;
+
+/* What one rank submits under a name. */
+typedef struct {
+    tt_kind_t kind;
+    tc_dtype_t dt;
+    tc_op_t op;  /* allreduce */
+    int root;    /* broadcast */
+    int ndim;
+    int64_t shape[TC_MAX_DIMS];
+} tt_params_t;
+
+static inline tt_params_t tt_params(tt_kind_t kind, tc_dtype_t dt, tc_op_t op, int root, int ndim,
+                                    int64_t d0, int64_t d1, int64_t d2)
+{
+    tt_params_t p;
+    memset(&p, 0, sizeof p);
+    p.kind = kind;
+    p.dt = dt;
+    p.op = op;
+    p.root = root;
+    p.ndim = ndim;
+    p.shape[0] = d0;
+    p.shape[1] = d1;
+    p.shape[2] = d2;
+    return p;
+}
+
+/* Submits p under name on data (allreduce into recv); the submission must be
+ * accepted. Returns the request. */
+static inline tc_request_t *tt_submit(const char *name, const tt_params_t *p, void *data,
+                                      void *recv)
+{
+    tc_tensor_t ten;
+    tc_request_t *req = NULL;
+
+    memset(&ten, 0, sizeof ten);
+    ten.data = data;
+    ten.dtype = p->dt;
+    ten.ndim = p->ndim;
+    for (int d = 0; d < p->ndim; d++) {
+        ten.shape[d] = p->shape[d];
+    }
+    switch (p->kind) {
+    case TT_ALLREDUCE: CHECK_OK(tc_allreduce(name, &ten, recv, p->op, &req)); break;
+    case TT_ALLGATHER: CHECK_OK(tc_allgather(name, &ten, &req)); break;
+    case TT_BROADCAST: CHECK_OK(tc_broadcast(name, &ten, p->root, &req)); break;
+    }
+    CHECK(req != NULL);
+    return req;
+}
+
 static inline int64_t tt_count(int ndim, const int64_t *shape)
 {
     int64_t n = 1;

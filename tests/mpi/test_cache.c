@@ -44,16 +44,7 @@
 #define BIG1 40000
 #define BIG2 (TEST_TSAN ? 30000 : 300000)
 
-enum kind { K_ALLREDUCE, K_ALLGATHER, K_BROADCAST };
-
-typedef struct {
-    enum kind kind;
-    tc_dtype_t dt;
-    tc_op_t op;
-    int root;
-    int ndim;
-    int64_t shape[TC_MAX_DIMS];
-} params_t;
+typedef tt_params_t params_t;
 
 typedef struct {
     char name[64];
@@ -72,19 +63,10 @@ static task_t g_tasks[NTASKS];
 static int g_order[NTASKS];
 static int g_nthreads;
 
-static params_t P(enum kind k, tc_dtype_t dt, tc_op_t op, int root, int ndim, int64_t d0,
+static params_t P(tt_kind_t k, tc_dtype_t dt, tc_op_t op, int root, int ndim, int64_t d0,
                   int64_t d1)
 {
-    params_t p;
-    memset(&p, 0, sizeof p);
-    p.kind = k;
-    p.dt = dt;
-    p.op = op;
-    p.root = root;
-    p.ndim = ndim;
-    p.shape[0] = d0;
-    p.shape[1] = d1;
-    return p;
+    return tt_params(k, dt, op, root, ndim, d0, d1, 0);
 }
 
 /* Allgather rows rank r contributes at a step (dim 0 may differ per rank). */
@@ -108,67 +90,67 @@ static params_t params(int idx, int step, int r, char *name, size_t cap)
     switch (idx) {
     case 0: /* legal change on every rank from step 30 */
         snprintf(name, cap, "cache/ar.f32.sum");
-        p = P(K_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, step >= 30 ? 1500 : 1000, 0);
+        p = P(TT_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, step >= 30 ? 1500 : 1000, 0);
         break;
     case 1: /* dtype mismatch at step 14 (rank 0) */
         snprintf(name, cap, "cache/ar.f64.max.7");
-        p = P(K_ALLREDUCE, step == 14 && r == 0 ? TC_FLOAT32 : TC_FLOAT64, TC_MAX, 0, 1, 7, 0);
+        p = P(TT_ALLREDUCE, step == 14 && r == 0 ? TC_FLOAT32 : TC_FLOAT64, TC_MAX, 0, 1, 7, 0);
         break;
     case 2: /* op mismatch at step 18 (rank 1, or 0 alone) */
         snprintf(name, cap, "cache/ar.i32.min.1");
-        p = P(K_ALLREDUCE, TC_INT32, step == 18 && r == 1 % g_size ? TC_MAX : TC_MIN, 0, 1, 1, 0);
+        p = P(TT_ALLREDUCE, TC_INT32, step == 18 && r == 1 % g_size ? TC_MAX : TC_MIN, 0, 1, 1, 0);
         break;
     case 3: /* shape mismatch at step 10 (last rank) */
         snprintf(name, cap, "cache/ar.i64.sum.7");
-        p = P(K_ALLREDUCE, TC_INT64, TC_SUM, 0, 1, step == 10 && r == last ? 8 : 7, 0);
+        p = P(TT_ALLREDUCE, TC_INT64, TC_SUM, 0, 1, step == 10 && r == last ? 8 : 7, 0);
         break;
     case 4:
         snprintf(name, cap, "cache/ar.f16.avg.1000");
-        p = P(K_ALLREDUCE, TC_FLOAT16, TC_AVG, 0, 1, 1000, 0);
+        p = P(TT_ALLREDUCE, TC_FLOAT16, TC_AVG, 0, 1, 1000, 0);
         break;
     case 5: /* values in {1, 2, -1, -2, 3}: exact */
         snprintf(name, cap, "cache/ar.f32.prod.7");
-        p = P(K_ALLREDUCE, TC_FLOAT32, TC_PROD, 0, 1, 7, 0);
+        p = P(TT_ALLREDUCE, TC_FLOAT32, TC_PROD, 0, 1, 7, 0);
         break;
     case 6: /* a scalar */
         snprintf(name, cap, "cache/ar.i64.prod.scalar");
-        p = P(K_ALLREDUCE, TC_INT64, TC_PROD, 0, 0, 0, 0);
+        p = P(TT_ALLREDUCE, TC_INT64, TC_PROD, 0, 0, 0, 0);
         break;
     case 7: /* zero elements */
         snprintf(name, cap, "cache/ar.f64.avg.0");
-        p = P(K_ALLREDUCE, TC_FLOAT64, TC_AVG, 0, 1, 0, 0);
+        p = P(TT_ALLREDUCE, TC_FLOAT64, TC_AVG, 0, 1, 0, 0);
         break;
     case 8:
         snprintf(name, cap, "cache/ar.i32.max.10x100");
-        p = P(K_ALLREDUCE, TC_INT32, TC_MAX, 0, 2, 10, 100);
+        p = P(TT_ALLREDUCE, TC_INT32, TC_MAX, 0, 2, 10, 100);
         break;
     case 9:
         snprintf(name, cap, "cache/ar.f32.sum.big1");
-        p = P(K_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, BIG1, 0);
+        p = P(TT_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, BIG1, 0);
         break;
     case 10:
         snprintf(name, cap, "cache/ar.f32.min.big2");
-        p = P(K_ALLREDUCE, TC_FLOAT32, TC_MIN, 0, 1, BIG2, 0);
+        p = P(TT_ALLREDUCE, TC_FLOAT32, TC_MIN, 0, 1, BIG2, 0);
         break;
     case 11: /* root mismatch at step 22 (last rank) */
         snprintf(name, cap, "cache/bc.i32.1000");
-        p = P(K_BROADCAST, TC_INT32, TC_SUM, step == 22 && r == last ? 0 : last, 1, 1000, 0);
+        p = P(TT_BROADCAST, TC_INT32, TC_SUM, step == 22 && r == last ? 0 : last, 1, 1000, 0);
         break;
     case 12:
         snprintf(name, cap, "cache/bc.f64.7");
-        p = P(K_BROADCAST, TC_FLOAT64, TC_SUM, g_size / 2, 1, 7, 0);
+        p = P(TT_BROADCAST, TC_FLOAT64, TC_SUM, g_size / 2, 1, 7, 0);
         break;
     case 13: /* dim 1 mismatch at step 26 (last rank); rows change from step 32 */
         snprintf(name, cap, "cache/ag.i32");
-        p = P(K_ALLGATHER, TC_INT32, TC_SUM, 0, 2, ag_rows(step, r),
+        p = P(TT_ALLGATHER, TC_INT32, TC_SUM, 0, 2, ag_rows(step, r),
               step == 26 && r == last ? 4 : 3);
         break;
     default: /* once.<step>: first-time negotiation among cached names */
         snprintf(name, cap, "once.%d", step);
         switch (step % 3) {
-        case 0: p = P(K_ALLREDUCE, TC_FLOAT64, TC_SUM, 0, 1, 5 + step, 0); break;
-        case 1: p = P(K_BROADCAST, TC_INT64, TC_SUM, step % g_size, 1, 3, 0); break;
-        default: p = P(K_ALLGATHER, TC_UINT8, TC_SUM, 0, 2, (r + step) % 3, 2); break;
+        case 0: p = P(TT_ALLREDUCE, TC_FLOAT64, TC_SUM, 0, 1, 5 + step, 0); break;
+        case 1: p = P(TT_BROADCAST, TC_INT64, TC_SUM, step % g_size, 1, 3, 0); break;
+        default: p = P(TT_ALLGATHER, TC_UINT8, TC_SUM, 0, 2, (r + step) % 3, 2); break;
         }
         break;
     }
@@ -188,16 +170,16 @@ static const char *mismatch_field(int idx, int step)
         if (q.dt != p0.dt) {
             return "dtype mismatch";
         }
-        if (p0.kind == K_ALLREDUCE && q.op != p0.op) {
+        if (p0.kind == TT_ALLREDUCE && q.op != p0.op) {
             return "op mismatch";
         }
-        if (p0.kind == K_BROADCAST && q.root != p0.root) {
+        if (p0.kind == TT_BROADCAST && q.root != p0.root) {
             return "root mismatch";
         }
         if (q.ndim != p0.ndim) {
-            return p0.kind == K_ALLGATHER ? "ndim mismatch" : "shape mismatch";
+            return p0.kind == TT_ALLGATHER ? "ndim mismatch" : "shape mismatch";
         }
-        for (int d = p0.kind == K_ALLGATHER ? 1 : 0; d < p0.ndim; d++) {
+        for (int d = p0.kind == TT_ALLGATHER ? 1 : 0; d < p0.ndim; d++) {
             if (q.shape[d] != p0.shape[d]) {
                 return "shape mismatch";
             }
@@ -229,7 +211,7 @@ static void prepare(int idx)
     size_t bytes = (size_t)n * tt_dtype_bytes(t->p.dt);
     t->send = tt_xmalloc(bytes);
     switch (t->p.kind) {
-    case K_ALLREDUCE:
+    case TT_ALLREDUCE:
         tt_fill(t->p.dt, t->p.op, t->salt, g_rank, t->send, n);
         t->in_place = (idx + g_step) % 3 == 0;
         if (t->in_place) {
@@ -239,12 +221,12 @@ static void prepare(int idx)
             memset(t->recv, 0xa5, bytes);
         }
         break;
-    case K_BROADCAST:
+    case TT_BROADCAST:
         for (int64_t i = 0; i < n; i++) {
             tt_store(t->p.dt, t->send, i, bc_value(t, g_rank, i));
         }
         break;
-    case K_ALLGATHER:
+    case TT_ALLGATHER:
         for (int64_t k = 0; k < n; k++) {
             tt_store(t->p.dt, t->send, k, ag_value(t, g_rank, k));
         }
@@ -254,21 +236,7 @@ static void prepare(int idx)
 
 static void submit(task_t *t)
 {
-    tc_tensor_t ten;
-    memset(&ten, 0, sizeof ten);
-    ten.data = t->send;
-    ten.dtype = t->p.dt;
-    ten.ndim = t->p.ndim;
-    for (int d = 0; d < t->p.ndim; d++) {
-        ten.shape[d] = t->p.shape[d];
-    }
-    t->req = NULL;
-    switch (t->p.kind) {
-    case K_ALLREDUCE: CHECK_OK(tc_allreduce(t->name, &ten, t->recv, t->p.op, &t->req)); break;
-    case K_ALLGATHER: CHECK_OK(tc_allgather(t->name, &ten, &t->req)); break;
-    case K_BROADCAST: CHECK_OK(tc_broadcast(t->name, &ten, t->p.root, &t->req)); break;
-    }
-    CHECK(t->req != NULL);
+    t->req = tt_submit(t->name, &t->p, t->send, t->recv);
 }
 
 static void check_allgather(task_t *t, int idx)
@@ -329,14 +297,14 @@ static void complete_and_check(task_t *t, int idx)
     char what[96];
     snprintf(what, sizeof what, "step %d %s", g_step, t->name);
     switch (t->p.kind) {
-    case K_ALLREDUCE: {
+    case TT_ALLREDUCE: {
         tc_tensor_t out;
         CHECK_OK(tc_request_output(t->req, &out));
         CHECK(out.data == t->recv);
         tt_check_allreduce(what, t->p.dt, t->p.op, t->salt, g_size, t->recv, n);
         break;
     }
-    case K_BROADCAST: {
+    case TT_BROADCAST: {
         size_t es = tt_dtype_bytes(t->p.dt);
         for (int64_t i = 0; i < n; i++) {
             unsigned char want[8];
@@ -349,7 +317,7 @@ static void complete_and_check(task_t *t, int idx)
         }
         break;
     }
-    case K_ALLGATHER: check_allgather(t, idx); break;
+    case TT_ALLGATHER: check_allgather(t, idx); break;
     }
     tc_request_free(t->req);
     t->req = NULL;

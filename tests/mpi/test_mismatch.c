@@ -18,16 +18,7 @@
 #define NTHREADS 2
 #define MAX_TASKS 64
 
-enum kind { K_ALLREDUCE, K_ALLGATHER, K_BROADCAST };
-
-typedef struct {
-    enum kind kind;
-    tc_dtype_t dt;
-    tc_op_t op;
-    int root;
-    int ndim;
-    int64_t shape[TC_MAX_DIMS];
-} params_t;
+typedef tt_params_t params_t;
 
 typedef struct {
     char name[96];
@@ -46,21 +37,6 @@ static task_t g_tasks[MAX_TASKS];
 static int g_ntasks;
 static int g_rank, g_size;
 
-static params_t P(enum kind k, tc_dtype_t dt, tc_op_t op, int root, int ndim, int64_t d0,
-                  int64_t d1, int64_t d2)
-{
-    params_t p;
-    memset(&p, 0, sizeof p);
-    p.kind = k;
-    p.dt = dt;
-    p.op = op;
-    p.root = root;
-    p.ndim = ndim;
-    p.shape[0] = d0;
-    p.shape[1] = d1;
-    p.shape[2] = d2;
-    return p;
-}
 
 static task_t *add(const char *name, params_t mine, int bad)
 {
@@ -91,21 +67,7 @@ static void add_bad(const char *name, params_t base, params_t other, int odd, co
 
 static void submit(task_t *t)
 {
-    tc_tensor_t ten;
-    memset(&ten, 0, sizeof ten);
-    ten.data = t->data;
-    ten.dtype = t->p.dt;
-    ten.ndim = t->p.ndim;
-    for (int d = 0; d < t->p.ndim; d++) {
-        ten.shape[d] = t->p.shape[d];
-    }
-    t->req = NULL;
-    switch (t->p.kind) {
-    case K_ALLREDUCE: CHECK_OK(tc_allreduce(t->name, &ten, t->recv, t->p.op, &t->req)); break;
-    case K_ALLGATHER: CHECK_OK(tc_allgather(t->name, &ten, &t->req)); break;
-    case K_BROADCAST: CHECK_OK(tc_broadcast(t->name, &ten, t->p.root, &t->req)); break;
-    }
-    CHECK(t->req != NULL);
+    t->req = tt_submit(t->name, &t->p, t->data, t->recv);
 }
 
 static void check_bad(task_t *t)
@@ -146,7 +108,7 @@ static void check_good(task_t *t)
 {
     tc_status_t st = tc_wait(t->req);
     CHECK_MSG(st == TC_OK, "%s: %s: %s", t->name, tc_status_string(st), tc_request_error(t->req));
-    CHECK_EQ(t->p.kind, K_ALLREDUCE);
+    CHECK_EQ(t->p.kind, TT_ALLREDUCE);
     tt_check_allreduce(t->name, t->p.dt, t->p.op, tt_hash_str(t->name), g_size, t->recv,
                        tt_count(t->p.ndim, t->p.shape));
     tc_request_free(t->req);
@@ -173,7 +135,7 @@ static void worker(int ti, void *arg)
 /* One allreduce every rank agrees on, run alone: the engine still works. */
 static void good_allreduce(const char *name, tc_dtype_t dt, tc_op_t op, int64_t n)
 {
-    task_t *t = add(name, P(K_ALLREDUCE, dt, op, 0, 1, n, 0, 0), 0);
+    task_t *t = add(name, tt_params(TT_ALLREDUCE, dt, op, 0, 1, n, 0, 0), 0);
     submit(t);
     check_good(t);
     free(t->data);
@@ -200,46 +162,46 @@ int main(void)
     }
 
     /* the last rank disagrees */
-    add_bad("mm/shape", P(K_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 2, 2, 3, 0),
-            P(K_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 2, 3, 2, 0), L, "shape mismatch", "[2,3]",
+    add_bad("mm/shape", tt_params(TT_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 2, 2, 3, 0),
+            tt_params(TT_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 2, 3, 2, 0), L, "shape mismatch", "[2,3]",
             "[3,2]");
-    add_bad("mm/dtype", P(K_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 4, 0, 0),
-            P(K_ALLREDUCE, TC_INT32, TC_SUM, 0, 1, 4, 0, 0), L, "dtype mismatch", "float32",
+    add_bad("mm/dtype", tt_params(TT_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 4, 0, 0),
+            tt_params(TT_ALLREDUCE, TC_INT32, TC_SUM, 0, 1, 4, 0, 0), L, "dtype mismatch", "float32",
             "int32");
-    add_bad("mm/op", P(K_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 4, 0, 0),
-            P(K_ALLREDUCE, TC_FLOAT32, TC_MAX, 0, 1, 4, 0, 0), L, "op mismatch", "sum", "max");
-    add_bad("mm/op-avg-prod", P(K_ALLREDUCE, TC_FLOAT64, TC_AVG, 0, 1, 3, 0, 0),
-            P(K_ALLREDUCE, TC_FLOAT64, TC_PROD, 0, 1, 3, 0, 0), L, "op mismatch", "avg", "prod");
-    add_bad("mm/root", P(K_BROADCAST, TC_INT32, TC_SUM, 0, 1, 5, 0, 0),
-            P(K_BROADCAST, TC_INT32, TC_SUM, L, 1, 5, 0, 0), L, "root mismatch", "0", sL);
-    add_bad("mm/collective", P(K_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 4, 0, 0),
-            P(K_ALLGATHER, TC_FLOAT32, TC_SUM, 0, 1, 4, 0, 0), L, "collective mismatch",
+    add_bad("mm/op", tt_params(TT_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 4, 0, 0),
+            tt_params(TT_ALLREDUCE, TC_FLOAT32, TC_MAX, 0, 1, 4, 0, 0), L, "op mismatch", "sum", "max");
+    add_bad("mm/op-avg-prod", tt_params(TT_ALLREDUCE, TC_FLOAT64, TC_AVG, 0, 1, 3, 0, 0),
+            tt_params(TT_ALLREDUCE, TC_FLOAT64, TC_PROD, 0, 1, 3, 0, 0), L, "op mismatch", "avg", "prod");
+    add_bad("mm/root", tt_params(TT_BROADCAST, TC_INT32, TC_SUM, 0, 1, 5, 0, 0),
+            tt_params(TT_BROADCAST, TC_INT32, TC_SUM, L, 1, 5, 0, 0), L, "root mismatch", "0", sL);
+    add_bad("mm/collective", tt_params(TT_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 4, 0, 0),
+            tt_params(TT_ALLGATHER, TC_FLOAT32, TC_SUM, 0, 1, 4, 0, 0), L, "collective mismatch",
             "allreduce", "allgather");
-    add_bad("mm/ndim", P(K_ALLGATHER, TC_FLOAT32, TC_SUM, 0, 2, 2, 3, 0),
-            P(K_ALLGATHER, TC_FLOAT32, TC_SUM, 0, 3, 2, 3, 1), L, "ndim mismatch", "2", "3");
+    add_bad("mm/ndim", tt_params(TT_ALLGATHER, TC_FLOAT32, TC_SUM, 0, 2, 2, 3, 0),
+            tt_params(TT_ALLGATHER, TC_FLOAT32, TC_SUM, 0, 3, 2, 3, 1), L, "ndim mismatch", "2", "3");
     /* allgather dims 1.. differ (dim0 may differ freely): values not checked,
      * the format of a dims-1.. shape is the engine's choice */
-    add_bad("mm/allgather-shape", P(K_ALLGATHER, TC_INT8, TC_SUM, 0, 2, 1 + g_rank, 3, 0),
-            P(K_ALLGATHER, TC_INT8, TC_SUM, 0, 2, 2, 4, 0), L, "shape mismatch", "", "");
-    add_bad("mm/broadcast-shape", P(K_BROADCAST, TC_FLOAT64, TC_SUM, 0, 1, 5, 0, 0),
-            P(K_BROADCAST, TC_FLOAT64, TC_SUM, 0, 1, 6, 0, 0), L, "shape mismatch", "[5]", "[6]");
+    add_bad("mm/allgather-shape", tt_params(TT_ALLGATHER, TC_INT8, TC_SUM, 0, 2, 1 + g_rank, 3, 0),
+            tt_params(TT_ALLGATHER, TC_INT8, TC_SUM, 0, 2, 2, 4, 0), L, "shape mismatch", "", "");
+    add_bad("mm/broadcast-shape", tt_params(TT_BROADCAST, TC_FLOAT64, TC_SUM, 0, 1, 5, 0, 0),
+            tt_params(TT_BROADCAST, TC_FLOAT64, TC_SUM, 0, 1, 6, 0, 0), L, "shape mismatch", "[5]", "[6]");
     /* a scalar is not a [1] */
-    add_bad("mm/scalar", P(K_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 0, 0, 0, 0),
-            P(K_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 1, 0, 0), L, "shape mismatch", "", "");
+    add_bad("mm/scalar", tt_params(TT_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 0, 0, 0, 0),
+            tt_params(TT_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 1, 0, 0), L, "shape mismatch", "", "");
 
     /* rank 0 disagrees */
-    add_bad("mm/rank0-shape", P(K_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 5, 0, 0),
-            P(K_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 4, 0, 0), 0, "shape mismatch", "[4]", "[5]");
-    add_bad("mm/rank0-collective", P(K_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 4, 0, 0),
-            P(K_BROADCAST, TC_FLOAT32, TC_SUM, 0, 1, 4, 0, 0), 0, "collective mismatch",
+    add_bad("mm/rank0-shape", tt_params(TT_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 5, 0, 0),
+            tt_params(TT_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 4, 0, 0), 0, "shape mismatch", "[4]", "[5]");
+    add_bad("mm/rank0-collective", tt_params(TT_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 4, 0, 0),
+            tt_params(TT_BROADCAST, TC_FLOAT32, TC_SUM, 0, 1, 4, 0, 0), 0, "collective mismatch",
             "broadcast", "allreduce");
-    add_bad("mm/rank0-dtype", P(K_ALLREDUCE, TC_INT64, TC_MIN, 0, 1, 4, 0, 0),
-            P(K_ALLREDUCE, TC_UINT8, TC_MIN, 0, 1, 4, 0, 0), 0, "dtype mismatch", "uint8",
+    add_bad("mm/rank0-dtype", tt_params(TT_ALLREDUCE, TC_INT64, TC_MIN, 0, 1, 4, 0, 0),
+            tt_params(TT_ALLREDUCE, TC_UINT8, TC_MIN, 0, 1, 4, 0, 0), 0, "dtype mismatch", "uint8",
             "int64");
     if (g_size >= 3) {
         /* a middle rank disagrees */
-        add_bad("mm/middle-op", P(K_ALLREDUCE, TC_INT32, TC_MIN, 0, 1, 4, 0, 0),
-                P(K_ALLREDUCE, TC_INT32, TC_PROD, 0, 1, 4, 0, 0), 1, "op mismatch", "min",
+        add_bad("mm/middle-op", tt_params(TT_ALLREDUCE, TC_INT32, TC_MIN, 0, 1, 4, 0, 0),
+                tt_params(TT_ALLREDUCE, TC_INT32, TC_PROD, 0, 1, 4, 0, 0), 1, "op mismatch", "min",
                 "prod");
     }
 
@@ -247,7 +209,7 @@ int main(void)
     for (int i = 0; i < 6; i++) {
         char name[32];
         snprintf(name, sizeof name, "mm/good%d", i);
-        add(name, P(K_ALLREDUCE, i & 1 ? TC_INT32 : TC_FLOAT32, TC_SUM, 0, 1, 100 + i, 0, 0), 0);
+        add(name, tt_params(TT_ALLREDUCE, i & 1 ? TC_INT32 : TC_FLOAT32, TC_SUM, 0, 1, 100 + i, 0, 0), 0);
     }
 
     for (int i = 0; i < g_ntasks; i++) {

@@ -60,11 +60,9 @@
 #define MAX_SUBS 32
 #define BIG_COUNT (1 << 18) /* float32: 1 MiB */
 
-enum kind { K_ALLREDUCE, K_ALLGATHER, K_BROADCAST };
-
 typedef struct {
     char name[64];
-    enum kind kind;
+    tt_kind_t kind;
     tc_dtype_t dt;
     tc_op_t op;
     int root;
@@ -79,7 +77,7 @@ typedef struct {
 /* What this rank submitted under one name in one period. */
 typedef struct {
     char name[64];
-    enum kind kind;
+    tt_kind_t kind;
     tc_dtype_t dt;
     tc_op_t op;
     int root;
@@ -149,7 +147,7 @@ static void note_sub(int period, const task_t *t)
     s->nmismatch += t->mismatch;
 }
 
-static task_t *add_task(const char *name, enum kind kind, tc_dtype_t dt, tc_op_t op, int root,
+static task_t *add_task(const char *name, tt_kind_t kind, tc_dtype_t dt, tc_op_t op, int root,
                         int ndim, int64_t d0, int64_t d1)
 {
     task_t *t;
@@ -182,41 +180,30 @@ static void submit(task_t *t, int period, int round)
 {
     int64_t n = tt_count(t->ndim, t->shape);
     size_t bytes = (size_t)n * tt_dtype_bytes(t->dt);
-    tc_tensor_t ten;
+    tt_params_t p;
 
     t->salt = tt_key(tt_hash_str(t->name), (uint64_t)round, 0x7153);
     t->send = tt_xmalloc(bytes);
     t->recv = NULL;
     switch (t->kind) {
-    case K_ALLREDUCE:
+    case TT_ALLREDUCE:
         tt_fill(t->dt, t->op, t->salt, g_rank, t->send, n);
         t->recv = tt_xmalloc(bytes);
         memset(t->recv, 0xa5, bytes);
         break;
-    case K_BROADCAST:
+    case TT_BROADCAST:
         for (int64_t i = 0; i < n; i++) {
             tt_store(t->dt, t->send, i, bc_value(t, g_rank, i));
         }
         break;
-    case K_ALLGATHER:
+    case TT_ALLGATHER:
         for (int64_t k = 0; k < n; k++) {
             tt_store(t->dt, t->send, k, tt_value(t->dt, TC_MAX, t->salt, g_rank, k));
         }
         break;
     }
-    memset(&ten, 0, sizeof ten);
-    ten.data = t->send;
-    ten.dtype = t->dt;
-    ten.ndim = t->ndim;
-    ten.shape[0] = t->shape[0];
-    ten.shape[1] = t->shape[1];
-    t->req = NULL;
-    switch (t->kind) {
-    case K_ALLREDUCE: CHECK_OK(tc_allreduce(t->name, &ten, t->recv, t->op, &t->req)); break;
-    case K_ALLGATHER: CHECK_OK(tc_allgather(t->name, &ten, &t->req)); break;
-    case K_BROADCAST: CHECK_OK(tc_broadcast(t->name, &ten, t->root, &t->req)); break;
-    }
-    CHECK(t->req != NULL);
+    p = tt_params(t->kind, t->dt, t->op, t->root, t->ndim, t->shape[0], t->shape[1], 0);
+    t->req = tt_submit(t->name, &p, t->send, t->recv);
     note_sub(period, t);
 }
 
@@ -234,10 +221,10 @@ static void complete(task_t *t)
         CHECK_MSG(st == TC_OK, "%s: %s: %s", t->name, tc_status_string(st),
                   tc_request_error(t->req));
         switch (t->kind) {
-        case K_ALLREDUCE:
+        case TT_ALLREDUCE:
             tt_check_allreduce(t->name, t->dt, t->op, t->salt, g_size, t->recv, n);
             break;
-        case K_BROADCAST:
+        case TT_BROADCAST:
             for (int64_t i = 0; i < n; i++) {
                 unsigned char want[8];
                 tt_store(t->dt, want, 0, bc_value(t, t->root, i));
@@ -245,7 +232,7 @@ static void complete(task_t *t)
                           "%s: element %lld differs from the root's", t->name, (long long)i);
             }
             break;
-        case K_ALLGATHER: {
+        case TT_ALLGATHER: {
             tc_tensor_t out;
             int64_t pos = 0;
             CHECK_OK(tc_request_output(t->req, &out));
@@ -377,7 +364,7 @@ static size_t check_common_args(const char *path, const jval_t *e, const sub_t *
     CHECK_MSG(arg_int(path, e, "bytes") == s->bytes, "%s: %s '%s': bytes %lld, want %lld", path,
               s->name, name_of(e), (long long)arg_int(path, e, "bytes"), (long long)s->bytes);
     CHECK_MSG(arg_int(path, e, "cycle") >= 0, "%s: %s: negative cycle", path, s->name);
-    if (s->kind == K_ALLREDUCE) {
+    if (s->kind == TT_ALLREDUCE) {
         CHECK_MSG(strcmp(arg_str(path, e, "op"), tt_op_str(s->op)) == 0,
                   "%s: %s '%s': op '%s', want '%s'", path, s->name, name_of(e),
                   arg_str(path, e, "op"), tt_op_str(s->op));
@@ -386,7 +373,7 @@ static size_t check_common_args(const char *path, const jval_t *e, const sub_t *
         CHECK_MSG(jget(jget(e, "args"), "op") == NULL, "%s: %s: an op on a %s", path, s->name,
                   kind_name[s->kind]);
     }
-    if (s->kind == K_BROADCAST) {
+    if (s->kind == TT_BROADCAST) {
         CHECK_MSG(arg_int(path, e, "root") == s->root, "%s: %s: root %lld, want %d", path,
                   s->name, (long long)arg_int(path, e, "root"), s->root);
         n++;
@@ -416,11 +403,11 @@ static void check_collective(const char *path, const jval_t *e, const sub_t *s, 
         CHECK_MSG(strcmp(algo, ALGO_NONE) == 0, "%s: %s failed with algo '%s'", path, s->name,
                   algo);
         st->failed++;
-    } else if (s->kind == K_ALLGATHER) {
+    } else if (s->kind == TT_ALLGATHER) {
         CHECK_MSG(strcmp(algo, ALGO_GATHER) == 0, "%s: %s: allgather algo '%s'", path, s->name,
                   algo);
         st->gather++;
-    } else if (s->kind == K_BROADCAST) {
+    } else if (s->kind == TT_BROADCAST) {
         CHECK_MSG(strcmp(algo, ALGO_TREE) == 0, "%s: %s: broadcast algo '%s'", path, s->name,
                   algo);
         st->bcast++;
@@ -797,18 +784,18 @@ int main(int argc, char **argv)
     for (int i = 0; i < 8; i++) { /* 1..250 float32 elements: fusable and eager */
         static const int64_t n[8] = {1, 7, 33, 100, 250, 64, 3, 17};
         snprintf(buf, sizeof buf, "tl/small.f32.sum.%d", i);
-        add_task(buf, K_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, n[i], 0);
+        add_task(buf, TT_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, n[i], 0);
     }
-    add_task("tl/big.f32.sum", K_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, BIG_COUNT, 0);
+    add_task("tl/big.f32.sum", TT_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, BIG_COUNT, 0);
     for (int i = 0; i < 6; i++) {
         snprintf(buf, sizeof buf, "tl/small.i32.max.%d", i);
-        add_task(buf, K_ALLREDUCE, TC_INT32, TC_MAX, 0, 2, 2 + i, 5);
+        add_task(buf, TT_ALLREDUCE, TC_INT32, TC_MAX, 0, 2, 2 + i, 5);
     }
-    add_task("tl/gather.i64", K_ALLGATHER, TC_INT64, TC_SUM, 0, 2, ag_rows(g_rank), 3);
-    add_task("tl/bcast.f64", K_BROADCAST, TC_FLOAT64, TC_SUM, g_size - 1, 1, 100, 0);
+    add_task("tl/gather.i64", TT_ALLGATHER, TC_INT64, TC_SUM, 0, 2, ag_rows(g_rank), 3);
+    add_task("tl/bcast.f64", TT_BROADCAST, TC_FLOAT64, TC_SUM, g_size - 1, 1, 100, 0);
     nsmall = g_ntasks;
     if (g_size > 1) {
-        task_t *t = add_task("tl/mismatch", K_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1,
+        task_t *t = add_task("tl/mismatch", TT_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1,
                              g_rank == g_size - 1 ? 11 : 10, 0);
         t->mismatch = 1;
     }
@@ -838,8 +825,8 @@ int main(int argc, char **argv)
     CHECK_STATUS(tc_timeline_start(dir_path(buf, "api2.%r.json")), TC_ERR_STATE);
     CHECK_STR_CONTAINS(tc_last_error(), "already");
     g_ntasks = 0;
-    add_task("api/ar.f64.sum", K_ALLREDUCE, TC_FLOAT64, TC_SUM, 0, 1, 1000, 0);
-    add_task("api/ar.i64.max.big", K_ALLREDUCE, TC_INT64, TC_MAX, 0, 2, 1000, 100);
+    add_task("api/ar.f64.sum", TT_ALLREDUCE, TC_FLOAT64, TC_SUM, 0, 1, 1000, 0);
+    add_task("api/ar.i64.max.big", TT_ALLREDUCE, TC_INT64, TC_MAX, 0, 2, 1000, 100);
     run_round(1, 0, 0, g_ntasks);
     run_round(1, 1, 0, g_ntasks);
     CHECK_OK(tc_timeline_stop());
