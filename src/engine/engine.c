@@ -1118,7 +1118,7 @@ static void tl_ready_marks(const engine_t *e, int src, const tc_wire_msg_t *msg)
 static int cycle_receive(engine_t *e)
 {
     tc_wire_msg_t msg;
-    int src, got, n = 0;
+    int src, got = 0, n = 0;
 
     while (e->ngot < e->size - 1 &&
            (got = ctrl_recv(e, MPI_ANY_SOURCE, TAG_CYCLE + (int)(e->seq & 1), &msg, &src)) == 1) {
