@@ -81,6 +81,8 @@
 #define TAG_REQ 1
 #define TAG_CYCLE 2 /* and 3: TAG_CYCLE + (cycle & 1) */
 #define TAG_ABORT 4 /* BYE with a terminate record: the sender stopped after a failure */
+#define TAG_PING 5  /* an empty REQUESTS: "is your engine alive?" (see probe_peer) */
+#define TAG_PONG 6  /* the answer */
 #define POLL_NS 1000000u /* look for aborts, stalls and deadlines at most this often */
 #define MSG_MAX 1024
 #define EAGER_MSG_MAX (64 * 1024) /* eager input bytes in one cycle message */
@@ -403,6 +405,20 @@ static int poll_abort(engine_t *e)
     return 1;
 }
 
+/* Answers other ranks' liveness probes: a live engine, even one waiting
+ * inside a transfer, says so. */
+static void answer_pings(engine_t *e)
+{
+    tc_wire_msg_t msg, pong = {0};
+    int src;
+
+    pong.type = TC_WIRE_REQUESTS;
+    while (!e->failed && ctrl_recv(e, MPI_ANY_SOURCE, TAG_PING, &msg, &src) == 1) {
+        tc__wire_msg_free(&msg);
+        ctrl_send(e, &pong, src, src, -1, TAG_PONG);
+    }
+}
+
 /* The data transport calls this while it waits: an abort from another rank
  * ends the wait with that rank's reason. */
 static int transport_interrupt(void *arg, char *why, size_t len)
@@ -410,10 +426,56 @@ static int transport_interrupt(void *arg, char *why, size_t len)
     engine_t *e = arg;
 
     if (!poll_abort(e)) {
+        answer_pings(e);
+        ctrl_progress(e);
         return 0;
     }
     snprintf(why, len, "%s", e->term_msg);
     return 1;
+}
+
+/* Before a rank is declared lost: does its engine still answer? A rank
+ * waiting for a third, dead one looks silent but is not lost. Returns 1
+ * (alive), 0 (no answer within the grace time), -1 (an abort arrived, or
+ * this rank failed). The grace covers an idle engine's poll interval. */
+static int probe_peer(engine_t *e, int peer)
+{
+    tc_wire_msg_t ping = {0}, msg;
+    tc_backoff_t bo;
+    uint64_t grace = 2000000000ull, deadline;
+    int src;
+
+    if ((uint64_t)e->cfg->idle_poll_ms * 2000000ull > grace) {
+        grace = (uint64_t)e->cfg->idle_poll_ms * 2000000ull;
+    }
+    deadline = tc__now_ns() + grace;
+    ping.type = TC_WIRE_REQUESTS;
+    ctrl_send(e, &ping, peer, peer, -1, TAG_PING);
+    tc__backoff_init(&bo, 0, 1000);
+    while (tc__now_ns() < deadline) {
+        if (poll_abort(e) || e->failed) {
+            return -1;
+        }
+        answer_pings(e);
+        ctrl_progress(e);
+        if (ctrl_recv(e, peer, TAG_PONG, &msg, &src) == 1) {
+            tc__wire_msg_free(&msg);
+            return 1;
+        }
+        tc__backoff_wait(&bo);
+    }
+    return 0;
+}
+
+static int transport_peer_alive(void *arg, int peer, char *why, size_t len)
+{
+    engine_t *e = arg;
+    int alive = probe_peer(e, peer);
+
+    if (alive < 0) {
+        snprintf(why, len, "%s", e->term_msg);
+    }
+    return alive;
 }
 
 /* Tells every other rank why this rank stopped, so that none of them waits
@@ -1710,13 +1772,36 @@ static void periodic(engine_t *e)
     if (poll_abort(e)) {
         return;
     }
+    answer_pings(e);
     if (e->contributed && e->ngot < e->size - 1 && now - e->cycle_t0 > peer_ns) {
-        int n = format_ranks(e->cyc_have, e->size, 0, e->rank, ranks, sizeof(ranks));
-        engine_fail(e, TC_ERR_TRANSPORT,
-                    "lost rank%s %s: no negotiation message from %s for %d s (the process died, "
-                    "or its engine thread is stuck; TCOLL_PEER_TIMEOUT_S); tcoll stops on this "
-                    "rank", n > 1 ? "s" : "", ranks, n > 1 ? "them" : "it",
-                    e->cfg->peer_timeout_s);
+        /* Silent ranks whose engines still answer are busy (waiting for a
+         * dead third rank, say), not lost: only the others are. */
+        uint8_t *lost = calloc((size_t)e->size, 1);
+        int q, n = 0;
+        if (lost == NULL) {
+            engine_fail(e, TC_ERR_NOMEM, "out of memory checking silent ranks");
+            return;
+        }
+        for (q = 0; q < e->size; q++) {
+            int alive = q == e->rank || e->cyc_have[q] ? 1 : probe_peer(e, q);
+            if (alive < 0) {
+                free(lost);
+                return;
+            }
+            lost[q] = alive == 0;
+            n += alive == 0;
+        }
+        if (n > 0) {
+            format_ranks(lost, e->size, 1, -1, ranks, sizeof(ranks));
+            engine_fail(e, TC_ERR_TRANSPORT,
+                        "lost rank%s %s: no negotiation message from %s for %d s and no answer "
+                        "to a probe (the process died, or its engine thread is stuck; "
+                        "TCOLL_PEER_TIMEOUT_S); tcoll stops on this rank",
+                        n > 1 ? "s" : "", ranks, n > 1 ? "them" : "it", e->cfg->peer_timeout_s);
+        } else {
+            e->cycle_t0 = tc__now_ns(); /* all alive: wait again */
+        }
+        free(lost);
         return;
     }
     if (!e->contributed && now - e->cycle_done_ns > peer_ns / 2) {
@@ -1904,6 +1989,7 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
                            (uint32_t)e->cfg->backoff_max_us);
     e->tp_mpi.timeout_ns = (uint64_t)e->cfg->peer_timeout_s * 1000000000ull;
     e->tp_mpi.interrupt = transport_interrupt;
+    e->tp_mpi.peer_alive = transport_peer_alive;
     e->tp_mpi.interrupt_arg = e;
     if ((e->cyc_have = calloc((size_t)e->size, 1)) == NULL ||
         (e->cyc = calloc((size_t)e->size, sizeof(*e->cyc))) == NULL ||

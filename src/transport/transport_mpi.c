@@ -35,7 +35,7 @@ int tc__mpi_wait_all(const tc_transport_mpi_t *m, int n, MPI_Request *reqs, int 
 {
     tc_backoff_t bo = m->proto;
     uint64_t start = 0, next_check = 0;
-    int done = 0, i;
+    int done = 0, i, peer;
 
     for (;;) {
         uint64_t now;
@@ -72,10 +72,24 @@ int tc__mpi_wait_all(const tc_transport_mpi_t *m, int n, MPI_Request *reqs, int 
                 break;
             }
         }
+        peer = i < nrecv ? src : dst;
+        /* That peer may itself be waiting for a dead rank: if its engine
+         * still answers, keep waiting (it will report the real loss). */
+        if (m->peer_alive != NULL) {
+            int alive = m->peer_alive(m->interrupt_arg, peer, why, len);
+            if (alive < 0) {
+                return -1;
+            }
+            if (alive) {
+                start = tc__now_ns();
+                continue;
+            }
+        }
         snprintf(why, len,
                  "lost rank %d: no data from it for %llu s in a collective every rank agreed to "
-                 "run (the process died, or its engine thread is stuck)",
-                 i < nrecv ? src : dst, (unsigned long long)(m->timeout_ns / 1000000000u));
+                 "run%s (the process died, or its engine thread is stuck)",
+                 peer, (unsigned long long)(m->timeout_ns / 1000000000u),
+                 m->peer_alive != NULL ? " and no answer to a probe" : "");
         return -1;
     }
 }
@@ -148,6 +162,7 @@ void tc__transport_mpi_init(tc_transport_t *t, tc_transport_mpi_t *impl, MPI_Com
     tc__backoff_init(&impl->proto, spin, backoff_max_us);
     impl->timeout_ns = 0;
     impl->interrupt = NULL;
+    impl->peer_alive = NULL;
     impl->interrupt_arg = NULL;
     MPI_Comm_rank(comm, &t->rank);
     MPI_Comm_size(comm, &t->size);

@@ -19,7 +19,11 @@ typedef struct {
      * the transfer with TC_ERR_TRANSPORT and the text it wrote into why (the
      * engine looks for another rank's abort here). NULL: none. */
     int (*interrupt)(void *arg, char *why, size_t len);
-    void *interrupt_arg;
+    /* Asked, at a timeout, whether the silent peer still answers: 1 yes (the
+     * wait goes on), 0 no (it is lost), -1 the wait must end with why.
+     * NULL: a timeout always means lost. */
+    int (*peer_alive)(void *arg, int peer, char *why, size_t len);
+    void *interrupt_arg; /* for both */
 } tc_transport_mpi_t;
 
 /* Fills t to send over comm (which must have MPI_ERRORS_RETURN set). */
