@@ -70,6 +70,8 @@ enum {
     WIRE_MIN_RESPONSE = 5,
     /* seq(1) cache_gen(1) n ready(1) n stale(1) n eager(1) */
     WIRE_MIN_CYCLE = 5,
+    /* the same and n some(1) */
+    WIRE_MIN_UP = 6,
     /* id(1) len(1) byte */
     WIRE_MIN_EAGER = 3,
     /* status text_len(1) */
@@ -514,8 +516,12 @@ static tc_status_t rd_message(wire_reader_t *rd, wire_arena_t *a, tc_wire_msg_t 
     }
     switch (type) {
     case TC_WIRE_REQUESTS:
-        allowed = TC_WIRE_F_SHUTDOWN;
+        allowed = TC_WIRE_F_SHUTDOWN | TC_WIRE_F_SPREAD;
         min_entry = WIRE_MIN_REQUEST;
+        break;
+    case TC_WIRE_UP:
+        allowed = 0;
+        min_entry = 1; /* unused: count must be 0 */
         break;
     case TC_WIRE_CYCLE:
         allowed = TC_WIRE_F_TERMINATE;
@@ -540,11 +546,12 @@ static tc_status_t rd_message(wire_reader_t *rd, wire_arena_t *a, tc_wire_msg_t 
     if ((st = rd_varint_max(rd, "count", UINT32_MAX, &count)) != TC_OK) {
         return st;
     }
-    if (type == TC_WIRE_BYE && count != 0) {
-        return rd_fail(rd, "BYE with count %" PRIu64 ", want 0", count);
+    if ((type == TC_WIRE_BYE || type == TC_WIRE_UP) && count != 0) {
+        return rd_fail(rd, "%s with count %" PRIu64 ", want 0",
+                       type == TC_WIRE_BYE ? "BYE" : "UP", count);
     }
     /* the records after the entries take their share of the bytes left too */
-    min_after = type == TC_WIRE_CYCLE ? WIRE_MIN_CYCLE : 0;
+    min_after = type == TC_WIRE_CYCLE ? WIRE_MIN_CYCLE : type == TC_WIRE_UP ? WIRE_MIN_UP : 0;
     if (flags & TC_WIRE_F_TERMINATE) {
         min_after += WIRE_MIN_TERMINATE;
     }
@@ -590,7 +597,7 @@ static tc_status_t rd_message(wire_reader_t *rd, wire_arena_t *a, tc_wire_msg_t 
     }
 
     /* REQUESTS and BYE have no cycle record: their cycle fields stay zero */
-    if (type == TC_WIRE_CYCLE) {
+    if (type == TC_WIRE_CYCLE || type == TC_WIRE_UP) {
         if ((st = rd_varint(rd, "seq", &m->seq)) != TC_OK) {
             return st;
         }
@@ -599,6 +606,10 @@ static tc_status_t rd_message(wire_reader_t *rd, wire_arena_t *a, tc_wire_msg_t 
         }
         st = rd_ids(rd, a, "ready count", "ready id", &m->nready, &m->ready);
         if (st != TC_OK) {
+            return st;
+        }
+        if (type == TC_WIRE_UP &&
+            (st = rd_ids(rd, a, "some count", "some id", &m->nsome, &m->some)) != TC_OK) {
             return st;
         }
         st = rd_ids(rd, a, "stale count", "stale id", &m->nstale, &m->stale);
@@ -940,10 +951,13 @@ static tc_status_t wr_message(wire_writer_t *w, const tc_wire_msg_t *m)
 
     switch (m->type) {
     case TC_WIRE_REQUESTS:
-        allowed = TC_WIRE_F_SHUTDOWN;
+        allowed = TC_WIRE_F_SHUTDOWN | TC_WIRE_F_SPREAD;
         break;
     case TC_WIRE_CYCLE:
         allowed = TC_WIRE_F_TERMINATE;
+        break;
+    case TC_WIRE_UP:
+        allowed = 0;
         break;
     case TC_WIRE_BYE:
         allowed = TC_WIRE_F_TERMINATE;
@@ -955,8 +969,9 @@ static tc_status_t wr_message(wire_writer_t *w, const tc_wire_msg_t *m)
         return enc_fail(NULL, 0, "flags 0x%02X not allowed on message type %u (allowed 0x%02X)",
                         m->flags, m->type, allowed);
     }
-    if (m->type == TC_WIRE_BYE && m->count != 0) {
-        return enc_fail(NULL, 0, "BYE with count %" PRIu32 ", want 0", m->count);
+    if ((m->type == TC_WIRE_BYE || m->type == TC_WIRE_UP) && m->count != 0) {
+        return enc_fail(NULL, 0, "%s with count %" PRIu32 ", want 0",
+                        m->type == TC_WIRE_BYE ? "BYE" : "UP", m->count);
     }
     if (m->count > 0 && ((m->type == TC_WIRE_REQUESTS && m->reqs == NULL) ||
                          (m->type == TC_WIRE_CYCLE && m->resps == NULL))) {
@@ -975,10 +990,14 @@ static tc_status_t wr_message(wire_writer_t *w, const tc_wire_msg_t *m)
         }
     }
     /* REQUESTS and BYE carry no cycle record: their cycle fields are ignored */
-    if (m->type == TC_WIRE_CYCLE) {
+    if (m->type == TC_WIRE_CYCLE || m->type == TC_WIRE_UP) {
         wr_varint(w, m->seq);
         wr_varint(w, m->cache_gen);
         if ((st = wr_ids(w, "ready", "nready", m->nready, m->ready)) != TC_OK) {
+            return st;
+        }
+        if (m->type == TC_WIRE_UP &&
+            (st = wr_ids(w, "some", "nsome", m->nsome, m->some)) != TC_OK) {
             return st;
         }
         if ((st = wr_ids(w, "stale", "nstale", m->nstale, m->stale)) != TC_OK) {

@@ -15,14 +15,18 @@
  * zigzag-encoded varints; a varint longer than 10 bytes or above 2^64-1 is
  * rejected):
  *
- *   message   := magic:u8(0x7C) version:u8(2) type:u8 flags:u8 count entry{count}
- *                [cycle] [terminate]
+ *   message   := magic:u8(0x7C) version:u8(3) type:u8 flags:u8 count entry{count}
+ *                [cycle | up] [terminate]
  *   type      := 1 REQUESTS (worker -> coordinator: first-time submissions),
  *                2 CYCLE (every rank -> every other rank: entries are responses, and
  *                  a cycle record follows them),
  *                3 BYE (worker -> coordinator, last message of a rank; count must be 0;
  *                  with TERMINATE, sent to every rank: an abort, saying why the sender stopped)
+ *                4 UP (a rank -> its parent in the negotiation tree; count must be 0; an
+ *                  up record follows)
+ *                (docs/negotiation.md says who sends which, when, under which tag)
  *   flags     := bit 0 SHUTDOWN  (REQUESTS: this rank asks for shutdown)
+ *                bit 2 SPREAD    (REQUESTS used as a liveness probe: pass it on)
  *                bit 1 TERMINATE (CYCLE: a terminate record follows the cycle record;
  *                                 BYE: a terminate record follows the header)
  *                other bits must be 0; a flag that does not fit the type is rejected
@@ -35,6 +39,7 @@
  *                               k = every rank files the name under cache id k-1)
  *                rtype 1 ERROR: status:u8 (1..TC_ERR_TIMEOUT) text
  *   cycle     := seq cache_gen ids(ready) ids(stale) eager
+ *   up        := seq cache_gen ids(ready) ids(some) ids(stale) eager
  *   ids       := n (0..TC_WIRE_MAX_CACHE) id{n}: strictly ascending cache ids, each below
  *                TC_WIRE_MAX_CACHE; the first is written as is, each next one as
  *                (id - previous id - 1)
@@ -54,7 +59,7 @@
 #include "tcoll.h"
 
 #define TC_WIRE_MAGIC 0x7C
-#define TC_WIRE_VERSION 2
+#define TC_WIRE_VERSION 3
 #define TC_WIRE_MAX_TEXT 2048
 #define TC_WIRE_MAX_RANKS (1 << 24)
 #define TC_WIRE_MAX_CACHE (1u << 20) /* cache ids are 0..TC_WIRE_MAX_CACHE-1 */
@@ -64,9 +69,15 @@ typedef enum { TC_KIND_ALLREDUCE = 0, TC_KIND_ALLGATHER = 1, TC_KIND_BROADCAST =
 #define TC_KIND_COUNT 3
 const char *tc__kind_name(int kind); /* "allreduce", ... or "?" */
 
-typedef enum { TC_WIRE_REQUESTS = 1, TC_WIRE_CYCLE = 2, TC_WIRE_BYE = 3 } tc_wire_type_t;
+typedef enum {
+    TC_WIRE_REQUESTS = 1,
+    TC_WIRE_CYCLE = 2, /* the negotiation tree's DOWN message */
+    TC_WIRE_BYE = 3,
+    TC_WIRE_UP = 4
+} tc_wire_type_t;
 #define TC_WIRE_F_SHUTDOWN 0x1u
 #define TC_WIRE_F_TERMINATE 0x2u
+#define TC_WIRE_F_SPREAD 0x4u
 
 typedef struct {
     const char *name; /* not NUL-terminated on decode: use name_len */
@@ -115,6 +126,8 @@ typedef struct {
     const uint32_t *ready; /* nready ids, strictly ascending */
     uint32_t nstale;       /* cached ids the sender was given different parameters for */
     const uint32_t *stale; /* nstale ids, strictly ascending */
+    uint32_t nsome;        /* UP only: cached ids some rank below the sender has waiting */
+    const uint32_t *some;  /* nsome ids, strictly ascending */
     uint32_t neager;       /* inputs carried for ready ids */
     const tc_wire_eager_t *eager; /* neager entries, ids strictly ascending */
     /* present when flags & TC_WIRE_F_TERMINATE */

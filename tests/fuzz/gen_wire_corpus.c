@@ -1,6 +1,6 @@
 /*
  * gen_wire_corpus.c - writes the seed corpus for fuzz_wire: a handful of
- * valid control messages (format version 2), one per file, covering each
+ * valid control messages (format version 3), one per file, covering each
  * message type, each flag, each response type, the cycle record with and
  * without cache ids and eager inputs, and the extremes of the value ranges.
  *
@@ -89,6 +89,20 @@ int main(int argc, char **argv)
 
     m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .flags = TC_WIRE_F_SHUTDOWN};
     rc |= write_msg(argv[1], "requests_shutdown_empty", &m);
+
+    m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .flags = TC_WIRE_F_SPREAD};
+    rc |= write_msg(argv[1], "probe_spread", &m);
+
+    /* an UP: ids its subtree has everywhere (with partial results), ids some
+     * rank below has, ids found stale */
+    eager[0] = (tc_wire_eager_t){0, sizeof(one_f32), one_f32};
+    eager[1] = (tc_wire_eager_t){130, sizeof(ramp), ramp};
+    m = (tc_wire_msg_t){.type = TC_WIRE_UP, .seq = 300, .cache_gen = 41, .nready = 4,
+                        .ready = ready, .nsome = 2, .some = ready + 4, .nstale = 2,
+                        .stale = stale, .neager = 2, .eager = eager};
+    rc |= write_msg(argv[1], "up_full", &m);
+    m = (tc_wire_msg_t){.type = TC_WIRE_UP, .nsome = 1, .some = ready + 6};
+    rc |= write_msg(argv[1], "up_some_only", &m);
 
     memset(reqs, 0, sizeof(reqs));
     reqs[0] = (tc_wire_request_t){.kind = TC_KIND_ALLREDUCE, .dtype = TC_FLOAT32, .op = TC_SUM,

@@ -681,16 +681,16 @@ static void test_kind_names(void)
 /* Exact bytes for a few small messages, worked out by hand from wire.h. */
 static void test_golden(void)
 {
-    static const uint8_t bye[] = {0x7C, 0x02, 0x03, 0x00, 0x00};
+    static const uint8_t bye[] = {0x7C, 0x03, 0x03, 0x00, 0x00};
     /* broadcast float32 sum, root -2 (zigzag 3), shape {300, 0}, name "ab" */
-    static const uint8_t req[] = {0x7C, 0x02, 0x01, 0x01, 0x01, 0x02, 0x06, 0x00,
+    static const uint8_t req[] = {0x7C, 0x03, 0x01, 0x01, 0x01, 0x02, 0x06, 0x00,
                                   0x03, 0x02, 0xAC, 0x02, 0x00, 0x02, 0x61, 0x62};
     /* RUN "x" dim0 {1, 128} cache_ref 129; seq 300, cache_gen 0, ready {0, 5, 200}
      * (0, then 5-0-1 = 4, then 200-5-1 = 194), stale {2^20-1}, eager inputs
      * id 5 {DE AD 00 FF} and id 200 {80} (5 as is, then 200-5-1 = 194, each
      * with its len, then the raw bytes: a 0x00 is fine there); terminate
      * TC_ERR_SHUTDOWN "bye" */
-    static const uint8_t cycle[] = {0x7C, 0x02, 0x02, 0x02, 0x01,                   /* header */
+    static const uint8_t cycle[] = {0x7C, 0x03, 0x02, 0x02, 0x01,                   /* header */
                                     0x00, 0x01, 0x78, 0x02, 0x01, 0x80, 0x01, 0x81, 0x01, /* RUN */
                                     0xAC, 0x02, 0x00,                   /* seq, cache_gen */
                                     0x03, 0x00, 0x04, 0xC2, 0x01,       /* ready */
@@ -700,11 +700,11 @@ static void test_golden(void)
                                     0xC2, 0x01, 0x01, 0x80,             /* id 200, len 1 */
                                     0x05, 0x03, 0x62, 0x79, 0x65};      /* terminate */
     /* an empty CYCLE: no responses, seq 0, cache_gen 0, no ids, no eager inputs */
-    static const uint8_t empty_cycle[] = {0x7C, 0x02, 0x02, 0x00, 0x00,
+    static const uint8_t empty_cycle[] = {0x7C, 0x03, 0x02, 0x00, 0x00,
                                           0x00, 0x00, 0x00, 0x00, 0x00};
     /* the largest eager input, alone at the largest id: count 1, id 2^20-1,
      * len 2^16 (3 varint bytes each), then the bytes */
-    static const uint8_t big_eager_head[] = {0x7C, 0x02, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00,
+    static const uint8_t big_eager_head[] = {0x7C, 0x03, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00,
                                              0x00, 0x01, 0xFF, 0xFF, 0x3F, 0x80, 0x80, 0x04};
     static const int64_t dim0[] = {1, 128};
     static const uint32_t ready[] = {0, 5, 200}, stale[] = {TC_WIRE_MAX_CACHE - 1};
@@ -1661,12 +1661,14 @@ static void test_malformed(void)
     b_header(&b, TC_WIRE_BYE, 0, 0);
     b.b[1] = 0;
     EXPECT_REJECT(b.b, b.n, "version");
-    b.b[1] = 1; /* the old format: a v1 message is refused, not misread */
-    EXPECT_REJECT(b.b, b.n, "unsupported version 1, want 2");
-    b.b[1] = 3;
+    b.b[1] = 1; /* the old formats: a v1 or v2 message is refused, not misread */
+    EXPECT_REJECT(b.b, b.n, "unsupported version 1, want 3");
+    b.b[1] = 2;
+    EXPECT_REJECT(b.b, b.n, "unsupported version 2, want 3");
+    b.b[1] = 4;
     EXPECT_REJECT(b.b, b.n, "version");
     for (i = 0; i < 256; i++) {
-        if (i >= TC_WIRE_REQUESTS && i <= TC_WIRE_BYE) {
+        if (i >= TC_WIRE_REQUESTS && i <= TC_WIRE_UP) {
             continue;
         }
         b_header(&b, (unsigned)i, 0, 0);
@@ -1676,7 +1678,7 @@ static void test_malformed(void)
     /* flags that do not fit the type; BYE takes only TERMINATE (an abort) */
     for (i = 0; i < 256; i++) {
         b_header(&b, TC_WIRE_REQUESTS, (unsigned)i, 0);
-        if (i == 0 || i == TC_WIRE_F_SHUTDOWN) {
+        if ((i & ~(TC_WIRE_F_SHUTDOWN | TC_WIRE_F_SPREAD)) == 0) {
             EXPECT_OK(&b);
         } else {
             EXPECT_REJECT(b.b, b.n, "flags");
@@ -2279,8 +2281,10 @@ static void test_encode_rejects(void)
 
     m = (tc_wire_msg_t){.type = 0};
     EXPECT_ENCODE_REJECT(&m, "unknown message type 0");
-    m.type = 4;
-    EXPECT_ENCODE_REJECT(&m, "unknown message type 4");
+    m.type = 5;
+    EXPECT_ENCODE_REJECT(&m, "unknown message type 5");
+    m = (tc_wire_msg_t){.type = TC_WIRE_UP, .count = 1, .reqs = r};
+    EXPECT_ENCODE_REJECT(&m, "UP with count 1");
     m = (tc_wire_msg_t){.type = TC_WIRE_BYE, .flags = TC_WIRE_F_SHUTDOWN};
     EXPECT_ENCODE_REJECT(&m, "flags");
     m = (tc_wire_msg_t){.type = TC_WIRE_BYE, .count = 1, .reqs = r};
