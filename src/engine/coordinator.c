@@ -462,3 +462,12 @@ void tc__coord_batch_free(tc_coord_batch_t *b)
     free(b->resps);
     memset(b, 0, sizeof(*b));
 }
+
+void tc__coord_backdate(tc_coord_t *c, const char *name, uint32_t len, uint64_t since_ns)
+{
+    entry_t *e = tc__hmap_get(&c->table, name, len);
+
+    if (e != NULL && since_ns < e->since_ns) {
+        e->since_ns = since_ns;
+    }
+}

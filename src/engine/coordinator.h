@@ -62,4 +62,9 @@ void tc__coord_foreach_pending(const tc_coord_t *c,
 tc_status_t tc__coord_expire(tc_coord_t *c, const char *name, uint32_t len, tc_status_t st,
                              const char *text);
 
+/* A waiting name has waited since since_ns already (a cached name that
+ * stalled and came back to be negotiated in full): its stall clock starts
+ * then, if that is earlier. Unknown names are ignored. */
+void tc__coord_backdate(tc_coord_t *c, const char *name, uint32_t len, uint64_t since_ns);
+
 #endif

@@ -1,0 +1,751 @@
+/*
+ * neg.c - the negotiation state machine's core: submissions, messages in and
+ * out, and the processing of a DOWN message, which every rank does the same
+ * way so that every rank runs the same collectives in the same order.
+ *
+ * The protocol is in docs/negotiation.md; this file must never call MPI,
+ * read the clock, or touch what a submission's handle points to.
+ */
+#define _GNU_SOURCE
+#include "engine/neg_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reduce/reduce.h"
+#include "util/log.h"
+
+/* ---- the tree ------------------------------------------------------------ */
+
+int tc__neg_parent(int rank)
+{
+    return rank <= 0 ? -1 : rank - (rank & -rank);
+}
+
+int tc__neg_children(int rank, int size, int *children, int max)
+{
+    long step;
+    int n = 0;
+
+    /* rank 0 has children 1, 2, 4, ...; rank r those below its lowest bit */
+    for (step = 1; rank + step < size && (rank == 0 || step < (rank & -rank)); step <<= 1) {
+        if (n < max) {
+            children[n] = (int)(rank + step);
+        }
+        n++;
+    }
+    return n;
+}
+
+/* ---- life ---------------------------------------------------------------- */
+
+tc_status_t tc__neg_create(const tc_neg_params_t *p, tc_neg_t **neg_p)
+{
+    tc_neg_t *n;
+    int k;
+
+    if (p->size < 1 || p->rank < 0 || p->rank >= p->size) {
+        return TC_ERR_ARG;
+    }
+    n = calloc(1, sizeof(*n));
+    if (n == NULL) {
+        return TC_ERR_NOMEM;
+    }
+    n->p = *p;
+    n->parent = tc__neg_parent(p->rank);
+    n->nchild = tc__neg_children(p->rank, p->size, n->child, NEG_MAX_CHILDREN);
+    n->all_children = n->nchild >= 32 ? UINT32_MAX : (1u << n->nchild) - 1;
+    n->state = TC_NEG_RUNNING;
+    n->fresh_tail = &n->fresh;
+    n->up_credit = 1;
+    n->shutdown_from = -1;
+    n->spread_from = -2;
+    tc__cache_init(&n->cache);
+    tc__hmap_init(&n->full);
+    tc__hmap_init(&n->evicted);
+    if (n->parent >= 0) {
+        n->probe_nb[n->nprobe_nb++] = n->parent;
+    }
+    for (k = 0; k < n->nchild; k++) {
+        n->probe_nb[n->nprobe_nb++] = n->child[k];
+    }
+    if (p->rank == 0) {
+        if (tc__coord_create(p->size, &n->coord) != TC_OK ||
+            (n->bye_req = calloc((size_t)p->size, 1)) == NULL) {
+            tc__neg_destroy(n);
+            return TC_ERR_NOMEM;
+        }
+    }
+    *neg_p = n;
+    return TC_OK;
+}
+
+static void sub_free(sub_t *s)
+{
+    if (s != NULL) {
+        free(s->name);
+        free(s);
+    }
+}
+
+static void free_full(const char *key, size_t len, void *val, void *arg)
+{
+    (void)key;
+    (void)len;
+    (void)arg;
+    sub_free(val);
+}
+
+static void free_evicted(const char *key, size_t len, void *val, void *arg)
+{
+    (void)key;
+    (void)len;
+    (void)arg;
+    free(val);
+}
+
+void tc__neg_destroy(tc_neg_t *n)
+{
+    uint32_t i;
+    sub_t *s;
+
+    if (n == NULL) {
+        return;
+    }
+    tc__neg_clear(n);
+    free(n->sends);
+    free(n->items);
+    free(n->keep);
+    while ((s = n->fresh) != NULL) {
+        n->fresh = s->next;
+        sub_free(s);
+    }
+    tc__hmap_foreach(&n->full, free_full, NULL);
+    tc__hmap_destroy(&n->full);
+    tc__hmap_foreach(&n->evicted, free_evicted, NULL);
+    tc__hmap_destroy(&n->evicted);
+    for (i = 0; i < n->cache.nslots; i++) {
+        tc_cache_entry_t *ce = n->cache.slots[i];
+        if (ce != NULL) {
+            sub_free(ce->pending);
+            ce->pending = NULL;
+        }
+    }
+    tc__cache_destroy(&n->cache);
+    neg_tree_free(n);
+    free(n->drops);
+    tc__coord_destroy(n->coord);
+    free(n->bye_req);
+    free(n);
+}
+
+/* Stops this rank for a reason decided here. The first cause wins. */
+void neg_fail(tc_neg_t *n, tc_status_t st, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (n->state == TC_NEG_FAILED) {
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(n->text, sizeof(n->text), fmt, ap);
+    va_end(ap);
+    n->state = TC_NEG_FAILED;
+    n->status = st;
+    n->failed_here = 1;
+}
+
+void tc__neg_fail(tc_neg_t *n, tc_status_t st, const char *text)
+{
+    neg_fail(n, st, "%s", text);
+}
+
+/* ---- outputs ------------------------------------------------------------- */
+
+/* Encodes msg into a new send with no destination yet; NULL after a failure. */
+tc_neg_send_t *neg_send(tc_neg_t *n, const tc_wire_msg_t *msg, int tag)
+{
+    tc_neg_send_t *s;
+
+    if (n->nsends == n->capsends) {
+        size_t cap = n->capsends < 8 ? 8 : n->capsends * 2;
+        tc_neg_send_t *v = realloc(n->sends, cap * sizeof(*v));
+        if (v == NULL) {
+            neg_fail(n, TC_ERR_NOMEM, "out of memory queueing a control message");
+            return NULL;
+        }
+        n->sends = v;
+        n->capsends = cap;
+    }
+    s = &n->sends[n->nsends];
+    memset(s, 0, sizeof(*s));
+    if (tc__wire_encode(msg, &s->buf) != TC_OK) {
+        tc__wire_buf_free(&s->buf);
+        neg_fail(n, TC_ERR_NOMEM, "cannot encode a control message (out of memory)");
+        return NULL;
+    }
+    s->tag = tag;
+    n->nsends++;
+    return s;
+}
+
+void neg_send_to(tc_neg_t *n, const tc_wire_msg_t *msg, int tag, int dst)
+{
+    tc_neg_send_t *s = neg_send(n, msg, tag);
+
+    if (s != NULL) {
+        s->dst[s->ndst++] = dst;
+    }
+}
+
+/* A copy of src that lives until tc__neg_clear; NULL after a failure. */
+void *neg_keep(tc_neg_t *n, const void *src, size_t len)
+{
+    void *p;
+
+    if (n->nkeep == n->capkeep) {
+        size_t cap = n->capkeep < 16 ? 16 : n->capkeep * 2;
+        void **v = realloc(n->keep, cap * sizeof(*v));
+        if (v == NULL) {
+            neg_fail(n, TC_ERR_NOMEM, "out of memory keeping a negotiation result");
+            return NULL;
+        }
+        n->keep = v;
+        n->capkeep = cap;
+    }
+    p = malloc(len > 0 ? len : 1);
+    if (p == NULL) {
+        neg_fail(n, TC_ERR_NOMEM, "out of memory keeping a negotiation result");
+        return NULL;
+    }
+    if (len > 0) {
+        memcpy(p, src, len);
+    }
+    n->keep[n->nkeep++] = p;
+    return p;
+}
+
+static tc_neg_item_t *add_item(tc_neg_t *n, tc_neg_action_t action, void *req)
+{
+    tc_neg_item_t *it;
+
+    if (n->nitems == n->capitems) {
+        size_t cap = n->capitems < 16 ? 16 : n->capitems * 2;
+        tc_neg_item_t *v = realloc(n->items, cap * sizeof(*v));
+        if (v == NULL) {
+            neg_fail(n, TC_ERR_NOMEM, "out of memory listing collectives to run");
+            return NULL;
+        }
+        n->items = v;
+        n->capitems = cap;
+    }
+    it = &n->items[n->nitems++];
+    memset(it, 0, sizeof(*it));
+    it->action = action;
+    it->req = req;
+    it->cycle = n->ndown;
+    return it;
+}
+
+tc_neg_send_t *tc__neg_sends(tc_neg_t *n, size_t *count_p)
+{
+    *count_p = n->nsends;
+    return n->sends;
+}
+
+tc_neg_item_t *tc__neg_items(tc_neg_t *n, size_t *count_p)
+{
+    *count_p = n->nitems;
+    return n->items;
+}
+
+void tc__neg_clear(tc_neg_t *n)
+{
+    size_t i;
+
+    for (i = 0; i < n->nsends; i++) {
+        tc__wire_buf_free(&n->sends[i].buf);
+    }
+    for (i = 0; i < n->nkeep; i++) {
+        free(n->keep[i]);
+    }
+    n->nsends = n->nitems = n->nkeep = 0;
+}
+
+/* ---- submissions --------------------------------------------------------- */
+
+/* Whether a cached submission rides eagerly: a small allreduce. */
+int neg_is_eager(const tc_neg_t *n, const tc_wire_request_t *w, size_t *bytes_p)
+{
+    size_t count = 1;
+    int d;
+
+    if (n->p.eager_bytes == 0 || w->kind != TC_KIND_ALLREDUCE) {
+        return 0;
+    }
+    for (d = 0; d < w->ndim; d++) {
+        if (w->shape[d] <= 0 || (uint64_t)w->shape[d] > n->p.eager_bytes) {
+            return 0;
+        }
+        count *= (size_t)w->shape[d];
+        if (count > n->p.eager_bytes) {
+            return 0;
+        }
+    }
+    *bytes_p = count * tc_dtype_size((tc_dtype_t)w->dtype);
+    return *bytes_p > 0 && *bytes_p <= n->p.eager_bytes;
+}
+
+tc_status_t tc__neg_submit(tc_neg_t *n, const tc_wire_request_t *w, void *req, const void *data)
+{
+    tc_cache_entry_t *ce = tc__cache_find(&n->cache, w->name, w->name_len);
+    sub_t *s;
+
+    if ((ce != NULL && ce->pending != NULL) || tc__hmap_get(&n->full, w->name, w->name_len)) {
+        return TC_ERR_ARG;
+    }
+    s = calloc(1, sizeof(*s));
+    if (s == NULL || (s->name = strndup(w->name, w->name_len)) == NULL) {
+        free(s);
+        return TC_ERR_NOMEM;
+    }
+    s->w = *w;
+    s->w.name = s->name;
+    s->req = req;
+    s->data = data;
+    if (ce != NULL) {
+        /* cached: it runs once every rank has it waiting (docs/negotiation.md) */
+        ce->pending = s;
+        ce->stale = !tc__cache_matches(ce, w);
+        n->ncached++;
+        neg_mark(n, ce->id);
+        return TC_OK;
+    }
+    *n->fresh_tail = s;
+    n->fresh_tail = &s->next;
+    return TC_OK;
+}
+
+void tc__neg_shutdown(tc_neg_t *n)
+{
+    n->shutdown_local = 1;
+}
+
+/* Rank 0 enters rank's submission in its message table. */
+static void coord_add(tc_neg_t *n, int rank, const tc_wire_request_t *w)
+{
+    char err[512];
+    uint64_t *since;
+    tc_status_t st = tc__coord_add(n->coord, rank, w, err, sizeof(err));
+
+    if (st != TC_OK) {
+        neg_fail(n, st == TC_ERR_NOMEM ? TC_ERR_NOMEM : TC_ERR_TRANSPORT,
+                 "rank 0's message table: %s", st == TC_ERR_NOMEM ? "out of memory" : err);
+        return;
+    }
+    since = tc__hmap_get(&n->evicted, w->name, w->name_len);
+    if (since != NULL) {
+        tc__coord_backdate(n->coord, w->name, w->name_len, *since);
+    }
+}
+
+/* Sends this rank's first-time submissions (and a shutdown request) to rank
+ * 0, or, at rank 0, enters them in the message table. */
+static int send_fresh(tc_neg_t *n)
+{
+    tc_wire_msg_t out = {0};
+    uint32_t count = 0, i = 0;
+    sub_t *s, *next;
+    int ask_shutdown = n->shutdown_local && !n->shutdown_sent;
+
+    for (s = n->fresh; s != NULL; s = s->next) {
+        count++;
+    }
+    if (count == 0 && !ask_shutdown) {
+        return 0;
+    }
+    if (n->parent >= 0) {
+        out.type = TC_WIRE_REQUESTS;
+        out.flags = ask_shutdown ? TC_WIRE_F_SHUTDOWN : 0;
+        out.count = count;
+        out.reqs = count > 0 ? malloc(count * sizeof(*out.reqs)) : NULL;
+        if (count > 0 && out.reqs == NULL) {
+            neg_fail(n, TC_ERR_NOMEM, "out of memory sending submissions");
+            return 1;
+        }
+        for (s = n->fresh; s != NULL; s = s->next) {
+            out.reqs[i++] = s->w;
+        }
+        neg_send_to(n, &out, TC_NEG_TAG_REQ, 0);
+        free(out.reqs);
+    } else if (ask_shutdown && n->shutdown_from < 0) {
+        n->shutdown_from = 0;
+    }
+    n->shutdown_sent |= ask_shutdown;
+    for (s = n->fresh; s != NULL && n->state == TC_NEG_RUNNING; s = next) {
+        next = s->next;
+        s->next = NULL;
+        if (tc__hmap_put(&n->full, s->name, s->w.name_len, s) != 0) {
+            neg_fail(n, TC_ERR_NOMEM, "out of memory tracking submissions");
+            return 1;
+        }
+        n->fresh = next;
+        if (n->parent < 0) {
+            coord_add(n, 0, &s->w);
+        }
+    }
+    if (n->fresh == NULL) {
+        n->fresh_tail = &n->fresh;
+    }
+    return 1;
+}
+
+/* ---- a DOWN message: the same processing on every rank -------------------- */
+
+static const tc_wire_eager_t *find_eager(const tc_wire_msg_t *msg, uint32_t id)
+{
+    uint32_t lo = 0, hi = msg->neager;
+
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (msg->eager[mid].id == id) {
+            return &msg->eager[mid];
+        }
+        if (msg->eager[mid].id < id) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return NULL;
+}
+
+/* Drops the cache entries of ids; this rank's submissions of those names
+ * are negotiated in full next (before newer ones). */
+static void drop_ids(tc_neg_t *n, const uint32_t *ids, uint32_t count)
+{
+    sub_t *back = NULL, **tail = &back;
+    uint32_t i;
+    int found;
+
+    for (i = 0; i < count; i++) {
+        sub_t *s = tc__cache_drop(&n->cache, ids[i], &found);
+        neg_id_reset(n, ids[i]);
+        if (s != NULL) {
+            n->ncached--;
+            *tail = s;
+            tail = &s->next;
+        }
+    }
+    if (back != NULL) {
+        *tail = n->fresh;
+        if (n->fresh == NULL) {
+            n->fresh_tail = tail;
+        }
+        n->fresh = back;
+    }
+}
+
+/* An item's response, copied so that it outlives msg. */
+static int keep_resp(tc_neg_t *n, tc_neg_item_t *it, const tc_wire_response_t *r)
+{
+    it->resp = *r;
+    it->resp.name = neg_keep(n, r->name, r->name_len + 1);
+    if (it->resp.name == NULL) {
+        return -1;
+    }
+    ((char *)it->resp.name)[r->name_len] = '\0';
+    if (r->ndim0 > 0 &&
+        (it->resp.dim0 = neg_keep(n, r->dim0, r->ndim0 * sizeof(*r->dim0))) == NULL) {
+        return -1;
+    }
+    if (r->rtype == TC_WIRE_ERROR) {
+        char *t = neg_keep(n, r->text != NULL ? r->text : "", r->text_len + 1);
+        if (t == NULL) {
+            return -1;
+        }
+        t[r->text_len] = '\0';
+        it->resp.text = t;
+    }
+    return 0;
+}
+
+static void run_responses(tc_neg_t *n, const tc_wire_msg_t *msg)
+{
+    uint32_t i;
+
+    for (i = 0; i < msg->count && n->state != TC_NEG_FAILED; i++) {
+        const tc_wire_response_t *r = &msg->resps[i];
+        sub_t *s = tc__hmap_remove(&n->full, r->name, r->name_len);
+        tc_neg_item_t *it;
+
+        if (s == NULL && r->rtype == TC_WIRE_RUN) {
+            neg_fail(n, TC_ERR_TRANSPORT, "protocol error: rank 0 scheduled tensor '%.*s', "
+                     "which this rank has not submitted", (int)r->name_len, r->name);
+            return;
+        }
+        if (r->rtype == TC_WIRE_RUN && r->cache_ref > 0) {
+            tc_status_t st = tc__cache_file(&n->cache, r->cache_ref - 1, &s->w, r);
+            if (st != TC_OK) {
+                neg_fail(n, st == TC_ERR_NOMEM ? TC_ERR_NOMEM : TC_ERR_TRANSPORT,
+                         st == TC_ERR_NOMEM ? "out of memory filing tensor '%s'"
+                                            : "protocol error: cannot file tensor '%s' under "
+                                              "cache id %u", s->name, r->cache_ref - 1);
+                sub_free(s);
+                return;
+            }
+        }
+        it = add_item(n, r->rtype == TC_WIRE_RUN ? TC_NEG_RUN : TC_NEG_FAIL,
+                      s != NULL ? s->req : NULL);
+        sub_free(s);
+        if (it == NULL || keep_resp(n, it, r) != 0) {
+            return;
+        }
+    }
+}
+
+static void run_cached(tc_neg_t *n, const tc_wire_msg_t *msg)
+{
+    uint32_t i;
+
+    for (i = 0; i < msg->nready && n->state != TC_NEG_FAILED; i++) {
+        uint32_t id = msg->ready[i];
+        tc_cache_entry_t *ce = tc__cache_get(&n->cache, id);
+        const tc_wire_eager_t *x;
+        tc_neg_item_t *it;
+        sub_t *s;
+        size_t bytes;
+
+        if (ce == NULL || ce->pending == NULL || ce->stale) {
+            neg_fail(n, TC_ERR_TRANSPORT, "protocol error: cache id %u runs, but is not "
+                     "waiting on this rank", id);
+            return;
+        }
+        s = ce->pending;
+        ce->pending = NULL;
+        n->ncached--;
+        neg_id_reset(n, id);
+        if (neg_is_eager(n, &s->w, &bytes)) {
+            x = find_eager(msg, id);
+            if (x == NULL || x->len != bytes) {
+                neg_fail(n, TC_ERR_TRANSPORT, "protocol error: the result of eager tensor '%s' "
+                         "is missing or has the wrong size", s->name);
+                sub_free(s);
+                return;
+            }
+            it = add_item(n, TC_NEG_DONE, s->req);
+            if (it != NULL && (it->result = neg_keep(n, x->data, x->len)) != NULL) {
+                it->result_len = x->len;
+            }
+        } else {
+            it = add_item(n, TC_NEG_RUN, s->req);
+            if (it != NULL) {
+                tc_wire_response_t r = {.rtype = TC_WIRE_RUN, .name = ce->name,
+                                        .name_len = ce->desc.name_len, .ndim0 = ce->ndim0,
+                                        .dim0 = ce->dim0, .cache_ref = id + 1};
+                keep_resp(n, it, &r);
+            }
+        }
+        sub_free(s);
+    }
+}
+
+/* Every rank, for every DOWN message in order (rank 0 for its own): pass it
+ * on down the tree, then drop, run the decisions, run the cached ids. */
+void neg_process_down(tc_neg_t *n, const tc_wire_msg_t *msg, uint64_t now)
+{
+    if (msg->seq != n->ndown || msg->cache_gen != n->cache.gen) {
+        neg_fail(n, TC_ERR_TRANSPORT, "protocol error: DOWN message %llu with cache generation "
+                 "%llu, this rank expects message %llu at generation %llu",
+                 (unsigned long long)msg->seq, (unsigned long long)msg->cache_gen,
+                 (unsigned long long)n->ndown, (unsigned long long)n->cache.gen);
+        return;
+    }
+    if (n->nchild > 0) {
+        tc_neg_send_t *s = neg_send(n, msg, TC_NEG_TAG_DOWN);
+        int k;
+        if (s == NULL) {
+            return;
+        }
+        for (k = 0; k < n->nchild; k++) {
+            s->dst[s->ndst++] = n->child[k];
+        }
+    }
+    n->up_credit = 1;
+    n->last_progress_ns = now;
+    n->ndown++; /* removals below are stamped with this count */
+    drop_ids(n, msg->stale, msg->nstale);
+    run_responses(n, msg);
+    run_cached(n, msg);
+    if ((msg->flags & TC_WIRE_F_TERMINATE) && n->state == TC_NEG_RUNNING) {
+        tc_wire_msg_t bye = {.type = TC_WIRE_BYE};
+        n->state = TC_NEG_DRAINING;
+        n->bye_req_left = n->p.rank == 0 ? n->p.size - 1 : 0;
+        n->status = (tc_status_t)msg->term_status;
+        snprintf(n->text, sizeof(n->text), "%.*s", (int)msg->term_text_len,
+                 msg->term_text != NULL ? msg->term_text : "");
+        if (n->parent >= 0) {
+            neg_send_to(n, &bye, TC_NEG_TAG_REQ, 0);
+            neg_send_to(n, &bye, TC_NEG_TAG_UP, n->parent);
+        }
+    }
+}
+
+/* ---- messages in --------------------------------------------------------- */
+
+static int child_index(const tc_neg_t *n, int src)
+{
+    int k;
+
+    for (k = 0; k < n->nchild; k++) {
+        if (n->child[k] == src) {
+            return k;
+        }
+    }
+    return -1;
+}
+
+static void receive_req(tc_neg_t *n, int src, const tc_wire_msg_t *msg)
+{
+    uint32_t i;
+
+    if (msg->type == TC_WIRE_BYE) {
+        if (n->state != TC_NEG_DRAINING && n->state != TC_NEG_DONE_OK) {
+            neg_fail(n, TC_ERR_TRANSPORT, "rank %d stopped after a failure", src);
+        } else if (!n->bye_req[src]) {
+            n->bye_req[src] = 1;
+            n->bye_req_left--;
+        }
+        return;
+    }
+    if (msg->type != TC_WIRE_REQUESTS) {
+        neg_fail(n, TC_ERR_TRANSPORT, "protocol error: message type %d from rank %d as a "
+                 "request", msg->type, src);
+        return;
+    }
+    if (n->state != TC_NEG_RUNNING) {
+        return; /* submissions after the end: their ranks fail them themselves */
+    }
+    for (i = 0; i < msg->count && n->state == TC_NEG_RUNNING; i++) {
+        coord_add(n, src, &msg->reqs[i]);
+    }
+    if ((msg->flags & TC_WIRE_F_SHUTDOWN) && n->shutdown_from < 0) {
+        n->shutdown_from = src;
+    }
+}
+
+void tc__neg_receive(tc_neg_t *n, int src, int tag, const tc_wire_msg_t *msg, uint64_t now)
+{
+    int k;
+
+    if (n->state == TC_NEG_FAILED || src < 0 || src >= n->p.size || src == n->p.rank) {
+        return;
+    }
+    switch (tag) {
+    case TC_NEG_TAG_ABORT:
+        n->state = TC_NEG_FAILED;
+        n->failed_here = 0;
+        n->status = msg->type == TC_WIRE_BYE && (msg->flags & TC_WIRE_F_TERMINATE)
+                        ? (tc_status_t)msg->term_status : TC_ERR_TRANSPORT;
+        snprintf(n->text, sizeof(n->text), "rank %d stopped: %.*s", src,
+                 (int)msg->term_text_len, msg->term_text != NULL ? msg->term_text : "");
+        return;
+    case TC_NEG_TAG_PING:
+        neg_receive_ping(n, src, msg);
+        return;
+    case TC_NEG_TAG_PONG:
+        neg_receive_pong(n, src);
+        return;
+    case TC_NEG_TAG_REQ:
+        if (n->p.rank != 0) {
+            break;
+        }
+        receive_req(n, src, msg);
+        return;
+    case TC_NEG_TAG_DOWN:
+        if (src != n->parent || msg->type != TC_WIRE_CYCLE) {
+            break;
+        }
+        if (n->state == TC_NEG_RUNNING) {
+            neg_process_down(n, msg, now);
+        }
+        return;
+    case TC_NEG_TAG_UP:
+        k = child_index(n, src);
+        if (k < 0) {
+            break;
+        }
+        n->last_progress_ns = now;
+        if (msg->type == TC_WIRE_BYE) {
+            n->bye_children |= 1u << k;
+        } else if (msg->type == TC_WIRE_UP && n->state == TC_NEG_RUNNING) {
+            neg_receive_up(n, k, msg);
+        } else if (msg->type != TC_WIRE_UP) {
+            break;
+        }
+        return;
+    default:
+        break;
+    }
+    neg_fail(n, TC_ERR_TRANSPORT, "protocol error: unexpected message (type %d, tag %d) from "
+             "rank %d", msg->type, tag, src);
+}
+
+/* ---- the step ------------------------------------------------------------ */
+
+int tc__neg_step(tc_neg_t *n, uint64_t now)
+{
+    int progress = 0;
+
+    if (n->last_progress_ns == 0) {
+        n->last_progress_ns = now;
+    }
+    if (n->state == TC_NEG_RUNNING) {
+        progress |= send_fresh(n);
+    }
+    if (n->state == TC_NEG_RUNNING) {
+        progress |= n->parent >= 0 ? neg_send_up(n, now) : neg_decide(n, now);
+    }
+    if (n->state == TC_NEG_DRAINING && n->bye_req_left <= 0 &&
+        n->bye_children == n->all_children) {
+        n->state = TC_NEG_DONE_OK;
+        progress = 1;
+    }
+    if (n->state == TC_NEG_RUNNING && n->p.rank == 0) {
+        neg_stall_check(n, now);
+    }
+    if (n->state == TC_NEG_RUNNING || n->state == TC_NEG_DRAINING) {
+        neg_probe_step(n, now);
+    }
+    return progress;
+}
+
+/* ---- what the engine asks ------------------------------------------------- */
+
+tc_neg_state_t tc__neg_state(const tc_neg_t *n)
+{
+    return n->state;
+}
+
+tc_status_t tc__neg_status(const tc_neg_t *n, const char **text_p)
+{
+    *text_p = n->text;
+    return n->status;
+}
+
+int tc__neg_failed_here(const tc_neg_t *n)
+{
+    return n->state == TC_NEG_FAILED && n->failed_here;
+}
+
+int tc__neg_busy(const tc_neg_t *n)
+{
+    return n->state == TC_NEG_DRAINING || neg_has_work(n);
+}
+
+uint64_t tc__neg_cycles(const tc_neg_t *n)
+{
+    return n->ndown;
+}
