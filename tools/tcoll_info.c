@@ -9,7 +9,8 @@
  * default, or the environment; an environment value that was rejected is
  * shown, and the default kept), the default, the range and the first sentence
  * of its doc. Knob values are rank 0's; a knob whose value differs on other
- * ranks is flagged with those ranks.
+ * ranks is flagged with those ranks. Knobs that must be the same on every
+ * rank are marked so, and their flag says that tc_init would fail.
  *
  * It calls MPI_Init itself and never tc_init, so it runs under mpiexec with
  * any number of ranks or as a singleton (./tcoll-info). Only rank 0 prints
@@ -71,7 +72,8 @@ static void usage(FILE *f)
 "rank 0's node, and every TCOLL_* knob with its value, where the value came\n"
 "from (default or environment; a rejected environment value is shown and the\n"
 "default kept), its default, its range and a one-line description. Knob values\n"
-"are rank 0's; a knob that differs on other ranks is flagged. Only rank 0\n"
+"are rank 0's; a knob that differs on other ranks is flagged. Knobs marked\n"
+"\"same on every rank\" must agree: tc_init fails when they differ. Only rank 0\n"
 "prints.\n"
 "\n"
 "  -h, --help              this text\n"
@@ -444,9 +446,15 @@ static void print_text(FILE *f, const info_t *in, int *scratch)
                     d->def);
         }
         fprintf(f, ", range %s", d->range);
+        if (d->must_agree) {
+            fprintf(f, ", same on every rank");
+        }
         if (nd > 0) {
             fprintf(f, "  DIFFERS on rank%s ", nd == 1 ? "" : "s");
             put_rank_list(f, scratch, nd);
+            if (d->must_agree) {
+                fprintf(f, " (tc_init would fail)");
+            }
         }
         fprintf(f, "\n      %.*s\n", (int)first_sentence(d->doc), d->doc);
     }
@@ -513,6 +521,7 @@ static void print_json(FILE *f, const info_t *in, int *scratch)
         }
         fprintf(f, ", \"min\": %ld, \"max\": %ld, \"range\": ", d->min, d->max);
         put_json(f, d->range);
+        fprintf(f, ", \"must_agree\": %s", d->must_agree ? "true" : "false");
         fprintf(f, ", \"differs_on_ranks\": [");
         for (i = 0; i < nd; i++) {
             fprintf(f, "%s%d", i > 0 ? ", " : "", scratch[i]);

@@ -65,6 +65,7 @@
 #include <sys/prctl.h>
 
 #include "coll/coll.h"
+#include "engine/agree.h"
 #include "engine/cache.h"
 #include "engine/coordinator.h"
 #include "engine/request.h"
@@ -1939,6 +1940,7 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
 {
     int inited = 0, finalized = 0, provided = 0, rc, lrank = 0, lsize = 1;
     char why[MPI_MAX_ERROR_STRING];
+    tc_status_t st;
 
     MPI_Finalized(&finalized);
     if (finalized) {
@@ -1981,6 +1983,13 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
     MPI_Comm_set_errhandler(e->ctrl, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(e->data, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(e->local, MPI_ERRORS_RETURN);
+    /* Knobs that must be the same on every rank (one collective, agree.c). */
+    if ((st = tc__knobs_agree(e->ctrl, e->cfg, msg, len)) != TC_OK) {
+        MPI_Comm_free(&e->ctrl);
+        MPI_Comm_free(&e->data);
+        MPI_Comm_free(&e->local);
+        return st;
+    }
     MPI_Comm_rank(e->ctrl, &e->rank);
     MPI_Comm_size(e->ctrl, &e->size);
     MPI_Comm_rank(e->local, &lrank);

@@ -4,6 +4,9 @@
  * Adding a knob means adding one row below and one field in tc_config_t;
  * nothing else parses the environment. Bad values warn and keep the default:
  * configuration must never crash the process or silently change meaning.
+ * Each row also says whether the knob must have the same value on every
+ * rank; the pure half of that check (which values, and the message when they
+ * differ) is at the end of this file, the exchange in engine/agree.c.
  */
 #define _GNU_SOURCE
 #include "util/config.h"
@@ -13,6 +16,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,12 +30,20 @@ extern char **environ;
 
 typedef enum { KNOB_INT, KNOB_LEVEL, KNOB_STRING } knob_type_t;
 
+/* Whether a knob must have the same value on every rank: AGREE when every
+ * rank uses its own value to decide what it sends and receives, or how work
+ * is grouped and scheduled (tc_init compares them, see tc__config_agree_*);
+ * LOCAL when it only changes how this rank waits, logs or keeps memory.
+ * Only integer knobs can be AGREE. */
+typedef enum { KNOB_LOCAL, KNOB_AGREE } knob_scope_t;
+
 typedef struct {
     const char *name;
     knob_type_t type;
     size_t offset;
     const char *def;
     long min, max; /* integers: the range; strings: max is the field size */
+    knob_scope_t scope;
     const char *doc;
 } knob_t;
 
@@ -39,67 +51,67 @@ typedef struct {
 #define FIELD_SIZE(field) ((long)sizeof(((tc_config_t *)0)->field))
 
 static const knob_t knobs[] = {
-    {"TCOLL_LOG_LEVEL", KNOB_LEVEL, OFF(log_level), "warn", 0, 0,
+    {"TCOLL_LOG_LEVEL", KNOB_LEVEL, OFF(log_level), "warn", 0, 0, KNOB_LOCAL,
      "Log verbosity: error, warn, info, debug or trace."},
-    {"TCOLL_IDLE_POLL_MS", KNOB_INT, OFF(idle_poll_ms), "20", 1, 10000,
+    {"TCOLL_IDLE_POLL_MS", KNOB_INT, OFF(idle_poll_ms), "20", 1, 10000, KNOB_LOCAL,
      "How often (ms) an engine thread with nothing pending wakes to check for "
      "control messages from other ranks (a remote shutdown)."},
-    {"TCOLL_SPIN", KNOB_INT, OFF(spin), "0", 0, 1000000,
+    {"TCOLL_SPIN", KNOB_INT, OFF(spin), "0", 0, 1000000, KNOB_LOCAL,
      "Busy polls (with a cpu pause) before a waiting thread starts to yield. 0 "
      "by default: under KVM, pause loops make the hypervisor deschedule the "
      "vCPU, and yielding polls measured faster."},
-    {"TCOLL_YIELD_US", KNOB_INT, OFF(yield_us), "200", 0, 1000000,
+    {"TCOLL_YIELD_US", KNOB_INT, OFF(yield_us), "200", 0, 1000000, KNOB_LOCAL,
      "After spinning, a waiting thread polls with sched_yield for this long (us) "
      "before it starts to sleep: the core goes to any runnable thread, yet a "
      "transfer that completes in microseconds is not slept through."},
-    {"TCOLL_BACKOFF_MAX_US", KNOB_INT, OFF(backoff_max_us), "200", 1, 100000,
+    {"TCOLL_BACKOFF_MAX_US", KNOB_INT, OFF(backoff_max_us), "200", 1, 100000, KNOB_LOCAL,
      "Longest sleep (us) between two polls while work is pending; sleeps grow "
      "from 1 us to this cap and reset on progress. After 100 ms without "
      "progress they may grow to 4 ms (a long wait parks nearly idle)."},
-    {"TCOLL_RING_CHUNK_KB", KNOB_INT, OFF(ring_chunk_kb), "256", 1, 1048576,
+    {"TCOLL_RING_CHUNK_KB", KNOB_INT, OFF(ring_chunk_kb), "256", 1, 1048576, KNOB_AGREE,
      "Chunk (KiB) in which ring allreduce steps move data, so each chunk is "
-     "reduced while still in cache. Must be the same on every rank."},
+     "reduced while still in cache."},
     {"TCOLL_FUSION_THRESHOLD_KB", KNOB_INT, OFF(fusion_threshold_kb), "64", 0, 1048576,
+     KNOB_AGREE,
      "Allreduces of at most this many KiB that rank 0 schedules one after "
      "another with the same dtype and op are packed into one buffer and reduced "
-     "as one; 0 turns fusion off. Must be the same on every rank."},
-    {"TCOLL_FUSION_BUFFER_KB", KNOB_INT, OFF(fusion_buffer_kb), "4096", 1, 1048576,
-     "Largest fused group (KiB); the buffer is kept between steps. Must be the "
-     "same on every rank."},
-    {"TCOLL_EAGER_BYTES", KNOB_INT, OFF(eager_bytes), "16384", 0, 65536,
+     "as one; 0 turns fusion off."},
+    {"TCOLL_FUSION_BUFFER_KB", KNOB_INT, OFF(fusion_buffer_kb), "4096", 1, 1048576, KNOB_AGREE,
+     "Largest fused group (KiB); the buffer is kept between steps."},
+    {"TCOLL_EAGER_BYTES", KNOB_INT, OFF(eager_bytes), "16384", 0, 65536, KNOB_AGREE,
      "A cached allreduce of at most this many bytes travels inside the "
      "negotiation message that says it is ready, and every rank reduces it "
      "where it lands: no separate transfer. 0 turns this off."},
-    {"TCOLL_CACHE_CAPACITY", KNOB_INT, OFF(cache_capacity), "1024", 0, 1048576,
+    {"TCOLL_CACHE_CAPACITY", KNOB_INT, OFF(cache_capacity), "1024", 0, 1048576, KNOB_AGREE,
      "Names the response cache holds: a name negotiated once is filed on every "
      "rank, and later submissions with the same parameters skip rank 0's "
-     "decision. 0 turns the cache off. Rank 0's value counts."},
-    {"TCOLL_OUTPUT_POOL_MB", KNOB_INT, OFF(output_pool_mb), "256", 0, 1048576,
+     "decision. 0 turns the cache off."},
+    {"TCOLL_OUTPUT_POOL_MB", KNOB_INT, OFF(output_pool_mb), "256", 0, 1048576, KNOB_LOCAL,
      "Memory (MiB) of freed allgather outputs (1 MiB and up) kept for reuse by "
      "later allgathers instead of mapping fresh pages; 0 keeps none."},
-    {"TCOLL_STALL_WARN_S", KNOB_INT, OFF(stall_warn_s), "60", 0, 86400,
+    {"TCOLL_STALL_WARN_S", KNOB_INT, OFF(stall_warn_s), "60", 0, 86400, KNOB_LOCAL,
      "Rank 0 warns when a tensor has been submitted by some ranks but not all "
      "for this many seconds, listing the ranks that have and have not, and "
      "repeats at this interval while it lasts; 0 turns the warning off."},
-    {"TCOLL_STALL_ABORT_S", KNOB_INT, OFF(stall_abort_s), "0", 0, 86400,
+    {"TCOLL_STALL_ABORT_S", KNOB_INT, OFF(stall_abort_s), "0", 0, 86400, KNOB_LOCAL,
      "After this many seconds, such a stalled tensor fails on every rank that "
      "submitted it with TC_ERR_TIMEOUT and the same explanation; the engine "
      "goes on. 0 (the default) never fails a stalled tensor."},
-    {"TCOLL_PEER_TIMEOUT_S", KNOB_INT, OFF(peer_timeout_s), "60", 1, 86400,
+    {"TCOLL_PEER_TIMEOUT_S", KNOB_INT, OFF(peer_timeout_s), "60", 1, 86400, KNOB_LOCAL,
      "A rank that waits this many seconds for another rank's engine (a "
      "negotiation message, or a transfer of a collective every rank agreed to "
      "run) without progress declares that rank lost: its pending requests "
      "fail with TC_ERR_TRANSPORT naming it."},
-    {"TCOLL_SHUTDOWN_TIMEOUT_S", KNOB_INT, OFF(shutdown_timeout_s), "30", 1, 86400,
+    {"TCOLL_SHUTDOWN_TIMEOUT_S", KNOB_INT, OFF(shutdown_timeout_s), "30", 1, 86400, KNOB_LOCAL,
      "Longest time tc_shutdown waits for the other ranks to finish the "
      "shutdown handshake; after it, tc_shutdown returns TC_ERR_TIMEOUT and "
      "leaves MPI unfinalized rather than hang."},
-    {"TCOLL_TIMELINE", KNOB_STRING, OFF(timeline), "", 0, FIELD_SIZE(timeline),
+    {"TCOLL_TIMELINE", KNOB_STRING, OFF(timeline), "", 0, FIELD_SIZE(timeline), KNOB_LOCAL,
      "Write a Chrome trace (chrome://tracing, Perfetto) of this rank's "
      "negotiations and collectives to this path from tc_init on; %r in the "
      "path becomes the rank. Empty: no timeline (tc_timeline_start can still "
      "start one)."},
-    {"TCOLL_PROXY_CPUS", KNOB_STRING, OFF(proxy_cpus), "", 0, FIELD_SIZE(proxy_cpus),
+    {"TCOLL_PROXY_CPUS", KNOB_STRING, OFF(proxy_cpus), "", 0, FIELD_SIZE(proxy_cpus), KNOB_LOCAL,
      "CPUs the default proxy init hook binds its thread to (hwloc list syntax, "
      "e.g. 0-3,8), or NUMA nodes as numa:<nodes>; empty binds nothing."},
 };
@@ -335,6 +347,7 @@ int tc__config_describe_state(const tc_config_state_t *st, size_t i, tc_knob_des
     }
     d->doc = k->doc;
     d->offset = k->offset;
+    d->must_agree = k->scope == KNOB_AGREE;
     switch (k->type) {
     case KNOB_INT:
         d->number = KNOB_INT_AT(&st->cfg, k);
@@ -385,10 +398,193 @@ void tc__config_print(FILE *out, const tc_config_t *cfg)
             if (k->type == KNOB_INT) {
                 fprintf(out, " %ld..%ld.", k->min, k->max);
             }
-            fprintf(out, " |\n");
+            fprintf(out, " | %s |\n", k->scope == KNOB_AGREE ? "yes" : "no");
         } else {
             value_text(cfg, k, text, sizeof(text));
             fprintf(out, "%-22s %s\n", k->name, text);
         }
     }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Knobs that must agree across ranks                                        */
+/* ------------------------------------------------------------------------ */
+
+#define AGREE_VALUES_SHOWN 3 /* values listed per knob; the rest are counted */
+#define AGREE_RANKS_TEXT 40  /* characters of rank list per value */
+#define AGREE_PART_MAX 384   /* one knob's text: name, 3 values, their ranks */
+#define AGREE_TAIL " (must be the same on every rank)"
+#define AGREE_RESERVE 64     /* room kept for the tail and "; and N more knobs differ" */
+
+/* Appends the formatted text at buf + *used if all of it fits in len bytes
+ * (NUL included): 0. Otherwise -1, and buf keeps its old text. */
+static int __attribute__((format(printf, 4, 5)))
+append(char *buf, size_t len, size_t *used, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (*used >= len) {
+        return -1;
+    }
+    va_start(ap, fmt);
+    n = vsnprintf(buf + *used, len - *used, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= len - *used) {
+        buf[*used] = '\0';
+        return -1;
+    }
+    *used += (size_t)n;
+    return 0;
+}
+
+size_t tc__config_agree_count(void)
+{
+    size_t i, n = 0;
+
+    for (i = 0; i < NKNOBS; i++) {
+        n += knobs[i].scope == KNOB_AGREE;
+    }
+    return n;
+}
+
+/* The knob in slot `slot` of the exchanged array: the slot-th must-agree
+ * knob in table order. */
+static const knob_t *agree_knob(size_t slot)
+{
+    size_t i;
+
+    for (i = 0; i < NKNOBS; i++) {
+        if (knobs[i].scope == KNOB_AGREE && slot-- == 0) {
+            return &knobs[i];
+        }
+    }
+    return NULL;
+}
+
+void tc__config_agree_values(const tc_config_t *cfg, int vals[TC_CONFIG_AGREE_MAX])
+{
+    size_t i, n = 0;
+
+    memset(vals, 0, TC_CONFIG_AGREE_MAX * sizeof(*vals));
+    for (i = 0; i < NKNOBS && n < TC_CONFIG_AGREE_MAX; i++) {
+        if (knobs[i].scope == KNOB_AGREE) {
+            vals[n++] = KNOB_INT_AT(cfg, &knobs[i]); /* only integer knobs are AGREE */
+        }
+    }
+}
+
+/* Writes the ranks whose value in `slot` is v: "rank 3", "ranks 0,2-3", or,
+ * when the list passes AGREE_RANKS_TEXT characters, "17 ranks (0,2,4,...)".
+ * Returns how many ranks have v. */
+static int ranks_with(const int *all, int nranks, size_t slot, int v, char *out, size_t outlen)
+{
+    char list[AGREE_RANKS_TEXT + 1] = "";
+    size_t used = 0;
+    int r = 0, count = 0, cut = 0;
+
+#define AGREE_VAL(rank) (all[(size_t)(rank) * TC_CONFIG_AGREE_MAX + slot])
+    while (r < nranks) {
+        int j = r;
+        if (AGREE_VAL(r) != v) {
+            r++;
+            continue;
+        }
+        while (j + 1 < nranks && AGREE_VAL(j + 1) == v) {
+            j++;
+        }
+        count += j - r + 1;
+        if (!cut) {
+            cut = j == r ? append(list, sizeof(list), &used, "%s%d", used > 0 ? "," : "", r)
+                         : append(list, sizeof(list), &used, "%s%d-%d", used > 0 ? "," : "", r,
+                                  j);
+        }
+        r = j + 1;
+    }
+#undef AGREE_VAL
+    if (cut) {
+        snprintf(out, outlen, "%d ranks (%s,...)", count, list);
+    } else {
+        snprintf(out, outlen, "rank%s %s", count == 1 ? "" : "s", list);
+    }
+    return count;
+}
+
+/* Writes knob slot's part of the message into part when its value differs
+ * across ranks; returns 1 then, else 0. */
+static int agree_part(const int *all, int nranks, size_t slot, char *part, size_t len)
+{
+    const knob_t *k = agree_knob(slot);
+    int shown[AGREE_VALUES_SHOWN], nshown = 0, others = nranks, r, i;
+    char ranks[AGREE_RANKS_TEXT + 32];
+    size_t used = 0;
+
+    /* The first few values, in the order of the lowest rank that has each. */
+    for (r = 0; r < nranks; r++) {
+        int v = all[(size_t)r * TC_CONFIG_AGREE_MAX + slot];
+        for (i = 0; i < nshown && shown[i] != v; i++) {
+        }
+        if (i == nshown) {
+            if (nshown == AGREE_VALUES_SHOWN) {
+                break; /* more values than we list: the rest are counted */
+            }
+            shown[nshown++] = v;
+        }
+    }
+    if (nshown <= 1) {
+        return 0;
+    }
+    part[0] = '\0';
+    (void)append(part, len, &used, "%s differs across ranks: ", k != NULL ? k->name : "?");
+    for (i = 0; i < nshown; i++) {
+        others -= ranks_with(all, nranks, slot, shown[i], ranks, sizeof(ranks));
+        (void)append(part, len, &used, "%s%d on %s", i > 0 ? ", " : "", shown[i], ranks);
+    }
+    if (others > 0) {
+        (void)append(part, len, &used, ", other values on %d rank%s", others,
+                     others == 1 ? "" : "s");
+    }
+    return 1;
+}
+
+int tc__config_agree_check(const int *all, int nranks, char *msg, size_t len)
+{
+    char part[AGREE_PART_MAX];
+    size_t n = tc__config_agree_count(), cap, used = 0, slot;
+    int ndiff = 0, nlisted = 0;
+
+    if (n > TC_CONFIG_AGREE_MAX) {
+        n = TC_CONFIG_AGREE_MAX;
+    }
+    cap = len < TC_CONFIG_AGREE_MSG_MAX ? len : TC_CONFIG_AGREE_MSG_MAX;
+    if (cap > 0) {
+        msg[0] = '\0';
+    }
+    for (slot = 0; slot < n; slot++) {
+        if (!agree_part(all, nranks, slot, part, sizeof(part))) {
+            continue;
+        }
+        ndiff++;
+        /* Whole parts only, in table order; once one does not fit, the rest
+         * are counted. */
+        if (ndiff == nlisted + 1 && cap > AGREE_RESERVE &&
+            append(msg, cap - AGREE_RESERVE, &used, "%s%s", nlisted > 0 ? "; " : "", part) == 0) {
+            nlisted++;
+        }
+    }
+    if (ndiff == 0) {
+        return 0;
+    }
+    if (nlisted < ndiff) {
+        int more = ndiff - nlisted;
+        if (nlisted > 0) {
+            (void)append(msg, cap, &used, "; and %d more knob%s differ%s", more,
+                         more == 1 ? "" : "s", more == 1 ? "s" : "");
+        } else {
+            (void)append(msg, cap, &used, "%d knob%s differ%s across ranks", more,
+                         more == 1 ? "" : "s", more == 1 ? "s" : "");
+        }
+    }
+    (void)append(msg, cap, &used, "%s", AGREE_TAIL);
+    return ndiff;
 }

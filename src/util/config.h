@@ -100,6 +100,7 @@ typedef struct {
     char range[64];                  /* the same as text: "1..10000", "error|warn|...",
                                         "up to 1023 bytes" */
     size_t offset, size;             /* where the value lives in tc_config_t */
+    int must_agree;                  /* 1: must be the same on every rank (see below) */
 } tc_knob_desc_t;
 
 size_t tc__config_count(void);
@@ -109,5 +110,39 @@ int tc__config_describe(size_t i, tc_knob_desc_t *d);
 int tc__config_describe_state(const tc_config_state_t *st, size_t i, tc_knob_desc_t *d);
 /* The index of the knob with this name, or -1. */
 long tc__config_find(const char *name);
+
+/* ------------------------------------------------------------------------ */
+/* Knobs that must agree across ranks                                        */
+/* ------------------------------------------------------------------------ */
+
+/* Some knobs decide what a rank sends and receives, or how it groups and
+ * schedules work (the ring chunk, fusion, eager inputs, the cache): every
+ * rank must run with the same value. The table marks them; tc_init exchanges
+ * every rank's values once (engine/agree.c) and fails on every rank when one
+ * differs. These are the pure halves: no MPI. */
+
+#define TC_CONFIG_AGREE_MAX 8        /* slots per rank in the exchanged array */
+#define TC_CONFIG_AGREE_MSG_MAX 440  /* longest message, NUL included: with a
+                                        "tc_init: " prefix it fits tc_last_error */
+
+/* The number of knobs marked "must agree" (at most TC_CONFIG_AGREE_MAX). */
+size_t tc__config_agree_count(void);
+
+/* Writes cfg's values of the must-agree knobs, in table order, into
+ * vals[0..tc__config_agree_count()) and zeroes the rest of the
+ * TC_CONFIG_AGREE_MAX slots. */
+void tc__config_agree_values(const tc_config_t *cfg, int vals[TC_CONFIG_AGREE_MAX]);
+
+/* Given every rank's values (rank r's array at all[r * TC_CONFIG_AGREE_MAX]),
+ * returns the number of must-agree knobs whose value is not the same on all
+ * nranks ranks (0: they agree, and msg is ""). Otherwise msg names each such
+ * knob in table order with its values, in the order of the lowest rank that
+ * has each, and the ranks that have it, e.g. "TCOLL_RING_CHUNK_KB differs
+ * across ranks: 256 on ranks 0,2-3, 128 on rank 1 (must be the same on every
+ * rank)". At most three values per knob and about forty characters of ranks
+ * per value are listed, and at most min(len, TC_CONFIG_AGREE_MSG_MAX) bytes
+ * are written; knobs that do not fit are counted at the end. The text depends
+ * only on the input, so every rank writes the same. */
+int tc__config_agree_check(const int *all, int nranks, char *msg, size_t len);
 
 #endif

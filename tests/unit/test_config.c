@@ -244,7 +244,8 @@ int main(void)
         /* The rows read like the README's: "(empty)" and a trailing range. */
         CHECK(strstr(table, "| `TCOLL_TIMELINE` | (empty) | ") != NULL);
         CHECK(strstr(table, "| `TCOLL_IDLE_POLL_MS` | `20` | ") != NULL);
-        CHECK(strstr(table, " 1..10000. |\n") != NULL);
+        CHECK(strstr(table, " 1..10000. | no |\n") != NULL);
+        CHECK(strstr(table, " 1..1048576. | yes |\n") != NULL); /* TCOLL_RING_CHUNK_KB */
         n = fread(text, 1, sizeof(text) - 1, readme);
         text[n] = '\0';
         fclose(readme);
