@@ -6,24 +6,9 @@
 #define _GNU_SOURCE
 #include "check.h"
 #include "engine/coordinator.h"
+#include "tc_test.h"
 #include "util/backoff.h"
-
-static tc_wire_request_t mk(const char *name, int kind, int dtype, int op, int root, int ndim,
-                            int64_t d0, int64_t d1)
-{
-    tc_wire_request_t r;
-    memset(&r, 0, sizeof(r));
-    r.name = name;
-    r.name_len = (uint32_t)strlen(name);
-    r.kind = (uint8_t)kind;
-    r.dtype = (uint8_t)dtype;
-    r.op = (uint8_t)op;
-    r.root = root;
-    r.ndim = (uint8_t)ndim;
-    r.shape[0] = d0;
-    r.shape[1] = d1;
-    return r;
-}
+#include "wire_testutil.h"
 
 /* Submits base on every rank except `odd`, which submits alt; returns the
  * single response's text (malloc'd) or NULL for RUN. */
