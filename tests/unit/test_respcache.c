@@ -55,7 +55,7 @@ static void check_same(const tc_cache_t *c, snap_t s)
     CHECK_EQ(c->nfree, s.nfree);
 }
 
-static void test_assign(void)
+TC_CASE(assign_ids_and_capacity)
 {
     tc_cache_t c;
     uint32_t i;
@@ -119,7 +119,7 @@ static void test_assign(void)
     tc__cache_destroy(&c);
 }
 
-static void test_file_lookup(void)
+TC_CASE(file_and_lookup)
 {
     tc_cache_t c;
     tc_cache_entry_t *e, *f;
@@ -218,7 +218,7 @@ static void test_file_lookup(void)
     tc__cache_destroy(&c);
 }
 
-static void test_file_rejects(void)
+TC_CASE(rejected_files_change_nothing)
 {
     tc_cache_t c;
     tc_cache_entry_t *a, *b;
@@ -313,7 +313,7 @@ static void test_file_rejects(void)
     tc__cache_destroy(&c);
 }
 
-static void test_matches(void)
+TC_CASE(parameter_matching)
 {
     tc_cache_t c;
     tc_cache_entry_t *e;
@@ -383,7 +383,7 @@ static void test_matches(void)
     tc__cache_destroy(&c);
 }
 
-static void test_drop(void)
+TC_CASE(drop_and_id_reuse)
 {
     tc_cache_t c;
     tc_cache_entry_t *e;
@@ -504,7 +504,7 @@ static void test_drop(void)
 
 /* Many files and drops with rows and pending pointers; destroy must free every
  * entry, the slot array, the free list and the map (LSan checks). */
-static void test_churn(void)
+TC_CASE(churn_leaks_nothing)
 {
     enum { N = 3000 };
     tc_cache_t c;
@@ -584,14 +584,9 @@ static void test_churn(void)
     tc__cache_destroy(&c);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    test_assign();
-    test_file_lookup();
-    test_file_rejects();
-    test_matches();
-    test_drop();
-    test_churn();
+    tc_test_main(argc, argv, NULL);
     printf("test_respcache: ok\n");
     return 0;
 }

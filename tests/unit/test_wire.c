@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "tc_test.h"
 #include "util/status.h"
 #include "wire/wire.h"
 
@@ -33,7 +34,11 @@ __attribute__((weak)) int tc_rank(void)
 /* Helpers                                                                   */
 /* ------------------------------------------------------------------------ */
 
-static uint64_t rng_state = 0x5EEDC0DE12345678ull;
+#define RNG_SEED 0x5EEDC0DE12345678ull
+
+/* Every case that draws from it starts from RNG_SEED, so that it makes the
+ * same messages alone (--case) as in a run of every case. */
+static uint64_t rng_state = RNG_SEED;
 
 static uint64_t rng(void)
 {
@@ -49,7 +54,8 @@ static uint32_t rng_below(uint32_t n)
     return (uint32_t)(rng() % n);
 }
 
-static long n_checks; /* messages decoded, for the summary line */
+static long n_checks;     /* messages decoded, for the summary line */
+static long g_garbage_ok; /* random buffers that decoded */
 
 /* Compares the fields a message carries on the wire (checks abort on a difference). */
 static void check_same(const tc_wire_msg_t *a, const tc_wire_msg_t *b)
@@ -668,7 +674,7 @@ static const tc_wire_msg_t *gen_msg(unsigned max_entries, int big)
 /* Round trips                                                               */
 /* ------------------------------------------------------------------------ */
 
-static void test_kind_names(void)
+TC_CASE(kind_names)
 {
     CHECK(strcmp(tc__kind_name(TC_KIND_ALLREDUCE), "allreduce") == 0);
     CHECK(strcmp(tc__kind_name(TC_KIND_ALLGATHER), "allgather") == 0);
@@ -679,7 +685,7 @@ static void test_kind_names(void)
 }
 
 /* Exact bytes for a few small messages, worked out by hand from wire.h. */
-static void test_golden(void)
+TC_CASE(golden)
 {
     static const uint8_t bye[] = {0x7C, 0x02, 0x03, 0x00, 0x00};
     /* broadcast float32 sum, root -2 (zigzag 3), shape {300, 0}, name "ab" */
@@ -795,7 +801,7 @@ static void test_golden(void)
     tc__wire_buf_free(NULL);
 }
 
-static void test_requests_roundtrip(void)
+TC_CASE(requests_roundtrip)
 {
     static const int64_t dims[] = {0, 1, 127, 128, 16383, 16384, (int64_t)1 << 32,
                                    INT64_MAX - 1, INT64_MAX};
@@ -860,7 +866,7 @@ static void test_requests_roundtrip(void)
     }
 }
 
-static void test_cycle_roundtrip(void)
+TC_CASE(cycle_roundtrip)
 {
     static int64_t dim0[5000];
     static char text_max[TC_WIRE_MAX_TEXT];
@@ -948,7 +954,7 @@ static void test_cycle_roundtrip(void)
 /* The cycle record: seq and cache_gen at the varint boundaries, and every pair
  * of a few id lists (empty, each end of the range, neighbours, distances on
  * either side of the 1-byte varint limit, spread over the whole range). */
-static void test_cycle_record_roundtrip(void)
+TC_CASE(cycle_record_roundtrip)
 {
     enum { NLISTS = 8 };
     static const uint64_t u64s[] = {0, 1, 127, 128, 16383, 16384, UINT32_MAX,
@@ -999,7 +1005,7 @@ static void test_cycle_record_roundtrip(void)
  * distances on either side of the 1-byte varint limit), lengths at their ends
  * and varint boundaries, bytes of every value (0x00 included), alongside the
  * other parts of a CYCLE. */
-static void test_eager_roundtrip(void)
+TC_CASE(eager_roundtrip)
 {
     enum { NSETS = 7 };
     static uint8_t bytes[TC_WIRE_MAX_EAGER];
@@ -1067,12 +1073,14 @@ static void test_eager_roundtrip(void)
                                 (1 + 127 + 128 + 129 + 16383 + 16384));
 }
 
-static void test_bye_and_misc(void)
+TC_CASE(bye_and_misc)
 {
     tc_wire_msg_t m = {.type = TC_WIRE_BYE}, d;
     tc_wire_buf_t buf = {0};
     char err[64];
     size_t i, off[4], lens[4];
+
+    rng_state = RNG_SEED;
 
     CHECK_EQ(roundtrip(&m), 5);
     /* a decoded BYE owns nothing */
@@ -1168,7 +1176,7 @@ static void test_bye_and_misc(void)
 }
 
 /* Many entries: counts far above the toy sizes. */
-static void test_large(void)
+TC_CASE(large)
 {
     enum { N = 100000 };
     tc_wire_request_t *r = calloc(N, sizeof(*r));
@@ -1237,10 +1245,12 @@ static void test_large(void)
     }
 }
 
-static void test_random_roundtrip(void)
+TC_CASE(random_roundtrip)
 {
     int i, with_eager = 0, with_max = 0, ignored_eager = 0;
     uint32_t j;
+
+    rng_state = RNG_SEED;
 
     for (i = 0; i < 3000; i++) {
         const tc_wire_msg_t *m = gen_msg(GEN_MAX_ENTRIES, i % 4 == 0);
@@ -1329,13 +1339,15 @@ static long check_corruptions(const uint8_t *data, size_t len, int every_value)
     return accepted;
 }
 
-static void test_truncation_and_corruption(void)
+TC_CASE(truncation_and_corruption)
 {
     tc_wire_buf_t buf = {0};
     tc_wire_msg_t m = {.type = TC_WIRE_BYE};
     uint8_t *trailing;
     int i;
     long accepted = 0;
+
+    rng_state = RNG_SEED;
 
     encode_into(&m, &buf);
     check_prefixes(buf.data, buf.len);
@@ -1645,7 +1657,7 @@ static void test_malformed_eager(bytes_t *b)
 }
 
 /* One hand-made message per rule. */
-static void test_malformed(void)
+TC_CASE(malformed)
 {
     static bytes_t b; /* static: 80 KiB */
     int i;
@@ -2260,7 +2272,7 @@ static void expect_encode_reject_at(const tc_wire_msg_t *m, const char *needle, 
 }
 #define EXPECT_ENCODE_REJECT(m, needle) expect_encode_reject_at((m), (needle), __LINE__)
 
-static void test_encode_rejects(void)
+TC_CASE(encode_rejects)
 {
     static char long_name[TC_MAX_NAME_LEN + 1];
     static char long_text[TC_WIRE_MAX_TEXT + 1];
@@ -2517,7 +2529,7 @@ static void test_encode_rejects(void)
 /* Seeded random buffers: the decoder must never crash; what it accepts must
  * re-encode. Most buffers start with a plausible header and hold small byte
  * values so they get past the first checks. */
-static long test_garbage(long n)
+static long check_garbage(long n)
 {
     uint8_t data[64];
     long i, accepted = 0;
@@ -2570,25 +2582,19 @@ static long test_garbage(long n)
     return accepted;
 }
 
-int main(void)
+/* Seeded random buffers (see check_garbage). */
+TC_CASE(garbage)
 {
-    long garbage_ok;
+    rng_state = RNG_SEED;
 
-    test_kind_names();
-    test_golden();
-    test_requests_roundtrip();
-    test_cycle_roundtrip();
-    test_cycle_record_roundtrip();
-    test_eager_roundtrip();
-    test_bye_and_misc();
-    test_large();
-    test_random_roundtrip();
-    test_truncation_and_corruption();
-    test_malformed();
-    test_encode_rejects();
-    garbage_ok = test_garbage(300000);
-    CHECK_GT(garbage_ok, 0);
+    g_garbage_ok = check_garbage(300000);
+    CHECK_GT(g_garbage_ok, 0);
+}
+
+int main(int argc, char **argv)
+{
+    tc_test_main(argc, argv, NULL);
     printf("test_wire: OK (%ld decodes checked, %ld of 300000 random buffers were valid)\n",
-           n_checks, garbage_ok);
+           n_checks, g_garbage_ok);
     return 0;
 }
