@@ -54,8 +54,8 @@ static uint32_t rng_below(uint32_t n)
     return (uint32_t)(rng() % n);
 }
 
-static long n_checks;     /* messages decoded, for the summary line */
-static long g_garbage_ok; /* random buffers that decoded */
+static long n_checks;           /* messages decoded, for the summary line */
+static long g_garbage_ok = -1; /* random buffers that decoded (-1: not run) */
 
 /* Compares the fields a message carries on the wire (checks abort on a difference). */
 static void check_same(const tc_wire_msg_t *a, const tc_wire_msg_t *b)
@@ -2226,7 +2226,11 @@ TC_CASE(garbage)
 int main(int argc, char **argv)
 {
     tc_test_main(argc, argv, NULL);
-    printf("test_wire: OK (%ld decodes checked, %ld of 300000 random buffers were valid)\n",
-           n_checks, g_garbage_ok);
+    if (g_garbage_ok >= 0) {
+        printf("test_wire: OK (%ld decodes checked, %ld of 300000 random buffers were valid)\n",
+               n_checks, g_garbage_ok);
+    } else {
+        printf("test_wire: OK (%ld decodes checked)\n", n_checks);
+    }
     return 0;
 }
