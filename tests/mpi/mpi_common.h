@@ -9,6 +9,12 @@
  * Also: float16/bfloat16 conversions written independently of the library,
  * a small random generator, sleeping, and the end-of-test barrier.
  *
+ * And the skeleton every multi-rank test program shares (mpi_common.c, linked
+ * into each): tt_mpi_main() is the whole main - command line (tc_test.h),
+ * MPI and tcoll start-up, the cases, a verdict across ranks, shutdown - and
+ * tt_run_batch() is the worker threads that submit a table of tasks in a
+ * different order on every rank and complete them.
+ *
  * The helpers only use the public API (tcoll.h): the tests must never reach
  * into the library's internals.
  */
@@ -24,6 +30,7 @@
 #include <time.h>
 
 #include "check.h"
+#include "tc_test.h"
 #include "tcoll.h"
 
 #define TT_NDTYPES 8
@@ -640,5 +647,80 @@ static inline void tt_final_barrier(void)
     }
     tc_request_free(req);
 }
+
+
+/* ---- the program skeleton (mpi_common.c) ---------------------------------- */
+
+/*
+ * A multi-rank test program is its cases (TC_CASE, tc_test.h) and a main of
+ * one line:
+ *
+ *   int main(int argc, char **argv)
+ *   {
+ *       return tt_mpi_main(argc, argv, &(tt_program_t){ 0 });
+ *   }
+ *
+ * tt_mpi_main reads the command line (--case, --list), starts MPI and tcoll
+ * as the program asks, sets tt_rank and tt_size, checks that every rank is to
+ * run the same cases (one broadcast from rank 0), runs them, combines a
+ * verdict across ranks (every rank must reach it having run as many cases),
+ * shuts tcoll down, and has rank 0 print one line. A failed check anywhere
+ * aborts that rank, which ends the whole job.
+ */
+typedef struct {
+    /* The program's own positional arguments, as tc_test_opts_t.args. */
+    const char *args;
+    /* Each case needs a run of its own (e.g. its own environment): a run
+     * must name exactly one with --case. */
+    int one_case_per_run;
+    /* Each case ends tcoll itself (its own tc_shutdown, or a lost rank): no
+     * verdict and no tc_shutdown after it. Implies one_case_per_run. */
+    int case_ends_tcoll;
+    /* The program initializes MPI itself with MPI_Init_thread(app_mpi_level)
+     * and finalizes it at the end; tcoll must leave it initialized. With
+     * MPI_THREAD_MULTIPLE tcoll starts on the application's MPI (skipped
+     * where MPI gives less); with a lower level tcoll cannot start, and the
+     * cases check that tc_init refuses (skipped where MPI gives
+     * MPI_THREAD_MULTIPLE anyway). Otherwise tc_init starts MPI. */
+    int app_mpi;
+    int app_mpi_level;
+    /* Run on every rank before tc_init and after tc_shutdown (or after the
+     * case, with case_ends_tcoll): checks of the library's lifecycle, and
+     * set-up that must precede tc_init (environment, captured stderr). */
+    void (*before_init)(void);
+    void (*after_shutdown)(void);
+} tt_program_t;
+
+/* This process's rank and the job's size; set by tt_mpi_main before the
+ * first case (from tcoll, or from MPI where tcoll does not start). */
+extern int tt_rank, tt_size;
+
+int tt_mpi_main(int argc, char **argv, const tt_program_t *prog);
+
+/* printf on rank 0 only (then flushed): a case's summary line. */
+void tt_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * A batch of tasks 0..ntasks-1 run the way an application's threads would:
+ * every rank shuffles the task numbers with its own seed, thread t of
+ * nthreads takes the shuffled positions t, t + nthreads, ..., submits each of
+ * its tasks, then completes each (waits and checks) in the same order or in
+ * reverse. One thread means the calling thread. With pause_one_in, after a
+ * submission a thread sleeps 1 ms one time in pause_one_in (its own random
+ * stream, tt_key(pause_seed, rank, thread)), so the engine sees partial sets.
+ */
+typedef struct {
+    int ntasks;
+    int nthreads;              /* 1..16 */
+    uint64_t order_seed;       /* state of the tt_rng_t that shuffles this rank's order */
+    int complete_in_reverse;
+    int pause_one_in;          /* 0: never pause */
+    uint64_t pause_seed;
+    void (*submit)(int task, void *arg);
+    void (*complete)(int task, void *arg);
+    void *arg;
+} tt_batch_t;
+
+void tt_run_batch(const tt_batch_t *batch);
 
 #endif

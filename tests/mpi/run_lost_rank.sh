@@ -4,11 +4,11 @@
 # default, and what a user sees) and checks that every surviving rank printed
 # its "survived" line. mpiexec's own exit status is not the verdict: a killed
 # rank and survivors that leave MPI unfinalized make it non-zero by design.
-# Usage: run_lost_rank.sh MPIEXEC NP PROGRAM MODE
+# Usage: run_lost_rank.sh MPIEXEC NP PROGRAM MODE (MODE: the case to run)
 set -u
 mpiexec=$1 np=$2 prog=$3 mode=$4
 out=$(TCOLL_PEER_TIMEOUT_S=3 timeout 90 "$mpiexec" -n "$np" --oversubscribe --enable-recovery \
-      -x TCOLL_PEER_TIMEOUT_S "$prog" "$mode" 2>&1)
+      -x TCOLL_PEER_TIMEOUT_S "$prog" --case "$mode" 2>&1)
 rc=$?
 printf '%s\n' "$out"
 if [ "$rc" -eq 124 ]; then

@@ -29,8 +29,6 @@ typedef struct {
 
 static task_t g_tasks[MAX_TASKS];
 static int g_ntasks;
-static int g_order[MAX_TASKS];
-static int g_rank, g_size;
 
 /* Element k of rank r's block: any value the dtype holds exactly. */
 static int64_t elem(const task_t *t, int r, int64_t k)
@@ -42,7 +40,7 @@ static void add_task(const char *tag, tc_dtype_t dt, int ndim, const int64_t *in
                      const int64_t *rows)
 {
     CHECK_LT(g_ntasks, MAX_TASKS);
-    CHECK_LE(g_size, 64);
+    CHECK_LE(tt_size, 64);
     task_t *t = &g_tasks[g_ntasks];
     memset(t, 0, sizeof *t);
     t->dt = dt;
@@ -52,20 +50,20 @@ static void add_task(const char *tag, tc_dtype_t dt, int ndim, const int64_t *in
         t->inner[d] = inner[d - 1];
         t->inner_count *= inner[d - 1];
     }
-    for (int r = 0; r < g_size; r++) {
+    for (int r = 0; r < tt_size; r++) {
         t->rows[r] = rows[r];
     }
     snprintf(t->name, sizeof t->name, "ag/%s/%s/ndim%d/%d", tag, tt_dtype_str(dt), ndim, g_ntasks);
     t->salt = tt_hash_str(t->name);
 
-    int64_t n = rows[g_rank] * t->inner_count;
+    int64_t n = rows[tt_rank] * t->inner_count;
     size_t bytes = (size_t)n * tt_dtype_bytes(dt);
     if (n == 0 && (g_ntasks & 1)) {
         t->send = NULL; /* NULL data is fine with zero elements */
     } else {
         t->send = tt_xmalloc(bytes);
         for (int64_t k = 0; k < n; k++) {
-            tt_store(dt, t->send, k, elem(t, g_rank, k));
+            tt_store(dt, t->send, k, elem(t, tt_rank, k));
         }
         t->send_copy = tt_xmalloc(bytes);
         memcpy(t->send_copy, t->send, bytes);
@@ -73,14 +71,16 @@ static void add_task(const char *tag, tc_dtype_t dt, int ndim, const int64_t *in
     g_ntasks++;
 }
 
-static void submit(task_t *t)
+static void submit(int task, void *arg)
 {
+    task_t *t = &g_tasks[task];
+    (void)arg;
     tc_tensor_t ten;
     memset(&ten, 0, sizeof ten);
     ten.data = t->send;
     ten.dtype = t->dt;
     ten.ndim = t->ndim;
-    ten.shape[0] = t->rows[g_rank];
+    ten.shape[0] = t->rows[tt_rank];
     for (int d = 1; d < t->ndim; d++) {
         ten.shape[d] = t->inner[d];
     }
@@ -89,8 +89,10 @@ static void submit(task_t *t)
     CHECK(t->req != NULL);
 }
 
-static void complete_and_check(task_t *t)
+static void complete_and_check(int task, void *arg)
 {
+    task_t *t = &g_tasks[task];
+    (void)arg;
     tc_status_t st = tc_wait(t->req);
     CHECK_MSG(st == TC_OK, "%s: %s: %s", t->name, tc_status_string(st), tc_request_error(t->req));
     CHECK_MSG(tc_request_error(t->req)[0] == '\0', "%s: error on success: '%s'", t->name,
@@ -105,7 +107,7 @@ static void complete_and_check(task_t *t)
     CHECK_EQ(out.dtype, t->dt);
     CHECK_EQ(out.ndim, t->ndim);
     int64_t total_rows = 0;
-    for (int r = 0; r < g_size; r++) {
+    for (int r = 0; r < tt_size; r++) {
         total_rows += t->rows[r];
     }
     CHECK_MSG(out.shape[0] == total_rows, "%s: output dim0 %lld, want %lld", t->name,
@@ -126,7 +128,7 @@ static void complete_and_check(task_t *t)
 
     size_t es = tt_dtype_bytes(t->dt);
     int64_t pos = 0;
-    for (int r = 0; r < g_size; r++) {
+    for (int r = 0; r < tt_size; r++) {
         int64_t n = t->rows[r] * t->inner_count;
         for (int64_t k = 0; k < n; k++, pos++) {
             unsigned char want[8];
@@ -141,32 +143,80 @@ static void complete_and_check(task_t *t)
     }
     if (t->send_copy) {
         CHECK_MSG(memcmp(t->send, t->send_copy,
-                         (size_t)(t->rows[g_rank] * t->inner_count) * es) == 0,
+                         (size_t)(t->rows[tt_rank] * t->inner_count) * es) == 0,
                   "%s: allgather modified the send buffer", t->name);
     }
     tc_request_free(t->req);
     t->req = NULL;
 }
 
-static void worker(int ti, void *arg)
+/*
+ * Every dtype with ndim 1..3 where each rank contributes a different number
+ * of rows (0 on some ranks; 0 on every rank; rows of zero elements; many
+ * rows; about 1 MiB in all), all in flight at once: NTHREADS threads submit
+ * every NTHREADS-th task of this rank's shuffled order, then complete them.
+ */
+TC_CASE(rows_differ_per_rank_from_threads)
 {
-    (void)arg;
-    int mine[MAX_TASKS];
-    int n = 0;
-    for (int j = ti; j < g_ntasks; j += NTHREADS) {
-        mine[n++] = g_order[j];
+    const struct {
+        int ndim;
+        int64_t inner[2];
+    } layouts[] = {
+        { 1, { 0, 0 } },  /* [rows] */
+        { 2, { 5, 0 } },  /* [rows, 5] */
+        { 3, { 2, 3 } },  /* [rows, 2, 3] */
+        { 3, { 4, 0 } },  /* [rows, 4, 0]: no elements at all */
+    };
+    int64_t rows[64];
+    int c = 0;
+    g_ntasks = 0;
+    for (int di = 0; di < TT_NDTYPES; di++) {
+        for (int li = 0; li < 4; li++, c++) {
+            /* rank r contributes (r + c) % 3 rows: 0 on some ranks */
+            for (int r = 0; r < tt_size; r++) {
+                rows[r] = (r + c) % 3;
+            }
+            add_task("var", tt_dtype(di), layouts[li].ndim, layouts[li].inner, rows);
+        }
+        /* every rank contributes 0 rows */
+        for (int r = 0; r < tt_size; r++) {
+            rows[r] = 0;
+        }
+        add_task("empty", tt_dtype(di), 2, layouts[1].inner, rows);
+        /* more rows, different on every rank */
+        for (int r = 0; r < tt_size; r++) {
+            rows[r] = 17 + 11 * r;
+        }
+        add_task("rows", tt_dtype(di), 3, layouts[2].inner, rows);
     }
-    for (int k = 0; k < n; k++) {
-        submit(&g_tasks[mine[k]]);
+    /* about 1 MiB in all: float32 [~200 rows per rank, 320] */
+    {
+        const int64_t inner[1] = { 320 };
+        for (int r = 0; r < tt_size; r++) {
+            rows[r] = (4 * 200) / tt_size + 7 * r;
+        }
+        add_task("large", TC_FLOAT32, 2, inner, rows);
     }
-    for (int k = 0; k < n; k++) {
-        complete_and_check(&g_tasks[mine[k]]);
+
+    double t0 = tt_now();
+    tt_run_batch(&(tt_batch_t){ .ntasks = g_ntasks,
+                                .nthreads = NTHREADS,
+                                .order_seed = tt_key(0xa9, (uint64_t)tt_rank, 0),
+                                .submit = submit,
+                                .complete = complete_and_check });
+    double el = tt_now() - t0;
+
+    for (int i = 0; i < g_ntasks; i++) {
+        free(g_tasks[i].send);
+        free(g_tasks[i].send_copy);
     }
+    tt_say("test_allgather: %d allgathers OK on %d ranks from %d threads (%.2f s)\n", g_ntasks,
+           tt_size, NTHREADS, el);
 }
 
 /* Large outputs are recycled through the output pool once freed: each round
  * must see its own data, never a previous round's. */
-static void reuse_rounds(void)
+TC_CASE(output_pool_reuse)
 {
     const int64_t rows = 1 << 15, cols = 16; /* 2 MiB of int32 per rank */
     int32_t *send = tt_xmalloc((size_t)(rows * cols) * sizeof(int32_t));
@@ -181,13 +231,13 @@ static void reuse_rounds(void)
         t.shape[0] = rows;
         t.shape[1] = cols;
         for (int64_t i = 0; i < rows * cols; i++) {
-            send[i] = (int32_t)(round * 1000003 + g_rank * 7919 + i);
+            send[i] = (int32_t)(round * 1000003 + tt_rank * 7919 + i);
         }
         CHECK_OK(tc_allgather("ag/reuse", &t, &req));
         CHECK_OK(tc_wait(req));
         CHECK_OK(tc_request_output(req, &out));
-        CHECK_EQ(out.shape[0], rows * g_size);
-        for (int r = 0; r < g_size; r++) {
+        CHECK_EQ(out.shape[0], rows * tt_size);
+        for (int r = 0; r < tt_size; r++) {
             const int32_t *blk = (const int32_t *)out.data + r * rows * cols;
             for (int64_t i = 0; i < rows * cols; i++) {
                 CHECK_MSG(blk[i] == (int32_t)(round * 1000003 + r * 7919 + i),
@@ -200,72 +250,7 @@ static void reuse_rounds(void)
     free(send);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    CHECK_OK(tc_init());
-    g_rank = tc_rank();
-    g_size = tc_size();
-    CHECK(g_rank >= 0 && g_rank < g_size);
-
-    const struct {
-        int ndim;
-        int64_t inner[2];
-    } layouts[] = {
-        { 1, { 0, 0 } },  /* [rows] */
-        { 2, { 5, 0 } },  /* [rows, 5] */
-        { 3, { 2, 3 } },  /* [rows, 2, 3] */
-        { 3, { 4, 0 } },  /* [rows, 4, 0]: no elements at all */
-    };
-    int64_t rows[64];
-    int c = 0;
-    for (int di = 0; di < TT_NDTYPES; di++) {
-        for (int li = 0; li < 4; li++, c++) {
-            /* rank r contributes (r + c) % 3 rows: 0 on some ranks */
-            for (int r = 0; r < g_size; r++) {
-                rows[r] = (r + c) % 3;
-            }
-            add_task("var", tt_dtype(di), layouts[li].ndim, layouts[li].inner, rows);
-        }
-        /* every rank contributes 0 rows */
-        for (int r = 0; r < g_size; r++) {
-            rows[r] = 0;
-        }
-        add_task("empty", tt_dtype(di), 2, layouts[1].inner, rows);
-        /* more rows, different on every rank */
-        for (int r = 0; r < g_size; r++) {
-            rows[r] = 17 + 11 * r;
-        }
-        add_task("rows", tt_dtype(di), 3, layouts[2].inner, rows);
-    }
-    /* about 1 MiB in all: float32 [~200 rows per rank, 320] */
-    {
-        const int64_t inner[1] = { 320 };
-        for (int r = 0; r < g_size; r++) {
-            rows[r] = (4 * 200) / g_size + 7 * r;
-        }
-        add_task("large", TC_FLOAT32, 2, inner, rows);
-    }
-
-    for (int i = 0; i < g_ntasks; i++) {
-        g_order[i] = i;
-    }
-    tt_rng_t rng = { tt_key(0xa9, (uint64_t)g_rank, 0) };
-    tt_shuffle(g_order, g_ntasks, &rng);
-
-    double t0 = tt_now();
-    tt_run_threads(NTHREADS, worker, NULL);
-    reuse_rounds();
-    double el = tt_now() - t0;
-
-    for (int i = 0; i < g_ntasks; i++) {
-        free(g_tasks[i].send);
-        free(g_tasks[i].send_copy);
-    }
-    tt_final_barrier();
-    CHECK_OK(tc_shutdown());
-    if (g_rank == 0) {
-        printf("test_allgather: %d allgathers OK on %d ranks from %d threads (%.2f s)\n",
-               g_ntasks, g_size, NTHREADS, el);
-    }
-    return 0;
+    return tt_mpi_main(argc, argv, &(tt_program_t){ 0 });
 }

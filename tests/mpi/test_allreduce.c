@@ -33,8 +33,6 @@ typedef struct {
 
 static task_t g_tasks[MAX_TASKS];
 static int g_ntasks;
-static int g_order[MAX_TASKS];
-static int g_rank, g_size;
 
 static void add_task(tc_dtype_t dt, tc_op_t op, int ndim, const int64_t *shape, int inplace,
                      int null_data)
@@ -65,7 +63,7 @@ static void add_task(tc_dtype_t dt, tc_op_t op, int ndim, const int64_t *shape, 
         t->recv = NULL;
     } else {
         t->send = tt_xmalloc(bytes);
-        tt_fill(dt, op, t->salt, g_rank, t->send, t->count);
+        tt_fill(dt, op, t->salt, tt_rank, t->send, t->count);
         if (inplace) {
             t->recv = t->send;
         } else {
@@ -78,8 +76,10 @@ static void add_task(tc_dtype_t dt, tc_op_t op, int ndim, const int64_t *shape, 
     g_ntasks++;
 }
 
-static void submit(task_t *t)
+static void submit(int task, void *arg)
 {
+    task_t *t = &g_tasks[task];
+    (void)arg;
     tc_tensor_t ten;
     memset(&ten, 0, sizeof ten);
     ten.data = t->send;
@@ -93,8 +93,10 @@ static void submit(task_t *t)
     CHECK(t->req != NULL);
 }
 
-static void complete_and_check(task_t *t)
+static void complete_and_check(int task, void *arg)
 {
+    task_t *t = &g_tasks[task];
+    (void)arg;
     tc_status_t st;
     int done = 0;
     if (t->use_test) {
@@ -133,7 +135,7 @@ static void complete_and_check(task_t *t)
         CHECK_EQ(out.shape[d], t->shape[d]);
     }
 
-    tt_check_allreduce(t->name, t->dt, t->op, t->salt, g_size, t->recv, t->count);
+    tt_check_allreduce(t->name, t->dt, t->op, t->salt, tt_size, t->recv, t->count);
     if (t->send_copy) {
         CHECK_MSG(memcmp(t->send, t->send_copy, (size_t)t->count * tt_dtype_bytes(t->dt)) == 0,
                   "%s: out-of-place allreduce modified the send buffer", t->name);
@@ -142,35 +144,16 @@ static void complete_and_check(task_t *t)
     t->req = NULL;
 }
 
-/* Thread ti owns every NTHREADS-th task of this rank's order: it submits all of
- * them, then completes them in reverse order. */
-static void worker(int ti, void *arg)
+/*
+ * Every dtype x op (avg on floating dtypes only: TC_ERR_ARG otherwise, see
+ * test_errors) x every shape, alternately in place and out of place, plus
+ * the zero-element tensors without buffers and the two large ones, all in
+ * flight at once: NTHREADS threads submit every NTHREADS-th task of this
+ * rank's shuffled order (pausing now and then), then complete them in
+ * reverse.
+ */
+TC_CASE(every_dtype_op_shape_from_threads)
 {
-    (void)arg;
-    tt_rng_t rng = { tt_key(0xa11, (uint64_t)g_rank, (uint64_t)ti) };
-    int mine[MAX_TASKS];
-    int n = 0;
-    for (int j = ti; j < g_ntasks; j += NTHREADS) {
-        mine[n++] = g_order[j];
-    }
-    for (int k = 0; k < n; k++) {
-        submit(&g_tasks[mine[k]]);
-        if (tt_rng_below(&rng, 16) == 0) {
-            tt_sleep_ms(1); /* let the engine see a partial set now and then */
-        }
-    }
-    for (int k = n - 1; k >= 0; k--) {
-        complete_and_check(&g_tasks[mine[k]]);
-    }
-}
-
-int main(void)
-{
-    CHECK_OK(tc_init());
-    g_rank = tc_rank();
-    g_size = tc_size();
-    CHECK(g_rank >= 0 && g_rank < g_size);
-
     const struct {
         int ndim;
         int64_t shape[4];
@@ -179,14 +162,15 @@ int main(void)
         { 2, { 3, 0 } },              /* 0 elements, ndim 2 */
         { 0, { 0 } },                 /* scalar: 1 element */
         { 2, { 1, 1 } },              /* 1 element */
-        { 1, { g_size - 1 } },        /* size-1 (0 at np 1) */
-        { 1, { g_size + 1 } },        /* size+1 */
+        { 1, { tt_size - 1 } },       /* size-1 (0 at np 1) */
+        { 1, { tt_size + 1 } },       /* size+1 */
         { 1, { 7919 } },              /* a prime */
         { 3, { 3, 5, 7 } },           /* 105 */
         { 4, { 2, 3, 4, 5 } },        /* 120 */
     };
     const int nshapes = (int)(sizeof shapes / sizeof shapes[0]);
 
+    g_ntasks = 0;
     int combo = 0;
     for (int di = 0; di < TT_NDTYPES; di++) {
         for (int oi = 0; oi < TT_NOPS; oi++) {
@@ -219,14 +203,15 @@ int main(void)
         add_task(TC_INT32, TC_SUM, 2, big2, 1, 0);
     }
 
-    for (int i = 0; i < g_ntasks; i++) {
-        g_order[i] = i;
-    }
-    tt_rng_t rng = { tt_key(0x5eed, (uint64_t)g_rank, 0) };
-    tt_shuffle(g_order, g_ntasks, &rng);
-
     double t0 = tt_now();
-    tt_run_threads(NTHREADS, worker, NULL);
+    tt_run_batch(&(tt_batch_t){ .ntasks = g_ntasks,
+                                .nthreads = NTHREADS,
+                                .order_seed = tt_key(0x5eed, (uint64_t)tt_rank, 0),
+                                .complete_in_reverse = 1,
+                                .pause_one_in = 16,
+                                .pause_seed = 0xa11,
+                                .submit = submit,
+                                .complete = complete_and_check });
     double dt = tt_now() - t0;
 
     for (int i = 0; i < g_ntasks; i++) {
@@ -236,12 +221,11 @@ int main(void)
         }
         free(g_tasks[i].send);
     }
+    tt_say("test_allreduce: %d allreduces OK on %d ranks from %d threads (%.2f s)\n", g_ntasks,
+           tt_size, NTHREADS, dt);
+}
 
-    tt_final_barrier();
-    CHECK_OK(tc_shutdown());
-    if (g_rank == 0) {
-        printf("test_allreduce: %d allreduces OK on %d ranks from %d threads (%.2f s)\n",
-               g_ntasks, g_size, NTHREADS, dt);
-    }
-    return 0;
+int main(int argc, char **argv)
+{
+    return tt_mpi_main(argc, argv, &(tt_program_t){ 0 });
 }

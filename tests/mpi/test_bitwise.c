@@ -33,7 +33,6 @@ typedef struct {
 
 static task_t g_tasks[MAX_TASKS];
 static int g_ntasks;
-static int g_rank, g_size;
 
 /* A non-integer value in [-1, 1) for rank r's element i, rounded to dt. */
 static double rand_value(tc_dtype_t dt, uint64_t salt, int r, int64_t i)
@@ -57,28 +56,15 @@ static uint64_t fnv(const void *p, size_t n)
     return h;
 }
 
-int main(int argc, char **argv)
+/*
+ * float32, float16, bfloat16 and float64 sums and averages of 1, 1000, 7919
+ * and 100003 non-integer elements, alternately in place, submitted in a
+ * rank-dependent order with MPI barriers on the application's communicator
+ * in between: close to the reference, and the same bits on every rank.
+ */
+TC_CASE(float_sums_bitwise_identical)
 {
-    int provided = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    if (provided < MPI_THREAD_MULTIPLE) {
-        int r;
-        MPI_Comm_rank(MPI_COMM_WORLD, &r);
-        if (r == 0) {
-            printf("test_bitwise: MPI gives no MPI_THREAD_MULTIPLE; skipped\n");
-        }
-        MPI_Finalize();
-        return 0;
-    }
-    CHECK_OK(tc_init());
-    g_rank = tc_rank();
-    g_size = tc_size();
-    int mpi_rank, mpi_size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &mpi_size);
-    CHECK_EQ(g_rank, mpi_rank);
-    CHECK_EQ(g_size, mpi_size);
-
+    g_ntasks = 0;
     const tc_dtype_t dts[4] = { TC_FLOAT32, TC_FLOAT16, TC_BFLOAT16, TC_FLOAT64 };
     const tc_op_t ops[2] = { TC_SUM, TC_AVG };
     const int64_t counts[4] = { 1, 1000, 7919, 100003 };
@@ -96,7 +82,7 @@ int main(int argc, char **argv)
                 size_t bytes = (size_t)t->count * tt_dtype_bytes(t->dt);
                 t->send = tt_xmalloc(bytes);
                 for (int64_t i = 0; i < t->count; i++) {
-                    tt_store_real(t->dt, t->send, i, rand_value(t->dt, t->salt, g_rank, i));
+                    tt_store_real(t->dt, t->send, i, rand_value(t->dt, t->salt, tt_rank, i));
                 }
                 t->recv = t->inplace ? t->send : tt_xmalloc(bytes);
                 g_ntasks++;
@@ -109,7 +95,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < g_ntasks; i++) {
         order[i] = i;
     }
-    tt_rng_t rng = { tt_key(0xb1, (uint64_t)g_rank, 0) };
+    tt_rng_t rng = { tt_key(0xb1, (uint64_t)tt_rank, 0) };
     tt_shuffle(order, g_ntasks, &rng);
     for (int k = 0; k < g_ntasks; k++) {
         task_t *t = &g_tasks[order[k]];
@@ -122,7 +108,7 @@ int main(int argc, char **argv)
     }
 
     int compared_full = 0;
-    uint64_t *hashes = tt_xmalloc(sizeof(uint64_t) * (size_t)g_size);
+    uint64_t *hashes = tt_xmalloc(sizeof(uint64_t) * (size_t)tt_size);
     for (int i = 0; i < g_ntasks; i++) {
         task_t *t = &g_tasks[i];
         tc_status_t st = tc_wait(t->req);
@@ -138,11 +124,11 @@ int main(int argc, char **argv)
                                            : 0.1;
         for (int64_t e = 0; e < t->count; e++) {
             double ref = 0;
-            for (int r = 0; r < g_size; r++) {
+            for (int r = 0; r < tt_size; r++) {
                 ref += rand_value(t->dt, t->salt, r, e);
             }
             if (t->op == TC_AVG) {
-                ref /= g_size;
+                ref /= tt_size;
             }
             double got = tt_load(t->dt, t->recv, e);
             CHECK_MSG(fabs(got - ref) <= tol, "%s: element %lld is %.17g, reference %.17g",
@@ -152,7 +138,7 @@ int main(int argc, char **argv)
         /* identical bits everywhere: hashes ... */
         uint64_t h = fnv(t->recv, bytes);
         MPI_Allgather(&h, 1, MPI_UINT64_T, hashes, 1, MPI_UINT64_T, MPI_COMM_WORLD);
-        for (int r = 0; r < g_size; r++) {
+        for (int r = 0; r < tt_size; r++) {
             CHECK_MSG(hashes[r] == hashes[0],
                       "%s: rank %d's result differs from rank 0's (hash %016llx vs %016llx)",
                       t->name, r, (unsigned long long)hashes[r], (unsigned long long)hashes[0]);
@@ -160,7 +146,7 @@ int main(int argc, char **argv)
         /* ... and, for the larger ones, the whole buffer */
         if (t->count >= 7919) {
             void *root = tt_xmalloc(bytes);
-            if (g_rank == 0) {
+            if (tt_rank == 0) {
                 memcpy(root, t->recv, bytes);
             }
             MPI_Bcast(root, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
@@ -178,17 +164,15 @@ int main(int argc, char **argv)
         free(g_tasks[i].send);
     }
 
-    /* the application owns MPI: a plain barrier is a safe end of test */
-    MPI_Barrier(MPI_COMM_WORLD);
-    CHECK_OK(tc_shutdown());
-    int fin = 1;
-    MPI_Finalized(&fin);
-    CHECK_MSG(fin == 0, "tcoll finalized MPI that the application initialized");
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (g_rank == 0) {
-        printf("test_bitwise: %d allreduces bitwise identical on %d ranks (%d compared in full)\n",
-               g_ntasks, g_size, compared_full);
-    }
-    MPI_Finalize();
-    return 0;
+    tt_say("test_bitwise: %d allreduces bitwise identical on %d ranks (%d compared in full)\n",
+           g_ntasks, tt_size, compared_full);
+}
+
+/* The application owns MPI (MPI_THREAD_MULTIPLE): the skeleton's verdict is
+ * an MPI_Allreduce on MPI_COMM_WORLD, a safe end of test, and after
+ * tc_shutdown MPI must still be initialized. */
+int main(int argc, char **argv)
+{
+    return tt_mpi_main(argc, argv,
+                       &(tt_program_t){ .app_mpi = 1, .app_mpi_level = MPI_THREAD_MULTIPLE });
 }

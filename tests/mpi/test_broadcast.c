@@ -26,8 +26,6 @@ typedef struct {
 
 static task_t g_tasks[MAX_TASKS];
 static int g_ntasks;
-static int g_order[MAX_TASKS];
-static int g_rank, g_size;
 
 static void add_task(tc_dtype_t dt, int root, int ndim, const int64_t *shape)
 {
@@ -50,7 +48,7 @@ static void add_task(tc_dtype_t dt, int root, int ndim, const int64_t *shape)
         t->buf = NULL; /* NULL data is fine with zero elements */
     } else {
         t->buf = tt_xmalloc(bytes);
-        if (g_rank == root) {
+        if (tt_rank == root) {
             tt_fill(dt, TC_MAX, t->salt, root, t->buf, t->count);
         } else {
             memset(t->buf, 0xa5, bytes);
@@ -59,8 +57,10 @@ static void add_task(tc_dtype_t dt, int root, int ndim, const int64_t *shape)
     g_ntasks++;
 }
 
-static void submit(task_t *t)
+static void submit(int task, void *arg)
 {
+    task_t *t = &g_tasks[task];
+    (void)arg;
     tc_tensor_t ten;
     memset(&ten, 0, sizeof ten);
     ten.data = t->buf;
@@ -74,8 +74,10 @@ static void submit(task_t *t)
     CHECK(t->req != NULL);
 }
 
-static void complete_and_check(task_t *t)
+static void complete_and_check(int task, void *arg)
 {
+    task_t *t = &g_tasks[task];
+    (void)arg;
     tc_status_t st = tc_wait(t->req);
     CHECK_MSG(st == TC_OK, "%s: %s: %s", t->name, tc_status_string(st), tc_request_error(t->req));
     CHECK_MSG(tc_request_error(t->req)[0] == '\0', "%s: error on success: '%s'", t->name,
@@ -102,29 +104,13 @@ static void complete_and_check(task_t *t)
     t->req = NULL;
 }
 
-static void worker(int ti, void *arg)
+/*
+ * From every root: every dtype with a scalar, 0, 1, a prime and a 3-d shape,
+ * and a 1 MiB float64 tensor, all in flight at once: NTHREADS threads submit
+ * every NTHREADS-th task of this rank's shuffled order, then complete them.
+ */
+TC_CASE(every_root_dtype_shape_from_threads)
 {
-    (void)arg;
-    int mine[MAX_TASKS];
-    int n = 0;
-    for (int j = ti; j < g_ntasks; j += NTHREADS) {
-        mine[n++] = g_order[j];
-    }
-    for (int k = 0; k < n; k++) {
-        submit(&g_tasks[mine[k]]);
-    }
-    for (int k = 0; k < n; k++) {
-        complete_and_check(&g_tasks[mine[k]]);
-    }
-}
-
-int main(void)
-{
-    CHECK_OK(tc_init());
-    g_rank = tc_rank();
-    g_size = tc_size();
-    CHECK(g_rank >= 0 && g_rank < g_size);
-
     const struct {
         int ndim;
         int64_t shape[3];
@@ -135,7 +121,8 @@ int main(void)
         { 1, { 7919 } },    /* prime */
         { 3, { 3, 4, 5 } },
     };
-    for (int root = 0; root < g_size; root++) {
+    g_ntasks = 0;
+    for (int root = 0; root < tt_size; root++) {
         for (int di = 0; di < TT_NDTYPES; di++) {
             for (int si = 0; si < 5; si++) {
                 add_task(tt_dtype(di), root, shapes[si].ndim, shapes[si].shape);
@@ -145,24 +132,22 @@ int main(void)
         add_task(TC_FLOAT64, root, 2, big);
     }
 
-    for (int i = 0; i < g_ntasks; i++) {
-        g_order[i] = i;
-    }
-    tt_rng_t rng = { tt_key(0xbc, (uint64_t)g_rank, 0) };
-    tt_shuffle(g_order, g_ntasks, &rng);
-
     double t0 = tt_now();
-    tt_run_threads(NTHREADS, worker, NULL);
+    tt_run_batch(&(tt_batch_t){ .ntasks = g_ntasks,
+                                .nthreads = NTHREADS,
+                                .order_seed = tt_key(0xbc, (uint64_t)tt_rank, 0),
+                                .submit = submit,
+                                .complete = complete_and_check });
     double el = tt_now() - t0;
 
     for (int i = 0; i < g_ntasks; i++) {
         free(g_tasks[i].buf);
     }
-    tt_final_barrier();
-    CHECK_OK(tc_shutdown());
-    if (g_rank == 0) {
-        printf("test_broadcast: %d broadcasts OK on %d ranks from %d threads (%.2f s)\n",
-               g_ntasks, g_size, NTHREADS, el);
-    }
-    return 0;
+    tt_say("test_broadcast: %d broadcasts OK on %d ranks from %d threads (%.2f s)\n", g_ntasks,
+           tt_size, NTHREADS, el);
+}
+
+int main(int argc, char **argv)
+{
+    return tt_mpi_main(argc, argv, &(tt_program_t){ 0 });
 }

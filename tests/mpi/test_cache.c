@@ -57,11 +57,8 @@ typedef struct {
     tc_request_t *req;
 } task_t;
 
-static int g_rank, g_size;
 static int g_step;
 static task_t g_tasks[NTASKS];
-static int g_order[NTASKS];
-static int g_nthreads;
 
 static params_t P(tt_kind_t k, tc_dtype_t dt, tc_op_t op, int root, int ndim, int64_t d0,
                   int64_t d1)
@@ -76,7 +73,7 @@ static int64_t ag_rows(int step, int r)
     if (step >= 32 && r == 0) {
         rows += 2;
     }
-    if (step == 34 && r == g_size - 1) {
+    if (step == 34 && r == tt_size - 1) {
         rows = 0;
     }
     return rows;
@@ -85,7 +82,7 @@ static int64_t ag_rows(int step, int r)
 /* The name and parameters rank r submits for task idx at a step. */
 static params_t params(int idx, int step, int r, char *name, size_t cap)
 {
-    const int last = g_size - 1;
+    const int last = tt_size - 1;
     params_t p;
     switch (idx) {
     case 0: /* legal change on every rank from step 30 */
@@ -98,7 +95,7 @@ static params_t params(int idx, int step, int r, char *name, size_t cap)
         break;
     case 2: /* op mismatch at step 18 (rank 1, or 0 alone) */
         snprintf(name, cap, "cache/ar.i32.min.1");
-        p = P(TT_ALLREDUCE, TC_INT32, step == 18 && r == 1 % g_size ? TC_MAX : TC_MIN, 0, 1, 1, 0);
+        p = P(TT_ALLREDUCE, TC_INT32, step == 18 && r == 1 % tt_size ? TC_MAX : TC_MIN, 0, 1, 1, 0);
         break;
     case 3: /* shape mismatch at step 10 (last rank) */
         snprintf(name, cap, "cache/ar.i64.sum.7");
@@ -138,7 +135,7 @@ static params_t params(int idx, int step, int r, char *name, size_t cap)
         break;
     case 12:
         snprintf(name, cap, "cache/bc.f64.7");
-        p = P(TT_BROADCAST, TC_FLOAT64, TC_SUM, g_size / 2, 1, 7, 0);
+        p = P(TT_BROADCAST, TC_FLOAT64, TC_SUM, tt_size / 2, 1, 7, 0);
         break;
     case 13: /* dim 1 mismatch at step 26 (last rank); rows change from step 32 */
         snprintf(name, cap, "cache/ag.i32");
@@ -149,7 +146,7 @@ static params_t params(int idx, int step, int r, char *name, size_t cap)
         snprintf(name, cap, "once.%d", step);
         switch (step % 3) {
         case 0: p = P(TT_ALLREDUCE, TC_FLOAT64, TC_SUM, 0, 1, 5 + step, 0); break;
-        case 1: p = P(TT_BROADCAST, TC_INT64, TC_SUM, step % g_size, 1, 3, 0); break;
+        case 1: p = P(TT_BROADCAST, TC_INT64, TC_SUM, step % tt_size, 1, 3, 0); break;
         default: p = P(TT_ALLGATHER, TC_UINT8, TC_SUM, 0, 2, (r + step) % 3, 2); break;
         }
         break;
@@ -162,7 +159,7 @@ static const char *mismatch_field(int idx, int step)
 {
     char name[64];
     params_t p0 = params(idx, step, 0, name, sizeof name);
-    for (int r = 1; r < g_size; r++) {
+    for (int r = 1; r < tt_size; r++) {
         params_t q = params(idx, step, r, name, sizeof name);
         if (q.kind != p0.kind) {
             return "collective mismatch";
@@ -204,7 +201,7 @@ static void prepare(int idx)
 {
     task_t *t = &g_tasks[idx];
     memset(t, 0, sizeof *t);
-    t->p = params(idx, g_step, g_rank, t->name, sizeof t->name);
+    t->p = params(idx, g_step, tt_rank, t->name, sizeof t->name);
     t->field = mismatch_field(idx, g_step);
     t->salt = tt_key(tt_hash_str(t->name), (uint64_t)g_step, 0xcac4e);
     int64_t n = tt_count(t->p.ndim, t->p.shape);
@@ -212,7 +209,7 @@ static void prepare(int idx)
     t->send = tt_xmalloc(bytes);
     switch (t->p.kind) {
     case TT_ALLREDUCE:
-        tt_fill(t->p.dt, t->p.op, t->salt, g_rank, t->send, n);
+        tt_fill(t->p.dt, t->p.op, t->salt, tt_rank, t->send, n);
         t->in_place = (idx + g_step) % 3 == 0;
         if (t->in_place) {
             t->recv = t->send;
@@ -223,19 +220,21 @@ static void prepare(int idx)
         break;
     case TT_BROADCAST:
         for (int64_t i = 0; i < n; i++) {
-            tt_store(t->p.dt, t->send, i, bc_value(t, g_rank, i));
+            tt_store(t->p.dt, t->send, i, bc_value(t, tt_rank, i));
         }
         break;
     case TT_ALLGATHER:
         for (int64_t k = 0; k < n; k++) {
-            tt_store(t->p.dt, t->send, k, ag_value(t, g_rank, k));
+            tt_store(t->p.dt, t->send, k, ag_value(t, tt_rank, k));
         }
         break;
     }
 }
 
-static void submit(task_t *t)
+static void submit(int idx, void *arg)
 {
+    task_t *t = &g_tasks[idx];
+    (void)arg;
     t->req = tt_submit(t->name, &t->p, t->send, t->recv);
 }
 
@@ -249,8 +248,8 @@ static void check_allgather(task_t *t, int idx)
     int64_t rows[64];
     int64_t total_rows = 0;
     char name[64];
-    CHECK_LE(g_size, 64);
-    for (int r = 0; r < g_size; r++) {
+    CHECK_LE(tt_size, 64);
+    for (int r = 0; r < tt_size; r++) {
         rows[r] = params(idx, g_step, r, name, sizeof name).shape[0];
         total_rows += rows[r];
     }
@@ -263,7 +262,7 @@ static void check_allgather(task_t *t, int idx)
     }
     size_t es = tt_dtype_bytes(t->p.dt);
     int64_t pos = 0;
-    for (int r = 0; r < g_size; r++) {
+    for (int r = 0; r < tt_size; r++) {
         for (int64_t k = 0; k < rows[r] * inner; k++, pos++) {
             unsigned char want[8];
             tt_store(t->p.dt, want, 0, ag_value(t, r, k));
@@ -277,8 +276,10 @@ static void check_allgather(task_t *t, int idx)
     }
 }
 
-static void complete_and_check(task_t *t, int idx)
+static void complete_and_check(int idx, void *arg)
 {
+    task_t *t = &g_tasks[idx];
+    (void)arg;
     tc_status_t st = tc_wait(t->req);
     if (t->field != NULL) {
         CHECK_MSG(st == TC_ERR_MISMATCH, "step %d %s: got %s, want a %s (message '%s')", g_step,
@@ -301,7 +302,7 @@ static void complete_and_check(task_t *t, int idx)
         tc_tensor_t out;
         CHECK_OK(tc_request_output(t->req, &out));
         CHECK(out.data == t->recv);
-        tt_check_allreduce(what, t->p.dt, t->p.op, t->salt, g_size, t->recv, n);
+        tt_check_allreduce(what, t->p.dt, t->p.op, t->salt, tt_size, t->recv, n);
         break;
     }
     case TT_BROADCAST: {
@@ -323,47 +324,30 @@ static void complete_and_check(task_t *t, int idx)
     t->req = NULL;
 }
 
-/* Thread ti submits its share of the shuffled tasks, then completes them in
- * reverse order. */
-static void worker(int ti, void *arg)
+/*
+ * NSTEPS steps of the same names in a different order per rank and step, from
+ * one thread (two on every fourth step), each step completing every name in
+ * reverse; the planned disagreements must fail on every rank, everything else
+ * must be right.
+ */
+TC_CASE(cached_names_steps)
 {
-    (void)arg;
-    int mine[NTASKS];
-    int n = 0;
-    for (int j = ti; j < NTASKS; j += g_nthreads) {
-        mine[n++] = g_order[j];
-    }
-    for (int k = 0; k < n; k++) {
-        submit(&g_tasks[mine[k]]);
-    }
-    for (int k = n - 1; k >= 0; k--) {
-        complete_and_check(&g_tasks[mine[k]], mine[k]);
-    }
-}
-
-int main(void)
-{
-    CHECK_OK(tc_init());
-    g_rank = tc_rank();
-    g_size = tc_size();
-    CHECK_LE(g_size, 64);
     int mismatches = 0;
     double t0 = tt_now();
 
+    CHECK_LE(tt_size, 64);
     for (g_step = 0; g_step < NSTEPS; g_step++) {
         for (int i = 0; i < NTASKS; i++) {
             prepare(i);
-            g_order[i] = i;
             mismatches += g_tasks[i].field != NULL;
         }
-        tt_rng_t rng = { tt_key((uint64_t)g_rank, (uint64_t)g_step, 0x5107) };
-        tt_shuffle(g_order, NTASKS, &rng);
-        g_nthreads = g_step % 4 == 3 ? 2 : 1;
-        if (g_nthreads == 1) {
-            worker(0, NULL);
-        } else {
-            tt_run_threads(g_nthreads, worker, NULL);
-        }
+        tt_run_batch(&(tt_batch_t){
+            .ntasks = NTASKS,
+            .nthreads = g_step % 4 == 3 ? 2 : 1,
+            .order_seed = tt_key((uint64_t)tt_rank, (uint64_t)g_step, 0x5107),
+            .complete_in_reverse = 1,
+            .submit = submit,
+            .complete = complete_and_check });
         for (int i = 0; i < NTASKS; i++) {
             if (g_tasks[i].recv != g_tasks[i].send) {
                 free(g_tasks[i].recv);
@@ -372,15 +356,15 @@ int main(void)
         }
     }
     /* every planned disagreement happened (and was seen) with 2+ ranks */
-    CHECK_EQ(mismatches, g_size > 1 ? 5 : 0);
+    CHECK_EQ(mismatches, tt_size > 1 ? 5 : 0);
 
-    tt_final_barrier();
-    CHECK_OK(tc_shutdown());
-    if (g_rank == 0) {
-        const char *cap = getenv("TCOLL_CACHE_CAPACITY");
-        printf("test_cache: %d steps of %d names on %d ranks, %d mismatches detected, "
-               "TCOLL_CACHE_CAPACITY=%s, %.2f s\n",
-               NSTEPS, NTASKS, g_size, mismatches, cap ? cap : "(default)", tt_now() - t0);
-    }
-    return 0;
+    const char *cap = getenv("TCOLL_CACHE_CAPACITY");
+    tt_say("test_cache: %d steps of %d names on %d ranks, %d mismatches detected, "
+           "TCOLL_CACHE_CAPACITY=%s, %.2f s\n",
+           NSTEPS, NTASKS, tt_size, mismatches, cap ? cap : "(default)", tt_now() - t0);
+}
+
+int main(int argc, char **argv)
+{
+    return tt_mpi_main(argc, argv, &(tt_program_t){ 0 });
 }

@@ -20,8 +20,6 @@
 
 #include "mpi_common.h"
 
-static int g_rank, g_size;
-
 /* Waits for req, checks TC_OK, frees it. */
 static void wait_ok(tc_request_t *req, const char *what)
 {
@@ -35,14 +33,14 @@ static void named_allreduce(const char *name)
 {
     int32_t v[3], out[3];
     for (int i = 0; i < 3; i++) {
-        v[i] = (g_rank + 1) * (i + 1);
+        v[i] = (tt_rank + 1) * (i + 1);
     }
     tc_tensor_t t = { v, TC_INT32, 1, { 3 } };
     tc_request_t *req = NULL;
     CHECK_OK(tc_allreduce(name, &t, out, TC_SUM, &req));
     wait_ok(req, name);
     for (int i = 0; i < 3; i++) {
-        CHECK_EQ(out[i], (i + 1) * g_size * (g_size + 1) / 2);
+        CHECK_EQ(out[i], (i + 1) * tt_size * (tt_size + 1) / 2);
     }
 }
 
@@ -82,20 +80,29 @@ static void test_before_init(void)
     tc_request_free(NULL);
 }
 
-static void test_info(void)
+TC_CASE(init_twice_refused)
 {
-    CHECK(g_size >= 1);
-    CHECK(g_rank >= 0 && g_rank < g_size);
+    int flag = 0;
+    MPI_Initialized(&flag);
+    CHECK_MSG(flag == 1, "MPI not initialized after tc_init");
+    CHECK_STATUS(tc_init(), TC_ERR_STATE);
+    CHECK_LAST_ERROR_SET();
+}
+
+TC_CASE(rank_size_and_names)
+{
+    CHECK(tt_size >= 1);
+    CHECK(tt_rank >= 0 && tt_rank < tt_size);
     int lr = tc_local_rank(), ls = tc_local_size();
-    CHECK(ls >= 1 && ls <= g_size);
+    CHECK(ls >= 1 && ls <= tt_size);
     CHECK(lr >= 0 && lr < ls);
     /* Open MPI tells each process where it is: every test runs on one node */
     const char *e;
     if ((e = getenv("OMPI_COMM_WORLD_SIZE")) != NULL) {
-        CHECK_EQ(g_size, atoi(e));
+        CHECK_EQ(tt_size, atoi(e));
     }
     if ((e = getenv("OMPI_COMM_WORLD_RANK")) != NULL) {
-        CHECK_EQ(g_rank, atoi(e));
+        CHECK_EQ(tt_rank, atoi(e));
     }
     if ((e = getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) != NULL) {
         CHECK_EQ(ls, atoi(e));
@@ -120,7 +127,7 @@ static void test_info(void)
     }
 }
 
-static void test_bad_args(void)
+TC_CASE(bad_arguments_fail_at_once)
 {
     tc_request_t *req;
     float x[6] = { 1, 2, 3, 4, 5, 6 }, y[6];
@@ -215,8 +222,8 @@ static void test_bad_args(void)
     /* root outside 0..size-1 */
     t = good;
     EXPECT_IMMEDIATE(TC_ERR_ARG, tc_broadcast("a", &t, -1, &req));
-    EXPECT_IMMEDIATE(TC_ERR_ARG, tc_broadcast("a", &t, g_size, &req));
-    EXPECT_IMMEDIATE(TC_ERR_ARG, tc_broadcast("a", &t, g_size + 100, &req));
+    EXPECT_IMMEDIATE(TC_ERR_ARG, tc_broadcast("a", &t, tt_size, &req));
+    EXPECT_IMMEDIATE(TC_ERR_ARG, tc_broadcast("a", &t, tt_size + 100, &req));
 
     /* allgather of a scalar */
     t = good;
@@ -238,7 +245,7 @@ static void test_bad_args(void)
               tc_last_error());
 }
 
-static void test_names(void)
+TC_CASE(name_lengths_and_bytes)
 {
     char name[TC_MAX_NAME_LEN + 1];
     named_allreduce("x");
@@ -258,7 +265,7 @@ static void test_names(void)
 /* Submits the int32 sum allreduce "name" (values rank+1) into *out. */
 static tc_request_t *submit_sum(const char *name, int32_t *in, int32_t *out)
 {
-    *in = g_rank + 1;
+    *in = tt_rank + 1;
     tc_tensor_t t = { in, TC_INT32, 0, { 0 } };
     tc_request_t *req = NULL;
     CHECK_OK(tc_allreduce(name, &t, out, TC_SUM, &req));
@@ -286,17 +293,17 @@ static void check_duplicate_of_pending(const char *name, tc_request_t *pending)
     CHECK_STATUS(tc_request_output(pending, &out), TC_ERR_STATE);
 }
 
-static void test_duplicates_and_pending(void)
+TC_CASE(duplicates_and_request_states)
 {
     int32_t inx, outx = -1, iny, outy = -1, ing, outg;
-    if (g_size >= 2) {
+    if (tt_size >= 2) {
         /*
          * Rank 0 holds "dup/y" pending until every other rank has checked
          * "dup/x"; the others hold "dup/x" pending until rank 0 has checked
          * "dup/y". The gate allreduce orders the two.
          */
         tc_request_t *x = NULL, *y = NULL, *g;
-        if (g_rank == 0) {
+        if (tt_rank == 0) {
             y = submit_sum("dup/y", &iny, &outy);
             check_duplicate_of_pending("dup/y", y); /* nobody else has "dup/y" yet */
             g = submit_sum("dup/gate", &ing, &outg);
@@ -312,8 +319,8 @@ static void test_duplicates_and_pending(void)
         /* the first requests complete normally */
         wait_ok(x, "dup/x");
         wait_ok(y, "dup/y");
-        CHECK_EQ(outx, g_size * (g_size + 1) / 2);
-        CHECK_EQ(outy, g_size * (g_size + 1) / 2);
+        CHECK_EQ(outx, tt_size * (tt_size + 1) / 2);
+        CHECK_EQ(outy, tt_size * (tt_size + 1) / 2);
     } else {
         /*
          * One rank: a request may complete as soon as the engine thread sees
@@ -350,13 +357,13 @@ static void test_duplicates_and_pending(void)
     }
 
     /* free of a pending request waits for it: rank 0 submits late */
-    if (g_rank == 0) {
+    if (tt_rank == 0) {
         tt_sleep_ms(100);
     }
     outx = -1;
     tc_request_t *f = submit_sum("free/pending", &inx, &outx);
     tc_request_free(f);
-    CHECK_EQ(outx, g_size * (g_size + 1) / 2);
+    CHECK_EQ(outx, tt_size * (tt_size + 1) / 2);
 
     /* a completed request: tc_test and tc_request_output agree */
     tc_request_t *c = submit_sum("done/one", &inx, &outx);
@@ -369,13 +376,13 @@ static void test_duplicates_and_pending(void)
     CHECK(out.data == &outx);
     CHECK_EQ(out.ndim, 0);
     CHECK_EQ(out.dtype, TC_INT32);
-    CHECK_EQ(((int32_t *)out.data)[0], g_size * (g_size + 1) / 2);
+    CHECK_EQ(((int32_t *)out.data)[0], tt_size * (tt_size + 1) / 2);
     tc_request_free(c);
 
     /* a failed request (needs two ranks to disagree) */
-    if (g_size >= 2) {
+    if (tt_size >= 2) {
         float v[4] = { 0 }, o[4];
-        tc_tensor_t t = { v, TC_FLOAT32, 1, { g_rank == 0 ? 3 : 4 } };
+        tc_tensor_t t = { v, TC_FLOAT32, 1, { tt_rank == 0 ? 3 : 4 } };
         tc_request_t *m = NULL;
         CHECK_OK(tc_allreduce("failed/one", &t, o, TC_SUM, &m));
         CHECK_STATUS(tc_wait(m), TC_ERR_MISMATCH);
@@ -389,7 +396,7 @@ static void test_duplicates_and_pending(void)
     tc_request_free(NULL);
 }
 
-static void test_zero_elements(void)
+TC_CASE(zero_element_tensors)
 {
     tc_request_t *r[8];
     float buf[4];
@@ -402,12 +409,12 @@ static void test_zero_elements(void)
     CHECK_OK(tc_allreduce("zero/ar-in", &a1, buf, TC_PROD, &r[n++]));
     /* broadcast from the last rank */
     tc_tensor_t b0 = { NULL, TC_FLOAT64, 2, { 0, 7 } };
-    CHECK_OK(tc_broadcast("zero/bc", &b0, g_size - 1, &r[n++]));
+    CHECK_OK(tc_broadcast("zero/bc", &b0, tt_size - 1, &r[n++]));
     /* allgather: every rank 0 rows */
     tc_tensor_t g0 = { NULL, TC_BFLOAT16, 2, { 0, 4 } };
     CHECK_OK(tc_allgather("zero/ag", &g0, &r[n++]));
     /* allgather: rows of zero elements, a different number per rank */
-    tc_tensor_t g1 = { buf, TC_UINT8, 2, { g_rank + 1, 0 } };
+    tc_tensor_t g1 = { buf, TC_UINT8, 2, { tt_rank + 1, 0 } };
     CHECK_OK(tc_allgather("zero/ag-rows", &g1, &r[n++]));
 
     for (int i = 0; i < n; i++) {
@@ -427,7 +434,7 @@ static void test_zero_elements(void)
     CHECK_OK(tc_request_output(r[5], &out));
     CHECK_EQ(out.dtype, TC_UINT8);
     CHECK_EQ(out.ndim, 2);
-    CHECK_EQ(out.shape[0], g_size * (g_size + 1) / 2);
+    CHECK_EQ(out.shape[0], tt_size * (tt_size + 1) / 2);
     CHECK_EQ(out.shape[1], 0);
     for (int i = 0; i < n; i++) {
         tc_request_free(r[i]);
@@ -453,31 +460,10 @@ static void test_after_shutdown(void)
     CHECK_MSG(flag == 1, "tcoll started MPI but tc_shutdown did not finalize it");
 }
 
-int main(void)
+/* test_before_init runs before the skeleton's tc_init, test_after_shutdown
+ * after its tc_shutdown. */
+int main(int argc, char **argv)
 {
-    test_before_init();
-
-    CHECK_OK(tc_init());
-    int flag = 0;
-    MPI_Initialized(&flag);
-    CHECK_MSG(flag == 1, "MPI not initialized after tc_init");
-    CHECK_STATUS(tc_init(), TC_ERR_STATE);
-    CHECK_LAST_ERROR_SET();
-    g_rank = tc_rank();
-    g_size = tc_size();
-
-    test_info();
-    test_bad_args();
-    test_names();
-    test_duplicates_and_pending();
-    test_zero_elements();
-
-    tt_final_barrier();
-    CHECK_OK(tc_shutdown());
-    test_after_shutdown();
-    if (g_rank == 0) {
-        printf("test_errors: state, argument, name, duplicate and request checks OK on %d ranks\n",
-               g_size);
-    }
-    return 0;
+    return tt_mpi_main(argc, argv, &(tt_program_t){ .before_init = test_before_init,
+                                                     .after_shutdown = test_after_shutdown });
 }

@@ -27,22 +27,30 @@ typedef struct {
 } item_t;
 
 static item_t items[NT];
+static char g_logpath[64];
+static int g_mismatches;
 
-int main(int argc, char **argv)
+/* The engine's debug log goes to a file of this process's own. */
+static void log_to_file(void)
+{
+    snprintf(g_logpath, sizeof(g_logpath), "/tmp/tcoll_test_fusion_%d.log", (int)getpid());
+    setenv("TCOLL_LOG_LEVEL", "debug", 1);
+    CHECK(freopen(g_logpath, "w", stderr) != NULL);
+}
+
+/*
+ * NT allreduces in runs of 8 with one dtype and op, every 17th one above the
+ * fusion threshold, a third in place, tensor 100 one element longer on the
+ * last rank (a mismatch), submitted in the same order everywhere before any
+ * wait: exact results, and TC_ERR_MISMATCH for tensor 100 only.
+ */
+TC_CASE(small_allreduces_in_runs)
 {
     static const tc_dtype_t dts[] = {TC_FLOAT32, TC_INT32, TC_FLOAT16, TC_FLOAT64, TC_BFLOAT16};
     static const tc_op_t ops[] = {TC_SUM, TC_MAX, TC_AVG, TC_MIN, TC_PROD};
-    int expect_fused = argc > 1 && strcmp(argv[1], "on") == 0;
-    char logpath[64];
-    int rank, size, i, fused = 0, mismatches = 0;
+    int rank = tt_rank, size = tt_size, i;
 
-    snprintf(logpath, sizeof(logpath), "/tmp/tcoll_test_fusion_%d.log", (int)getpid());
-    setenv("TCOLL_LOG_LEVEL", "debug", 1);
-    CHECK(freopen(logpath, "w", stderr) != NULL);
-    CHECK_OK(tc_init());
-    rank = tc_rank();
-    size = tc_size();
-
+    g_mismatches = 0;
     for (i = 0; i < NT; i++) {
         item_t *it = &items[i];
         int run = i / 8; /* runs of 8 with one dtype and op */
@@ -79,7 +87,7 @@ int main(int argc, char **argv)
         if (size > 1 && i == 100) {
             CHECK_STATUS(st, TC_ERR_MISMATCH);
             CHECK_STR_CONTAINS(tc_request_error(it->req), "tensor 'fusion/100'");
-            mismatches++;
+            g_mismatches++;
         } else {
             CHECK_MSG(st == TC_OK, "%s: %s", it->name, tc_request_error(it->req));
             tt_check_allreduce(it->name, it->dt, it->op, (uint64_t)i, size, it->recv, it->count);
@@ -90,28 +98,38 @@ int main(int argc, char **argv)
         }
         free(it->send);
     }
-    tt_final_barrier();
-    CHECK_OK(tc_shutdown());
+}
+
+/* After tc_shutdown, this rank's log must show fused allreduces ("on"), or
+ * none at all ("off": TCOLL_FUSION_THRESHOLD_KB=0). */
+static void check_fusion_logged(void)
+{
+    int expect_fused = tc_test_nargs() > 0 && strcmp(tc_test_arg(0), "on") == 0;
+    int fused = 0;
 
     fflush(stderr);
     {
-        FILE *f = fopen(logpath, "r");
+        FILE *f = fopen(g_logpath, "r");
         char line[2048];
         CHECK(f != NULL);
         while (fgets(line, sizeof(line), f) != NULL) {
             fused += strstr(line, "engine DEBUG: fused ") != NULL;
         }
         fclose(f);
-        unlink(logpath);
+        unlink(g_logpath);
     }
     if (expect_fused) {
         CHECK_MSG(fused > 0, "no fused allreduce in the debug log");
     } else {
         CHECK_EQ(fused, 0);
     }
-    if (rank == 0) {
-        printf("test_fusion: %d allreduces OK on %d ranks, %d fused groups on rank 0, "
-               "%d mismatch\n", NT, size, fused, mismatches);
-    }
-    return 0;
+    tt_say("test_fusion: %d allreduces OK on %d ranks, %d fused groups on rank 0, "
+           "%d mismatch\n", NT, tt_size, fused, g_mismatches);
+}
+
+int main(int argc, char **argv)
+{
+    return tt_mpi_main(argc, argv, &(tt_program_t){ .args = "on|off",
+                                                     .before_init = log_to_file,
+                                                     .after_shutdown = check_fusion_logged });
 }

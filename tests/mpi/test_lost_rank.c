@@ -2,7 +2,7 @@
  * test_lost_rank.c - a rank that dies must not leave the others blocked
  * (np >= 2, under a launcher that lets the job go on when a rank dies:
  * run_lost_rank.sh passes Open MPI's --enable-recovery). The last rank is
- * killed with SIGKILL; one variant per run, chosen by argv[1]:
+ * killed with SIGKILL; one case per run (it ends tcoll), chosen with --case:
  *
  *   negotiation  it dies between two allreduces, so the others wait for its
  *                negotiation message;
@@ -34,9 +34,8 @@ static void *killer(void *arg)
     return NULL;
 }
 
-int main(int argc, char **argv)
+static void lose_last_rank(const char *mode)
 {
-    const char *mode = argc > 1 ? argv[1] : "";
     const int transfer = strcmp(mode, "transfer") == 0;
     size_t count = transfer ? (size_t)16 << 20 : 1000;
     float *in, *out;
@@ -48,11 +47,8 @@ int main(int argc, char **argv)
     int rank, size, i;
     pthread_t th;
 
-    CHECK_MSG(transfer || strcmp(mode, "negotiation") == 0,
-              "usage: test_lost_rank negotiation|transfer");
-    CHECK_OK(tc_init());
-    rank = tc_rank();
-    size = tc_size();
+    rank = tt_rank;
+    size = tt_size;
     CHECK_MSG(size >= 2, "test_lost_rank needs 2 or more ranks");
     in = tt_xmalloc(count * sizeof(float));
     out = tt_xmalloc(count * sizeof(float));
@@ -99,5 +95,19 @@ int main(int argc, char **argv)
     fflush(stdout);
     free(in);
     free(out);
-    return 0;
+}
+
+TC_CASE(negotiation)
+{
+    lose_last_rank("negotiation");
+}
+
+TC_CASE(transfer)
+{
+    lose_last_rank("transfer");
+}
+
+int main(int argc, char **argv)
+{
+    return tt_mpi_main(argc, argv, &(tt_program_t){ .case_ends_tcoll = 1 });
 }

@@ -10,22 +10,12 @@
 
 #include "mpi_common.h"
 
-int main(int argc, char **argv)
+/* tc_init refuses the application's MPI below MPI_THREAD_MULTIPLE, says why,
+ * and leaves MPI initialized and usable. */
+TC_CASE(tc_init_refuses_low_thread_level)
 {
-    int provided = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
-    int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (provided >= MPI_THREAD_MULTIPLE) {
-        if (rank == 0) {
-            printf("test_lowthread: MPI gave MPI_THREAD_MULTIPLE for a FUNNELED request; "
-                   "nothing to test\n");
-        }
-        MPI_Finalize();
-        return 0;
-    }
-
+    int provided = -1;
+    MPI_Query_thread(&provided);
     CHECK_STATUS(tc_init(), TC_ERR_STATE);
     CHECK_STR_CONTAINS(tc_last_error(), "MPI_THREAD_MULTIPLE");
 
@@ -34,10 +24,15 @@ int main(int argc, char **argv)
     CHECK_MSG(fin == 0, "a failed tc_init finalized the application's MPI");
     int in = 1, sum = 0;
     MPI_Allreduce(&in, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    CHECK_EQ(sum, size);
-    if (rank == 0) {
-        printf("test_lowthread: tc_init refused MPI thread level %d (%d ranks)\n", provided, size);
-    }
-    MPI_Finalize();
-    return 0;
+    CHECK_EQ(sum, tt_size);
+    tt_say("test_lowthread: tc_init refused MPI thread level %d (%d ranks)\n", provided,
+           tt_size);
+}
+
+/* The skeleton initializes MPI with MPI_THREAD_FUNNELED and never starts
+ * tcoll: the case does, and it must fail. */
+int main(int argc, char **argv)
+{
+    return tt_mpi_main(argc, argv,
+                       &(tt_program_t){ .app_mpi = 1, .app_mpi_level = MPI_THREAD_FUNNELED });
 }

@@ -35,7 +35,6 @@ typedef struct {
 
 static task_t g_tasks[MAX_TASKS];
 static int g_ntasks;
-static int g_rank, g_size;
 
 
 static task_t *add(const char *name, params_t mine, int bad)
@@ -50,7 +49,7 @@ static task_t *add(const char *name, params_t mine, int bad)
     size_t bytes = (size_t)n * tt_dtype_bytes(mine.dt);
     t->data = tt_xmalloc(bytes);
     t->recv = tt_xmalloc(bytes);
-    tt_fill(mine.dt, mine.op, tt_hash_str(name), g_rank, t->data, n);
+    tt_fill(mine.dt, mine.op, tt_hash_str(name), tt_rank, t->data, n);
     return t;
 }
 
@@ -58,7 +57,7 @@ static task_t *add(const char *name, params_t mine, int bad)
 static void add_bad(const char *name, params_t base, params_t other, int odd, const char *field,
                     const char *val0, const char *val_odd)
 {
-    task_t *t = add(name, g_rank == odd ? other : base, 1);
+    task_t *t = add(name, tt_rank == odd ? other : base, 1);
     t->field = field;
     t->odd = odd;
     snprintf(t->val0, sizeof t->val0, "%s", val0);
@@ -94,7 +93,7 @@ static void check_bad(task_t *t)
     } else {
         /* rank 0 is the odd one: any other rank may be named with its value */
         int found = 0;
-        for (int r = 1; r < g_size && !found; r++) {
+        for (int r = 1; r < tt_size && !found; r++) {
             snprintf(want, sizeof want, "rank %d has %s", r, t->val_odd);
             found = strstr(msg, want) != NULL;
         }
@@ -109,26 +108,25 @@ static void check_good(task_t *t)
     tc_status_t st = tc_wait(t->req);
     CHECK_MSG(st == TC_OK, "%s: %s: %s", t->name, tc_status_string(st), tc_request_error(t->req));
     CHECK_EQ(t->p.kind, TT_ALLREDUCE);
-    tt_check_allreduce(t->name, t->p.dt, t->p.op, tt_hash_str(t->name), g_size, t->recv,
+    tt_check_allreduce(t->name, t->p.dt, t->p.op, tt_hash_str(t->name), tt_size, t->recv,
                        tt_count(t->p.ndim, t->p.shape));
     tc_request_free(t->req);
 }
 
-static int g_order[MAX_TASKS];
-
-static void worker(int ti, void *arg)
+static void submit_task(int task, void *arg)
 {
     (void)arg;
-    for (int j = ti; j < g_ntasks; j += NTHREADS) {
-        submit(&g_tasks[g_order[j]]);
-    }
-    for (int j = ti; j < g_ntasks; j += NTHREADS) {
-        task_t *t = &g_tasks[g_order[j]];
-        if (t->bad) {
-            check_bad(t);
-        } else {
-            check_good(t);
-        }
+    submit(&g_tasks[task]);
+}
+
+static void complete_task(int task, void *arg)
+{
+    task_t *t = &g_tasks[task];
+    (void)arg;
+    if (t->bad) {
+        check_bad(t);
+    } else {
+        check_good(t);
     }
 }
 
@@ -143,22 +141,24 @@ static void good_allreduce(const char *name, tc_dtype_t dt, tc_op_t op, int64_t 
     g_ntasks--;
 }
 
-int main(void)
+/*
+ * Every kind of disagreement, by the last rank, by rank 0 and (np >= 3) by a
+ * middle rank, mixed with good tensors, all in flight at once from NTHREADS
+ * threads in a different order per rank; then the engine keeps working and
+ * the failed names can be reused.
+ */
+TC_CASE(every_mismatch_kind_on_every_rank)
 {
-    CHECK_OK(tc_init());
-    g_rank = tc_rank();
-    g_size = tc_size();
-    const int L = g_size - 1;
+    const int L = tt_size - 1;
     char sL[16];
     snprintf(sL, sizeof sL, "%d", L);
 
-    if (g_size < 2) {
+    g_ntasks = 0;
+    if (tt_size < 2) {
         /* nothing can disagree with one rank: a clean run only */
         good_allreduce("mm/alone", TC_FLOAT32, TC_SUM, 10);
-        tt_final_barrier();
-        CHECK_OK(tc_shutdown());
-        printf("test_mismatch: needs 2 or more ranks; ran a clean allreduce only\n");
-        return 0;
+        tt_say("test_mismatch: needs 2 or more ranks; ran a clean allreduce only\n");
+        return;
     }
 
     /* the last rank disagrees */
@@ -181,7 +181,7 @@ int main(void)
             tt_params(TT_ALLGATHER, TC_FLOAT32, TC_SUM, 0, 3, 2, 3, 1), L, "ndim mismatch", "2", "3");
     /* allgather dims 1.. differ (dim0 may differ freely): values not checked,
      * the format of a dims-1.. shape is the engine's choice */
-    add_bad("mm/allgather-shape", tt_params(TT_ALLGATHER, TC_INT8, TC_SUM, 0, 2, 1 + g_rank, 3, 0),
+    add_bad("mm/allgather-shape", tt_params(TT_ALLGATHER, TC_INT8, TC_SUM, 0, 2, 1 + tt_rank, 3, 0),
             tt_params(TT_ALLGATHER, TC_INT8, TC_SUM, 0, 2, 2, 4, 0), L, "shape mismatch", "", "");
     add_bad("mm/broadcast-shape", tt_params(TT_BROADCAST, TC_FLOAT64, TC_SUM, 0, 1, 5, 0, 0),
             tt_params(TT_BROADCAST, TC_FLOAT64, TC_SUM, 0, 1, 6, 0, 0), L, "shape mismatch", "[5]", "[6]");
@@ -198,7 +198,7 @@ int main(void)
     add_bad("mm/rank0-dtype", tt_params(TT_ALLREDUCE, TC_INT64, TC_MIN, 0, 1, 4, 0, 0),
             tt_params(TT_ALLREDUCE, TC_UINT8, TC_MIN, 0, 1, 4, 0, 0), 0, "dtype mismatch", "uint8",
             "int64");
-    if (g_size >= 3) {
+    if (tt_size >= 3) {
         /* a middle rank disagrees */
         add_bad("mm/middle-op", tt_params(TT_ALLREDUCE, TC_INT32, TC_MIN, 0, 1, 4, 0, 0),
                 tt_params(TT_ALLREDUCE, TC_INT32, TC_PROD, 0, 1, 4, 0, 0), 1, "op mismatch", "min",
@@ -212,16 +212,15 @@ int main(void)
         add(name, tt_params(TT_ALLREDUCE, i & 1 ? TC_INT32 : TC_FLOAT32, TC_SUM, 0, 1, 100 + i, 0, 0), 0);
     }
 
-    for (int i = 0; i < g_ntasks; i++) {
-        g_order[i] = i;
-    }
-    tt_rng_t rng = { tt_key(0x33, (uint64_t)g_rank, 0) };
-    tt_shuffle(g_order, g_ntasks, &rng);
     int nbad = 0;
     for (int i = 0; i < g_ntasks; i++) {
         nbad += g_tasks[i].bad;
     }
-    tt_run_threads(NTHREADS, worker, NULL);
+    tt_run_batch(&(tt_batch_t){ .ntasks = g_ntasks,
+                                .nthreads = NTHREADS,
+                                .order_seed = tt_key(0x33, (uint64_t)tt_rank, 0),
+                                .submit = submit_task,
+                                .complete = complete_task });
     for (int i = 0; i < g_ntasks; i++) {
         free(g_tasks[i].data);
         free(g_tasks[i].recv);
@@ -234,12 +233,12 @@ int main(void)
     good_allreduce("mm/shape", TC_FLOAT32, TC_SUM, 6);
     good_allreduce("mm/collective", TC_INT64, TC_PROD, 17);
 
-    tt_final_barrier();
-    CHECK_OK(tc_shutdown());
-    if (g_rank == 0) {
-        printf("test_mismatch: %d mismatches detected on every rank (%d good tensors among them) "
-               "on %d ranks\n",
-               nbad, ncases - nbad, g_size);
-    }
-    return 0;
+    tt_say("test_mismatch: %d mismatches detected on every rank (%d good tensors among them) "
+           "on %d ranks\n",
+           nbad, ncases - nbad, tt_size);
+}
+
+int main(int argc, char **argv)
+{
+    return tt_mpi_main(argc, argv, &(tt_program_t){ 0 });
 }

@@ -1,10 +1,10 @@
 /*
  * test_shutdown.c - shutdown always finishes, whoever starts it and whatever
- * is pending. One variant per run, chosen by argv[1]:
+ * is pending. One case per run (each ends tcoll), chosen with --case:
  *
- *   rank0-first  rank 0 shuts down while the others have requests pending
+ *   rank0_first  rank 0 shuts down while the others have requests pending
  *                that can never run (names rank 0 never submits);
- *   last-first   the last rank shuts down first; the others are pending
+ *   last_first   the last rank shuts down first; the others are pending
  *                (even ranks) or idle (odd ranks);
  *   uneven       every rank works, then rank r sleeps r*50 ms and shuts down;
  *                odd ranks have a request pending that can never run;
@@ -22,7 +22,6 @@
 
 #include "mpi_common.h"
 
-static int g_rank, g_size;
 static float g_never_in[16], g_never_out[16];
 
 /* An allreduce under a name only this rank (or only some ranks) submits. */
@@ -38,7 +37,7 @@ static tc_request_t *submit_named(const char *name, int slot)
 static tc_request_t *submit_never(const char *tag, int slot)
 {
     char name[64];
-    snprintf(name, sizeof name, "never/%d/%s", g_rank, tag);
+    snprintf(name, sizeof name, "never/%d/%s", tt_rank, tag);
     return submit_named(name, slot);
 }
 
@@ -92,14 +91,14 @@ static void sync_all(const char *name, int first)
     tc_request_t *req = NULL;
     CHECK_OK(tc_allreduce(name, &t, &sum, TC_SUM, &req));
     tc_status_t st = tc_wait(req);
-    if (g_rank == first) {
+    if (tt_rank == first) {
         CHECK_MSG(st == TC_OK, "%s: %s: %s", name, tc_status_string(st), tc_request_error(req));
     } else {
         CHECK_MSG(st == TC_OK || st == TC_ERR_SHUTDOWN, "%s: %s: %s", name,
                   tc_status_string(st), tc_request_error(req));
     }
     if (st == TC_OK) {
-        CHECK_EQ(sum, g_size);
+        CHECK_EQ(sum, tt_size);
     }
     tc_request_free(req);
 }
@@ -109,7 +108,7 @@ static void work(const char *name)
 {
     int32_t v[5], o[5];
     for (int i = 0; i < 5; i++) {
-        v[i] = g_rank + i;
+        v[i] = tt_rank + i;
     }
     tc_tensor_t t = { v, TC_INT32, 1, { 5 } };
     tc_request_t *req = NULL;
@@ -117,7 +116,7 @@ static void work(const char *name)
     tc_status_t st = tc_wait(req);
     CHECK_MSG(st == TC_OK, "%s: %s: %s", name, tc_status_string(st), tc_request_error(req));
     for (int i = 0; i < 5; i++) {
-        CHECK_EQ(o[i], g_size * (g_size - 1) / 2 + g_size * i);
+        CHECK_EQ(o[i], tt_size * (tt_size - 1) / 2 + tt_size * i);
     }
     tc_request_free(req);
 }
@@ -128,24 +127,24 @@ static void variant_first(int first)
 {
     work("work/0");
     work("work/1");
-    if (g_size == 1) {
+    if (tt_size == 1) {
         own_shutdown();
         return;
     }
     tc_request_t *never = NULL, *partial = NULL;
     /* ranks other than `first`: a name `first` never submits; for the last
      * variant only the even ranks, the odd ones stay idle */
-    int pending = g_rank != first && (first == 0 || g_rank % 2 == 0);
+    int pending = tt_rank != first && (first == 0 || tt_rank % 2 == 0);
     if (pending) {
         never = submit_never("a", 0);
         partial = submit_named("partial", 1);
     }
-    if (g_rank == first) {
+    if (tt_rank == first) {
         never = submit_never("own", 0); /* even first's own pending request fails */
     }
     sync_all("sync", first);
 
-    if (g_rank == first) {
+    if (tt_rank == first) {
         own_shutdown();
         wait_shut(never, "own pending request");
     } else if (pending) {
@@ -160,7 +159,7 @@ static void variant_first(int first)
         float x = 1, y;
         tc_tensor_t t = { &x, TC_FLOAT32, 0, { 0 } };
         char name[32];
-        snprintf(name, sizeof name, "late/%d", g_rank);
+        snprintf(name, sizeof name, "late/%d", tt_rank);
         tc_status_t st = tc_allreduce(name, &t, &y, TC_SUM, &req);
         if (st == TC_OK) {
             wait_shut(req, "late submission"); /* no other rank submits it */
@@ -175,12 +174,12 @@ static void variant_first(int first)
 static void variant_uneven(void)
 {
     tc_request_t *never = NULL;
-    if (g_size > 1 && g_rank % 2 == 1) {
+    if (tt_size > 1 && tt_rank % 2 == 1) {
         never = submit_never("odd", 0); /* before anyone can shut down */
     }
     const int steps = 20;
     for (int s = 0; s < steps; s++) {
-        int32_t v = g_rank + s, o = 0;
+        int32_t v = tt_rank + s, o = 0;
         tc_tensor_t t = { &v, TC_INT32, 0, { 0 } };
         tc_request_t *req = NULL;
         CHECK_OK(tc_allreduce("step", &t, &o, TC_SUM, &req)); /* one name, reused */
@@ -195,11 +194,11 @@ static void variant_uneven(void)
                       tc_status_string(st), tc_request_error(req));
         }
         if (st == TC_OK) {
-            CHECK_EQ(o, g_size * (g_size - 1) / 2 + g_size * s);
+            CHECK_EQ(o, tt_size * (tt_size - 1) / 2 + tt_size * s);
         }
         tc_request_free(req);
     }
-    tt_sleep_ms(50L * g_rank);
+    tt_sleep_ms(50L * tt_rank);
     CHECK_OK(tc_shutdown());
     if (never) {
         wait_shut(never, "pending at shutdown");
@@ -269,7 +268,7 @@ static void variant_threads(void)
     pthread_mutex_unlock(&g_mu);
     /* every rank's threads have submitted once this completes anywhere */
     sync_all("sync", shutter);
-    if (g_rank == shutter) {
+    if (tt_rank == shutter) {
         tt_sleep_ms(50); /* let the local threads block */
         CHECK_OK(tc_shutdown());
     }
@@ -277,36 +276,46 @@ static void variant_threads(void)
         CHECK_EQ(pthread_join(threads[i], NULL), 0);
     }
     check_submissions_refused();
-    if (g_rank != shutter) {
+    if (tt_rank != shutter) {
         CHECK_OK(tc_shutdown());
     }
     CHECK_STATUS(tc_shutdown(), TC_ERR_STATE);
 }
 
-int main(int argc, char **argv)
+TC_CASE(rank0_first)
 {
-    const char *variant = argc > 1 ? argv[1] : "rank0-first";
-    CHECK_OK(tc_init());
-    g_rank = tc_rank();
-    g_size = tc_size();
+    variant_first(0);
+    tt_say("test_shutdown rank0_first: OK on %d ranks\n", tt_size);
+}
+
+TC_CASE(last_first)
+{
+    variant_first(tt_size - 1);
+    tt_say("test_shutdown last_first: OK on %d ranks\n", tt_size);
+}
+
+TC_CASE(uneven)
+{
+    variant_uneven();
+    tt_say("test_shutdown uneven: OK on %d ranks\n", tt_size);
+}
+
+TC_CASE(threads)
+{
+    CHECK_MSG(tt_size >= 2, "the threads variant needs 2 or more ranks");
+    variant_threads();
+    tt_say("test_shutdown threads: OK on %d ranks\n", tt_size);
+}
+
+static void fill_never_inputs(void)
+{
     for (int i = 0; i < 16; i++) {
         g_never_in[i] = (float)i;
     }
+}
 
-    if (strcmp(variant, "rank0-first") == 0) {
-        variant_first(0);
-    } else if (strcmp(variant, "last-first") == 0) {
-        variant_first(g_size - 1);
-    } else if (strcmp(variant, "uneven") == 0) {
-        variant_uneven();
-    } else if (strcmp(variant, "threads") == 0) {
-        CHECK_MSG(g_size >= 2, "the threads variant needs 2 or more ranks");
-        variant_threads();
-    } else {
-        TC_CHECK_FAIL("unknown variant '%s'", variant);
-    }
-    if (g_rank == 0) {
-        printf("test_shutdown %s: OK on %d ranks\n", variant, g_size);
-    }
-    return 0;
+int main(int argc, char **argv)
+{
+    return tt_mpi_main(argc, argv,
+                       &(tt_program_t){ .case_ends_tcoll = 1, .before_init = fill_never_inputs });
 }

@@ -1,7 +1,7 @@
 /*
  * test_stall.c - the stall inspector (np >= 2). The last rank withholds a
- * tensor that every other rank has submitted; one variant per run, chosen by
- * argv[1]:
+ * tensor that every other rank has submitted; one case per run (each needs
+ * its own environment, set by the CTest), chosen with --case:
  *
  *   warn   (TCOLL_STALL_WARN_S=1) the last rank submits it after 2.5 s.
  *          Rank 0's log (its stderr, captured in a file) must list the
@@ -25,7 +25,7 @@
 
 #define ABORT_S 2 /* TCOLL_STALL_ABORT_S in the abort variant (tests/mpi/CMakeLists.txt) */
 
-static int g_rank, g_size;
+static const char *g_mode = "?";
 static char g_log[256];
 static int g_saved_stderr = -1;
 
@@ -85,7 +85,7 @@ static char *read_log(void)
 /* "ranks 0-1" / "rank 0": how the inspector lists ranks 0..L-1. */
 static void submitters(char *out, size_t len)
 {
-    int L = g_size - 1;
+    int L = tt_size - 1;
     if (L == 1) {
         snprintf(out, len, "submitted by rank 0;");
     } else {
@@ -104,11 +104,11 @@ static tc_request_t *submit(const char *name, const float *in, float *out)
 /* An allreduce every rank joins at once: must succeed with the right sum. */
 static void good(const char *name)
 {
-    float in[3] = { (float)g_rank, 1, 2 }, out[3] = { -1, -1, -1 };
+    float in[3] = { (float)tt_rank, 1, 2 }, out[3] = { -1, -1, -1 };
     tc_request_t *req = submit(name, in, out);
     CHECK_MSG(tc_wait(req) == TC_OK, "'%s': %s", name, tc_request_error(req));
-    CHECK(out[0] == (float)(g_size * (g_size - 1) / 2) && out[1] == (float)g_size &&
-          out[2] == (float)(2 * g_size));
+    CHECK(out[0] == (float)(tt_size * (tt_size - 1) / 2) && out[1] == (float)tt_size &&
+          out[2] == (float)(2 * tt_size));
     tc_request_free(req);
 }
 
@@ -118,13 +118,13 @@ static void good(const char *name)
  * another is failed as stalled too, by design). */
 static void withheld(const char *name, long delay_ms, int expect_timeout)
 {
-    const int L = g_size - 1;
+    const int L = tt_size - 1;
     float in[3] = { 1, 1, 1 }, out[3] = { -1, -1, -1 };
     tc_request_t *req;
     tc_status_t st;
     char want[160];
 
-    if (g_rank == L) {
+    if (tt_rank == L) {
         if (delay_ms < 0) {
             tt_sleep_ms((ABORT_S + 1) * 1000);
             return;
@@ -135,7 +135,7 @@ static void withheld(const char *name, long delay_ms, int expect_timeout)
     st = tc_wait(req);
     if (!expect_timeout) {
         CHECK_MSG(st == TC_OK, "'%s': %s (%s)", name, tc_status_string(st), tc_request_error(req));
-        CHECK(out[0] == (float)g_size);
+        CHECK(out[0] == (float)tt_size);
     } else {
         CHECK_MSG(st == TC_ERR_TIMEOUT, "'%s': %s (%s), want a timeout", name,
                   tc_status_string(st), tc_request_error(req));
@@ -158,65 +158,84 @@ static void check_warned(const char *log, const char *name)
     CHECK_MSG(at != NULL, "no stall warning for '%s' in rank 0's log:\n%s", name, log);
     submitters(who, sizeof who);
     CHECK_MSG(strstr(at, who) != NULL, "warning for '%s' lacks '%s':\n%s", name, who, log);
-    snprintf(want, sizeof want, "missing rank %d", g_size - 1);
+    snprintf(want, sizeof want, "missing rank %d", tt_size - 1);
     CHECK_MSG(strstr(at, want) != NULL, "warning for '%s' lacks '%s':\n%s", name, want, log);
 }
 
-int main(int argc, char **argv)
+/* Before tc_init (the engine thread logs from the start): rank 0's stderr
+ * goes to a file. */
+static void capture_rank0_stderr(void)
 {
-    const char *mode = argc > 1 ? argv[1] : "";
-    int k;
-
-    CHECK_MSG(strcmp(mode, "warn") == 0 || strcmp(mode, "abort") == 0,
-              "usage: test_stall warn|abort");
-    /* before tc_init: the engine thread logs from the start */
     if (getenv("OMPI_COMM_WORLD_RANK") != NULL && atoi(getenv("OMPI_COMM_WORLD_RANK")) == 0) {
         capture_stderr();
     } else if (getenv("PMI_RANK") != NULL && atoi(getenv("PMI_RANK")) == 0) {
         capture_stderr();
     }
-    CHECK_OK(tc_init());
-    g_rank = tc_rank();
-    g_size = tc_size();
-    CHECK_MSG(g_size >= 2, "test_stall needs 2 or more ranks");
-    for (k = 0; k < 3; k++) {
+}
+
+/* Every rank runs "st/cached" three times: from then on it is a cached name. */
+static void cache_a_name(void)
+{
+    CHECK_MSG(tt_size >= 2, "test_stall needs 2 or more ranks");
+    for (int k = 0; k < 3; k++) {
         good("st/cached"); /* filed in the response cache from now on */
     }
+}
 
-    if (strcmp(mode, "warn") == 0) {
-        withheld("st/first-time", 2500, 0);
-        withheld("st/cached", 2500, 0);
-        good("st/after");
-        if (g_rank == 0) {
-            char *log = read_log();
-            check_warned(log, "st/first-time");
-            check_warned(log, "st/cached");
-            free(log);
-        }
-    } else {
-        withheld("st/first-time", -1, 1);
-        good("st/after-1");
-        withheld("st/cached", -1, 1);
-        good("st/after-2");
-        good("st/cached"); /* everyone again: it works as before */
-        good("st/first-time");
-        if (g_rank == 0) {
-            char *log = read_log();
-            CHECK_MSG(strstr(log, "failing it with TC_ERR_TIMEOUT") != NULL,
-                      "rank 0's log does not say it failed the stalled tensors:\n%s", log);
-            free(log);
-        }
+/* TCOLL_STALL_WARN_S=1: the last rank submits 2.5 s late, a first-time name
+ * and a cached one; rank 0's log warns about both. */
+TC_CASE(warn)
+{
+    g_mode = "warn";
+    cache_a_name();
+    withheld("st/first-time", 2500, 0);
+    withheld("st/cached", 2500, 0);
+    good("st/after");
+    if (tt_rank == 0) {
+        char *log = read_log();
+        check_warned(log, "st/first-time");
+        check_warned(log, "st/cached");
+        free(log);
     }
-    tt_final_barrier();
-    CHECK_OK(tc_shutdown());
-    if (g_rank == 0) {
+}
+
+/* TCOLL_STALL_WARN_S=1, TCOLL_STALL_ABORT_S=2: the last rank never submits,
+ * the others time out; the engine and the names go on. */
+TC_CASE(abort)
+{
+    g_mode = "abort";
+    cache_a_name();
+    withheld("st/first-time", -1, 1);
+    good("st/after-1");
+    withheld("st/cached", -1, 1);
+    good("st/after-2");
+    good("st/cached"); /* everyone again: it works as before */
+    good("st/first-time");
+    if (tt_rank == 0) {
+        char *log = read_log();
+        CHECK_MSG(strstr(log, "failing it with TC_ERR_TIMEOUT") != NULL,
+                  "rank 0's log does not say it failed the stalled tensors:\n%s", log);
+        free(log);
+    }
+}
+
+/* After tc_shutdown: what tcoll logged on rank 0, for the test's output. */
+static void show_rank0_log(void)
+{
+    if (tt_rank == 0) {
         char *log = read_log();
         fflush(stderr);
         dup2(g_saved_stderr, 2); /* what tcoll logged, for the test's output */
         fputs(log, stderr);
         free(log);
         unlink(g_log);
-        printf("test_stall %s: OK on %d ranks\n", mode, g_size);
+        printf("test_stall %s: OK on %d ranks\n", g_mode, tt_size);
     }
-    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    return tt_mpi_main(argc, argv, &(tt_program_t){ .one_case_per_run = 1,
+                                                     .before_init = capture_rank0_stderr,
+                                                     .after_shutdown = show_rank0_log });
 }

@@ -6,7 +6,7 @@
  * broadcast, under names "s<thread>/<kind>" that are reused once the step's
  * requests have completed; every result is checked.
  *
- * Usage: test_stress [steps]   (default 200)
+ * Usage: test_stress [--case NAME] [steps]   (default 200)
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -14,7 +14,7 @@
 
 #define NTHREADS 4
 
-static int g_rank, g_size, g_steps = 200;
+static int g_steps = 200;
 
 typedef struct {
     char name[32];
@@ -41,7 +41,7 @@ static void submit(op_t *o)
         break;
     }
     case 2: {
-        tc_tensor_t t = { o->a, TC_INT32, 2, { g_rank % 3, 2 } };
+        tc_tensor_t t = { o->a, TC_INT32, 2, { tt_rank % 3, 2 } };
         CHECK_OK(tc_allgather(o->name, &t, rp));
         break;
     }
@@ -62,7 +62,7 @@ static void check(op_t *o, int ti, int step)
     case 0:
         for (int64_t i = 0; i < o->n; i++) {
             /* sum over r of (r+1)*(step+1) + i + ti */
-            int64_t want = (int64_t)g_size * (g_size + 1) / 2 * (step + 1) + g_size * (i + ti);
+            int64_t want = (int64_t)tt_size * (tt_size + 1) / 2 * (step + 1) + tt_size * (i + ti);
             CHECK_EQ(o->ao[i], want);
         }
         break;
@@ -70,7 +70,7 @@ static void check(op_t *o, int ti, int step)
         for (int64_t i = 0; i < o->n; i++) {
             /* max over r of ((r * 7 + i + step) % 5) - ti */
             int best = -1;
-            for (int r = 0; r < g_size; r++) {
+            for (int r = 0; r < tt_size; r++) {
                 int v = (int)((r * 7 + i + step) % 5);
                 best = v > best ? v : best;
             }
@@ -81,7 +81,7 @@ static void check(op_t *o, int ti, int step)
         tc_tensor_t out;
         CHECK_OK(tc_request_output(o->req, &out));
         int64_t rows = 0;
-        for (int r = 0; r < g_size; r++) {
+        for (int r = 0; r < tt_size; r++) {
             for (int k = 0; k < (r % 3) * 2; k++) {
                 CHECK_EQ(((int32_t *)out.data)[rows * 2 + k], r * 100 + step + k);
             }
@@ -101,10 +101,19 @@ static void check(op_t *o, int ti, int step)
     o->req = NULL;
 }
 
+/* The optional argument: how many steps each thread runs. */
+static void read_steps(void)
+{
+    if (tc_test_nargs() > 0) {
+        g_steps = atoi(tc_test_arg(0));
+        CHECK(g_steps > 0);
+    }
+}
+
 static void worker(int ti, void *arg)
 {
     (void)arg;
-    tt_rng_t rng = { tt_key(0x57, (uint64_t)g_rank, (uint64_t)ti) };
+    tt_rng_t rng = { tt_key(0x57, (uint64_t)tt_rank, (uint64_t)ti) };
     static const char *kinds[4] = { "sum", "max", "ag", "bc" };
     op_t ops[4];
     memset(ops, 0, sizeof ops);
@@ -119,25 +128,25 @@ static void worker(int ti, void *arg)
         int64_t len = 1 + (int64_t)(tt_key(ti, (uint64_t)step, 1) % 64);
         ops[0].n = len;
         for (int64_t i = 0; i < len; i++) {
-            ops[0].a[i] = (g_rank + 1) * (step + 1) + (int32_t)i + ti;
+            ops[0].a[i] = (tt_rank + 1) * (step + 1) + (int32_t)i + ti;
         }
         todo[n++] = &ops[0];
         ops[1].n = 1 + (int64_t)(tt_key(ti, (uint64_t)step, 2) % 64);
         for (int64_t i = 0; i < ops[1].n; i++) {
-            ops[1].f[i] = (float)((g_rank * 7 + i + step) % 5 - ti);
+            ops[1].f[i] = (float)((tt_rank * 7 + i + step) % 5 - ti);
         }
         todo[n++] = &ops[1];
         if (step % 3 == 1) {
-            for (int k = 0; k < (g_rank % 3) * 2; k++) {
-                ops[2].a[k] = g_rank * 100 + step + k;
+            for (int k = 0; k < (tt_rank % 3) * 2; k++) {
+                ops[2].a[k] = tt_rank * 100 + step + k;
             }
             todo[n++] = &ops[2];
         }
         if (step % 4 == 2) {
-            ops[3].root = (step / 4 + ti) % g_size;
+            ops[3].root = (step / 4 + ti) % tt_size;
             ops[3].n = 1 + (int64_t)(tt_key(ti, (uint64_t)step, 3) % 64);
             for (int64_t i = 0; i < ops[3].n; i++) {
-                ops[3].a[i] = g_rank == ops[3].root ? ops[3].root * 1000 + step * 3 + (int)i : -7;
+                ops[3].a[i] = tt_rank == ops[3].root ? ops[3].root * 1000 + step * 3 + (int)i : -7;
             }
             todo[n++] = &ops[3];
         }
@@ -154,23 +163,18 @@ static void worker(int ti, void *arg)
     }
 }
 
-int main(int argc, char **argv)
+/* NTHREADS threads, each running g_steps steps of its own operations. */
+TC_CASE(reused_names_from_threads)
 {
-    if (argc > 1) {
-        g_steps = atoi(argv[1]);
-        CHECK(g_steps > 0);
-    }
-    CHECK_OK(tc_init());
-    g_rank = tc_rank();
-    g_size = tc_size();
     double t0 = tt_now();
     tt_run_threads(NTHREADS, worker, NULL);
     double el = tt_now() - t0;
-    tt_final_barrier();
-    CHECK_OK(tc_shutdown());
-    if (g_rank == 0) {
-        printf("test_stress: %d threads x %d steps OK on %d ranks (%.2f s, %.0f us/step)\n",
-               NTHREADS, g_steps, g_size, el, el / g_steps * 1e6);
-    }
-    return 0;
+    tt_say("test_stress: %d threads x %d steps OK on %d ranks (%.2f s, %.0f us/step)\n",
+           NTHREADS, g_steps, tt_size, el, el / g_steps * 1e6);
+}
+
+int main(int argc, char **argv)
+{
+    /* the step count is read in a hook: tc_test_arg() is set by tt_mpi_main */
+    return tt_mpi_main(argc, argv, &(tt_program_t){ .args = "[steps]", .before_init = read_steps });
 }

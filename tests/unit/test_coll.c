@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "check.h"
+#include "tc_test.h"
 #include "coll/coll.h"
 #include "reduce/reduce.h"
 
@@ -27,6 +28,7 @@ typedef struct {
 } chan_t;
 
 static chan_t chans[MAXN][MAXN]; /* [src][dst] */
+static int g_runs;                /* collective runs checked, for the summary line */
 
 static tc_status_t fake_sendrecv(tc_transport_t *t, const void *sbuf, size_t sbytes, int dst,
                                  void *rbuf, size_t rbytes, int src)
@@ -267,12 +269,93 @@ static void test_bcast(int n, int root, size_t bytes)
     }
 }
 
-int main(void)
+static const tc_dtype_t all_dtypes[] = {TC_INT32, TC_FLOAT32, TC_FLOAT64, TC_FLOAT16, TC_BFLOAT16};
+static const tc_op_t all_ops[] = {TC_SUM, TC_AVG, TC_MIN, TC_MAX, TC_PROD};
+
+/* Element counts for n ranks: 0, 1, n-1, n+1, and primes. */
+#define COUNTS(n) {0, 1, (size_t)(n) - 1, (size_t)(n) + 1, 97, 7919}
+#define NCOUNTS 6
+
+/* Every dtype x op (avg on floating dtypes) x count on 1..MAXN ranks, with
+ * chunks larger than any of them. */
+TC_CASE(allreduce_every_dtype_op_count)
 {
-    static const tc_dtype_t dts[] = {TC_INT32, TC_FLOAT32, TC_FLOAT64, TC_FLOAT16, TC_BFLOAT16};
-    static const tc_op_t ops[] = {TC_SUM, TC_AVG, TC_MIN, TC_MAX, TC_PROD};
-    int n, runs = 0;
+    int n;
     size_t d, o, c;
+
+    for (n = 1; n <= MAXN; n++) {
+        size_t counts[NCOUNTS] = COUNTS(n);
+        for (c = 0; c < NCOUNTS; c++) {
+            for (d = 0; d < sizeof(all_dtypes) / sizeof(all_dtypes[0]); d++) {
+                for (o = 0; o < sizeof(all_ops) / sizeof(all_ops[0]); o++) {
+                    if (all_ops[o] == TC_AVG && all_dtypes[d] == TC_INT32) {
+                        continue;
+                    }
+                    test_allreduce(n, counts[c], all_dtypes[d], all_ops[o], (size_t)1 << 20);
+                    g_runs++;
+                }
+            }
+        }
+    }
+}
+
+/* Chunks of one element, of an odd byte count, and of less than one element. */
+TC_CASE(allreduce_small_chunks)
+{
+    int n;
+    size_t c;
+
+    for (n = 1; n <= MAXN; n++) {
+        size_t counts[NCOUNTS] = COUNTS(n);
+        for (c = 0; c < NCOUNTS; c++) {
+            test_allreduce(n, counts[c], TC_FLOAT32, TC_SUM, 4);
+            test_allreduce(n, counts[c], TC_FLOAT16, TC_AVG, 11);
+            test_allreduce(n, counts[c], TC_INT32, TC_PROD, 3); /* less than one element */
+            g_runs += 3;
+        }
+    }
+}
+
+/* 300001 elements: chunks of a few KiB, and one chunk per segment. */
+TC_CASE(allreduce_large)
+{
+    int n;
+
+    for (n = 1; n <= MAXN; n++) {
+        test_allreduce(n, 300001, TC_FLOAT32, TC_SUM, 4096);
+        test_allreduce(n, 300001, TC_FLOAT64, TC_MAX, (size_t)1 << 20);
+        g_runs += 2;
+    }
+}
+
+/* Blocks of different sizes, some empty, on 1..MAXN ranks. */
+TC_CASE(allgatherv_uneven_blocks)
+{
+    int n;
+
+    for (n = 1; n <= MAXN; n++) {
+        test_allgatherv(n);
+    }
+}
+
+/* From every root: 0, 1 and 4099 bytes on 1..MAXN ranks. */
+TC_CASE(bcast_every_root)
+{
+    int n, root;
+
+    for (n = 1; n <= MAXN; n++) {
+        for (root = 0; root < n; root++) {
+            test_bcast(n, root, 0);
+            test_bcast(n, root, 1);
+            test_bcast(n, root, 4099);
+        }
+        g_runs += 3 * n;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int n, c;
 
     for (n = 0; n < MAXN; n++) {
         for (c = 0; c < MAXN; c++) {
@@ -280,36 +363,7 @@ int main(void)
             pthread_cond_init(&chans[n][c].cv, NULL);
         }
     }
-    for (n = 1; n <= MAXN; n++) {
-        size_t counts[] = {0, 1, (size_t)n - 1, (size_t)n + 1, 97, 7919};
-        for (c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
-            for (d = 0; d < sizeof(dts) / sizeof(dts[0]); d++) {
-                for (o = 0; o < sizeof(ops) / sizeof(ops[0]); o++) {
-                    if (ops[o] == TC_AVG && dts[d] == TC_INT32) {
-                        continue;
-                    }
-                    test_allreduce(n, counts[c], dts[d], ops[o], (size_t)1 << 20);
-                    runs++;
-                }
-            }
-        }
-        /* chunks of one element, of an odd byte count, and of a few KiB */
-        for (c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
-            test_allreduce(n, counts[c], TC_FLOAT32, TC_SUM, 4);
-            test_allreduce(n, counts[c], TC_FLOAT16, TC_AVG, 11);
-            test_allreduce(n, counts[c], TC_INT32, TC_PROD, 3); /* less than one element */
-            runs += 3;
-        }
-        test_allreduce(n, 300001, TC_FLOAT32, TC_SUM, 4096);
-        test_allreduce(n, 300001, TC_FLOAT64, TC_MAX, (size_t)1 << 20);
-        test_allgatherv(n);
-        for (c = 0; c < (size_t)n; c++) {
-            test_bcast(n, (int)c, 0);
-            test_bcast(n, (int)c, 1);
-            test_bcast(n, (int)c, 4099);
-        }
-        runs += 2 + 3 * n;
-    }
-    printf("test_coll: %d collective runs ok\n", runs);
+    tc_test_main(argc, argv, NULL);
+    printf("test_coll: %d collective runs ok\n", g_runs);
     return 0;
 }

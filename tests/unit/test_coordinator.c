@@ -6,24 +6,9 @@
 #define _GNU_SOURCE
 #include "check.h"
 #include "engine/coordinator.h"
+#include "tc_test.h"
 #include "util/backoff.h"
-
-static tc_wire_request_t mk(const char *name, int kind, int dtype, int op, int root, int ndim,
-                            int64_t d0, int64_t d1)
-{
-    tc_wire_request_t r;
-    memset(&r, 0, sizeof(r));
-    r.name = name;
-    r.name_len = (uint32_t)strlen(name);
-    r.kind = (uint8_t)kind;
-    r.dtype = (uint8_t)dtype;
-    r.op = (uint8_t)op;
-    r.root = root;
-    r.ndim = (uint8_t)ndim;
-    r.shape[0] = d0;
-    r.shape[1] = d1;
-    return r;
-}
+#include "wire_testutil.h"
 
 /* Submits base on every rank except `odd`, which submits alt; returns the
  * single response's text (malloc'd) or NULL for RUN. */
@@ -79,15 +64,15 @@ static void expect(char *text, const char *want)
     free(text);
 }
 
-int main(void)
+/* Readiness only once every rank submitted, in the order names became
+ * ready; protocol violations change nothing. */
+TC_CASE(readiness_and_order)
 {
     tc_coord_t *c;
     tc_coord_batch_t b;
     char err[256];
     tc_wire_request_t a, x;
-    int q;
 
-    /* readiness and order */
     CHECK_OK(tc__coord_create(3, &c));
     a = mk("a", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 4, 0);
     x = mk("b", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 4, 0);
@@ -117,8 +102,16 @@ int main(void)
     CHECK_OK(tc__coord_add(c, 0, &a, err, sizeof(err)));
     CHECK_EQ(tc__coord_pending(c), 1);
     tc__coord_destroy(c);
+}
 
-    /* allgather plan: rows per rank */
+/* An allgather plan: the rows of every rank. */
+TC_CASE(allgather_plan_rows_per_rank)
+{
+    tc_coord_t *c;
+    tc_coord_batch_t b;
+    char err[256];
+    int q;
+
     CHECK_OK(tc__coord_create(4, &c));
     for (q = 0; q < 4; q++) {
         tc_wire_request_t g = mk("g", TC_KIND_ALLGATHER, TC_INT8, TC_SUM, 0, 2, q * 3, 5);
@@ -133,8 +126,13 @@ int main(void)
     }
     tc__coord_batch_free(&b);
     tc__coord_destroy(c);
+}
 
-    /* every mismatch kind */
+/* The message of every mismatch kind. */
+TC_CASE(every_mismatch_kind_text)
+{
+    tc_wire_request_t a, x;
+
     a = mk("grad/w1", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 2, 2, 3);
     expect(decide(3, a, 2, mk("grad/w1", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 2, 3, 2)),
            "tensor 'grad/w1': allreduce shape mismatch: rank 0 has [2,3], rank 2 has [3,2]");
@@ -163,53 +161,71 @@ int main(void)
            "rank 1 has [7,5]");
     /* dim 0 may differ in an allgather */
     CHECK(decide(2, x, 1, mk("ag", TC_KIND_ALLGATHER, TC_INT64, TC_SUM, 0, 2, 7, 4)) == NULL);
+}
 
-    /* many disagreeing ranks: four listed, the rest counted */
-    {
-        CHECK_OK(tc__coord_create(8, &c));
-        for (q = 0; q < 8; q++) {
-            tc_wire_request_t r = mk("m", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, q == 0 ? 1 : 2, 0);
-            CHECK_OK(tc__coord_add(c, q, &r, err, sizeof(err)));
-        }
-        CHECK_OK(tc__coord_take_ready(c, &b));
-        CHECK_EQ(b.resps[0].rtype, TC_WIRE_ERROR);
-        CHECK_STR_CONTAINS(b.resps[0].text, "rank 4 has [2], and 3 more ranks differ");
-        tc__coord_batch_free(&b);
-        tc__coord_destroy(c);
+/* Many disagreeing ranks: four listed, the rest counted. */
+TC_CASE(many_disagreeing_ranks)
+{
+    tc_coord_t *c;
+    tc_coord_batch_t b;
+    char err[256];
+    int q;
+
+    CHECK_OK(tc__coord_create(8, &c));
+    for (q = 0; q < 8; q++) {
+        tc_wire_request_t r = mk("m", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, q == 0 ? 1 : 2, 0);
+        CHECK_OK(tc__coord_add(c, q, &r, err, sizeof(err)));
     }
-    /* the stall inspector's view: waiting names, who has them, since when;
-     * expiring one turns it into an ERROR for the next batch */
-    {
-        pending_seen_t seen = {0};
-        uint64_t before = tc__now_ns();
-        CHECK_OK(tc__coord_create(4, &c));
-        a = mk("slow", TC_KIND_BROADCAST, TC_INT32, TC_SUM, 0, 1, 3, 0);
-        x = mk("fast", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 3, 0);
-        CHECK_OK(tc__coord_add(c, 2, &a, err, sizeof(err)));
-        CHECK_OK(tc__coord_add(c, 1, &a, err, sizeof(err)));
-        CHECK_OK(tc__coord_add(c, 0, &x, err, sizeof(err)));
-        tc__coord_foreach_pending(c, see_pending, &seen);
-        CHECK_EQ(seen.n, 2);
-        CHECK_EQ(seen.slow_have, 0x6); /* ranks 1 and 2 */
-        CHECK_EQ(seen.slow_kind, TC_KIND_BROADCAST);
-        CHECK(seen.slow_since >= before && seen.slow_since <= tc__now_ns());
-        CHECK_STATUS(tc__coord_expire(c, "none", 4, TC_ERR_TIMEOUT, "x"), TC_ERR_ARG);
-        CHECK_STATUS(tc__coord_expire(c, "slow", 4, TC_OK, "x"), TC_ERR_ARG);
-        CHECK_EQ(tc__coord_pending(c), 2);
-        CHECK_OK(tc__coord_expire(c, "slow", 4, TC_ERR_TIMEOUT, "tensor 'slow' stalled"));
-        CHECK_EQ(tc__coord_pending(c), 1);
-        CHECK_EQ(tc__coord_nready(c), 1);
-        CHECK_OK(tc__coord_take_ready(c, &b));
-        CHECK_EQ(b.count, 1);
-        CHECK_EQ(b.resps[0].rtype, TC_WIRE_ERROR);
-        CHECK_EQ(b.resps[0].status, TC_ERR_TIMEOUT);
-        CHECK_STR_CONTAINS(b.resps[0].text, "tensor 'slow' stalled");
-        tc__coord_batch_free(&b);
-        /* the name can be submitted afresh; a late rank starts a new entry */
-        CHECK_OK(tc__coord_add(c, 3, &a, err, sizeof(err)));
-        CHECK_EQ(tc__coord_pending(c), 2);
-        tc__coord_destroy(c);
-    }
+    CHECK_OK(tc__coord_take_ready(c, &b));
+    CHECK_EQ(b.resps[0].rtype, TC_WIRE_ERROR);
+    CHECK_STR_CONTAINS(b.resps[0].text, "rank 4 has [2], and 3 more ranks differ");
+    tc__coord_batch_free(&b);
+    tc__coord_destroy(c);
+}
+
+/* The stall inspector's view: waiting names, who has them, since when;
+ * expiring one turns it into an ERROR for the next batch. */
+TC_CASE(stall_view_and_expiry)
+{
+    tc_coord_t *c;
+    tc_coord_batch_t b;
+    char err[256];
+    tc_wire_request_t a, x;
+    pending_seen_t seen = {0};
+    uint64_t before = tc__now_ns();
+
+    CHECK_OK(tc__coord_create(4, &c));
+    a = mk("slow", TC_KIND_BROADCAST, TC_INT32, TC_SUM, 0, 1, 3, 0);
+    x = mk("fast", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 3, 0);
+    CHECK_OK(tc__coord_add(c, 2, &a, err, sizeof(err)));
+    CHECK_OK(tc__coord_add(c, 1, &a, err, sizeof(err)));
+    CHECK_OK(tc__coord_add(c, 0, &x, err, sizeof(err)));
+    tc__coord_foreach_pending(c, see_pending, &seen);
+    CHECK_EQ(seen.n, 2);
+    CHECK_EQ(seen.slow_have, 0x6); /* ranks 1 and 2 */
+    CHECK_EQ(seen.slow_kind, TC_KIND_BROADCAST);
+    CHECK(seen.slow_since >= before && seen.slow_since <= tc__now_ns());
+    CHECK_STATUS(tc__coord_expire(c, "none", 4, TC_ERR_TIMEOUT, "x"), TC_ERR_ARG);
+    CHECK_STATUS(tc__coord_expire(c, "slow", 4, TC_OK, "x"), TC_ERR_ARG);
+    CHECK_EQ(tc__coord_pending(c), 2);
+    CHECK_OK(tc__coord_expire(c, "slow", 4, TC_ERR_TIMEOUT, "tensor 'slow' stalled"));
+    CHECK_EQ(tc__coord_pending(c), 1);
+    CHECK_EQ(tc__coord_nready(c), 1);
+    CHECK_OK(tc__coord_take_ready(c, &b));
+    CHECK_EQ(b.count, 1);
+    CHECK_EQ(b.resps[0].rtype, TC_WIRE_ERROR);
+    CHECK_EQ(b.resps[0].status, TC_ERR_TIMEOUT);
+    CHECK_STR_CONTAINS(b.resps[0].text, "tensor 'slow' stalled");
+    tc__coord_batch_free(&b);
+    /* the name can be submitted afresh; a late rank starts a new entry */
+    CHECK_OK(tc__coord_add(c, 3, &a, err, sizeof(err)));
+    CHECK_EQ(tc__coord_pending(c), 2);
+    tc__coord_destroy(c);
+}
+
+int main(int argc, char **argv)
+{
+    tc_test_main(argc, argv, NULL);
     printf("test_coordinator: ok\n");
     return 0;
 }

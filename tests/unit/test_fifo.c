@@ -10,6 +10,7 @@
 #include "check.h"
 #include "proxy_testutil.h"
 #include "util/backoff.h"
+#include "tc_test.h"
 #include "tcoll.h"
 
 #include <pthread.h>
@@ -18,8 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-
-static void test_bad_args(void)
+TC_CASE(bad_args)
 {
     tc_fifo_t *f = (tc_fifo_t *)(uintptr_t)0x1234;
     tc_fifo_t *orig = f;
@@ -349,21 +349,37 @@ static void test_mpsc(uint32_t size, int nprod, uint64_t per_producer)
     tc_fifo_destroy(f);
 }
 
-int main(void)
+/* FIFOs of 1, 2, 512 and 1024 slots. */
+TC_CASE(single_thread)
+{
+    static const uint32_t sizes[] = {1, 2, 512};
+    size_t si;
+
+    for (si = 0; si < 3; si++) {
+        test_single_thread(sizes[si]);
+    }
+    test_single_thread(1u << 10);
+}
+
+TC_CASE(push_waits_when_full)
+{
+    test_push_waits_when_full(1);
+    test_push_waits_when_full(2);
+}
+
+TC_CASE(sync)
+{
+    test_sync();
+}
+
+/* 1, 2, 3 and 8 producers through FIFOs of 1, 2 and 512 slots. */
+TC_CASE(producers_and_one_consumer)
 {
     static const uint32_t sizes[] = {1, 2, 512};
     static const int producers[] = {1, 2, 3, 8};
     uint64_t total, t0;
     size_t si, pi;
 
-    test_bad_args();
-    for (si = 0; si < 3; si++) {
-        test_single_thread(sizes[si]);
-    }
-    test_single_thread(1u << 10);
-    test_push_waits_when_full(1);
-    test_push_waits_when_full(2);
-    test_sync();
     for (si = 0; si < 3; si++) {
         /* Tiny FIFOs hand over (and often park) on every trigger: fewer. */
         total = sizes[si] < 512 ? 60000 : 400000;
@@ -378,6 +394,11 @@ int main(void)
             fflush(stdout);
         }
     }
+}
+
+int main(int argc, char **argv)
+{
+    tc_test_main(argc, argv, NULL);
     printf("test_fifo: all passed\n");
     return 0;
 }

@@ -3,6 +3,7 @@
  * keys that are prefixes of each other, foreach visiting each entry once.
  */
 #include "check.h"
+#include "tc_test.h"
 #include "util/hmap.h"
 
 static void count_entry(const char *key, size_t len, void *val, void *arg)
@@ -13,7 +14,9 @@ static void count_entry(const char *key, size_t len, void *val, void *arg)
     (*(int *)arg)++;
 }
 
-int main(void)
+/* 5000 keys across growth, half removed; a prefix of a key is another key;
+ * binary keys with zero and high bytes; foreach visits each entry once. */
+TC_CASE(put_get_remove)
 {
     tc_hmap_t m;
     char key[32];
@@ -62,6 +65,11 @@ int main(void)
     }
     tc__hmap_destroy(&m);
     CHECK_EQ(m.count, 0);
+}
+
+int main(int argc, char **argv)
+{
+    tc_test_main(argc, argv, NULL);
     printf("test_hmap: ok\n");
     return 0;
 }

@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include "check.h"
 #include "proxy_testutil.h"
+#include "tc_test.h"
 #include "util/backoff.h"
 #include "tcoll.h"
 
@@ -173,7 +174,7 @@ static void *producer_main(void *arg)
 
 /* ---- tests ------------------------------------------------------------------- */
 
-static void test_bad_args(void)
+TC_CASE(bad_args)
 {
     tc_proxy_t *p = (tc_proxy_t *)(uintptr_t)0x1234, *orig = p;
     checker_t c;
@@ -219,7 +220,7 @@ static void test_bad_args(void)
 /* The init hook runs on the proxy thread before any trigger; a blocking start
  * returns after it; a non-blocking start may return before it, and triggers
  * pushed meanwhile wait for it. */
-static void test_init_hook(void)
+TC_CASE(init_hook)
 {
     tc_proxy_t *p;
     checker_t c;
@@ -250,7 +251,7 @@ static void test_init_hook(void)
 }
 
 /* A blocking start whose init takes over a second warns while it waits. */
-static void test_slow_init_warns(void)
+TC_CASE(slow_init_warns)
 {
     char path[] = "/tmp/tcoll_test_proxy_XXXXXX";
     char buf[4096];
@@ -322,7 +323,7 @@ static void run_stress(uint32_t size, int nprod, uint64_t per_producer)
 
 /* A handler returning TC_PROXY_STOP ends the thread after that trigger is
  * popped; the rest stay queued until the proxy is started again. */
-static void test_handler_stop(void)
+TC_CASE(handler_stop)
 {
     tc_proxy_t *p;
     tc_fifo_t *f;
@@ -359,9 +360,26 @@ static void test_handler_stop(void)
     tc_proxy_destroy(p);
 }
 
+/* stop/start/destroy from the handler are refused with TC_ERR_STATE. */
+TC_CASE(calls_from_handler)
+{
+    tc_proxy_t *p;
+    checker_t c;
+
+    checker_init(&c, 1);
+    CHECK_OK(tc_proxy_create(check_handler, &c, check_init, &c, 4, &p));
+    c.self = p;
+    CHECK_OK(tc_proxy_start(p, 1));
+    CHECK_OK(tc_fifo_sync(tc_proxy_fifo(p), tc_fifo_push(tc_proxy_fifo(p), trig(0, 0)), -1));
+    CHECK_STATUS(c.self_stop, TC_ERR_STATE);
+    CHECK_STATUS(c.self_start, TC_ERR_STATE);
+    CHECK_OK(tc_proxy_stop(p));
+    tc_proxy_destroy(p);
+}
+
 /* Stop handles every trigger pushed before the call, even with a slow handler
  * and a full FIFO; restart goes on with triggers pushed while stopped. */
-static void test_stop_drains_and_restart(void)
+TC_CASE(stop_drains_and_restart)
 {
     producer_t prod;
     pthread_t th;
@@ -404,7 +422,7 @@ static void test_stop_drains_and_restart(void)
 
 /* Stop while producers keep pushing: every push that returned before the
  * call is handled; later ones wait in the FIFO and are not lost. */
-static void test_stop_under_load(void)
+TC_CASE(stop_under_load)
 {
     producer_t prods[4];
     pthread_t th[4];
@@ -452,25 +470,8 @@ static void test_stop_under_load(void)
     tc_proxy_destroy(p);
 }
 
-/* stop/start/destroy from the handler are refused with TC_ERR_STATE. */
-static void test_calls_from_handler(void)
-{
-    tc_proxy_t *p;
-    checker_t c;
-
-    checker_init(&c, 1);
-    CHECK_OK(tc_proxy_create(check_handler, &c, check_init, &c, 4, &p));
-    c.self = p;
-    CHECK_OK(tc_proxy_start(p, 1));
-    CHECK_OK(tc_fifo_sync(tc_proxy_fifo(p), tc_fifo_push(tc_proxy_fifo(p), trig(0, 0)), -1));
-    CHECK_STATUS(c.self_stop, TC_ERR_STATE);
-    CHECK_STATUS(c.self_start, TC_ERR_STATE);
-    CHECK_OK(tc_proxy_stop(p));
-    tc_proxy_destroy(p);
-}
-
 /* Destroy while running: stops, handling everything pushed before. */
-static void test_destroy_running(void)
+TC_CASE(destroy_running)
 {
     tc_proxy_t *p;
     checker_t c;
@@ -496,7 +497,7 @@ static void test_destroy_running(void)
 }
 
 /* An idle proxy parks: its thread uses (almost) no CPU, and a push wakes it. */
-static void test_idle_parks(void)
+TC_CASE(idle_parks)
 {
     tc_proxy_t *p;
     checker_t c;
@@ -521,22 +522,14 @@ static void test_idle_parks(void)
     tc_proxy_destroy(p);
 }
 
-int main(void)
+/* 1, 2, 4 and 8 producers through FIFOs of 1, 2 and 512 slots. */
+TC_CASE(stress)
 {
     static const uint32_t sizes[] = {1, 2, 512};
     static const int producers[] = {1, 2, 4, 8};
     uint64_t total, t0;
     size_t si, pi;
 
-    test_bad_args();
-    test_init_hook();
-    test_slow_init_warns();
-    test_handler_stop();
-    test_calls_from_handler();
-    test_stop_drains_and_restart();
-    test_stop_under_load();
-    test_destroy_running();
-    test_idle_parks();
     for (si = 0; si < 3; si++) {
         total = sizes[si] < 512 ? 60000 : 400000;
         if (TEST_TSAN) {
@@ -550,6 +543,11 @@ int main(void)
             fflush(stdout);
         }
     }
+}
+
+int main(int argc, char **argv)
+{
+    tc_test_main(argc, argv, NULL);
     printf("test_proxy: all passed\n");
     return 0;
 }

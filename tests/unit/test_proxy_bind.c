@@ -1,18 +1,21 @@
 /*
  * test_proxy_bind.c - the default init hook binds the proxy thread to
- * TCOLL_PROXY_CPUS, and a bad value only warns. One case per run, because
- * the knob is read once per process:
+ * TCOLL_PROXY_CPUS, and a bad value only warns. The knob is read once per
+ * process, so each case needs a process of its own: the CTests name one
+ * each (test_proxy_bind --case NAME), and a run of several cases runs each
+ * in a child process.
  *
- *   test_proxy_bind first    the first CPU this process may use: bound to it
- *   test_proxy_bind numa     "numa:0": bound within the allowed CPUs
- *   test_proxy_bind garbage  not a CPU list: a warning, not bound
- *   test_proxy_bind absent   a CPU that does not exist: a warning, not bound
- *   test_proxy_bind unset    no knob: not bound, no warning
+ *   first    the first CPU this process may use: bound to it
+ *   numa     "numa:0": bound within the allowed CPUs
+ *   garbage  not a CPU list: a warning, not bound
+ *   absent   a CPU that does not exist: a warning, not bound
+ *   unset    no knob: not bound, no warning
  *
  * In every case a proxy with its own init hook is not bound either.
  */
 #define _GNU_SOURCE
 #include "check.h"
+#include "tc_test.h"
 #include "tcoll.h"
 
 #include <pthread.h>
@@ -73,9 +76,8 @@ static void run_proxy(tc_proxy_init_t init, seen_t *s, char *buf, size_t len)
     }
 }
 
-int main(int argc, char **argv)
+static void bind_case(const char *mode)
 {
-    const char *mode = argc > 1 ? argv[1] : "first";
     cpu_set_t allowed;
     char spec[64], out[4096];
     seen_t s;
@@ -100,8 +102,7 @@ int main(int argc, char **argv)
     } else if (strcmp(mode, "unset") == 0) {
         spec[0] = '\0';
     } else {
-        fprintf(stderr, "usage: %s first|numa|garbage|absent|unset\n", argv[0]);
-        return 2;
+        TC_CHECK_FAIL("no binding case '%s'", mode);
     }
     if (spec[0] != '\0') {
         CHECK_EQ(setenv("TCOLL_PROXY_CPUS", spec, 1), 0);
@@ -137,5 +138,34 @@ int main(int argc, char **argv)
     CHECK(strstr(out, "proxy WARN") == NULL);
 
     printf("test_proxy_bind %s (TCOLL_PROXY_CPUS=\"%s\"): passed\n", mode, spec);
-    return 0;
+}
+
+TC_CASE(first)
+{
+    bind_case("first");
+}
+
+TC_CASE(numa)
+{
+    bind_case("numa");
+}
+
+TC_CASE(garbage)
+{
+    bind_case("garbage");
+}
+
+TC_CASE(absent)
+{
+    bind_case("absent");
+}
+
+TC_CASE(unset)
+{
+    bind_case("unset");
+}
+
+int main(int argc, char **argv)
+{
+    return tc_test_main(argc, argv, &(tc_test_opts_t){ .one_case_per_run = 1 });
 }

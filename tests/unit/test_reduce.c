@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "tc_test.h"
 
 /* check.h reports tc_rank(), which lives in the engine. This test may be
  * linked without it, so it carries a weak stand-in; a linked engine wins. */
@@ -895,27 +896,69 @@ static void test_avg_finish(void)
 
 /* ------------------------------------------------------------------------ */
 
-int main(void)
-{
-    const char *path = tc__reduce_path();
-    int fast = strcmp(path, "portable") != 0;
+/* ------------------------------------------------------------------------ */
+/* Cases                                                                     */
+/* ------------------------------------------------------------------------ */
 
+TC_CASE(f16_every_value)
+{
     test_f16_exhaustive();
+}
+
+TC_CASE(f16_rounding)
+{
     test_f16_rounding();
+}
+
+TC_CASE(bf16)
+{
     test_bf16();
+}
+
+TC_CASE(int_edges)
+{
     test_int_edges();
+}
+
+TC_CASE(invalid)
+{
     test_invalid();
+}
+
+TC_CASE(half_random)
+{
     test_half_random(); /* compares with the portable kernels itself */
-    test_avg_finish();  /* likewise */
+}
+
+TC_CASE(avg_finish)
+{
+    test_avg_finish(); /* likewise */
+}
+
+TC_CASE(kernels)
+{
     test_kernels();
-    if (fast) {
-        /* Everything again on the portable kernels. */
+}
+
+/* Where the build has faster kernels: the integer edges and every kernel
+ * again on the portable ones. */
+TC_CASE(portable_kernels)
+{
+    if (strcmp(tc__reduce_path(), "portable") != 0) {
         tc__reduce_force_portable(1);
         CHECK(strcmp(tc__reduce_path(), "portable") == 0);
         test_int_edges();
         test_kernels();
         tc__reduce_force_portable(0);
     }
+}
+
+int main(int argc, char **argv)
+{
+    const char *path = tc__reduce_path();
+    int fast = strcmp(path, "portable") != 0;
+
+    tc_test_main(argc, argv, NULL);
     printf("test_reduce: all checks passed (kernels: %s%s)\n", path,
            fast ? " and portable" : "");
     return 0;

@@ -7,27 +7,12 @@
 #define _GNU_SOURCE
 #include "check.h"
 #include "engine/cache.h"
-
-static tc_wire_request_t mk(const char *name, uint32_t name_len, int kind, int dtype, int op,
-                            int root, int ndim, int64_t d0, int64_t d1)
-{
-    tc_wire_request_t r;
-    memset(&r, 0, sizeof(r));
-    r.name = name;
-    r.name_len = name_len;
-    r.kind = (uint8_t)kind;
-    r.dtype = (uint8_t)dtype;
-    r.op = (uint8_t)op;
-    r.root = root;
-    r.ndim = (uint8_t)ndim;
-    r.shape[0] = d0;
-    r.shape[1] = d1;
-    return r;
-}
+#include "tc_test.h"
+#include "wire_testutil.h"
 
 static tc_wire_request_t mks(const char *name)
 {
-    return mk(name, (uint32_t)strlen(name), TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 4, 0);
+    return mk(name, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 4, 0);
 }
 
 static tc_wire_response_t run_rows(uint32_t ndim0, const int64_t *dim0)
@@ -70,7 +55,7 @@ static void check_same(const tc_cache_t *c, snap_t s)
     CHECK_EQ(c->nfree, s.nfree);
 }
 
-static void test_assign(void)
+TC_CASE(assign_ids_and_capacity)
 {
     tc_cache_t c;
     uint32_t i;
@@ -134,7 +119,7 @@ static void test_assign(void)
     tc__cache_destroy(&c);
 }
 
-static void test_file_lookup(void)
+TC_CASE(file_and_lookup)
 {
     tc_cache_t c;
     tc_cache_entry_t *e, *f;
@@ -154,7 +139,7 @@ static void test_file_lookup(void)
     ref = tc__cache_assign(&c, 8);
     CHECK_EQ(ref, 1);
     strcpy(namebuf, "alphaXYZ"); /* the name is the first 5 bytes, like a decoded name */
-    w = mk(namebuf, 5, TC_KIND_ALLGATHER, TC_INT32, TC_SUM, 0, 2, 3, 6);
+    w = mk_n(namebuf, 5, TC_KIND_ALLGATHER, TC_INT32, TC_SUM, 0, 2, 3, 6);
     w.shape[2] = 111; /* beyond ndim */
     run = run_rows(3, rows);
     CHECK_OK(tc__cache_file(&c, ref - 1, &w, &run));
@@ -233,7 +218,7 @@ static void test_file_lookup(void)
     tc__cache_destroy(&c);
 }
 
-static void test_file_rejects(void)
+TC_CASE(rejected_files_change_nothing)
 {
     tc_cache_t c;
     tc_cache_entry_t *a, *b;
@@ -328,7 +313,7 @@ static void test_file_rejects(void)
     tc__cache_destroy(&c);
 }
 
-static void test_matches(void)
+TC_CASE(parameter_matching)
 {
     tc_cache_t c;
     tc_cache_entry_t *e;
@@ -336,7 +321,7 @@ static void test_matches(void)
     int d;
 
     tc__cache_init(&c);
-    base = mk("m", 1, TC_KIND_BROADCAST, TC_FLOAT64, TC_MAX, 2, 3, 4, 5);
+    base = mk_n("m", 1, TC_KIND_BROADCAST, TC_FLOAT64, TC_MAX, 2, 3, 4, 5);
     base.shape[2] = 6;
     base.shape[3] = 99; /* beyond ndim */
     CHECK_OK(tc__cache_file(&c, 0, &base, &no_rows));
@@ -384,7 +369,7 @@ static void test_matches(void)
     }
 
     /* scalar: no dims matter */
-    base = mk("s", 1, TC_KIND_ALLREDUCE, TC_INT64, TC_PROD, 0, 0, 1, 2);
+    base = mk_n("s", 1, TC_KIND_ALLREDUCE, TC_INT64, TC_PROD, 0, 0, 1, 2);
     CHECK_OK(tc__cache_file(&c, 1, &base, &no_rows));
     e = tc__cache_get(&c, 1);
     CHECK(e != NULL);
@@ -398,7 +383,7 @@ static void test_matches(void)
     tc__cache_destroy(&c);
 }
 
-static void test_drop(void)
+TC_CASE(drop_and_id_reuse)
 {
     tc_cache_t c;
     tc_cache_entry_t *e;
@@ -519,7 +504,7 @@ static void test_drop(void)
 
 /* Many files and drops with rows and pending pointers; destroy must free every
  * entry, the slot array, the free list and the map (LSan checks). */
-static void test_churn(void)
+TC_CASE(churn_leaks_nothing)
 {
     enum { N = 3000 };
     tc_cache_t c;
@@ -599,14 +584,9 @@ static void test_churn(void)
     tc__cache_destroy(&c);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    test_assign();
-    test_file_lookup();
-    test_file_rejects();
-    test_matches();
-    test_drop();
-    test_churn();
+    tc_test_main(argc, argv, NULL);
     printf("test_respcache: ok\n");
     return 0;
 }

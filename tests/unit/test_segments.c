@@ -4,12 +4,16 @@
  */
 #include "check.h"
 #include "coll/coll.h"
+#include "tc_test.h"
 
-int main(void)
+static int g_checked;
+
+/* Counts 0..2^33 over 1..67 segments. */
+TC_CASE(cover_once_in_order_within_one)
 {
     size_t counts[] = {0, 1, 2, 3, 5, 7, 8, 63, 64, 65, 1000, 7919, (size_t)1 << 33};
     size_t ci;
-    int n, checked = 0;
+    int n;
 
     for (ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++) {
         size_t count = counts[ci];
@@ -25,12 +29,17 @@ int main(void)
                 maxlen = len > maxlen ? len : maxlen;
                 /* the first count % n segments are the long ones */
                 CHECK_EQ(len, count / (size_t)n + ((size_t)i < count % (size_t)n ? 1 : 0));
-                checked++;
+                g_checked++;
             }
             CHECK_EQ(next, count);
             CHECK_LE(maxlen - minlen, 1);
         }
     }
-    printf("test_segments: %d segments checked\n", checked);
+}
+
+int main(int argc, char **argv)
+{
+    tc_test_main(argc, argv, NULL);
+    printf("test_segments: %d segments checked\n", g_checked);
     return 0;
 }
