@@ -5,9 +5,10 @@
  * inputs the decoder must reject with a reason.
  */
 #include "check.h"
+#include "tc_test.h"
 #include "wire/wire.h"
 
-static void roundtrip_up(void)
+TC_CASE(up_roundtrip)
 {
     static const uint32_t ready[] = {0, 7}, some[] = {3, 9, 1000}, stale[] = {5};
     static const uint8_t in0[] = {1, 2, 3, 4};
@@ -38,7 +39,7 @@ static void roundtrip_up(void)
 
 /* The smallest UP, byte for byte: header, seq, generation, three empty id
  * lists, no eager inputs. */
-static void up_bytes(void)
+TC_CASE(up_and_probe_bytes)
 {
     static const uint8_t want[] = {0x7C, 0x03, 0x04, 0x00, 0x00, 0x01, 0x02,
                                    0x00, 0x00, 0x00, 0x00};
@@ -64,7 +65,7 @@ typedef struct {
     const char *reason; /* a part of the decoder's message */
 } bad_t;
 
-static void malformed(void)
+TC_CASE(malformed_up_and_probe)
 {
     static const bad_t cases[] = {
         {"UP with entries", {0x7C, 0x03, 0x04, 0x00, 0x01}, 5, "UP with count 1"},
@@ -89,11 +90,7 @@ static void malformed(void)
     }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    roundtrip_up();
-    up_bytes();
-    malformed();
-    printf("test_wire_tree: ok\n");
-    return 0;
+    return tc_test_main(argc, argv, NULL);
 }
