@@ -179,7 +179,7 @@ tc_status_t tc__coord_expire(tc_coord_t *c, const char *name, uint32_t len, tc_s
     return TC_OK;
 }
 
-static entry_t *entry_new(int size, const char *name, uint32_t len)
+static entry_t *entry_new(int size, const char *name, uint32_t len, uint64_t now)
 {
     entry_t *e = calloc(1, sizeof(*e));
 
@@ -196,12 +196,18 @@ static entry_t *entry_new(int size, const char *name, uint32_t len)
     memcpy(e->name, name, len);
     e->name[len] = '\0';
     e->name_len = len;
-    e->since_ns = tc__now_ns();
+    e->since_ns = now;
     return e;
 }
 
 tc_status_t tc__coord_add(tc_coord_t *c, int rank, const tc_wire_request_t *req, char *err,
                           size_t errlen)
+{
+    return tc__coord_add_at(c, rank, req, tc__now_ns(), err, errlen);
+}
+
+tc_status_t tc__coord_add_at(tc_coord_t *c, int rank, const tc_wire_request_t *req, uint64_t now,
+                             char *err, size_t errlen)
 {
     entry_t *e;
     int created = 0;
@@ -216,7 +222,7 @@ tc_status_t tc__coord_add(tc_coord_t *c, int rank, const tc_wire_request_t *req,
     }
     e = tc__hmap_get(&c->table, req->name, req->name_len);
     if (e == NULL) {
-        e = entry_new(c->size, req->name, req->name_len);
+        e = entry_new(c->size, req->name, req->name_len, now);
         if (e == NULL) {
             return TC_ERR_NOMEM;
         }

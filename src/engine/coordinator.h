@@ -32,6 +32,10 @@ void tc__coord_destroy(tc_coord_t *c);
  * error. */
 tc_status_t tc__coord_add(tc_coord_t *c, int rank, const tc_wire_request_t *req, char *err,
                           size_t errlen);
+/* The same, with the time (tc__now_ns's clock or a caller's own) at which a
+ * name's first submission starts its stall clock. */
+tc_status_t tc__coord_add_at(tc_coord_t *c, int rank, const tc_wire_request_t *req, uint64_t now,
+                             char *err, size_t errlen);
 
 /* Moves every ready name into *batch_p (zeroed first), in readiness order. */
 tc_status_t tc__coord_take_ready(tc_coord_t *c, tc_coord_batch_t *batch_p);

@@ -65,6 +65,7 @@ tc_status_t tc__neg_create(const tc_neg_params_t *p, tc_neg_t **neg_p)
     tc__cache_init(&n->cache);
     tc__hmap_init(&n->full);
     tc__hmap_init(&n->evicted);
+    tc__hmap_init(&n->expired);
     if (n->parent >= 0) {
         n->probe_nb[n->nprobe_nb++] = n->parent;
     }
@@ -126,6 +127,8 @@ void tc__neg_destroy(tc_neg_t *n)
     tc__hmap_destroy(&n->full);
     tc__hmap_foreach(&n->evicted, free_evicted, NULL);
     tc__hmap_destroy(&n->evicted);
+    tc__hmap_foreach(&n->expired, free_evicted, NULL);
+    tc__hmap_destroy(&n->expired);
     for (i = 0; i < n->cache.nslots; i++) {
         tc_cache_entry_t *ce = n->cache.slots[i];
         if (ce != NULL) {
@@ -168,6 +171,7 @@ void tc__neg_fail(tc_neg_t *n, tc_status_t st, const char *text)
 tc_neg_send_t *neg_send(tc_neg_t *n, const tc_wire_msg_t *msg, int tag)
 {
     tc_neg_send_t *s;
+    tc_status_t st;
 
     if (n->nsends == n->capsends) {
         size_t cap = n->capsends < 8 ? 8 : n->capsends * 2;
@@ -181,9 +185,14 @@ tc_neg_send_t *neg_send(tc_neg_t *n, const tc_wire_msg_t *msg, int tag)
     }
     s = &n->sends[n->nsends];
     memset(s, 0, sizeof(*s));
-    if (tc__wire_encode(msg, &s->buf) != TC_OK) {
+    if ((st = tc__wire_encode(msg, &s->buf)) != TC_OK) {
         tc__wire_buf_free(&s->buf);
-        neg_fail(n, TC_ERR_NOMEM, "cannot encode a control message (out of memory)");
+        if (st == TC_ERR_NOMEM) {
+            neg_fail(n, st, "cannot encode a control message (out of memory)");
+        } else {
+            neg_fail(n, TC_ERR_TRANSPORT, "cannot encode a control message (internal error): "
+                     "%s", tc_last_error());
+        }
         return NULL;
     }
     s->tag = tag;
@@ -245,7 +254,7 @@ static tc_neg_item_t *add_item(tc_neg_t *n, tc_neg_action_t action, void *req)
     memset(it, 0, sizeof(*it));
     it->action = action;
     it->req = req;
-    it->cycle = n->ndown;
+    it->cycle = n->ndown - 1; /* items come out while a DOWN is processed */
     return it;
 }
 
@@ -306,6 +315,11 @@ tc_status_t tc__neg_submit(tc_neg_t *n, const tc_wire_request_t *w, void *req, c
     if ((ce != NULL && ce->pending != NULL) || tc__hmap_get(&n->full, w->name, w->name_len)) {
         return TC_ERR_ARG;
     }
+    for (s = n->fresh; s != NULL; s = s->next) { /* short: what one step took in */
+        if (s->w.name_len == w->name_len && memcmp(s->name, w->name, w->name_len) == 0) {
+            return TC_ERR_ARG;
+        }
+    }
     s = calloc(1, sizeof(*s));
     if (s == NULL || (s->name = strndup(w->name, w->name_len)) == NULL) {
         free(s);
@@ -334,11 +348,11 @@ void tc__neg_shutdown(tc_neg_t *n)
 }
 
 /* Rank 0 enters rank's submission in its message table. */
-static void coord_add(tc_neg_t *n, int rank, const tc_wire_request_t *w)
+static void coord_add(tc_neg_t *n, int rank, const tc_wire_request_t *w, uint64_t now)
 {
     char err[512];
     uint64_t *since;
-    tc_status_t st = tc__coord_add(n->coord, rank, w, err, sizeof(err));
+    tc_status_t st = tc__coord_add_at(n->coord, rank, w, now, err, sizeof(err));
 
     if (st != TC_OK) {
         neg_fail(n, st == TC_ERR_NOMEM ? TC_ERR_NOMEM : TC_ERR_TRANSPORT,
@@ -353,7 +367,7 @@ static void coord_add(tc_neg_t *n, int rank, const tc_wire_request_t *w)
 
 /* Sends this rank's first-time submissions (and a shutdown request) to rank
  * 0, or, at rank 0, enters them in the message table. */
-static int send_fresh(tc_neg_t *n)
+static int send_fresh(tc_neg_t *n, uint64_t now)
 {
     tc_wire_msg_t out = {0};
     uint32_t count = 0, i = 0;
@@ -368,7 +382,8 @@ static int send_fresh(tc_neg_t *n)
     }
     if (n->parent >= 0) {
         out.type = TC_WIRE_REQUESTS;
-        out.flags = ask_shutdown ? TC_WIRE_F_SHUTDOWN : 0;
+        out.flags = TC_WIRE_F_SEQ | (ask_shutdown ? TC_WIRE_F_SHUTDOWN : 0);
+        out.seq = n->ndown;
         out.count = count;
         out.reqs = count > 0 ? malloc(count * sizeof(*out.reqs)) : NULL;
         if (count > 0 && out.reqs == NULL) {
@@ -393,7 +408,7 @@ static int send_fresh(tc_neg_t *n)
         }
         n->fresh = next;
         if (n->parent < 0) {
-            coord_add(n, 0, &s->w);
+            coord_add(n, 0, &s->w, now);
         }
     }
     if (n->fresh == NULL) {
@@ -607,7 +622,16 @@ static int child_index(const tc_neg_t *n, int src)
     return -1;
 }
 
-static void receive_req(tc_neg_t *n, int src, const tc_wire_msg_t *msg)
+/* Rank 0: whether rank src's submission of w was sent before src learned
+ * that the name had expired (it fails there: docs/negotiation.md, "Stalls"). */
+static int crossed_expiry(const tc_neg_t *n, const tc_wire_msg_t *msg, const tc_wire_request_t *w)
+{
+    const uint64_t *at = tc__hmap_get(&n->expired, w->name, w->name_len);
+
+    return at != NULL && (msg->flags & TC_WIRE_F_SEQ) && msg->seq < *at;
+}
+
+static void receive_req(tc_neg_t *n, int src, const tc_wire_msg_t *msg, uint64_t now)
 {
     uint32_t i;
 
@@ -629,7 +653,9 @@ static void receive_req(tc_neg_t *n, int src, const tc_wire_msg_t *msg)
         return; /* submissions after the end: their ranks fail them themselves */
     }
     for (i = 0; i < msg->count && n->state == TC_NEG_RUNNING; i++) {
-        coord_add(n, src, &msg->reqs[i]);
+        if (!crossed_expiry(n, msg, &msg->reqs[i])) {
+            coord_add(n, src, &msg->reqs[i], now);
+        }
     }
     if ((msg->flags & TC_WIRE_F_SHUTDOWN) && n->shutdown_from < 0) {
         n->shutdown_from = src;
@@ -662,7 +688,7 @@ void tc__neg_receive(tc_neg_t *n, int src, int tag, const tc_wire_msg_t *msg, ui
         if (n->p.rank != 0) {
             break;
         }
-        receive_req(n, src, msg);
+        receive_req(n, src, msg, now);
         return;
     case TC_NEG_TAG_DOWN:
         if (src != n->parent || msg->type != TC_WIRE_CYCLE) {
@@ -703,7 +729,7 @@ int tc__neg_step(tc_neg_t *n, uint64_t now)
         n->last_progress_ns = now;
     }
     if (n->state == TC_NEG_RUNNING) {
-        progress |= send_fresh(n);
+        progress |= send_fresh(n, now);
     }
     if (n->state == TC_NEG_RUNNING) {
         progress |= n->parent >= 0 ? neg_send_up(n, now) : neg_decide(n, now);

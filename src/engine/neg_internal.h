@@ -74,6 +74,8 @@ struct tc_neg {
     uint32_t *drops;     /* ids to drop in our next DOWN (stale or stalled) */
     uint32_t ndrops, capdrops;
     tc_hmap_t evicted;   /* name -> uint64_t *since: stalled cached names */
+    tc_hmap_t expired;   /* name -> uint64_t *: DOWNs a rank has processed once it
+                          * knows the name expired (see crossed_expiry) */
     uint64_t next_stall_check, next_stall_warn;
 
     /* Goodbye. */

@@ -400,6 +400,24 @@ static void forget_evicted(tc_neg_t *n, const char *name, uint32_t len)
     free(tc__hmap_remove(&n->evicted, name, len));
 }
 
+/* An expired name: submissions of it that a rank sent before processing
+ * this DOWN (n->ndown + 1 processed) crossed it and fail there. */
+static void note_expiry(tc_neg_t *n, const tc_wire_response_t *r)
+{
+    uint64_t *at = tc__hmap_get(&n->expired, r->name, r->name_len);
+
+    if (at == NULL) {
+        if ((at = malloc(sizeof(*at))) == NULL) {
+            return; /* a crossing submission would then wait as a stall */
+        }
+        if (tc__hmap_put(&n->expired, r->name, r->name_len, at) != 0) {
+            free(at);
+            return;
+        }
+    }
+    *at = n->ndown + 1;
+}
+
 /* Rank 0: the coordinator's decisions for the next DOWN, with cache ids. */
 static int take_decisions(tc_neg_t *n, tc_coord_batch_t *b)
 {
@@ -415,6 +433,11 @@ static int take_decisions(tc_neg_t *n, tc_coord_batch_t *b)
             r->cache_ref = tc__cache_assign(&n->cache, n->p.cache_capacity);
         }
         forget_evicted(n, r->name, r->name_len);
+        if (r->rtype == TC_WIRE_ERROR && r->status == TC_ERR_TIMEOUT) {
+            note_expiry(n, r);
+        } else {
+            free(tc__hmap_remove(&n->expired, r->name, r->name_len));
+        }
     }
     return 0;
 }
@@ -453,6 +476,7 @@ int neg_decide(tc_neg_t *n, uint64_t now)
         st->since_ns = v.some && !v.all ? (st->since_ns != 0 ? st->since_ns : now) : 0;
     }
     n->ndirty = 0;
+    qsort(l.stale, l.nstale, sizeof(uint32_t), cmp_u32);
     for (i = 0; i < n->ndrops; i++) { /* stalled ids the inspector gave up on */
         if (!has_id(l.stale, l.nstale, n->drops[i])) {
             l.stale[l.nstale++] = n->drops[i];

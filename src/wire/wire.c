@@ -516,7 +516,7 @@ static tc_status_t rd_message(wire_reader_t *rd, wire_arena_t *a, tc_wire_msg_t 
     }
     switch (type) {
     case TC_WIRE_REQUESTS:
-        allowed = TC_WIRE_F_SHUTDOWN | TC_WIRE_F_SPREAD;
+        allowed = TC_WIRE_F_SHUTDOWN | TC_WIRE_F_SPREAD | TC_WIRE_F_SEQ;
         min_entry = WIRE_MIN_REQUEST;
         break;
     case TC_WIRE_UP:
@@ -552,6 +552,9 @@ static tc_status_t rd_message(wire_reader_t *rd, wire_arena_t *a, tc_wire_msg_t 
     }
     /* the records after the entries take their share of the bytes left too */
     min_after = type == TC_WIRE_CYCLE ? WIRE_MIN_CYCLE : type == TC_WIRE_UP ? WIRE_MIN_UP : 0;
+    if (flags & TC_WIRE_F_SEQ) {
+        min_after += 1;
+    }
     if (flags & TC_WIRE_F_TERMINATE) {
         min_after += WIRE_MIN_TERMINATE;
     }
@@ -596,6 +599,9 @@ static tc_status_t rd_message(wire_reader_t *rd, wire_arena_t *a, tc_wire_msg_t 
         m->resps = NULL;
     }
 
+    if ((flags & TC_WIRE_F_SEQ) && (st = rd_varint(rd, "seq", &m->seq)) != TC_OK) {
+        return st;
+    }
     /* REQUESTS and BYE have no cycle record: their cycle fields stay zero */
     if (type == TC_WIRE_CYCLE || type == TC_WIRE_UP) {
         if ((st = rd_varint(rd, "seq", &m->seq)) != TC_OK) {
@@ -951,7 +957,7 @@ static tc_status_t wr_message(wire_writer_t *w, const tc_wire_msg_t *m)
 
     switch (m->type) {
     case TC_WIRE_REQUESTS:
-        allowed = TC_WIRE_F_SHUTDOWN | TC_WIRE_F_SPREAD;
+        allowed = TC_WIRE_F_SHUTDOWN | TC_WIRE_F_SPREAD | TC_WIRE_F_SEQ;
         break;
     case TC_WIRE_CYCLE:
         allowed = TC_WIRE_F_TERMINATE;
@@ -988,6 +994,9 @@ static tc_status_t wr_message(wire_writer_t *w, const tc_wire_msg_t *m)
         if (st != TC_OK) {
             return st;
         }
+    }
+    if (m->flags & TC_WIRE_F_SEQ) {
+        wr_varint(w, m->seq);
     }
     /* REQUESTS and BYE carry no cycle record: their cycle fields are ignored */
     if (m->type == TC_WIRE_CYCLE || m->type == TC_WIRE_UP) {

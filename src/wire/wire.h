@@ -27,6 +27,8 @@
  *                (docs/negotiation.md says who sends which, when, under which tag)
  *   flags     := bit 0 SHUTDOWN  (REQUESTS: this rank asks for shutdown)
  *                bit 2 SPREAD    (REQUESTS used as a liveness probe: pass it on)
+ *                bit 3 SEQ       (REQUESTS: a seq varint follows the entries: how many
+ *                                 DOWN messages the sender had processed)
  *                bit 1 TERMINATE (CYCLE: a terminate record follows the cycle record;
  *                                 BYE: a terminate record follows the header)
  *                other bits must be 0; a flag that does not fit the type is rejected
@@ -78,6 +80,7 @@ typedef enum {
 #define TC_WIRE_F_SHUTDOWN 0x1u
 #define TC_WIRE_F_TERMINATE 0x2u
 #define TC_WIRE_F_SPREAD 0x4u
+#define TC_WIRE_F_SEQ 0x8u
 
 typedef struct {
     const char *name; /* not NUL-terminated on decode: use name_len */
@@ -120,7 +123,7 @@ typedef struct {
     tc_wire_request_t *reqs;   /* type REQUESTS: count entries */
     tc_wire_response_t *resps; /* type CYCLE: count entries */
     /* type CYCLE: the cycle record */
-    uint64_t seq;          /* the cycle's number, from 0 */
+    uint64_t seq;          /* the cycle's number, from 0 (REQUESTS with SEQ: see wire.h) */
     uint64_t cache_gen;    /* how many cache entries the sender has filed and dropped */
     uint32_t nready;       /* cached ids the sender has submitted and waiting */
     const uint32_t *ready; /* nready ids, strictly ascending */

@@ -93,6 +93,10 @@ int main(int argc, char **argv)
     m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .flags = TC_WIRE_F_SPREAD};
     rc |= write_msg(argv[1], "probe_spread", &m);
 
+    m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .flags = TC_WIRE_F_SEQ | TC_WIRE_F_SHUTDOWN,
+                        .seq = 129};
+    rc |= write_msg(argv[1], "requests_seq_shutdown", &m);
+
     /* an UP: ids its subtree has everywhere (with partial results), ids some
      * rank below has, ids found stale */
     eager[0] = (tc_wire_eager_t){0, sizeof(one_f32), one_f32};

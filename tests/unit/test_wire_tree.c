@@ -39,6 +39,26 @@ TC_CASE(up_roundtrip)
 
 /* The smallest UP, byte for byte: header, seq, generation, three empty id
  * lists, no eager inputs. */
+/* A REQUESTS with SEQ: the sender's DOWN count after the entries. */
+TC_CASE(requests_seq)
+{
+    static const uint8_t want[] = {0x7C, 0x03, 0x01, 0x09, 0x00, 0xAC, 0x02};
+    tc_wire_msg_t m = {.type = TC_WIRE_REQUESTS, .flags = TC_WIRE_F_SEQ | TC_WIRE_F_SHUTDOWN,
+                       .seq = 300};
+    tc_wire_buf_t buf = {0};
+    tc_wire_msg_t d;
+    char err[256];
+
+    CHECK_OK(tc__wire_encode(&m, &buf));
+    CHECK_EQ(buf.len, sizeof(want));
+    CHECK(memcmp(buf.data, want, sizeof(want)) == 0);
+    CHECK_OK(tc__wire_decode(buf.data, buf.len, &d, err, sizeof(err)));
+    CHECK_EQ(d.seq, 300);
+    CHECK_EQ(d.flags, TC_WIRE_F_SEQ | TC_WIRE_F_SHUTDOWN);
+    tc__wire_msg_free(&d);
+    tc__wire_buf_free(&buf);
+}
+
 TC_CASE(up_and_probe_bytes)
 {
     static const uint8_t want[] = {0x7C, 0x03, 0x04, 0x00, 0x00, 0x01, 0x02,
