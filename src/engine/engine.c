@@ -68,6 +68,7 @@
 #include "engine/cache.h"
 #include "engine/coordinator.h"
 #include "engine/request.h"
+#include "engine/timeline_job.h"
 #include "reduce/reduce.h"
 #include "transport/transport_mpi.h"
 #include "util/backoff.h"
@@ -2171,7 +2172,7 @@ static void *engine_main(void *arg)
         /* before tc_init returns: the timeline covers every submission, and
          * a tc_timeline_start right after tc_init finds it running */
         char err[512];
-        if (tc__tl_start(e->cfg->timeline, e->rank, err, sizeof(err)) != TC_OK) {
+        if (tc__tl_job_start(e->cfg->timeline, e->rank, e->size, err, sizeof(err)) != TC_OK) {
             TC_WARN("timeline", "TCOLL_TIMELINE=%s: %s; no timeline", e->cfg->timeline, err);
         }
     }

@@ -864,6 +864,11 @@ tc_status_t tc__tl_stop(void)
     return tl_stop(NULL, 0);
 }
 
+tc_status_t tc__tl_stop_err(char *err, size_t errlen)
+{
+    return tl_stop(err, errlen);
+}
+
 int tc__tl_active(void)
 {
     return atomic_load_explicit(&tl_on, memory_order_relaxed);
@@ -995,44 +1000,4 @@ void tc__tl_instant(int track, const char *name, size_t name_len, const char *ca
 {
     record('i', track, name != NULL ? name : "", name != NULL ? name_len : 0, cat, ts_ns, 0,
            args);
-}
-
-/* ------------------------------------------------------------------------ */
-/* Public API                                                                */
-/* ------------------------------------------------------------------------ */
-
-tc_status_t tc_timeline_start(const char *path)
-{
-    char err[TC_ERRMSG_MAX];
-    tc_status_t st;
-    int rank;
-
-    tc__clear_error();
-    if (path == NULL || path[0] == '\0') {
-        return tc__set_error(TC_ERR_ARG, "tc_timeline_start: path is %s",
-                             path == NULL ? "NULL" : "empty");
-    }
-    rank = tc_rank();
-    if (rank < 0) {
-        return tc__set_error(TC_ERR_STATE, "tc_timeline_start: tcoll is not initialized "
-                                           "(the file is named and marked by the rank)");
-    }
-    st = tc__tl_start(path, rank, err, sizeof(err));
-    if (st != TC_OK) {
-        return tc__set_error(st, "tc_timeline_start: %s", err);
-    }
-    return TC_OK;
-}
-
-tc_status_t tc_timeline_stop(void)
-{
-    char err[TC_ERRMSG_MAX];
-    tc_status_t st;
-
-    tc__clear_error();
-    st = tl_stop(err, sizeof(err));
-    if (st != TC_OK) {
-        return tc__set_error(st, "tc_timeline_stop: %s", err);
-    }
-    return TC_OK;
 }

@@ -25,6 +25,10 @@
  * Every record call is a no-op when no timeline runs, so callers only test
  * tc__tl_active() to skip building arguments. Timestamps are CLOCK_MONOTONIC
  * nanoseconds (tc__now_ns()); the file has microseconds since the start.
+ *
+ * This is the util layer: it knows no engine and no MPI. The caller passes
+ * the rank; the public tc_timeline_start/stop, which ask the engine for it,
+ * are in engine/timeline_job.c.
  */
 #ifndef TC_UTIL_TIMELINE_H
 #define TC_UTIL_TIMELINE_H
@@ -89,6 +93,9 @@ tc_status_t tc__tl_start(const char *path, int rank, char *err, size_t errlen);
  * writer; blocks until the file is closed.
  */
 tc_status_t tc__tl_stop(void);
+
+/* The same; on failure err (when not NULL) says why. */
+tc_status_t tc__tl_stop_err(char *err, size_t errlen);
 
 /* 1 while a timeline runs. One relaxed load: a stale answer only means one
  * event is skipped, or one record call finds nothing running and returns. */

@@ -7,6 +7,8 @@
  * count, so that the CTests may run in parallel) under
  * TCOLL_TIMELINE=<dir>/np<size>/tl.%r.json (the CTest sets it; checked).
  *
+ * Before tc_init, tc_timeline_start must fail with TC_ERR_STATE (no rank
+ * yet; TC_ERR_ARG for a NULL path) and tc_timeline_stop with TC_ERR_STATE.
  * Right after tc_init, tc_timeline_start must fail with TC_ERR_STATE: the
  * TCOLL_TIMELINE timeline already runs (documented: it starts at tc_init).
  *
@@ -755,6 +757,13 @@ int main(int argc, char **argv)
 
     CHECK_MSG(argc == 2, "usage: %s <dir> (under TCOLL_TIMELINE=<dir>/np<size>/tl.%%r.json)",
               argv[0]);
+    /* before tc_init: no rank to name the file and mark the events by */
+    CHECK_STATUS(tc_timeline_start("tl.%r.json"), TC_ERR_STATE);
+    CHECK_STR_CONTAINS(tc_last_error(), "not initialized");
+    CHECK_STATUS(tc_timeline_start(NULL), TC_ERR_ARG);
+    CHECK_STR_CONTAINS(tc_last_error(), "tc_timeline_start: path is NULL");
+    CHECK_STATUS(tc_timeline_stop(), TC_ERR_STATE);
+    CHECK_STR_CONTAINS(tc_last_error(), "no timeline is running");
     CHECK_OK(tc_init());
     g_rank = tc_rank();
     g_size = tc_size();
