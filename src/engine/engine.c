@@ -2200,6 +2200,14 @@ static void *engine_main(void *arg)
     if (!e->broken) {
         goodbye(e);
     }
+    /* After the engine's last event, before the communicators go: rank 0
+     * gathers a job-wide timeline (timeline_job.c). */
+    st = tc__tl_job_finish(e->ctrl, e->rank, e->size, !e->broken, e->cfg, msg, sizeof(msg));
+    if (st != TC_OK) {
+        e->broken = 1; /* requests of the exchange are still pending */
+        e->term_status = st;
+        snprintf(e->term_msg, sizeof(e->term_msg), "%s", msg);
+    }
     mpi_teardown(e);
     /* What tc_shutdown reports: the goodbye may have run out of time. */
     pthread_mutex_lock(&g.mu);
@@ -2289,9 +2297,10 @@ tc_status_t tc_shutdown(void)
     pthread_cond_signal(&g.wake);
     pthread_mutex_unlock(&g.mu);
 
-    /* The engine bounds the handshake and its goodbye by the timeout each;
-     * this bounds anything else (MPI_Finalize waiting for a stuck peer). */
-    limit_s = 2 * tc__config()->shutdown_timeout_s + 10;
+    /* The engine bounds the handshake, its goodbye and the gathering of a
+     * job-wide timeline by the timeout each; this bounds anything else
+     * (MPI_Finalize waiting for a stuck peer). */
+    limit_s = 3 * tc__config()->shutdown_timeout_s + 10;
     deadline = tc__deadline_after_ns((uint64_t)limit_s * 1000000000ull);
     rc = pthread_timedjoin_np(g.thread, NULL, &deadline);
     if (rc != 0) {
