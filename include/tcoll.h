@@ -206,28 +206,36 @@ tc_fifo_t *tc_proxy_fifo(tc_proxy_t *proxy);
 /* ------------------------------------------------------------------------ */
 /*
  * The file is a Chrome trace (JSON Trace Event Format: {"traceEvents":[...]})
- * that chrome://tracing and Perfetto load: one row per tensor name plus the
- * rows "negotiation" and "collectives"; "pid" is the rank, so the files of
- * several ranks can be merged; "ts" is microseconds since the timeline
- * started. Events are buffered in memory and written by a thread of the
- * timeline's own; the engine never waits for the file. If the buffer fills,
- * events are dropped and the file says how many. The file is valid JSON once
- * the timeline is stopped (tc_timeline_stop or tc_shutdown).
- * TCOLL_TIMELINE=path starts one at tc_init.
+ * that chrome://tracing and Perfetto load: a process row per rank ("pid" is
+ * the rank), and in it one row per tensor name plus the rows "negotiation"
+ * and "collectives"; "ts" is microseconds since the timeline started.
+ * Events are buffered in memory and written by a thread of the timeline's
+ * own; the engine never waits for the file. If the buffer fills, events are
+ * dropped and the file says how many.
+ *
+ * A path with "%r" (it becomes the rank, e.g. "/tmp/tl.%r.json") gives each
+ * rank a file of its own, valid JSON once the timeline is stopped
+ * (tc_timeline_stop or tc_shutdown). A path without "%r" gives the job one
+ * file: each rank records its part (in a temporary file), and at tc_shutdown
+ * rank 0 gathers every rank's part over MPI and writes it, every rank in its
+ * own process row; with one rank it is written like a file of its own. See
+ * the README ("Timeline"). TCOLL_TIMELINE=path starts one at tc_init.
  */
 
-/* Local (not collective): starts writing this rank's timeline to path, where
- * each "%r" becomes the rank (e.g. "/tmp/tl.%r.json"); the file is created
- * or truncated. TC_ERR_ARG if path is NULL or empty, or the file cannot be
- * opened (the message names the path and the reason); TC_ERR_STATE before
- * tc_init or while a timeline runs (TCOLL_TIMELINE's included). Any thread,
- * after tc_init. */
+/* Local (not collective): starts recording this rank's timeline for path
+ * (above); a file of this rank's own is created or truncated at once.
+ * TC_ERR_ARG if path is NULL or empty, or the file cannot be created (the
+ * message names the path and the reason); TC_ERR_STATE before tc_init,
+ * while a timeline runs (TCOLL_TIMELINE's included) and, for a path without
+ * "%r", once this rank has recorded its part of a job-wide file (one per
+ * run) or has shut down. Any thread, after tc_init. */
 tc_status_t tc_timeline_start(const char *path);
 
-/* Local (not collective): stops the timeline, writes what was recorded and
- * closes the file; returns when it is closed. TC_ERR_STATE if none runs;
- * TC_ERR_TRANSPORT if writing the file failed (disk full, ...). tc_shutdown
- * stops a running timeline itself. Any thread. */
+/* Local (not collective): stops the timeline; a file of this rank's own is
+ * written and closed when it returns, this rank's part of a job-wide file
+ * waits for tc_shutdown. TC_ERR_STATE if none runs; TC_ERR_TRANSPORT if
+ * writing failed (disk full, ...). tc_shutdown stops a running timeline
+ * itself. Any thread. */
 tc_status_t tc_timeline_stop(void);
 
 #ifdef __cplusplus

@@ -69,6 +69,7 @@
 #include "engine/cache.h"
 #include "engine/coordinator.h"
 #include "engine/request.h"
+#include "engine/timeline_job.h"
 #include "reduce/reduce.h"
 #include "transport/transport_mpi.h"
 #include "util/backoff.h"
@@ -2180,7 +2181,7 @@ static void *engine_main(void *arg)
         /* before tc_init returns: the timeline covers every submission, and
          * a tc_timeline_start right after tc_init finds it running */
         char err[512];
-        if (tc__tl_start(e->cfg->timeline, e->rank, err, sizeof(err)) != TC_OK) {
+        if (tc__tl_job_start(e->cfg->timeline, e->rank, e->size, err, sizeof(err)) != TC_OK) {
             TC_WARN("timeline", "TCOLL_TIMELINE=%s: %s; no timeline", e->cfg->timeline, err);
         }
     }
@@ -2207,6 +2208,14 @@ static void *engine_main(void *arg)
     }
     if (!e->broken) {
         goodbye(e);
+    }
+    /* After the engine's last event, before the communicators go: rank 0
+     * gathers a job-wide timeline (timeline_job.c). */
+    st = tc__tl_job_finish(e->ctrl, e->rank, e->size, !e->broken, e->cfg, msg, sizeof(msg));
+    if (st != TC_OK) {
+        e->broken = 1; /* requests of the exchange are still pending */
+        e->term_status = st;
+        snprintf(e->term_msg, sizeof(e->term_msg), "%s", msg);
     }
     mpi_teardown(e);
     /* What tc_shutdown reports: the goodbye may have run out of time. */
@@ -2297,9 +2306,10 @@ tc_status_t tc_shutdown(void)
     pthread_cond_signal(&g.wake);
     pthread_mutex_unlock(&g.mu);
 
-    /* The engine bounds the handshake and its goodbye by the timeout each;
-     * this bounds anything else (MPI_Finalize waiting for a stuck peer). */
-    limit_s = 2 * tc__config()->shutdown_timeout_s + 10;
+    /* The engine bounds the handshake, its goodbye and the gathering of a
+     * job-wide timeline by the timeout each; this bounds anything else
+     * (MPI_Finalize waiting for a stuck peer). */
+    limit_s = 3 * tc__config()->shutdown_timeout_s + 10;
     deadline = tc__deadline_after_ns((uint64_t)limit_s * 1000000000ull);
     rc = pthread_timedjoin_np(g.thread, NULL, &deadline);
     if (rc != 0) {

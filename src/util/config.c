@@ -107,10 +107,13 @@ static const knob_t knobs[] = {
      "shutdown handshake; after it, tc_shutdown returns TC_ERR_TIMEOUT and "
      "leaves MPI unfinalized rather than hang."},
     {"TCOLL_TIMELINE", KNOB_STRING, OFF(timeline), "", 0, FIELD_SIZE(timeline), KNOB_LOCAL,
-     "Write a Chrome trace (chrome://tracing, Perfetto) of this rank's "
-     "negotiations and collectives to this path from tc_init on; %r in the "
-     "path becomes the rank. Empty: no timeline (tc_timeline_start can still "
-     "start one)."},
+     "Write a Chrome trace (chrome://tracing, Perfetto) of the negotiations "
+     "and collectives to this path from tc_init on. With %r in the path (it "
+     "becomes the rank) each rank writes a file of its own as it goes; "
+     "without %r the job gets one file, in which each rank is a process row: "
+     "every rank keeps its part in a temporary file (in $TMPDIR, else /tmp), "
+     "and at tc_shutdown rank 0 gathers the parts over MPI and writes it. "
+     "Empty: no timeline (tc_timeline_start can still start one)."},
     {"TCOLL_PROXY_CPUS", KNOB_STRING, OFF(proxy_cpus), "", 0, FIELD_SIZE(proxy_cpus), KNOB_LOCAL,
      "CPUs the default proxy init hook binds its thread to (hwloc list syntax, "
      "e.g. 0-3,8), or NUMA nodes as numa:<nodes>; empty binds nothing."},

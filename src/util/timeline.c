@@ -39,6 +39,16 @@
  * "ts"/"dur" microseconds since the start with nanosecond digits. Names are
  * escaped for JSON; bytes that are not valid UTF-8 become \u00XX (read as
  * Latin-1), so the file is always valid UTF-8 JSON.
+ *
+ * Parts (tc__tl_start_part, for a job-wide timeline): the same recording and
+ * the same writer thread, but the writer encodes each record as a compact
+ * binary item ("Parts" below) into a private, unlinked temporary file
+ * instead of formatting it, with no header and no footer; stop keeps the
+ * file. The engine gathers the ranks' parts (engine/timeline_job.c) and
+ * hands their bytes to a merge (tc__tl_merge_*), which formats them with
+ * the same code as a file of one rank, each rank with its own pid and its
+ * times shifted to the job's origin. This file never calls MPI or the
+ * engine: the rank is always given.
  */
 #define _GNU_SOURCE
 #include "util/timeline.h"
@@ -49,6 +59,7 @@
 #include "util/status.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
@@ -58,6 +69,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+
+_Static_assert(TC_TL_PATH_MAX >= PATH_MAX, "TC_TL_PATH_MAX must hold any path");
 
 /* Longest a recorded event waits in the buffer before the writer takes it. */
 #define TL_FLUSH_NS 100000000ull
@@ -127,6 +141,7 @@ typedef struct {
     size_t len;
     int err;         /* first errno of a failed write; later output is discarded */
     uint64_t nitems; /* array elements written, for the commas */
+    uint64_t bytes;  /* bytes written to f */
 } tl_out_t;
 
 /* Everything the writer owns: set up by start before the thread exists,
@@ -136,10 +151,17 @@ typedef struct {
     char path[PATH_MAX];
     int rank;
     uint64_t t0_ns;         /* CLOCK_MONOTONIC at the start: ts 0 */
-    int64_t start_unix_us;  /* CLOCK_REALTIME at the same moment, for merging */
+    int64_t start_unix_ns;  /* CLOCK_REALTIME at the same moment, for merging */
     tl_rec_t *mine;         /* the buffer the writer formats from */
     uint32_t tracks_written;
+    int part;               /* encode items into a part (a temporary file), not JSON */
 } tl_writer_t;
+
+/* A stopped part-mode timeline, waiting to be merged (see timeline.h). */
+struct tc_tl_part {
+    FILE *f; /* an unlinked temporary file holding info.bytes bytes of items */
+    tc_tl_part_info_t info;
+};
 
 /* Start and stop, serialized by ctl.mu (held across the join in stop). */
 static struct {
@@ -147,6 +169,7 @@ static struct {
     int running;
     pthread_t thread;
     tl_writer_t *w;
+    tc_tl_part_t *pending; /* the last part, until tc__tl_part_take */
     uint32_t test_cap;
     int test_hold;
 } ctl = {.mu = PTHREAD_MUTEX_INITIALIZER};
@@ -164,8 +187,12 @@ static const char *const fixed_track_names[] = {
 
 static void out_flush(tl_out_t *o)
 {
-    if (o->len > 0 && o->err == 0 && fwrite(o->buf, 1, o->len, o->f) != o->len) {
-        o->err = errno != 0 ? errno : EIO;
+    if (o->len > 0 && o->err == 0) {
+        if (fwrite(o->buf, 1, o->len, o->f) != o->len) {
+            o->err = errno != 0 ? errno : EIO;
+        } else {
+            o->bytes += o->len;
+        }
     }
     o->len = 0;
 }
@@ -466,9 +493,10 @@ static size_t trim_cut_utf8(const char *s, size_t len)
     return len;
 }
 
-static void write_event(tl_writer_t *w, const tl_rec_t *r)
+/* r as one JSON event of process pid; its "ts" is r->ts_ns - base_ns
+ * (modulo 2^64, read as signed). */
+static void write_event(tl_out_t *o, int pid, uint64_t base_ns, const tl_rec_t *r)
 {
-    tl_out_t *o = &w->out;
     const char *sep = "{";
 
     /* out_item() by hand: the first key needs no comma of its own */
@@ -499,13 +527,13 @@ static void write_event(tl_writer_t *w, const tl_rec_t *r)
     OUT_LIT(o, "\"ph\":\"");
     out_mem(o, &r->ph, 1);
     OUT_LIT(o, "\",\"ts\":");
-    out_us(o, (int64_t)(r->ts_ns - w->t0_ns));
+    out_us(o, (int64_t)(r->ts_ns - base_ns));
     if (r->ph == 'X') {
         OUT_LIT(o, ",\"dur\":");
         out_us(o, (int64_t)r->dur_ns);
     }
     OUT_LIT(o, ",\"pid\":");
-    out_i64(o, w->rank);
+    out_i64(o, pid);
     OUT_LIT(o, ",\"tid\":");
     out_i64(o, r->track);
     if (r->ph == 'i') {
@@ -517,21 +545,38 @@ static void write_event(tl_writer_t *w, const tl_rec_t *r)
     OUT_LIT(o, "}");
 }
 
-static void write_header(tl_writer_t *w)
+/* The process row of rank ("rank N") and its fixed rows. */
+static void write_rank_meta(tl_out_t *o, int rank)
 {
-    tl_out_t *o = &w->out;
     char pname[32];
     int t;
 
-    out_str(o, "{\"traceEvents\":[\n");
-    snprintf(pname, sizeof(pname), "rank %d", w->rank);
-    out_meta(o, w->rank, 0, "process_name", "name", pname, strlen(pname), 0);
-    out_meta(o, w->rank, 0, "process_sort_index", "sort_index", NULL, 0, w->rank);
+    snprintf(pname, sizeof(pname), "rank %d", rank);
+    out_meta(o, rank, 0, "process_name", "name", pname, strlen(pname), 0);
+    out_meta(o, rank, 0, "process_sort_index", "sort_index", NULL, 0, rank);
     for (t = 1; t < NFIXED; t++) {
-        out_meta(o, w->rank, t, "thread_name", "name", fixed_track_names[t],
+        out_meta(o, rank, t, "thread_name", "name", fixed_track_names[t],
                  strlen(fixed_track_names[t]), 0);
-        out_meta(o, w->rank, t, "thread_sort_index", "sort_index", NULL, 0, t - NFIXED);
+        out_meta(o, rank, t, "thread_sort_index", "sort_index", NULL, 0, t - NFIXED);
     }
+}
+
+static void write_header(tl_writer_t *w)
+{
+    out_str(&w->out, "{\"traceEvents\":[\n");
+    write_rank_meta(&w->out, w->rank);
+}
+
+/* The "events dropped" mark of rank, at ts_ns - base_ns. */
+static void write_drop_mark(tl_out_t *o, int rank, uint64_t ts_ns, uint64_t base_ns,
+                            uint64_t dropped)
+{
+    out_item(o);
+    out_fmt(o, "\"name\":\"tcoll timeline: %" PRIu64 " events dropped (buffer full)\"",
+            dropped);
+    out_str(o, ",\"ph\":\"i\",\"s\":\"p\",\"ts\":");
+    out_us(o, (int64_t)(ts_ns - base_ns));
+    out_fmt(o, ",\"pid\":%d,\"tid\":0,\"args\":{\"dropped\":%" PRIu64 "}}", rank, dropped);
 }
 
 static void write_footer(tl_writer_t *w, uint64_t written, uint64_t dropped)
@@ -539,20 +584,148 @@ static void write_footer(tl_writer_t *w, uint64_t written, uint64_t dropped)
     tl_out_t *o = &w->out;
 
     if (dropped > 0) {
-        out_item(o);
-        out_fmt(o, "\"name\":\"tcoll timeline: %" PRIu64 " events dropped (buffer full)\"",
-                dropped);
-        out_str(o, ",\"ph\":\"i\",\"s\":\"p\",\"ts\":");
-        out_us(o, (int64_t)(tc__now_ns() - w->t0_ns));
-        out_fmt(o, ",\"pid\":%d,\"tid\":0,\"args\":{\"dropped\":%" PRIu64 "}}", w->rank,
-                dropped);
+        write_drop_mark(o, w->rank, tc__now_ns(), w->t0_ns, dropped);
     }
     out_str(o, "\n],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":{\"tool\":");
     out_cstr(o, "tcoll");
     out_str(o, ",\"version\":");
     out_cstr(o, tc_version());
-    out_fmt(o, ",\"rank\":%d,\"start_unix_us\":%" PRId64, w->rank, w->start_unix_us);
+    out_fmt(o, ",\"rank\":%d,\"start_unix_us\":%" PRId64, w->rank, w->start_unix_ns / 1000);
     out_fmt(o, ",\"events\":%" PRIu64 ",\"dropped_events\":%" PRIu64 "}\n}\n", written, dropped);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Parts: records encoded for a merge elsewhere                              */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A part is a sequence of items, each a little-endian u32 length (of what
+ * follows) and a type byte:
+ *
+ *   'T' row      i32 tid, then the row's name (the rest of the item)
+ *   'E' event    u8 ph, u8 flags (1 name, 2 truncated name, 4 args, 8 cat),
+ *                i32 row, u64 ts (ns after the part's start, modulo 2^64),
+ *                u64 dur, [cat], [u8 length + name], [args: kind, algo,
+ *                i32 dtype, op, root, status, fused, i64 bytes, cycle]
+ *
+ * cat, kind and algo are "str8": a length byte (255: NULL) and at most 254
+ * bytes. A row's item comes before the first event on it, as in the file.
+ */
+#define TL_ITEM_ROW 'T'
+#define TL_ITEM_EVENT 'E'
+#define TL_EV_NAME 1u
+#define TL_EV_TRUNCATED 2u
+#define TL_EV_ARGS 4u
+#define TL_EV_CAT 8u
+#define TL_STR8_NULL 255u
+#define TL_STR8_MAX 254u
+/* The largest event item: the length, 23 fixed bytes (type, ph, flags,
+ * row, ts, dur), cat (255), name (1 + TC_TL_NAME_MAX), kind and algo (255
+ * each), 5 i32 and 2 i64. */
+#define TL_EVENT_ITEM_MAX (4u + 23u + 255u + 1u + TC_TL_NAME_MAX + 2u * 255u + 20u + 16u)
+/* No item is longer than this (a row's name included). */
+#define TL_ITEM_LIMIT (1u << 20)
+
+typedef struct {
+    unsigned char *p;
+    size_t len;
+} tl_enc_t;
+
+static void enc_bytes(tl_enc_t *e, const void *s, size_t n)
+{
+    memcpy(e->p + e->len, s, n);
+    e->len += n;
+}
+
+static void enc_u8(tl_enc_t *e, unsigned v)
+{
+    e->p[e->len++] = (unsigned char)v;
+}
+
+static void enc_u32(tl_enc_t *e, uint32_t v)
+{
+    int i;
+
+    for (i = 0; i < 4; i++) {
+        e->p[e->len++] = (unsigned char)(v >> (8 * i));
+    }
+}
+
+static void enc_u64(tl_enc_t *e, uint64_t v)
+{
+    int i;
+
+    for (i = 0; i < 8; i++) {
+        e->p[e->len++] = (unsigned char)(v >> (8 * i));
+    }
+}
+
+static void enc_str8(tl_enc_t *e, const char *s)
+{
+    size_t n;
+
+    if (s == NULL) {
+        enc_u8(e, TL_STR8_NULL);
+        return;
+    }
+    n = strlen(s);
+    n = n > TL_STR8_MAX ? TL_STR8_MAX : n;
+    enc_u8(e, (unsigned)n);
+    enc_bytes(e, s, n);
+}
+
+/* A row's item: its id and name. */
+static void encode_row(tl_out_t *o, int tid, const char *name, size_t len)
+{
+    unsigned char head[9];
+    tl_enc_t e = {head, 0};
+
+    len = len > TL_ITEM_LIMIT - 5 ? TL_ITEM_LIMIT - 5 : len;
+    enc_u32(&e, (uint32_t)(5 + len));
+    enc_u8(&e, TL_ITEM_ROW);
+    enc_u32(&e, (uint32_t)tid);
+    out_mem(o, (const char *)head, e.len);
+    out_mem(o, name, len);
+}
+
+/* An event's item; its time relative to t0_ns. */
+static void encode_event(tl_out_t *o, uint64_t t0_ns, const tl_rec_t *r)
+{
+    unsigned char item[TL_EVENT_ITEM_MAX];
+    tl_enc_t e = {item, 4};
+    unsigned flags = (r->has_name ? TL_EV_NAME : 0u) | (r->truncated ? TL_EV_TRUNCATED : 0u) |
+                     (r->has_args ? TL_EV_ARGS : 0u) | (r->cat != NULL ? TL_EV_CAT : 0u);
+    size_t body;
+
+    enc_u8(&e, TL_ITEM_EVENT);
+    enc_u8(&e, (unsigned char)r->ph);
+    enc_u8(&e, flags);
+    enc_u32(&e, (uint32_t)r->track);
+    enc_u64(&e, r->ts_ns - t0_ns);
+    enc_u64(&e, r->dur_ns);
+    if (r->cat != NULL) {
+        enc_str8(&e, r->cat);
+    }
+    if (r->has_name) {
+        enc_u8(&e, r->name_len);
+        enc_bytes(&e, r->name, r->name_len);
+    }
+    if (r->has_args) {
+        const tc_tl_args_t *a = &r->args;
+        enc_str8(&e, a->kind);
+        enc_str8(&e, a->algo);
+        enc_u32(&e, (uint32_t)a->dtype);
+        enc_u32(&e, (uint32_t)a->op);
+        enc_u32(&e, (uint32_t)a->root);
+        enc_u32(&e, (uint32_t)a->status);
+        enc_u32(&e, (uint32_t)a->fused);
+        enc_u64(&e, (uint64_t)a->bytes);
+        enc_u64(&e, (uint64_t)a->cycle);
+    }
+    body = e.len - 4;
+    e.len = 0;
+    enc_u32(&e, (uint32_t)body);
+    out_mem(o, (const char *)item, body + 4);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -602,12 +775,21 @@ static void *writer_main(void *arg)
         /* Rows named before their first event; tl.tracks[0, ntracks) is
          * immutable once published under tl.mu, which we just held. */
         for (i = w->tracks_written; i < ntracks; i++) {
-            out_meta(&w->out, w->rank, TC_TL_TRACK_FIRST + (int)i, "thread_name", "name",
-                     tl.tracks[i].name, tl.tracks[i].len, 0);
+            if (w->part) {
+                encode_row(&w->out, TC_TL_TRACK_FIRST + (int)i, tl.tracks[i].name,
+                           tl.tracks[i].len);
+            } else {
+                out_meta(&w->out, w->rank, TC_TL_TRACK_FIRST + (int)i, "thread_name", "name",
+                         tl.tracks[i].name, tl.tracks[i].len, 0);
+            }
         }
         w->tracks_written = ntracks;
         for (i = 0; i < n; i++) {
-            write_event(w, &w->mine[i]);
+            if (w->part) {
+                encode_event(&w->out, w->t0_ns, &w->mine[i]);
+            } else {
+                write_event(&w->out, w->rank, w->t0_ns, &w->mine[i]);
+            }
         }
         done = n;
         out_flush(&w->out);
@@ -621,12 +803,14 @@ static void *writer_main(void *arg)
     written = tl.stats.written;
     dropped = tl.stats.dropped;
     pthread_mutex_unlock(&tl.mu);
-    write_footer(w, written, dropped);
-    out_flush(&w->out);
-    if (fclose(w->out.f) != 0 && w->out.err == 0) {
-        w->out.err = errno != 0 ? errno : EIO;
+    if (!w->part) { /* a part's file stays open: tl_stop hands it on */
+        write_footer(w, written, dropped);
+        out_flush(&w->out);
+        if (fclose(w->out.f) != 0 && w->out.err == 0) {
+            w->out.err = errno != 0 ? errno : EIO;
+        }
+        w->out.f = NULL;
     }
-    w->out.f = NULL;
     return NULL;
 }
 
@@ -692,7 +876,65 @@ static void free_writer(tl_writer_t *w)
     }
 }
 
-tc_status_t tc__tl_start(const char *path, int rank, char *err, size_t errlen)
+/* A private temporary file for a part: created in $TMPDIR (or /tmp) and
+ * unlinked at once, so nothing is left behind whatever happens. NULL with
+ * msg on failure. */
+static FILE *open_part_file(char *msg, size_t len)
+{
+    const char *dir = getenv("TMPDIR");
+    char tmpl[PATH_MAX];
+    FILE *f;
+    int fd, n;
+
+    if (dir == NULL || dir[0] == '\0') {
+        dir = "/tmp";
+    }
+    n = snprintf(tmpl, sizeof(tmpl), "%s/tcoll-timeline-XXXXXX", dir);
+    if (n < 0 || (size_t)n >= sizeof(tmpl)) {
+        snprintf(msg, len, "TMPDIR (%.256s...) is too long for this rank's part of the job-wide "
+                           "timeline", dir);
+        return NULL;
+    }
+    fd = mkostemp(tmpl, O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(msg, len, "cannot create a temporary file in %s for this rank's part of the "
+                           "job-wide timeline: %s", dir, strerror(errno));
+        return NULL;
+    }
+    (void)unlink(tmpl);
+    f = fdopen(fd, "w+");
+    if (f == NULL) {
+        snprintf(msg, len, "cannot open the temporary file for this rank's part of the job-wide "
+                           "timeline: %s", strerror(errno));
+        close(fd);
+    }
+    return f;
+}
+
+/* Whether the file at path could be created later: its folder exists and
+ * is writable. -1 with msg if not. */
+static int check_dir(const char *path, char *msg, size_t len)
+{
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+
+    if (slash == NULL) {
+        snprintf(dir, sizeof(dir), ".");
+    } else if (slash == path) {
+        snprintf(dir, sizeof(dir), "/");
+    } else {
+        snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+    }
+    if (access(dir, W_OK | X_OK) != 0) {
+        snprintf(msg, len, "cannot create the timeline file %s (in its folder: %s)", path,
+                 strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* The one start: a file (part 0) or a part (part 1). */
+static tc_status_t tl_start(const char *path, int rank, int part, char *err, size_t errlen)
 {
     char msg[PATH_MAX + 256];
     tl_writer_t *w;
@@ -710,6 +952,14 @@ tc_status_t tc__tl_start(const char *path, int rank, char *err, size_t errlen)
     pthread_mutex_lock(&ctl.mu);
     if (ctl.running) {
         put_err(err, errlen, "a timeline is already being written (to %s)", ctl.w->path);
+        st = TC_ERR_STATE;
+        goto err_unlock;
+    }
+    if (part && ctl.pending != NULL) {
+        put_err(err, errlen, "this rank already recorded its part of the job-wide timeline %s, "
+                             "which is written at tc_shutdown; one per run (a path with %%r "
+                             "writes a file per rank at once)",
+                ctl.pending->info.path);
         st = TC_ERR_STATE;
         goto err_unlock;
     }
@@ -733,10 +983,21 @@ tc_status_t tc__tl_start(const char *path, int rank, char *err, size_t errlen)
         st = TC_ERR_ARG;
         goto err_free;
     }
-    w->out.f = fopen(w->path, "we");
+    w->part = part;
+    if (part) {
+        if (check_dir(w->path, msg, sizeof(msg)) != 0) {
+            st = TC_ERR_ARG;
+            goto err_free;
+        }
+        w->out.f = open_part_file(msg, sizeof(msg));
+    } else {
+        w->out.f = fopen(w->path, "we");
+        if (w->out.f == NULL) {
+            snprintf(msg, sizeof(msg), "cannot open the timeline file %s: %s", w->path,
+                     strerror(errno));
+        }
+    }
     if (w->out.f == NULL) {
-        snprintf(msg, sizeof(msg), "cannot open the timeline file %s: %s", w->path,
-                 strerror(errno));
         st = TC_ERR_ARG;
         goto err_free;
     }
@@ -745,8 +1006,10 @@ tc_status_t tc__tl_start(const char *path, int rank, char *err, size_t errlen)
     w->rank = rank;
     w->t0_ns = tc__now_ns();
     clock_gettime(CLOCK_REALTIME, &now);
-    w->start_unix_us = (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000;
-    write_header(w); /* into the buffer: the writer's first batch writes it */
+    w->start_unix_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+    if (!part) {
+        write_header(w); /* into the buffer: the writer's first batch writes it */
+    }
 
     pthread_mutex_lock(&tl.mu);
     tl.fill = fill;
@@ -780,7 +1043,12 @@ tc_status_t tc__tl_start(const char *path, int rank, char *err, size_t errlen)
     /* Relaxed: a hint for callers (see tl_on); tl.active is the truth. */
     atomic_store_explicit(&tl_on, 1, memory_order_relaxed);
     pthread_mutex_unlock(&ctl.mu);
-    TC_INFO("timeline", "writing the timeline to %s (buffer of %u events)", w->path, cap);
+    if (part) {
+        TC_INFO("timeline", "recording this rank's part of the job-wide timeline %s (buffer of "
+                            "%u events); rank 0 writes the file at tc_shutdown", w->path, cap);
+    } else {
+        TC_INFO("timeline", "writing the timeline to %s (buffer of %u events)", w->path, cap);
+    }
     return TC_OK;
 
 err_free:
@@ -794,6 +1062,52 @@ err_unlock:
     return st;
 }
 
+tc_status_t tc__tl_start(const char *path, int rank, char *err, size_t errlen)
+{
+    return tl_start(path, rank, 0, err, errlen);
+}
+
+tc_status_t tc__tl_start_part(const char *path, int rank, char *err, size_t errlen)
+{
+    return tl_start(path, rank, 1, err, errlen);
+}
+
+/* After the writer of a part has exited: the part, kept for the merge, or
+ * an error in err. */
+static tc_status_t keep_part(tl_writer_t *w, const tc_tl_stats_t *stats, char *err,
+                             size_t errlen)
+{
+    tc_tl_part_t *p;
+
+    if (w->out.err != 0) {
+        TC_ERROR("timeline", "writing this rank's part of the job-wide timeline %s to a "
+                             "temporary file failed: %s; the part is lost",
+                 w->path, strerror(w->out.err));
+        put_err(err, errlen, "writing this rank's part of the job-wide timeline %s to a "
+                             "temporary file failed: %s", w->path, strerror(w->out.err));
+        fclose(w->out.f);
+        return TC_ERR_TRANSPORT;
+    }
+    p = calloc(1, sizeof(*p));
+    if (p == NULL) {
+        TC_ERROR("timeline", "out of memory keeping this rank's part of the job-wide timeline "
+                             "%s; the part is lost", w->path);
+        put_err(err, errlen, "out of memory keeping this rank's part of the timeline");
+        fclose(w->out.f);
+        return TC_ERR_NOMEM;
+    }
+    p->f = w->out.f;
+    p->info.rank = w->rank;
+    p->info.start_unix_ns = w->start_unix_ns;
+    p->info.end_ns = tc__now_ns() - w->t0_ns;
+    p->info.events = stats->written;
+    p->info.dropped = stats->dropped;
+    p->info.bytes = w->out.bytes;
+    snprintf(p->info.path, sizeof(p->info.path), "%s", w->path);
+    ctl.pending = p;
+    return TC_OK;
+}
+
 /* The one stop; err gets the reason on failure. */
 static tc_status_t tl_stop(char *err, size_t errlen)
 {
@@ -802,7 +1116,7 @@ static tc_status_t tl_stop(char *err, size_t errlen)
     tl_rec_t *fill;
     tl_track_t *tracks;
     uint32_t ntracks, cap, i;
-    int io_err;
+    tc_status_t st = TC_OK;
 
     pthread_mutex_lock(&ctl.mu);
     if (!ctl.running) {
@@ -838,30 +1152,42 @@ static tc_status_t tl_stop(char *err, size_t errlen)
     }
     free(tracks);
     free(fill);
-    io_err = w->out.err;
-    if (io_err != 0) {
+    if (w->part) {
+        st = keep_part(w, &stats, err, errlen);
+    } else if (w->out.err != 0) {
         TC_ERROR("timeline", "writing the timeline file %s failed: %s; the file is incomplete",
-                 w->path, strerror(io_err));
+                 w->path, strerror(w->out.err));
         put_err(err, errlen, "writing the timeline file %s failed: %s", w->path,
-                strerror(io_err));
+                strerror(w->out.err));
+        st = TC_ERR_TRANSPORT;
+    }
+    if (st != TC_OK) {
+        /* logged above */
     } else if (stats.dropped > 0) {
         TC_WARN("timeline",
-                "timeline %s: %" PRIu64 " events written, %" PRIu64 " dropped because the "
+                "timeline %s%s: %" PRIu64 " events written, %" PRIu64 " dropped because the "
                 "buffer of %u events was full",
-                w->path, stats.written, stats.dropped, cap);
+                w->path, w->part ? " (this rank's part)" : "", stats.written, stats.dropped,
+                cap);
     } else {
-        TC_INFO("timeline", "timeline %s: %" PRIu64 " events written", w->path, stats.written);
+        TC_INFO("timeline", "timeline %s%s: %" PRIu64 " events written", w->path,
+                w->part ? " (this rank's part)" : "", stats.written);
     }
     free_writer(w);
     ctl.w = NULL;
     ctl.running = 0;
     pthread_mutex_unlock(&ctl.mu);
-    return io_err != 0 ? TC_ERR_TRANSPORT : TC_OK;
+    return st;
 }
 
 tc_status_t tc__tl_stop(void)
 {
     return tl_stop(NULL, 0);
+}
+
+tc_status_t tc__tl_stop_err(char *err, size_t errlen)
+{
+    return tl_stop(err, errlen);
 }
 
 int tc__tl_active(void)
@@ -998,41 +1324,430 @@ void tc__tl_instant(int track, const char *name, size_t name_len, const char *ca
 }
 
 /* ------------------------------------------------------------------------ */
-/* Public API                                                                */
+/* Parts: taking, reading, merging                                           */
 /* ------------------------------------------------------------------------ */
 
-tc_status_t tc_timeline_start(const char *path)
+tc_tl_part_t *tc__tl_part_take(void)
 {
-    char err[TC_ERRMSG_MAX];
-    tc_status_t st;
-    int rank;
+    tc_tl_part_t *p;
 
-    tc__clear_error();
-    if (path == NULL || path[0] == '\0') {
-        return tc__set_error(TC_ERR_ARG, "tc_timeline_start: path is %s",
-                             path == NULL ? "NULL" : "empty");
+    pthread_mutex_lock(&ctl.mu);
+    p = ctl.pending;
+    ctl.pending = NULL;
+    pthread_mutex_unlock(&ctl.mu);
+    return p;
+}
+
+const tc_tl_part_info_t *tc__tl_part_info(const tc_tl_part_t *part)
+{
+    return &part->info;
+}
+
+tc_status_t tc__tl_part_read(tc_tl_part_t *part, uint64_t off, void *buf, size_t len, char *err,
+                             size_t errlen)
+{
+    size_t done = 0;
+
+    if (off > part->info.bytes || len > part->info.bytes - off) {
+        put_err(err, errlen, "reading bytes %" PRIu64 "..%" PRIu64 " of a %" PRIu64 "-byte part",
+                off, off + len, part->info.bytes);
+        return TC_ERR_ARG;
     }
-    rank = tc_rank();
-    if (rank < 0) {
-        return tc__set_error(TC_ERR_STATE, "tc_timeline_start: tcoll is not initialized "
-                                           "(the file is named and marked by the rank)");
-    }
-    st = tc__tl_start(path, rank, err, sizeof(err));
-    if (st != TC_OK) {
-        return tc__set_error(st, "tc_timeline_start: %s", err);
+    while (done < len) {
+        ssize_t n = pread(fileno(part->f), (char *)buf + done, len - done, (off_t)(off + done));
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            put_err(err, errlen, "reading this rank's part of the job-wide timeline back from "
+                                 "its temporary file failed: %s",
+                    n < 0 ? strerror(errno) : "the file is shorter than written");
+            return TC_ERR_TRANSPORT;
+        }
+        done += (size_t)n;
     }
     return TC_OK;
 }
 
-tc_status_t tc_timeline_stop(void)
+void tc__tl_part_free(tc_tl_part_t *part)
 {
-    char err[TC_ERRMSG_MAX];
+    if (part != NULL) {
+        fclose(part->f);
+        free(part);
+    }
+}
+
+int tc__tl_rank_path(const char *path, int rank, char *out, size_t outlen)
+{
+    const char *slash = strrchr(path, '/');
+    const char *base = slash != NULL ? slash + 1 : path;
+    size_t len = strlen(path), stem = len;
+    int n;
+
+    if (strlen(base) > 5 && strcmp(path + len - 5, ".json") == 0) {
+        stem = len - 5;
+    }
+    n = snprintf(out, outlen, "%.*s.rank%d%s", (int)stem, path, rank, path + stem);
+    return n < 0 || (size_t)n >= outlen ? -1 : 0;
+}
+
+/* One rank's section, written; for the footer. */
+typedef struct {
+    int rank;
+    int complete;
+    int64_t start_unix_ns;
+    uint64_t events, dropped;
+} tl_merged_t;
+
+struct tc_tl_merge {
+    tl_out_t out;
+    char path[PATH_MAX];
+    int64_t origin_unix_ns;
+    /* the open section */
+    int open;
+    int bad;                 /* its bytes did not decode: the rest is skipped */
+    tc_tl_part_info_t info;
+    uint64_t base_ns;        /* "ts" = item ts - base_ns: shifted to the origin */
+    uint64_t events;         /* events of this section written */
+    uint64_t fed;            /* bytes of this section decoded */
+    unsigned char *carry;    /* an item cut between two feeds */
+    size_t ncarry, capcarry;
+    char cat[256], kind[256], algo[256];
+    /* the sections written */
+    tl_merged_t *done;
+    size_t ndone, capdone;
+};
+
+typedef struct {
+    const unsigned char *p;
+    size_t len, pos;
+    int bad;
+} tl_dec_t;
+
+static const unsigned char *dec_take(tl_dec_t *d, size_t n)
+{
+    const unsigned char *q;
+
+    if (d->bad || d->len - d->pos < n) {
+        d->bad = 1;
+        return NULL;
+    }
+    q = d->p + d->pos;
+    d->pos += n;
+    return q;
+}
+
+static unsigned dec_u8(tl_dec_t *d)
+{
+    const unsigned char *q = dec_take(d, 1);
+    return q != NULL ? q[0] : 0u;
+}
+
+static uint32_t dec_u32(tl_dec_t *d)
+{
+    const unsigned char *q = dec_take(d, 4);
+    uint32_t v = 0;
+    int i;
+
+    for (i = 0; q != NULL && i < 4; i++) {
+        v |= (uint32_t)q[i] << (8 * i);
+    }
+    return v;
+}
+
+static uint64_t dec_u64(tl_dec_t *d)
+{
+    const unsigned char *q = dec_take(d, 8);
+    uint64_t v = 0;
+    int i;
+
+    for (i = 0; q != NULL && i < 8; i++) {
+        v |= (uint64_t)q[i] << (8 * i);
+    }
+    return v;
+}
+
+/* A str8 into buf (256 bytes, NUL-terminated); NULL for the NULL string. */
+static const char *dec_str8(tl_dec_t *d, char *buf)
+{
+    unsigned n = dec_u8(d);
+    const unsigned char *q;
+
+    if (n == TL_STR8_NULL) {
+        return NULL;
+    }
+    q = dec_take(d, n);
+    if (q == NULL) {
+        return NULL;
+    }
+    memcpy(buf, q, n);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* Writes the item p[0, len) of the open section; -1 if it is malformed. */
+static int merge_item(tc_tl_merge_t *m, const unsigned char *p, size_t len)
+{
+    tl_dec_t d = {p, len, 0, 0};
+    unsigned type = dec_u8(&d);
+    tl_rec_t r;
+    unsigned flags;
+
+    if (type == TL_ITEM_ROW) {
+        int32_t tid = (int32_t)dec_u32(&d);
+        if (d.bad || tid < 0) {
+            return -1;
+        }
+        out_meta(&m->out, m->info.rank, tid, "thread_name", "name", (const char *)p + d.pos,
+                 len - d.pos, 0);
+        return 0;
+    }
+    if (type != TL_ITEM_EVENT) {
+        return -1;
+    }
+    memset(&r, 0, sizeof(r));
+    r.ph = (char)dec_u8(&d);
+    flags = dec_u8(&d);
+    r.track = (int32_t)dec_u32(&d);
+    r.ts_ns = dec_u64(&d);
+    r.dur_ns = dec_u64(&d);
+    if (flags & TL_EV_CAT) {
+        r.cat = dec_str8(&d, m->cat);
+        if (r.cat == NULL) {
+            return -1;
+        }
+    }
+    if (flags & TL_EV_NAME) {
+        const unsigned char *q;
+        r.has_name = 1;
+        r.truncated = (flags & TL_EV_TRUNCATED) != 0;
+        r.name_len = dec_u8(&d);
+        if (r.name_len > TC_TL_NAME_MAX || (q = dec_take(&d, r.name_len)) == NULL) {
+            return -1;
+        }
+        memcpy(r.name, q, r.name_len);
+    }
+    if (flags & TL_EV_ARGS) {
+        tc_tl_args_t *a = &r.args;
+        r.has_args = 1;
+        a->kind = dec_str8(&d, m->kind);
+        a->algo = dec_str8(&d, m->algo);
+        a->dtype = (int)(int32_t)dec_u32(&d);
+        a->op = (int)(int32_t)dec_u32(&d);
+        a->root = (int)(int32_t)dec_u32(&d);
+        a->status = (int)(int32_t)dec_u32(&d);
+        a->fused = (int32_t)dec_u32(&d);
+        a->bytes = (int64_t)dec_u64(&d);
+        a->cycle = (int64_t)dec_u64(&d);
+    }
+    if (d.bad || d.pos != len || r.track < 0 || strchr("BEXi", r.ph) == NULL || r.ph == '\0') {
+        return -1;
+    }
+    write_event(&m->out, m->info.rank, m->base_ns, &r);
+    m->events++;
+    return 0;
+}
+
+tc_status_t tc__tl_merge_open(const char *path, int64_t origin_unix_ns, tc_tl_merge_t **m_p,
+                              char *err, size_t errlen)
+{
+    tc_tl_merge_t *m = calloc(1, sizeof(*m));
+
+    if (m == NULL || (m->out.buf = malloc(TL_OUT_CAP)) == NULL) {
+        free(m);
+        put_err(err, errlen, "out of memory for merging the timeline");
+        return TC_ERR_NOMEM;
+    }
+    if (snprintf(m->path, sizeof(m->path), "%s", path) >= (int)sizeof(m->path)) {
+        put_err(err, errlen, "the timeline path \"%.256s...\" is longer than %d bytes", path,
+                PATH_MAX - 1);
+        goto err_free;
+    }
+    m->out.f = fopen(path, "we");
+    if (m->out.f == NULL) {
+        put_err(err, errlen, "cannot open the timeline file %s: %s", path, strerror(errno));
+        goto err_free;
+    }
+    setvbuf(m->out.f, NULL, _IONBF, 0);
+    m->origin_unix_ns = origin_unix_ns;
+    out_str(&m->out, "{\"traceEvents\":[\n");
+    *m_p = m;
+    return TC_OK;
+
+err_free:
+    free(m->out.buf);
+    free(m);
+    return TC_ERR_ARG;
+}
+
+void tc__tl_merge_rank(tc_tl_merge_t *m, const tc_tl_part_info_t *info)
+{
+    if (m->open) {
+        tc__tl_merge_rank_end(m, 0);
+    }
+    m->open = 1;
+    m->bad = 0;
+    m->info = *info;
+    /* ts - base = ts + (start - origin), modulo 2^64 */
+    m->base_ns = (uint64_t)m->origin_unix_ns - (uint64_t)info->start_unix_ns;
+    m->events = 0;
+    m->fed = 0;
+    m->ncarry = 0;
+    write_rank_meta(&m->out, info->rank);
+}
+
+tc_status_t tc__tl_merge_feed(tc_tl_merge_t *m, const void *bytes, size_t len, char *err,
+                              size_t errlen)
+{
+    size_t pos = 0;
+
+    if (!m->open || m->bad) {
+        put_err(err, errlen, "no section to feed (or its part was malformed)");
+        return TC_ERR_STATE;
+    }
+    if (m->capcarry - m->ncarry < len) {
+        size_t cap = m->capcarry * 2 > m->ncarry + len ? m->capcarry * 2 : m->ncarry + len;
+        unsigned char *c = realloc(m->carry, cap);
+        if (c == NULL) {
+            m->bad = 1;
+            put_err(err, errlen, "out of memory merging rank %d's part of the timeline",
+                    m->info.rank);
+            return TC_ERR_NOMEM;
+        }
+        m->carry = c;
+        m->capcarry = cap;
+    }
+    memcpy(m->carry + m->ncarry, bytes, len);
+    m->ncarry += len;
+    while (m->ncarry - pos >= 4) {
+        tl_dec_t d = {m->carry + pos, 4, 0, 0};
+        uint32_t ilen = dec_u32(&d);
+        if (ilen == 0 || ilen > TL_ITEM_LIMIT) {
+            m->bad = 1;
+        } else if (m->ncarry - pos - 4 < ilen) {
+            break; /* cut: the rest comes with the next feed */
+        } else if (merge_item(m, m->carry + pos + 4, ilen) != 0) {
+            m->bad = 1;
+        }
+        if (m->bad) {
+            put_err(err, errlen, "rank %d's part of the timeline is malformed at byte %" PRIu64
+                                 " (an item of %u bytes)",
+                    m->info.rank, m->fed + pos, ilen);
+            return TC_ERR_TRANSPORT;
+        }
+        pos += 4 + ilen;
+    }
+    memmove(m->carry, m->carry + pos, m->ncarry - pos);
+    m->ncarry -= pos;
+    m->fed += pos;
+    return TC_OK;
+}
+
+int tc__tl_merge_rank_end(tc_tl_merge_t *m, int complete)
+{
+    tl_merged_t *rec;
+
+    if (!m->open) {
+        return 0;
+    }
+    m->open = 0;
+    complete = complete && !m->bad && m->ncarry == 0;
+    if (m->info.dropped > 0) {
+        write_drop_mark(&m->out, m->info.rank, m->info.end_ns, m->base_ns, m->info.dropped);
+    }
+    if (m->ndone == m->capdone) {
+        size_t cap = m->capdone * 2 + 8;
+        tl_merged_t *d = realloc(m->done, cap * sizeof(*d));
+        if (d == NULL) {
+            return complete; /* the footer will miss this rank; the file stays valid */
+        }
+        m->done = d;
+        m->capdone = cap;
+    }
+    rec = &m->done[m->ndone++];
+    rec->rank = m->info.rank;
+    rec->complete = complete;
+    rec->start_unix_ns = m->info.start_unix_ns;
+    rec->events = m->events;
+    rec->dropped = m->info.dropped;
+    return complete;
+}
+
+tc_status_t tc__tl_merge_close(tc_tl_merge_t *m, char *err, size_t errlen)
+{
+    tl_out_t *o = &m->out;
+    uint64_t events = 0, dropped = 0;
+    size_t i;
+    int io_err;
+
+    tc__tl_merge_rank_end(m, 0);
+    for (i = 0; i < m->ndone; i++) {
+        events += m->done[i].events;
+        dropped += m->done[i].dropped;
+    }
+    out_str(o, "\n],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":{\"tool\":");
+    out_cstr(o, "tcoll");
+    out_str(o, ",\"version\":");
+    out_cstr(o, tc_version());
+    out_fmt(o, ",\"job\":true,\"start_unix_us\":%" PRId64, m->origin_unix_ns / 1000);
+    out_fmt(o, ",\"events\":%" PRIu64 ",\"dropped_events\":%" PRIu64 ",\"ranks\":[", events,
+            dropped);
+    for (i = 0; i < m->ndone; i++) {
+        const tl_merged_t *d = &m->done[i];
+        out_fmt(o, "%s\n{\"rank\":%d,\"start_unix_us\":%" PRId64, i > 0 ? "," : "", d->rank,
+                d->start_unix_ns / 1000);
+        out_fmt(o, ",\"events\":%" PRIu64 ",\"dropped_events\":%" PRIu64 ",\"complete\":%s}",
+                d->events, d->dropped, d->complete ? "true" : "false");
+    }
+    out_str(o, "]}\n}\n");
+    out_flush(o);
+    if (fclose(o->f) != 0 && o->err == 0) {
+        o->err = errno != 0 ? errno : EIO;
+    }
+    io_err = o->err;
+    if (io_err != 0) {
+        put_err(err, errlen, "writing the timeline file %s failed: %s", m->path,
+                strerror(io_err));
+    }
+    free(m->carry);
+    free(m->done);
+    free(o->buf);
+    free(m);
+    return io_err != 0 ? TC_ERR_TRANSPORT : TC_OK;
+}
+
+tc_status_t tc__tl_part_save(tc_tl_part_t *part, const char *path, char *err, size_t errlen)
+{
+    enum { CHUNK = 1 << 20 };
+    const tc_tl_part_info_t *info = &part->info;
+    tc_tl_merge_t *m;
+    char *buf = malloc(CHUNK);
+    uint64_t off = 0;
     tc_status_t st;
 
-    tc__clear_error();
-    st = tl_stop(err, sizeof(err));
-    if (st != TC_OK) {
-        return tc__set_error(st, "tc_timeline_stop: %s", err);
+    if (buf == NULL) {
+        put_err(err, errlen, "out of memory for saving the timeline part");
+        return TC_ERR_NOMEM;
     }
-    return TC_OK;
+    st = tc__tl_merge_open(path, info->start_unix_ns, &m, err, errlen);
+    if (st != TC_OK) {
+        free(buf);
+        return st;
+    }
+    tc__tl_merge_rank(m, info);
+    while (st == TC_OK && off < info->bytes) {
+        size_t n = info->bytes - off < CHUNK ? (size_t)(info->bytes - off) : CHUNK;
+        st = tc__tl_part_read(part, off, buf, n, err, errlen);
+        if (st == TC_OK) {
+            st = tc__tl_merge_feed(m, buf, n, err, errlen);
+        }
+        off += n;
+    }
+    free(buf);
+    tc__tl_merge_rank_end(m, st == TC_OK);
+    if (st != TC_OK) {
+        (void)tc__tl_merge_close(m, NULL, 0); /* still valid JSON; err says what is missing */
+        return st;
+    }
+    return tc__tl_merge_close(m, err, errlen);
 }

@@ -25,6 +25,10 @@
  * Every record call is a no-op when no timeline runs, so callers only test
  * tc__tl_active() to skip building arguments. Timestamps are CLOCK_MONOTONIC
  * nanoseconds (tc__now_ns()); the file has microseconds since the start.
+ *
+ * This is the util layer: it knows no engine and no MPI. The caller passes
+ * the rank; the public tc_timeline_start/stop, which ask the engine for it,
+ * are in engine/timeline_job.c.
  */
 #ifndef TC_UTIL_TIMELINE_H
 #define TC_UTIL_TIMELINE_H
@@ -33,6 +37,10 @@
 #include <stdint.h>
 
 #include "tcoll.h"
+
+/* Room for a path, NUL included (Linux's PATH_MAX, which <limits.h> gives
+ * only with POSIX features on). */
+#define TC_TL_PATH_MAX 4096
 
 /* Bytes of an event name kept in a record; longer names end in "...". */
 #define TC_TL_NAME_MAX 128
@@ -90,6 +98,9 @@ tc_status_t tc__tl_start(const char *path, int rank, char *err, size_t errlen);
  */
 tc_status_t tc__tl_stop(void);
 
+/* The same; on failure err (when not NULL) says why. */
+tc_status_t tc__tl_stop_err(char *err, size_t errlen);
+
 /* 1 while a timeline runs. One relaxed load: a stale answer only means one
  * event is skipped, or one record call finds nothing running and returns. */
 int tc__tl_active(void);
@@ -124,6 +135,75 @@ void tc__tl_complete(int track, const char *name, size_t name_len, const char *c
                      uint64_t ts_ns, uint64_t dur_ns, const tc_tl_args_t *args);
 void tc__tl_instant(int track, const char *name, size_t name_len, const char *cat,
                     uint64_t ts_ns, const tc_tl_args_t *args);
+
+/*
+ * Parts: one rank's share of a job-wide timeline (the engine's
+ * engine/timeline_job.c gathers them over MPI; this layer knows no MPI).
+ *
+ * tc__tl_start_part records like tc__tl_start, but the writer encodes the
+ * records (a compact binary form, not JSON) into a private temporary file
+ * (created in $TMPDIR or /tmp and unlinked at once), and path is only
+ * remembered: it is where the merged file should go, and its folder must
+ * exist and be writable now (TC_ERR_ARG otherwise). TC_ERR_STATE while a
+ * timeline runs or while an earlier part waits to be taken: one part per
+ * run. tc__tl_stop ends the recording and keeps the part until
+ * tc__tl_part_take hands it over (NULL when there is none).
+ *
+ * The part is read back in any pieces with tc__tl_part_read, and becomes
+ * JSON through a merge: tc__tl_merge_open(path, origin) writes the head of
+ * one trace; per rank, tc__tl_merge_rank(info) opens that rank's section
+ * (its process row "rank N", pid N, and its fixed rows), tc__tl_merge_feed
+ * takes its part's bytes in order, cut anywhere, and
+ * tc__tl_merge_rank_end(complete) closes it; tc__tl_merge_close writes the
+ * footer (otherData: the totals and, per rank, its start, its event count,
+ * its drops and whether its whole part arrived) and closes the file. Times
+ * are shifted so that "ts" counts from origin_unix_ns (CLOCK_REALTIME,
+ * normally the earliest start among the ranks): ranks on one node line up
+ * exactly, ranks on different nodes as well as their clocks agree. The file
+ * is valid JSON whatever was fed: a malformed or cut part only loses the
+ * rest of that rank's section (and says so in otherData).
+ */
+typedef struct tc_tl_part tc_tl_part_t;
+typedef struct tc_tl_merge tc_tl_merge_t;
+
+typedef struct {
+    int rank;
+    int64_t start_unix_ns; /* CLOCK_REALTIME when recording started */
+    uint64_t end_ns;       /* when it stopped, in ns after the start */
+    uint64_t events;       /* events in the part */
+    uint64_t dropped;      /* events dropped because the buffer was full */
+    uint64_t bytes;        /* the part's size */
+    char path[TC_TL_PATH_MAX]; /* where the merged file should go */
+} tc_tl_part_info_t;
+
+tc_status_t tc__tl_start_part(const char *path, int rank, char *err, size_t errlen);
+tc_tl_part_t *tc__tl_part_take(void);
+const tc_tl_part_info_t *tc__tl_part_info(const tc_tl_part_t *part);
+/* len bytes at off (within info.bytes) into buf; TC_ERR_TRANSPORT on I/O errors. */
+tc_status_t tc__tl_part_read(tc_tl_part_t *part, uint64_t off, void *buf, size_t len, char *err,
+                             size_t errlen);
+void tc__tl_part_free(tc_tl_part_t *part);
+
+/* The part alone as one trace at path (a merge of one rank). */
+tc_status_t tc__tl_part_save(tc_tl_part_t *part, const char *path, char *err, size_t errlen);
+
+/* The file of rank alone for the job-wide path: "x.json" -> "x.rank3.json",
+ * "x" -> "x.rank3". -1 if it does not fit in outlen. */
+int tc__tl_rank_path(const char *path, int rank, char *out, size_t outlen);
+
+/* TC_ERR_ARG: path cannot be opened (err names it and the reason). */
+tc_status_t tc__tl_merge_open(const char *path, int64_t origin_unix_ns, tc_tl_merge_t **m_p,
+                              char *err, size_t errlen);
+void tc__tl_merge_rank(tc_tl_merge_t *m, const tc_tl_part_info_t *info);
+/* TC_ERR_TRANSPORT: the bytes are malformed (the rest of the section is
+ * skipped); TC_ERR_NOMEM. */
+tc_status_t tc__tl_merge_feed(tc_tl_merge_t *m, const void *bytes, size_t len, char *err,
+                              size_t errlen);
+/* Returns whether the section is complete: complete given, and every byte
+ * fed formed whole, well-formed items. */
+int tc__tl_merge_rank_end(tc_tl_merge_t *m, int complete);
+/* Frees m whatever happens; TC_ERR_TRANSPORT if writing the file failed. */
+tc_status_t tc__tl_merge_close(tc_tl_merge_t *m, char *err, size_t errlen);
 
 /* Counters of the running timeline, or of the last one after it stopped. */
 typedef struct {

@@ -16,8 +16,10 @@
  * load_trace() parses a file and checks the structure every tcoll trace
  * must have (a traceEvents array of events with name, ph, ts, pid == the
  * rank, tid; "X" events with a non-negative dur; "M" events with args; an
- * otherData object naming the rank); find_row() finds a row's tid by its
- * thread_name; jget/jstr_is/num_of read members.
+ * otherData object naming the rank); load_job_trace() does the same for a
+ * job-wide trace (pids 0..n-1, otherData with the ranks' summaries) and
+ * trace_view_pid() picks one rank's events out of it; find_row() finds a
+ * row's tid by its thread_name; jget/jstr_is/num_of read members.
  *
  * Failures in the trace helpers (and out of memory anywhere) go through
  * check.h's CHECK macros: they print the rank and abort. jparse itself
@@ -557,6 +559,8 @@ static inline int jstr_is(const jval_t *v, const char *s, size_t len)
 /* Reading a trace back                                                      */
 /* ------------------------------------------------------------------------ */
 
+static inline double num_of(const jval_t *e, const char *key);
+
 /* A parsed trace file. */
 typedef struct {
     jval_t root;
@@ -565,9 +569,9 @@ typedef struct {
 } trace_t;
 
 /* Parses path (failing the test if it is not valid JSON) and checks the
- * structure every trace must have; rank is the expected pid and
- * otherData.rank. Release *t with free_trace. */
-static inline void load_trace(const char *path, int rank, trace_t *t)
+ * structure every trace must have, with every pid in pid_lo..pid_hi.
+ * Release *t with free_trace. */
+static inline void load_trace_pids(const char *path, int pid_lo, int pid_hi, trace_t *t)
 {
     char err[200];
     size_t len, i;
@@ -581,9 +585,6 @@ static inline void load_trace(const char *path, int rank, trace_t *t)
     CHECK_MSG(t->events != NULL && t->events->type == J_ARR, "%s: no traceEvents array", path);
     t->other = jget(&t->root, "otherData");
     CHECK(t->other != NULL && t->other->type == J_OBJ);
-    CHECK_MSG(jget(t->other, "rank") != NULL && jget(t->other, "rank")->type == J_NUM &&
-                  jget(t->other, "rank")->num == rank,
-              "%s: otherData.rank is not %d", path, rank);
     for (i = 0; i < t->events->n; i++) {
         const jval_t *e = &t->events->items[i];
         const jval_t *name = jget(e, "name"), *ph = jget(e, "ph"), *ts = jget(e, "ts");
@@ -596,8 +597,9 @@ static inline void load_trace(const char *path, int rank, trace_t *t)
         CHECK_MSG((name != NULL && name->type == J_STR) || ph->str[0] == 'E',
                   "%s: event %zu has no name", path, i);
         CHECK_MSG(ts != NULL && ts->type == J_NUM, "%s: event %zu has no ts", path, i);
-        CHECK_MSG(pid != NULL && pid->type == J_NUM && pid->num == rank,
-                  "%s: event %zu: pid is not %d", path, i, rank);
+        CHECK_MSG(pid != NULL && pid->type == J_NUM && pid->num >= pid_lo && pid->num <= pid_hi &&
+                      pid->num == (double)(int)pid->num,
+                  "%s: event %zu: pid is not %d..%d", path, i, pid_lo, pid_hi);
         CHECK_MSG(tid != NULL && tid->type == J_NUM && tid->num >= 0, "%s: event %zu has no tid",
                   path, i);
         if (ph->str[0] == 'X') {
@@ -611,6 +613,89 @@ static inline void load_trace(const char *path, int rank, trace_t *t)
             CHECK(jget(args, "name") != NULL || jget(args, "sort_index") != NULL);
         }
     }
+}
+
+/* A rank's own trace: every pid is rank, and otherData names it. */
+static inline void load_trace(const char *path, int rank, trace_t *t)
+{
+    load_trace_pids(path, rank, rank, t);
+    CHECK_MSG(jget(t->other, "rank") != NULL && jget(t->other, "rank")->type == J_NUM &&
+                  jget(t->other, "rank")->num == rank,
+              "%s: otherData.rank is not %d", path, rank);
+}
+
+/* A job-wide trace of ranks 0..nranks-1: pids in that range, and otherData
+ * with "job": true and a "ranks" array of one object per rank in the file
+ * (rank, start_unix_us, events, dropped_events, complete), in rank order. */
+static inline void load_job_trace(const char *path, int nranks, trace_t *t)
+{
+    const jval_t *job, *ranks;
+    size_t i;
+
+    load_trace_pids(path, 0, nranks - 1, t);
+    job = jget(t->other, "job");
+    CHECK_MSG(job != NULL && job->type == J_BOOL && job->b, "%s: otherData.job is not true",
+              path);
+    CHECK_MSG(jget(t->other, "rank") == NULL, "%s: a job-wide trace names a rank", path);
+    ranks = jget(t->other, "ranks");
+    CHECK_MSG(ranks != NULL && ranks->type == J_ARR && ranks->n <= (size_t)nranks,
+              "%s: otherData.ranks is not an array of at most %d", path, nranks);
+    for (i = 0; i < ranks->n; i++) {
+        const jval_t *r = &ranks->items[i];
+        const jval_t *c = jget(r, "complete");
+        CHECK(r->type == J_OBJ && r->n == 5);
+        CHECK(num_of(r, "rank") >= 0 && num_of(r, "rank") < nranks);
+        CHECK(i == 0 || num_of(r, "rank") > num_of(&ranks->items[i - 1], "rank"));
+        CHECK(num_of(r, "events") >= 0 && num_of(r, "dropped_events") >= 0);
+        (void)num_of(r, "start_unix_us");
+        CHECK(c != NULL && c->type == J_BOOL);
+    }
+}
+
+/* otherData.ranks' entry for rank in a job-wide trace; NULL if none. */
+static inline const jval_t *job_rank_info(const trace_t *t, int rank)
+{
+    const jval_t *ranks = jget(t->other, "ranks");
+    size_t i;
+
+    for (i = 0; ranks != NULL && i < ranks->n; i++) {
+        if (num_of(&ranks->items[i], "rank") == rank) {
+            return &ranks->items[i];
+        }
+    }
+    return NULL;
+}
+
+/* A view of one pid's events of t (same otherData), e.g. to check a rank's
+ * part of a job-wide trace like a file of its own. The events are shallow
+ * copies: release the view with free_trace_view, before t. */
+static inline void trace_view_pid(const trace_t *t, int pid, trace_t *view)
+{
+    jval_t *arr = calloc(1, sizeof(*arr));
+    size_t i, n = 0;
+
+    CHECK(arr != NULL);
+    arr->type = J_ARR;
+    arr->items = calloc(t->events->n + 1, sizeof(*arr->items));
+    CHECK(arr->items != NULL);
+    for (i = 0; i < t->events->n; i++) {
+        if (jget(&t->events->items[i], "pid")->num == pid) {
+            arr->items[n++] = t->events->items[i];
+        }
+    }
+    arr->n = n;
+    memset(&view->root, 0, sizeof(view->root));
+    view->events = arr;
+    view->other = t->other;
+}
+
+static inline void free_trace_view(trace_t *view)
+{
+    jval_t *arr = (jval_t *)view->events;
+
+    free(arr->items);
+    free(arr);
+    view->events = NULL;
 }
 
 /* Releases what load_trace built. */

@@ -3,10 +3,25 @@
  * and tc_timeline_start/stop write must be valid JSON, complete, and show
  * every tensor this rank ran.
  *
- * Argument: a directory. The program runs in <dir>/np<size>/ (one per rank
- * count, so that the CTests may run in parallel) under
- * TCOLL_TIMELINE=<dir>/np<size>/tl.%r.json (the CTest sets it; checked).
+ * Arguments: a directory and a mode. The program runs in
+ * <dir>/<prefix>np<size>/ (one per mode and rank count, so that the CTests
+ * may run in parallel) under the TCOLL_TIMELINE the CTest sets (checked):
  *
+ *   mode     prefix   TCOLL_TIMELINE  period 2's path
+ *   rank     -        tl.%r.json      api.%r.json   (the default)
+ *   job      job-     tl.json         api.%r.json
+ *   job-api  jobapi-  tl.%r.json      api.json
+ *
+ * A path without %r (with 2+ ranks) is one job-wide file: after the period
+ * its file must not exist yet, a second start with such a path must fail
+ * (TC_ERR_STATE, one per run), and after tc_shutdown rank 0 reads it and
+ * checks every rank's events as below, each rank in its own process row
+ * (pid, "rank N"), with otherData listing every rank as complete; no rank
+ * may have left a file of its own for it (tl.rankN.json: the fallback).
+ * With one rank such a path is simply that rank's file.
+ *
+ * Before tc_init, tc_timeline_start must fail with TC_ERR_STATE (no rank
+ * yet; TC_ERR_ARG for a NULL path) and tc_timeline_stop with TC_ERR_STATE.
  * Right after tc_init, tc_timeline_start must fail with TC_ERR_STATE: the
  * TCOLL_TIMELINE timeline already runs (documented: it starts at tc_init).
  *
@@ -25,9 +40,9 @@
  * Period 2, tc_timeline_start("<dir>/np<size>/api.%r.json"): a second start
  * is TC_ERR_STATE; two allreduces run twice; tc_timeline_stop.
  *
- * After tc_shutdown each rank reads its two files through the strict parser
- * of json_check.h (and checks that the parser rejects each file cut short)
- * and checks:
+ * After tc_shutdown each rank reads its own files (rank 0 also the job-wide
+ * ones) through the strict parser of json_check.h (and checks that the
+ * parser rejects each file cut short) and checks, per rank:
  *  - the trace structure (pid == rank on every event, ts and dur >= 0: all
  *    this rank's work in a period was submitted after the timeline started,
  *    otherData with the rank, the version, no drops and the event count);
@@ -59,6 +74,7 @@
 #define MAX_TASKS 32
 #define MAX_SUBS 32
 #define BIG_COUNT (1 << 18) /* float32: 1 MiB */
+#define MAX_RANKS 16
 
 typedef struct {
     char name[64];
@@ -68,6 +84,8 @@ typedef struct {
     int root;
     int ndim;
     int64_t shape[2]; /* this rank's */
+    int ag_rows;      /* shape[0] is ag_rows(rank) on each rank */
+    int64_t d0_last;  /* > 0: shape[0] on the last rank (the others: 10) */
     int mismatch;     /* every rank must get TC_ERR_MISMATCH */
     uint64_t salt;
     void *send, *recv;
@@ -81,7 +99,7 @@ typedef struct {
     tc_dtype_t dt;
     tc_op_t op;
     int root;
-    int64_t bytes; /* this rank's input */
+    int64_t bytes[MAX_RANKS]; /* each rank's input */
     int nsub;
     int nmismatch;
 } sub_t;
@@ -101,6 +119,9 @@ typedef struct {
 } stats_t;
 
 static int g_rank, g_size;
+/* The rank whose events are being checked: this one in its own files, each
+ * rank in turn in a job-wide file (on rank 0). */
+static int g_checked;
 static char g_dir[PATH_MAX];
 static sub_t g_subs[2][MAX_SUBS];
 static int g_nsubs[2];
@@ -121,6 +142,27 @@ static const char *const kind_upper[] = {"ALLREDUCE", "ALLGATHER", "BROADCAST"};
 /* Submitting and checking collectives                                       */
 /* ------------------------------------------------------------------------ */
 
+static int64_t ag_rows(int r);
+
+/* t's input bytes on rank r. */
+static int64_t task_bytes(const task_t *t, int r)
+{
+    int64_t shape[2] = {t->shape[0], t->shape[1]};
+
+    if (t->ag_rows) {
+        shape[0] = ag_rows(r);
+    } else if (t->d0_last > 0) {
+        shape[0] = r == g_size - 1 ? t->d0_last : 10;
+    }
+    return tt_count(t->ndim, shape) * (int64_t)tt_dtype_bytes(t->dt);
+}
+
+/* s's input bytes on the rank being checked. */
+static int64_t sub_bytes(const sub_t *s)
+{
+    return s->bytes[g_checked];
+}
+
 static void note_sub(int period, const task_t *t)
 {
     int64_t bytes = tt_count(t->ndim, t->shape) * (int64_t)tt_dtype_bytes(t->dt);
@@ -140,9 +182,11 @@ static void note_sub(int period, const task_t *t)
         s->dt = t->dt;
         s->op = t->op;
         s->root = t->root;
-        s->bytes = bytes;
+        for (int r = 0; r < g_size; r++) {
+            s->bytes[r] = task_bytes(t, r);
+        }
     }
-    CHECK(s->kind == t->kind && s->dt == t->dt && s->bytes == bytes);
+    CHECK(s->kind == t->kind && s->dt == t->dt && s->bytes[g_rank] == bytes);
     s->nsub++;
     s->nmismatch += t->mismatch;
 }
@@ -327,15 +371,15 @@ static int is_mark(const char *path, const jval_t *e)
         (strcmp(word, "ready") != 0 && strcmp(word, "submitted") != 0)) {
         return 0;
     }
-    CHECK_MSG(n >= 0 && n < g_size && n != g_rank, "%s: mark '%s' names a bad rank", path,
-              name_of(e));
+    CHECK_MSG(n >= 0 && n < g_size && n != g_checked, "%s: rank %d's mark '%s' names a bad rank",
+              path, g_checked, name_of(e));
     CHECK_MSG(is_str(jget(e, "cat"), "negotiation"), "%s: mark '%s' without cat negotiation",
               path, name_of(e));
     CHECK_MSG(is_str(jget(e, "s"), "t"), "%s: mark '%s' is not thread-scoped", path,
               name_of(e));
     /* "submitted" only reaches rank 0 (the others' requests) */
-    CHECK_MSG(strcmp(word, "ready") == 0 || g_rank == 0, "%s: '%s' on rank %d", path,
-              name_of(e), g_rank);
+    CHECK_MSG(strcmp(word, "ready") == 0 || g_checked == 0, "%s: '%s' on rank %d", path,
+              name_of(e), g_checked);
     return 1;
 }
 
@@ -361,8 +405,9 @@ static size_t check_common_args(const char *path, const jval_t *e, const sub_t *
     CHECK_MSG(strcmp(arg_str(path, e, "dtype"), tt_dtype_str(s->dt)) == 0,
               "%s: %s '%s': dtype '%s', want '%s'", path, s->name, name_of(e),
               arg_str(path, e, "dtype"), tt_dtype_str(s->dt));
-    CHECK_MSG(arg_int(path, e, "bytes") == s->bytes, "%s: %s '%s': bytes %lld, want %lld", path,
-              s->name, name_of(e), (long long)arg_int(path, e, "bytes"), (long long)s->bytes);
+    CHECK_MSG(arg_int(path, e, "bytes") == sub_bytes(s), "%s: rank %d: %s '%s': bytes %lld, want %lld",
+              path, g_checked, s->name, name_of(e), (long long)arg_int(path, e, "bytes"),
+              (long long)sub_bytes(s));
     CHECK_MSG(arg_int(path, e, "cycle") >= 0, "%s: %s: negative cycle", path, s->name);
     if (s->kind == TT_ALLREDUCE) {
         CHECK_MSG(strcmp(arg_str(path, e, "op"), tt_op_str(s->op)) == 0,
@@ -422,7 +467,7 @@ static void check_collective(const char *path, const jval_t *e, const sub_t *s, 
         m->ts = num_of(e, "ts");
         m->dur = num_of(e, "dur");
         m->fused = (int)arg_int(path, e, "fused");
-        m->bytes = s->bytes;
+        m->bytes = sub_bytes(s);
         m->matched = 0;
         snprintf(m->name, sizeof m->name, "%s", s->name);
         CHECK_MSG(m->fused >= 2, "%s: %s: fused count %d", path, s->name, m->fused);
@@ -612,24 +657,29 @@ static void check_cut_rejected(const char *path)
     free(text);
 }
 
-static void check_file(const char *path, int period, stats_t *st)
+/* The events of rank g_checked in period: t is that rank's own file, or its
+ * pid's view of a job-wide file. */
+static void check_trace(const char *path, const trace_t *tp, int period, stats_t *st)
 {
     static member_t members[4 * MAX_SUBS * NROUNDS];
     int nmembers = 0, tids[4096 + 16], ntids = 0;
     int fixed[3];
-    trace_t t;
+    trace_t t = *tp;
+    const jval_t *counts;
     char pname[32];
     int nonmeta = 0;
 
     memset(st, 0, sizeof *st);
-    load_trace(path, g_rank, &t);
 
-    /* otherData; the process and fixed rows */
+    /* otherData (a job-wide file: its entry for the rank); the process and
+     * fixed rows */
     CHECK(is_str(jget(t.other, "tool"), "tcoll"));
     CHECK(is_str(jget(t.other, "version"), tc_version()));
-    CHECK_MSG(num_of(t.other, "dropped_events") == 0, "%s: %g events dropped", path,
-              num_of(t.other, "dropped_events"));
-    snprintf(pname, sizeof pname, "rank %d", g_rank);
+    counts = jget(t.other, "job") != NULL ? job_rank_info(&t, g_checked) : t.other;
+    CHECK_MSG(counts != NULL, "%s: otherData has nothing on rank %d", path, g_checked);
+    CHECK_MSG(num_of(counts, "dropped_events") == 0, "%s: rank %d: %g events dropped", path,
+              g_checked, num_of(counts, "dropped_events"));
+    snprintf(pname, sizeof pname, "rank %d", g_checked);
     fixed[0] = find_row(&t, "negotiation", 11);
     fixed[1] = find_row(&t, "collectives", 11);
     fixed[2] = find_row(&t, "other tensors", 13);
@@ -664,8 +714,9 @@ static void check_file(const char *path, int period, stats_t *st)
         }
     }
     CHECK_EQ(have_pname, 1);
-    CHECK_MSG(num_of(t.other, "events") == nonmeta, "%s: otherData.events %g, the file has %d",
-              path, num_of(t.other, "events"), nonmeta);
+    CHECK_MSG(num_of(counts, "events") == nonmeta,
+              "%s: rank %d: otherData says %g events, the file has %d", path, g_checked,
+              num_of(counts, "events"), nonmeta);
     /* every event is on a named row */
     for (size_t i = 0; i < t.events->n; i++) {
         const jval_t *e = &t.events->items[i];
@@ -720,6 +771,51 @@ static void check_file(const char *path, int period, stats_t *st)
         }
     }
     st->events = nonmeta;
+}
+
+/* This rank's own file. */
+static void check_file(const char *path, int period, stats_t *st)
+{
+    trace_t t;
+
+    g_checked = g_rank;
+    load_trace(path, g_rank, &t);
+    check_trace(path, &t, period, st);
+    free_trace(&t);
+    check_cut_rejected(path);
+}
+
+/* The job-wide file (rank 0, after its tc_shutdown wrote it): one process
+ * row per rank, each rank's events checked as in a file of its own, every
+ * rank's part complete. */
+static void check_job_file(const char *path, int period, stats_t *st)
+{
+    const jval_t *ranks;
+    trace_t t, v;
+
+    load_job_trace(path, g_size, &t);
+    ranks = jget(t.other, "ranks");
+    CHECK_MSG(ranks->n == (size_t)g_size, "%s: otherData lists %zu ranks, want %d", path,
+              ranks->n, g_size);
+    for (int r = 0; r < g_size; r++) {
+        const jval_t *info = job_rank_info(&t, r);
+        CHECK_MSG(info != NULL && jget(info, "complete")->b, "%s: rank %d's part is %s", path, r,
+                  info == NULL ? "missing" : "incomplete");
+        g_checked = r;
+        trace_view_pid(&t, r, &v);
+        check_trace(path, &v, period, &st[r]);
+        free_trace_view(&v);
+    }
+    g_checked = g_rank;
+    {
+        int total = 0;
+        for (int r = 0; r < g_size; r++) {
+            total += st[r].events;
+        }
+        CHECK_MSG(num_of(t.other, "events") == total, "%s: otherData says %g events, the ranks "
+                                                      "have %d", path,
+                  num_of(t.other, "events"), total);
+    }
     free_trace(&t);
     check_cut_rejected(path);
 }
@@ -745,29 +841,81 @@ static const char *dir_path(char *buf, const char *name)
     return fmt_path(buf, "%s/%s", g_dir, name);
 }
 
+/* What rank r's events of period 1 and of period 2 must include (from its
+ * own file, or its part of a job-wide one). */
+static void check_stats1(const char *path, const stats_t *st, int r)
+{
+    if (g_size > 1) {
+        CHECK_MSG(st->eager > 0 && st->fused > 0 && st->ring > 0,
+                  "%s: rank %d's allreduces: %d eager, %d fused, %d ring; want each at least "
+                  "once", path, r, st->eager, st->fused, st->ring);
+        CHECK_MSG(st->marks > 0, "%s: no 'rank N ready/submitted' mark of rank %d for another "
+                                 "rank", path, r);
+        CHECK_EQ(st->failed, 1);
+    }
+    CHECK_EQ(st->gather, NROUNDS);
+    CHECK_EQ(st->bcast, NROUNDS);
+}
+
+static void check_stats2(const char *path, const stats_t *st, int r)
+{
+    if (g_size > 1) {
+        CHECK_MSG(st->ring > 0, "%s: no plain ring allreduce on rank %d", path, r);
+    }
+    CHECK_EQ(st->eager + st->fused + st->ring, 4);
+}
+
 int main(int argc, char **argv)
 {
     char path1[PATH_MAX], path2[PATH_MAX], buf[PATH_MAX], want[PATH_MAX];
-    const char *env;
-    stats_t s1, s2;
-    int nsmall;
+    const char *env, *mode = argc == 3 ? argv[2] : "rank";
+    static stats_t s1[MAX_RANKS], s2[MAX_RANKS];
+    int nsmall, job1, job2;
     double t0 = tt_now();
 
-    CHECK_MSG(argc == 2, "usage: %s <dir> (under TCOLL_TIMELINE=<dir>/np<size>/tl.%%r.json)",
+    CHECK_MSG(argc == 2 || argc == 3, "usage: %s <dir> [rank|job|job-api] (see the file comment)",
               argv[0]);
+    job1 = strcmp(mode, "job") == 0;     /* period 1 goes to one job-wide file */
+    job2 = strcmp(mode, "job-api") == 0; /* period 2 does */
+    CHECK_MSG(job1 || job2 || strcmp(mode, "rank") == 0, "unknown mode '%s'", mode);
+    /* before tc_init: no rank to name the file and mark the events by */
+    CHECK_STATUS(tc_timeline_start("tl.%r.json"), TC_ERR_STATE);
+    CHECK_STR_CONTAINS(tc_last_error(), "not initialized");
+    CHECK_STATUS(tc_timeline_start(NULL), TC_ERR_ARG);
+    CHECK_STR_CONTAINS(tc_last_error(), "tc_timeline_start: path is NULL");
+    CHECK_STATUS(tc_timeline_stop(), TC_ERR_STATE);
+    CHECK_STR_CONTAINS(tc_last_error(), "no timeline is running");
     CHECK_OK(tc_init());
-    g_rank = tc_rank();
+    g_rank = g_checked = tc_rank();
     g_size = tc_size();
-    fmt_path(g_dir, "%s/np%d", argv[1], g_size);
+    CHECK(g_size <= MAX_RANKS);
+    fmt_path(g_dir, "%s/%snp%d", argv[1], job1 ? "job-" : job2 ? "jobapi-" : "", g_size);
     env = getenv("TCOLL_TIMELINE");
-    dir_path(want, "tl.%r.json");
+    dir_path(want, job1 ? "tl.json" : "tl.%r.json");
     CHECK_MSG(env != NULL && strcmp(env, want) == 0, "TCOLL_TIMELINE is '%s', want '%s'",
               env ? env : "(unset)", want);
-    fmt_path(path1, "%s/tl.%d.json", g_dir, g_rank);
-    fmt_path(path2, "%s/api.%d.json", g_dir, g_rank);
-    for (int i = 0; i < 4; i++) { /* a previous run's */
-        static const char *const stale[] = {"api", "api2", "other", "early"};
-        unlink(fmt_path(buf, "%s/%s.%d.json", g_dir, stale[i], g_rank));
+    /* one rank: a path without %r is a file of its own, written at once */
+    job1 = job1 && g_size > 1;
+    job2 = job2 && g_size > 1;
+    if (strcmp(mode, "job") == 0) {
+        dir_path(path1, "tl.json");
+    } else {
+        fmt_path(path1, "%s/tl.%d.json", g_dir, g_rank);
+    }
+    if (strcmp(mode, "job-api") == 0) {
+        dir_path(path2, "api.json");
+    } else {
+        fmt_path(path2, "%s/api.%d.json", g_dir, g_rank);
+    }
+    for (int i = 0; i < 6; i++) { /* a previous run's */
+        static const char *const stale[] = {"api", "api2", "other", "early", "tl.rank", "api.rank"};
+        unlink(fmt_path(buf, "%s/%s%s%d.json", g_dir, stale[i], i < 4 ? "." : "", g_rank));
+    }
+    if (g_rank == 0) { /* not tl.json with one rank: TCOLL_TIMELINE's file, open */
+        static const char *const stale[] = {"api.json", "tl2.json", "api3.json", "tl.json"};
+        for (int i = 0; i < 3 + job1; i++) {
+            unlink(dir_path(buf, stale[i]));
+        }
     }
 
     /* TCOLL_TIMELINE's timeline runs from tc_init on: no other may start */
@@ -791,13 +939,14 @@ int main(int argc, char **argv)
         snprintf(buf, sizeof buf, "tl/small.i32.max.%d", i);
         add_task(buf, TT_ALLREDUCE, TC_INT32, TC_MAX, 0, 2, 2 + i, 5);
     }
-    add_task("tl/gather.i64", TT_ALLGATHER, TC_INT64, TC_SUM, 0, 2, ag_rows(g_rank), 3);
+    add_task("tl/gather.i64", TT_ALLGATHER, TC_INT64, TC_SUM, 0, 2, ag_rows(g_rank), 3)->ag_rows = 1;
     add_task("tl/bcast.f64", TT_BROADCAST, TC_FLOAT64, TC_SUM, g_size - 1, 1, 100, 0);
     nsmall = g_ntasks;
     if (g_size > 1) {
         task_t *t = add_task("tl/mismatch", TT_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1,
                              g_rank == g_size - 1 ? 11 : 10, 0);
         t->mismatch = 1;
+        t->d0_last = 11;
     }
     run_round(0, 0, 0, g_ntasks);
     for (int round = 1; round < NROUNDS; round++) {
@@ -807,9 +956,16 @@ int main(int argc, char **argv)
     /* one runs (TCOLL_TIMELINE's): no second */
     CHECK_STATUS(tc_timeline_start(dir_path(buf, "other.%r.json")), TC_ERR_STATE);
     CHECK_STR_CONTAINS(tc_last_error(), "already");
-    CHECK_OK(tc_timeline_stop()); /* path1 is final from here */
+    CHECK_OK(tc_timeline_stop()); /* path1 is final from here, or waits for tc_shutdown */
     CHECK_STATUS(tc_timeline_stop(), TC_ERR_STATE);
     CHECK_LAST_ERROR_SET();
+    if (job1) {
+        /* the part waits for tc_shutdown, and there is one per run */
+        CHECK_MSG(g_rank != 0 || access(path1, F_OK) != 0, "%s exists before tc_shutdown",
+                  path1);
+        CHECK_STATUS(tc_timeline_start(dir_path(buf, "tl2.json")), TC_ERR_STATE);
+        CHECK_STR_CONTAINS(tc_last_error(), "already recorded");
+    }
     CHECK_STATUS(tc_timeline_start(NULL), TC_ERR_ARG);
     CHECK_LAST_ERROR_SET();
     CHECK_STATUS(tc_timeline_start(""), TC_ERR_ARG);
@@ -817,10 +973,15 @@ int main(int argc, char **argv)
     CHECK_STATUS(tc_timeline_start(dir_path(buf, "no-such-dir/api.%r.json")), TC_ERR_ARG);
     fmt_path(want, "%s/no-such-dir/api.%d.json", g_dir, g_rank);
     CHECK_STR_CONTAINS(tc_last_error(), want);
+    if (!job1) { /* a job-wide path checks its folder at once too */
+        CHECK_STATUS(tc_timeline_start(dir_path(buf, "no-such-dir/api.json")), TC_ERR_ARG);
+        CHECK_STR_CONTAINS(tc_last_error(), dir_path(want, "no-such-dir/api.json"));
+    }
     CHECK_STATUS(tc_timeline_stop(), TC_ERR_STATE); /* the failed starts started nothing */
 
     /* ---- period 2: tc_timeline_start ---- */
-    CHECK_OK(tc_timeline_start(dir_path(buf, "api.%r.json")));
+    CHECK_OK(tc_timeline_start(dir_path(buf, strcmp(mode, "job-api") == 0 ? "api.json"
+                                                                            : "api.%r.json")));
     CHECK_EQ(tc_last_error()[0], '\0');
     CHECK_STATUS(tc_timeline_start(dir_path(buf, "api2.%r.json")), TC_ERR_STATE);
     CHECK_STR_CONTAINS(tc_last_error(), "already");
@@ -831,36 +992,59 @@ int main(int argc, char **argv)
     run_round(1, 1, 0, g_ntasks);
     CHECK_OK(tc_timeline_stop());
     CHECK_STATUS(tc_timeline_stop(), TC_ERR_STATE);
+    if (job2) {
+        CHECK_MSG(g_rank != 0 || access(path2, F_OK) != 0, "%s exists before tc_shutdown",
+                  path2);
+        CHECK_STATUS(tc_timeline_start(dir_path(buf, "api3.json")), TC_ERR_STATE);
+        CHECK_STR_CONTAINS(tc_last_error(), "already recorded");
+    }
 
     tt_final_barrier();
     CHECK_OK(tc_shutdown());
-    for (int i = 0; i < 3; i++) {
-        static const char *const refused[] = {"early", "other", "api2"};
-        fmt_path(want, "%s/%s.%d.json", g_dir, refused[i], g_rank);
-        CHECK_MSG(access(want, F_OK) != 0, "a refused tc_timeline_start created %s", want);
+    for (int i = 0; i < 5; i++) {
+        static const char *const refused[] = {"early", "other", "api2", "tl.rank", "api.rank"};
+        fmt_path(want, "%s/%s%s%d.json", g_dir, refused[i], i < 3 ? "." : "", g_rank);
+        CHECK_MSG(access(want, F_OK) != 0, "%s exists: a refused tc_timeline_start created it, "
+                                           "or this rank could not hand its part to rank 0",
+                  want);
+    }
+    for (int i = 0; g_rank == 0 && i < 2; i++) {
+        static const char *const refused[] = {"tl2.json", "api3.json"};
+        CHECK_MSG(access(dir_path(want, refused[i]), F_OK) != 0,
+                  "a refused tc_timeline_start created %s", want);
     }
 
-    /* ---- the files ---- */
-    check_file(path1, 0, &s1);
-    check_file(path2, 1, &s2);
-    if (g_size > 1) {
-        CHECK_MSG(s1.eager > 0 && s1.fused > 0 && s1.ring > 0,
-                  "%s: allreduces: %d eager, %d fused, %d ring; want each at least once", path1,
-                  s1.eager, s1.fused, s1.ring);
-        CHECK_MSG(s1.marks > 0, "%s: no 'rank N ready/submitted' mark for another rank", path1);
-        CHECK_EQ(s1.failed, 1);
-        CHECK_MSG(s2.ring > 0, "%s: no plain ring allreduce", path2);
+    /* ---- the files: this rank's own; rank 0 the job-wide one ---- */
+    if (job1) {
+        if (g_rank == 0) {
+            check_job_file(path1, 0, s1);
+        }
+    } else {
+        check_file(path1, 0, &s1[g_rank]);
     }
-    CHECK_EQ(s1.gather, NROUNDS);
-    CHECK_EQ(s1.bcast, NROUNDS);
-    CHECK_EQ(s2.eager + s2.fused + s2.ring, 4);
+    if (job2) {
+        if (g_rank == 0) {
+            check_job_file(path2, 1, s2);
+        }
+    } else {
+        check_file(path2, 1, &s2[g_rank]);
+    }
+    for (int r = 0; r < g_size; r++) { /* the ranks whose events this rank read */
+        if (job1 ? g_rank == 0 : r == g_rank) {
+            check_stats1(path1, &s1[r], r);
+        }
+        if (job2 ? g_rank == 0 : r == g_rank) {
+            check_stats2(path2, &s2[r], r);
+        }
+    }
 
     if (g_rank == 0) {
-        printf("test_timeline_mpi: np %d, rank 0: %s: %d events, %d rows, %d fused groups "
-               "(%d tensors), %d eager, %d ring, %d failed, %d marks; %s: %d events, %d rows; "
-               "%.2f s\n",
-               g_size, path1, s1.events, s1.rows, s1.groups, s1.fused, s1.eager, s1.ring,
-               s1.failed, s1.marks, path2, s2.events, s2.rows, tt_now() - t0);
+        printf("test_timeline_mpi (%s): np %d, rank 0: %s: %d events, %d rows, %d fused "
+               "groups (%d tensors), %d eager, %d ring, %d failed, %d marks; %s: %d events, "
+               "%d rows; %.2f s\n",
+               mode, g_size, path1, s1[0].events, s1[0].rows, s1[0].groups, s1[0].fused,
+               s1[0].eager, s1[0].ring, s1[0].failed, s1[0].marks, path2, s2[0].events,
+               s2[0].rows, tt_now() - t0);
     }
     return 0;
 }
