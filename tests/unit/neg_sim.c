@@ -1,0 +1,792 @@
+/*
+ * neg_sim.c - the simulated ranks of neg_sim.h: the message layer, the
+ * protocol checks on every message and item, the schedule, workloads and
+ * the checks of what they became.
+ *
+ * Knows nothing of any one test case; must never look inside a tc_neg_t
+ * (only neg.h's functions), nor read the real clock.
+ */
+#define _GNU_SOURCE
+#include "neg_sim.h"
+
+#include "check.h"
+#include "util/log.h"
+
+/* ---- random numbers (xorshift64*) ------------------------------------------ */
+
+static uint64_t rnd_next(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+int rnd_below(uint64_t *s, int n)
+{
+    return (int)(rnd_next(s) % (uint64_t)n);
+}
+
+void shuffle(uint64_t *s, int *v, int n)
+{
+    int i;
+
+    for (i = n - 1; i > 0; i--) {
+        int j = rnd_below(s, i + 1), t = v[i];
+        v[i] = v[j];
+        v[j] = t;
+    }
+}
+
+/* ---- the simulation -------------------------------------------------------- */
+
+const char *act_name(tc_neg_action_t a)
+{
+    return a == TC_NEG_RUN ? "RUN" : a == TC_NEG_FAIL ? "FAIL" : a == TC_NEG_DONE ? "DONE" : "?";
+}
+
+const char *state_name(tc_neg_state_t st)
+{
+    return st == TC_NEG_RUNNING    ? "RUNNING"
+           : st == TC_NEG_DRAINING ? "DRAINING"
+           : st == TC_NEG_DONE_OK  ? "DONE_OK"
+           : st == TC_NEG_FAILED   ? "FAILED"
+                                   : "?";
+}
+
+tc_neg_params_t params(int size)
+{
+    tc_neg_params_t p;
+
+    memset(&p, 0, sizeof(p));
+    p.size = size;
+    p.cache_capacity = 64;
+    p.eager_bytes = 16;
+    p.peer_timeout_ns = 100000 * SEC; /* far away unless a test brings it near */
+    p.probe_grace_ns = 10 * SEC;
+    return p;
+}
+
+sim_t *sim_new(const tc_neg_params_t *p, uint64_t seed)
+{
+    sim_t *s = calloc(1, sizeof(*s));
+    int r;
+
+    CHECK(s != NULL);
+    CHECK(p->size >= 1 && p->size <= SIM_MAX);
+    CHECK(p->eager_bytes <= DATA_BYTES);
+    s->size = p->size;
+    s->p = *p;
+    s->ch = calloc((size_t)p->size * (size_t)p->size, sizeof(*s->ch));
+    CHECK(s->ch != NULL);
+    s->now = T0;
+    s->rng = seed == 0 ? 0 : (seed * 0x9E3779B97F4A7C15ull) | 1;
+    s->pdeliver = 50;
+    s->shut_after = -1;
+    for (r = 0; r < s->size; r++) {
+        tc_neg_params_t q = *p;
+        q.rank = r;
+        CHECK_OK(tc__neg_create(&q, &s->neg[r]));
+    }
+    return s;
+}
+
+void sim_free(sim_t *s)
+{
+    size_t i;
+    int r;
+
+    for (r = 0; r < s->size; r++) {
+        tc__neg_destroy(s->neg[r]);
+        for (i = 0; i < s->nlog[r]; i++) {
+            free(s->log[r][i].text);
+        }
+        free(s->log[r]);
+        for (i = 0; i < s->nplan[r]; i++) {
+            free(s->plan[r][i]);
+        }
+        free(s->plan[r]);
+    }
+    for (i = 0; i < (size_t)s->size * (size_t)s->size; i++) {
+        while (s->ch[i].head != NULL) {
+            qmsg_t *m = s->ch[i].head;
+            s->ch[i].head = m->next;
+            free(m->bytes);
+            free(m);
+        }
+    }
+    free(s->ch);
+    free(s);
+}
+
+chan_t *chan(sim_t *s, int src, int dst)
+{
+    return &s->ch[(size_t)src * (size_t)s->size + (size_t)dst];
+}
+
+void enqueue(sim_t *s, int src, int dst, int tag, const uint8_t *data, size_t len)
+{
+    chan_t *c = chan(s, src, dst);
+    qmsg_t *m = calloc(1, sizeof(*m));
+
+    CHECK(m != NULL);
+    m->bytes = malloc(len > 0 ? len : 1);
+    CHECK(m->bytes != NULL);
+    memcpy(m->bytes, data, len);
+    m->len = len;
+    m->tag = tag;
+    if (c->tail != NULL) {
+        c->tail->next = m;
+    } else {
+        c->head = m;
+    }
+    c->tail = m;
+    c->n++;
+    s->inflight++;
+}
+
+static void must_decode(const void *data, size_t len, tc_wire_msg_t *m)
+{
+    char err[256];
+    tc_status_t st;
+
+    memset(m, 0, sizeof(*m));
+    st = tc__wire_decode(data, len, m, err, sizeof(err));
+    CHECK_MSG(st == TC_OK, "a control message does not decode: %s", err);
+}
+
+int is_neighbour(int size, int r, int q)
+{
+    return q >= 0 && q < size && q != r && (tc__neg_parent(r) == q || tc__neg_parent(q) == r);
+}
+
+/* A send as neg.h and the protocol allow it; counts what went over the wire. */
+static void check_send(sim_t *s, int r, const tc_neg_send_t *x)
+{
+    int kids[SIM_MAX], nkids = tc__neg_children(r, s->size, kids, SIM_MAX);
+    tc_wire_msg_t m;
+    int d;
+
+    CHECK_MSG(x->ndst >= 1 && x->ndst <= TC_NEG_MAX_DST, "rank %d: a send to %d ranks", r, x->ndst);
+    for (d = 0; d < x->ndst; d++) {
+        CHECK_MSG(x->dst[d] >= 0 && x->dst[d] < s->size && x->dst[d] != r,
+                  "rank %d sends to rank %d", r, x->dst[d]);
+    }
+    CHECK_MSG(x->tag >= TC_NEG_TAG_REQ && x->tag <= TC_NEG_TAG_PONG,
+              "rank %d sends on tag %d (aborts are the engine's to send)", r, x->tag);
+    must_decode(x->buf.data, x->buf.len, &m);
+    s->ntag[x->tag] += (size_t)x->ndst;
+    switch (x->tag) {
+    case TC_NEG_TAG_REQ:
+        CHECK_MSG(r != 0 && x->ndst == 1 && x->dst[0] == 0, "rank %d: TAG_REQ not to rank 0", r);
+        CHECK_MSG(m.type == TC_WIRE_REQUESTS || (m.type == TC_WIRE_BYE && m.flags == 0),
+                  "rank %d: type %d flags %d on TAG_REQ", r, m.type, m.flags);
+        if (m.type == TC_WIRE_REQUESTS) {
+            CHECK_EQ(m.flags & TC_WIRE_F_SPREAD, 0);
+            s->req_entries[r] += m.count;
+        }
+        break;
+    case TC_NEG_TAG_DOWN:
+        CHECK_MSG(m.type == TC_WIRE_CYCLE, "rank %d: type %d on TAG_DOWN", r, m.type);
+        CHECK_MSG(x->ndst == nkids, "rank %d sends a DOWN to %d ranks, has %d children", r,
+                  x->ndst, nkids);
+        for (d = 0; d < x->ndst; d++) {
+            CHECK_MSG(x->dst[d] == kids[d], "rank %d sends a DOWN to rank %d", r, x->dst[d]);
+        }
+        CHECK_EQ(m.seq + 1, tc__neg_cycles(s->neg[r]));
+        break;
+    case TC_NEG_TAG_UP:
+        CHECK_MSG(r != 0 && x->ndst == 1 && x->dst[0] == tc__neg_parent(r),
+                  "rank %d: TAG_UP not to its parent", r);
+        CHECK_MSG(m.type == TC_WIRE_UP || (m.type == TC_WIRE_BYE && m.flags == 0),
+                  "rank %d: type %d flags %d on TAG_UP", r, m.type, m.flags);
+        if (m.type == TC_WIRE_UP) {
+            uint64_t cyc = tc__neg_cycles(s->neg[r]);
+            CHECK_EQ(m.seq, cyc);
+            CHECK_MSG(!s->up_sent[r] || s->up_cycle[r] != cyc,
+                      "rank %d sent a second UP before its next DOWN (after DOWN %llu)", r,
+                      (unsigned long long)cyc);
+            CHECK_GT(m.nready + m.nsome + m.nstale, 0);
+            s->up_sent[r] = 1;
+            s->up_cycle[r] = cyc;
+        }
+        break;
+    case TC_NEG_TAG_PING:
+        CHECK_MSG(m.type == TC_WIRE_REQUESTS && m.count == 0 && m.flags == TC_WIRE_F_SPREAD,
+                  "rank %d: a ping of type %d, count %u, flags %d", r, m.type, m.count, m.flags);
+        for (d = 0; d < x->ndst; d++) {
+            CHECK_MSG(is_neighbour(s->size, r, x->dst[d]), "rank %d pings rank %d", r, x->dst[d]);
+        }
+        break;
+    case TC_NEG_TAG_PONG:
+        CHECK(m.type == TC_WIRE_REQUESTS && m.count == 0 && x->ndst == 1);
+        break;
+    default:
+        break;
+    }
+    tc__wire_msg_free(&m);
+}
+
+static void record(sim_t *s, int r, const tc_neg_item_t *it)
+{
+    rec_t *e;
+
+    if (s->nlog[r] == s->caplog[r]) {
+        size_t cap = s->caplog[r] < 16 ? 16 : s->caplog[r] * 2;
+        rec_t *v = realloc(s->log[r], cap * sizeof(*v));
+        CHECK(v != NULL);
+        s->log[r] = v;
+        s->caplog[r] = cap;
+    }
+    e = &s->log[r][s->nlog[r]++];
+    memset(e, 0, sizeof(*e));
+    e->action = it->action;
+    e->req = it->req;
+    e->cycle = it->cycle;
+    if (it->resp.name != NULL) {
+        CHECK_LT(it->resp.name_len, NAME_LEN);
+        CHECK_EQ(strlen(it->resp.name), it->resp.name_len); /* NUL-terminated, no NUL inside */
+        memcpy(e->name, it->resp.name, it->resp.name_len);
+    }
+    switch (it->action) {
+    case TC_NEG_RUN:
+        CHECK_EQ(it->resp.rtype, TC_WIRE_RUN);
+        CHECK_MSG(it->resp.name != NULL, "rank %d: a RUN item without a name", r);
+        CHECK_LE(it->resp.ndim0, SIM_MAX);
+        e->cache_ref = it->resp.cache_ref;
+        e->ndim0 = it->resp.ndim0;
+        if (e->ndim0 > 0) {
+            memcpy(e->dim0, it->resp.dim0, e->ndim0 * sizeof(e->dim0[0]));
+        }
+        break;
+    case TC_NEG_FAIL:
+        CHECK_EQ(it->resp.rtype, TC_WIRE_ERROR);
+        CHECK_MSG(it->resp.text != NULL && it->resp.name != NULL, "rank %d: a FAIL item without "
+                  "name or text", r);
+        e->status = it->resp.status;
+        e->text = strdup(it->resp.text);
+        CHECK(e->text != NULL);
+        break;
+    case TC_NEG_DONE:
+        CHECK_MSG(it->result != NULL && it->result_len > 0 && it->result_len <= sizeof(e->result),
+                  "rank %d: a DONE item with %zu result bytes", r, it->result_len);
+        memcpy(e->result, it->result, it->result_len);
+        e->result_len = it->result_len;
+        break;
+    default:
+        TC_CHECK_FAIL("rank %d: item action %d", r, (int)it->action);
+    }
+    if (it->req != NULL) {
+        plan_t *pl = it->req;
+        CHECK_MSG(pl->rank == r, "rank %d got rank %d's request back", r, pl->rank);
+        CHECK_MSG(pl->submitted && !pl->done, "rank %d: '%s' (#%d) came out twice, or before it "
+                  "was submitted", r, pl->namebuf, pl->inst);
+        pl->done = 1;
+        pl->rec = s->nlog[r] - 1;
+        s->pending[r][pl->name] = 0;
+        if (e->name[0] == '\0') {
+            memcpy(e->name, pl->namebuf, sizeof(e->name));
+        }
+        CHECK_MSG(strcmp(e->name, pl->namebuf) == 0, "rank %d: item '%s' for request '%s'", r,
+                  e->name, pl->namebuf);
+    } else {
+        CHECK_MSG(it->action == TC_NEG_FAIL, "rank %d: a %s item without a request", r,
+                  act_name(it->action));
+    }
+}
+
+/* What the engine does when its rank fails by its own decision
+ * (tc__neg_failed_here): an abort to every other rank, saying why. */
+static void announce_failure(sim_t *s, int r)
+{
+    tc_wire_msg_t ab = {.type = TC_WIRE_BYE, .flags = TC_WIRE_F_TERMINATE};
+    tc_wire_buf_t b = {0};
+    const char *text;
+    int q;
+
+    ab.term_status = (uint8_t)tc__neg_status(s->neg[r], &text);
+    ab.term_text = text;
+    ab.term_text_len = (uint32_t)strlen(text);
+    if (ab.term_text_len > TC_WIRE_MAX_TEXT) {
+        ab.term_text_len = TC_WIRE_MAX_TEXT;
+    }
+    CHECK_OK(tc__wire_encode(&ab, &b));
+    for (q = 0; q < s->size; q++) {
+        if (q != r) {
+            enqueue(s, r, q, TC_NEG_TAG_ABORT, b.data, b.len);
+        }
+    }
+    tc__wire_buf_free(&b);
+    s->announced[r] = 1;
+}
+
+/* Takes a rank's outputs: sends into the queues, items into its log.
+ * Returns whether there were any. */
+static int collect(sim_t *s, int r)
+{
+    size_t ns, ni, i;
+    tc_neg_send_t *sends = tc__neg_sends(s->neg[r], &ns);
+    tc_neg_item_t *items = tc__neg_items(s->neg[r], &ni);
+    int d;
+
+    for (i = 0; i < ns; i++) {
+        check_send(s, r, &sends[i]);
+        for (d = 0; d < sends[i].ndst; d++) {
+            enqueue(s, r, sends[i].dst[d], sends[i].tag, sends[i].buf.data, sends[i].buf.len);
+        }
+    }
+    for (i = 0; i < ni; i++) {
+        record(s, r, &items[i]);
+    }
+    tc__neg_clear(s->neg[r]);
+    if (!s->announced[r] && tc__neg_failed_here(s->neg[r])) {
+        announce_failure(s, r);
+    }
+    return ns > 0 || ni > 0;
+}
+
+int step(sim_t *s, int r)
+{
+    int moved = tc__neg_step(s->neg[r], s->now);
+    return collect(s, r) || moved;
+}
+
+void deliver_head(sim_t *s, int src, int dst)
+{
+    chan_t *c = chan(s, src, dst);
+    qmsg_t *m = c->head;
+    tc_wire_msg_t msg;
+
+    CHECK(m != NULL);
+    c->head = m->next;
+    if (c->head == NULL) {
+        c->tail = NULL;
+    }
+    c->n--;
+    s->inflight--;
+    must_decode(m->bytes, m->len, &msg);
+    tc__neg_receive(s->neg[dst], src, m->tag, &msg, s->now);
+    tc__wire_msg_free(&msg);
+    free(m->bytes);
+    free(m);
+    collect(s, dst);
+}
+
+/* Delivers everything queued from src to dst. */
+void deliver_chan(sim_t *s, int src, int dst)
+{
+    while (chan(s, src, dst)->n > 0) {
+        deliver_head(s, src, dst);
+    }
+}
+
+static int deliverable(const sim_t *s)
+{
+    size_t c, nch = (size_t)s->size * (size_t)s->size;
+    int n = 0;
+
+    for (c = 0; c < nch; c++) {
+        n += s->ch[c].n > 0 && !s->frozen[c % (size_t)s->size];
+    }
+    return n;
+}
+
+/* Delivers the oldest message of one channel: a random one, or the first. */
+static int deliver_one(sim_t *s, int random)
+{
+    size_t c, nch = (size_t)s->size * (size_t)s->size;
+    int n = deliverable(s), pick;
+
+    if (n == 0) {
+        return 0;
+    }
+    pick = random ? rnd_below(&s->rng, n) : 0;
+    for (c = 0; c < nch; c++) {
+        if (s->ch[c].n > 0 && !s->frozen[c % (size_t)s->size] && pick-- == 0) {
+            deliver_head(s, (int)(c / (size_t)s->size), (int)(c % (size_t)s->size));
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void submit(sim_t *s, plan_t *pl)
+{
+    CHECK_MSG(!s->pending[pl->rank][pl->name], "rank %d: '%s' is still pending", pl->rank,
+              pl->namebuf);
+    CHECK_OK(tc__neg_submit(s->neg[pl->rank], &pl->w, pl, pl->data.bytes));
+    pl->submitted = 1;
+    s->pending[pl->rank][pl->name] = 1;
+}
+
+static int can_submit(const sim_t *s, int r)
+{
+    return !s->frozen[r] && s->next[r] < s->nplan[r] &&
+           !s->pending[r][s->plan[r][s->next[r]]->name] &&
+           tc__neg_state(s->neg[r]) == TC_NEG_RUNNING;
+}
+
+/* Submits rank r's next planned submission. */
+void submit_next(sim_t *s, int r)
+{
+    CHECK_LT(s->next[r], s->nplan[r]);
+    submit(s, s->plan[r][s->next[r]++]);
+}
+
+static int submit_one(sim_t *s, int random)
+{
+    int r, n = 0, pick;
+
+    for (r = 0; r < s->size; r++) {
+        n += can_submit(s, r);
+    }
+    if (n == 0) {
+        return 0;
+    }
+    pick = random ? rnd_below(&s->rng, n) : 0;
+    for (r = 0; r < s->size; r++) {
+        if (can_submit(s, r) && pick-- == 0) {
+            submit_next(s, r);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Steps every live rank once (in a random order when random); whether any moved. */
+static int step_all(sim_t *s, int random)
+{
+    int order[SIM_MAX], r, moved = 0;
+
+    for (r = 0; r < s->size; r++) {
+        order[r] = r;
+    }
+    if (random) {
+        shuffle(&s->rng, order, s->size);
+    }
+    for (r = 0; r < s->size; r++) {
+        if (!s->frozen[order[r]]) {
+            moved |= step(s, order[r]);
+        }
+    }
+    return moved;
+}
+
+/* Runs the schedule at the current time until it settles: every planned
+ * submission that may be made is made, every message to a live rank is
+ * delivered, and a step of every live rank changes nothing. Random
+ * (deliveries, steps and submissions interleaved as s->rng says) or, with
+ * s->rng == 0, deterministic: deliveries in channel order, then
+ * submissions, then steps in rank order. */
+void run(sim_t *s)
+{
+    const int random = s->rng != 0;
+    long iter = 0;
+
+    for (;;) {
+        CHECK_MSG(++iter < 20000000, "the simulation does not settle");
+        if (random) {
+            int a = rnd_below(&s->rng, 100);
+            if (s->shut_after >= 0 && s->shut_after-- == 0) {
+                tc__neg_shutdown(s->neg[s->shut_rank]);
+            }
+            if (s->jitter > 0 && rnd_below(&s->rng, 50) == 0) {
+                s->now += rnd_next(&s->rng) % s->jitter;
+            }
+            if (a < s->pdeliver) {
+                if (deliver_one(s, 1)) {
+                    continue;
+                }
+            } else if (a < s->pdeliver + (100 - s->pdeliver) / 2) {
+                int r = rnd_below(&s->rng, s->size);
+                if (!s->frozen[r]) {
+                    step(s, r);
+                }
+                continue;
+            } else if (submit_one(s, 1)) {
+                continue;
+            }
+            if (deliverable(s) > 0 || submit_one(s, 1)) {
+                continue;
+            }
+        } else if (deliver_one(s, 0) || submit_one(s, 0)) {
+            continue;
+        }
+        if (!step_all(s, random) && deliverable(s) == 0 && submit_one(s, random) == 0) {
+            return;
+        }
+    }
+}
+
+/* Writes v as element j of a buffer of dtype (float32/64, int32/64). */
+static void put_elem(uint8_t *buf, int dtype, size_t j, double v)
+{
+    switch (dtype) {
+    case TC_FLOAT32: {
+        float x = (float)v;
+        memcpy(buf + 4 * j, &x, 4);
+        break;
+    }
+    case TC_FLOAT64:
+        memcpy(buf + 8 * j, &v, 8);
+        break;
+    case TC_INT32: {
+        int32_t x = (int32_t)v;
+        memcpy(buf + 4 * j, &x, 4);
+        break;
+    }
+    case TC_INT64: {
+        int64_t x = (int64_t)v;
+        memcpy(buf + 8 * j, &x, 8);
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+/* Plans rank r's next submission of workload name `name`. */
+plan_t *mkplan(sim_t *s, int r, int name, int inst, int64_t delta)
+{
+    const spec_t *sp = &s->specs[name];
+    plan_t *pl = calloc(1, sizeof(*pl));
+    size_t j, count = 1;
+    int d;
+
+    CHECK(pl != NULL);
+    CHECK(name >= 0 && name < s->nspecs && name < MAX_NAMES);
+    pl->rank = r;
+    pl->name = name;
+    pl->inst = inst;
+    pl->delta = delta;
+    snprintf(pl->namebuf, sizeof(pl->namebuf), "%s", sp->name);
+    pl->w.name = pl->namebuf;
+    pl->w.name_len = (uint32_t)strlen(pl->namebuf);
+    pl->w.kind = (uint8_t)sp->kind;
+    pl->w.dtype = (uint8_t)sp->dtype;
+    pl->w.op = (uint8_t)sp->op;
+    pl->w.root = sp->root < 0 ? s->size - 1 : sp->root;
+    pl->w.ndim = (uint8_t)sp->ndim;
+    for (d = 0; d < sp->ndim; d++) {
+        pl->w.shape[d] = sp->shape[d];
+    }
+    if (sp->kind == TC_KIND_ALLGATHER) {
+        pl->w.shape[0] *= r + 1;
+    }
+    pl->w.shape[sp->ndim - 1] += delta;
+    for (d = 0; d < sp->ndim; d++) {
+        count *= (size_t)pl->w.shape[d];
+    }
+    for (j = 0; (j + 1) * tc_dtype_size((tc_dtype_t)sp->dtype) <= DATA_BYTES && j < count; j++) {
+        put_elem(pl->data.bytes, sp->dtype, j, (double)((r + 1) * (int)(j + 1) + inst));
+    }
+    if (s->nplan[r] == s->capplan[r]) {
+        size_t cap = s->capplan[r] < 16 ? 16 : s->capplan[r] * 2;
+        plan_t **v = realloc(s->plan[r], cap * sizeof(*v));
+        CHECK(v != NULL);
+        s->plan[r] = v;
+        s->capplan[r] = cap;
+    }
+    s->plan[r][s->nplan[r]++] = pl;
+    return pl;
+}
+
+static size_t spec_elems(const spec_t *sp)
+{
+    size_t count = 1;
+    int d;
+
+    for (d = 0; d < sp->ndim; d++) {
+        count *= (size_t)sp->shape[d];
+    }
+    return count;
+}
+
+static size_t spec_bytes(const spec_t *sp)
+{
+    return spec_elems(sp) * tc_dtype_size((tc_dtype_t)sp->dtype);
+}
+
+/* Whether a cached submission of the spec (unchanged) rides eagerly. */
+int spec_eager(const sim_t *s, const spec_t *sp)
+{
+    return s->p.eager_bytes > 0 && sp->kind == TC_KIND_ALLREDUCE &&
+           spec_bytes(sp) <= s->p.eager_bytes;
+}
+
+/* The exact reduction of every rank's input of instance inst (sum, average
+ * of floats, min, max); returns its size in bytes. */
+size_t eager_expect(const sim_t *s, const spec_t *sp, int inst, uint8_t *out)
+{
+    size_t j, count = spec_elems(sp);
+    int q;
+
+    CHECK_LE(spec_bytes(sp), DATA_BYTES);
+    CHECK(sp->op != TC_PROD && (sp->op != TC_AVG || sp->dtype == TC_FLOAT32 ||
+                                sp->dtype == TC_FLOAT64));
+    for (j = 0; j < count; j++) {
+        double v = 0;
+        for (q = 0; q < s->size; q++) {
+            double x = (double)((q + 1) * (int)(j + 1) + inst);
+            v = sp->op == TC_MAX ? (q == 0 || x > v ? x : v)
+                : sp->op == TC_MIN ? (q == 0 || x < v ? x : v)
+                                   : v + x;
+        }
+        put_elem(out, sp->dtype, j, sp->op == TC_AVG ? v / s->size : v);
+    }
+    return spec_bytes(sp);
+}
+
+const rec_t *rec_of(const sim_t *s, const plan_t *pl)
+{
+    CHECK_MSG(pl->done, "rank %d: '%s' (#%d) never came out", pl->rank, pl->namebuf, pl->inst);
+    return &s->log[pl->rank][pl->rec];
+}
+
+/* Every rank got the same items, in the same order, from the same DOWN. */
+void check_agreement(const sim_t *s)
+{
+    size_t i;
+    int r;
+
+    for (r = 1; r < s->size; r++) {
+        CHECK_MSG(s->nlog[r] == s->nlog[0], "rank %d has %zu items, rank 0 has %zu", r,
+                  s->nlog[r], s->nlog[0]);
+        for (i = 0; i < s->nlog[0]; i++) {
+            const rec_t *a = &s->log[0][i], *b = &s->log[r][i];
+            CHECK_MSG(a->action == b->action && strcmp(a->name, b->name) == 0 &&
+                          a->cycle == b->cycle,
+                      "item %zu: rank 0 has %s '%s' (DOWN %llu), rank %d has %s '%s' (DOWN %llu)",
+                      i, act_name(a->action), a->name, (unsigned long long)a->cycle, r,
+                      act_name(b->action), b->name, (unsigned long long)b->cycle);
+            if (a->action == TC_NEG_RUN) {
+                CHECK_MSG(a->cache_ref == b->cache_ref && a->ndim0 == b->ndim0 &&
+                              memcmp(a->dim0, b->dim0, a->ndim0 * sizeof(a->dim0[0])) == 0,
+                          "item %zu '%s': rank 0 and rank %d run it differently", i, a->name, r);
+            } else if (a->action == TC_NEG_FAIL) {
+                CHECK_MSG(a->status == b->status && strcmp(a->text, b->text) == 0,
+                          "item %zu '%s': rank 0 fails it with %d \"%s\", rank %d with %d \"%s\"",
+                          i, a->name, a->status, a->text, r, b->status, b->text);
+            } else {
+                CHECK_MSG(a->result_len == b->result_len &&
+                              memcmp(a->result, b->result, a->result_len) == 0,
+                          "item %zu '%s': rank 0 and rank %d have different result bits", i,
+                          a->name, r);
+            }
+        }
+    }
+}
+
+/* Every planned submission came out, every rank runs and waits for nothing,
+ * nothing is in flight. */
+void check_settled(const sim_t *s)
+{
+    size_t i;
+    int r;
+
+    for (r = 0; r < s->size; r++) {
+        const char *text;
+        tc_status_t st = tc__neg_status(s->neg[r], &text);
+        CHECK_MSG(tc__neg_state(s->neg[r]) == TC_NEG_RUNNING, "rank %d is %s: %d %s", r,
+                  state_name(tc__neg_state(s->neg[r])), (int)st, text);
+        CHECK_EQ(s->next[r], s->nplan[r]);
+        for (i = 0; i < s->nplan[r]; i++) {
+            rec_of(s, s->plan[r][i]);
+        }
+        CHECK_MSG(!tc__neg_busy(s->neg[r]), "rank %d is busy with nothing left to do", r);
+    }
+    CHECK_EQ(s->inflight, 0);
+}
+
+/* ---- a workload every round of which is the same ----------------------------- */
+
+const spec_t mixed_specs[] = {
+    {"grad/big", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, {1000, 0}},
+    {"act/rows", TC_KIND_ALLGATHER, TC_INT64, TC_SUM, 0, 2, {1, 3}},
+    {"bcast/last", TC_KIND_BROADCAST, TC_UINT8, TC_SUM, -1, 1, {7, 0}},
+    {"grad/small", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, {2, 0}},
+    {"grad/max", TC_KIND_ALLREDUCE, TC_INT32, TC_MAX, 0, 2, {5, 5}},
+    {"bcast/zero", TC_KIND_BROADCAST, TC_FLOAT64, TC_SUM, 0, 1, {3, 0}},
+};
+
+/* Each rank submits every name once per round, in its own random order, a
+ * name again only after its item came out there. */
+void plan_rounds(sim_t *s, int rounds)
+{
+    int r, k, i, order[MAX_NAMES];
+
+    for (r = 0; r < s->size; r++) {
+        for (k = 0; k < rounds; k++) {
+            for (i = 0; i < s->nspecs; i++) {
+                order[i] = i;
+            }
+            shuffle(&s->rng, order, s->nspecs);
+            for (i = 0; i < s->nspecs; i++) {
+                mkplan(s, r, order[i], k, 0);
+            }
+        }
+    }
+}
+
+/* What each instance must have become when no shape changed: the first
+ * negotiated in full and cached, the others run from the cache (eagerly
+ * when small enough). */
+void check_cached_rounds(const sim_t *s)
+{
+    uint32_t first_ref[SIM_MAX][MAX_NAMES];
+    size_t i;
+    int r, q;
+
+    for (r = 0; r < s->size; r++) {
+        for (i = 0; i < s->nplan[r]; i++) {
+            const plan_t *pl = s->plan[r][i];
+            const spec_t *sp = &s->specs[pl->name];
+            const rec_t *e = rec_of(s, pl);
+            if (pl->inst == 0) {
+                CHECK_MSG(e->action == TC_NEG_RUN && e->cache_ref > 0, "rank %d: first '%s' is "
+                          "%s with cache_ref %u", r, pl->namebuf, act_name(e->action),
+                          e->cache_ref);
+                first_ref[r][pl->name] = e->cache_ref;
+                if (sp->kind == TC_KIND_ALLGATHER) {
+                    CHECK_EQ(e->ndim0, s->size);
+                    for (q = 0; q < s->size; q++) {
+                        CHECK_EQ(e->dim0[q], sp->shape[0] * (q + 1));
+                    }
+                } else {
+                    CHECK_EQ(e->ndim0, 0);
+                }
+            }
+        }
+        for (i = 0; i < s->nplan[r]; i++) {
+            const plan_t *pl = s->plan[r][i];
+            const spec_t *sp = &s->specs[pl->name];
+            const rec_t *e = rec_of(s, pl);
+            if (pl->inst == 0) {
+                continue;
+            }
+            if (spec_eager(s, sp)) {
+                uint8_t want[DATA_BYTES];
+                size_t len = eager_expect(s, sp, pl->inst, want);
+                CHECK_MSG(e->action == TC_NEG_DONE, "rank %d: '%s' #%d is %s, want DONE", r,
+                          pl->namebuf, pl->inst, act_name(e->action));
+                CHECK_EQ(e->result_len, len);
+                CHECK_MSG(memcmp(e->result, want, len) == 0, "rank %d: '%s' #%d (size %d): "
+                          "not the exact result", r, pl->namebuf, pl->inst, s->size);
+            } else {
+                CHECK_MSG(e->action == TC_NEG_RUN && e->cache_ref == first_ref[r][pl->name],
+                          "rank %d: '%s' #%d is %s with cache_ref %u, want RUN from cache %u", r,
+                          pl->namebuf, pl->inst, act_name(e->action), e->cache_ref,
+                          first_ref[r][pl->name]);
+            }
+        }
+    }
+}
+
+void sim_quiet_log(void)
+{
+    if (getenv("TCOLL_LOG_LEVEL") == NULL) { /* the stall tests warn on purpose */
+        atomic_store(&tc__log_level, TC_LOG_ERROR);
+    }
+}
