@@ -67,6 +67,7 @@
 #include "coll/coll.h"
 #include "engine/cache.h"
 #include "engine/coordinator.h"
+#include "engine/kinds.h"
 #include "engine/request.h"
 #include "reduce/reduce.h"
 #include "transport/transport_mpi.h"
@@ -504,19 +505,6 @@ static void send_abort(engine_t *e)
 
 /* ---- timeline (only while one runs: tc__tl_active) ---- */
 
-static const char *kind_upper(tc_kind_t kind)
-{
-    switch (kind) {
-    case TC_KIND_ALLREDUCE:
-        return "ALLREDUCE";
-    case TC_KIND_ALLGATHER:
-        return "ALLGATHER";
-    case TC_KIND_BROADCAST:
-        return "BROADCAST";
-    }
-    return "?";
-}
-
 /* A tensor's row: its negotiation (submission to the cycle that made it
  * ready everywhere), then what ran, from t0 to t1. */
 static void tl_tensor(const engine_t *e, const tc_request_t *req, const char *algo, uint64_t t0,
@@ -524,18 +512,19 @@ static void tl_tensor(const engine_t *e, const tc_request_t *req, const char *al
 {
     tc_tl_args_t a = TC_TL_ARGS_INIT;
     int track = tc__tl_track(req->name, req->name_len);
-    const char *what = kind_upper(req->kind);
+    const tc_kind_desc_t *kd = tc__kind_of(req);
 
     if (track < 0) {
         return;
     }
-    a.kind = tc__kind_name(req->kind);
+    a.kind = kd->name;
     a.dtype = req->dtype;
     a.bytes = (int64_t)(req->count * tc_dtype_size(req->dtype));
     a.cycle = (int64_t)e->seq;
-    if (req->kind == TC_KIND_ALLREDUCE) {
+    if (kd->params & TC_PARAM_OP) {
         a.op = req->op;
-    } else if (req->kind == TC_KIND_BROADCAST) {
+    }
+    if (kd->params & TC_PARAM_ROOT) {
         a.root = req->root;
     }
     if (e->ready_ns > req->submit_ns) {
@@ -548,7 +537,8 @@ static void tl_tensor(const engine_t *e, const tc_request_t *req, const char *al
     a.algo = algo;
     a.status = st;
     a.fused = fused > 1 ? fused : -1;
-    tc__tl_complete(track, what, strlen(what), "collective", t0, t1 > t0 ? t1 - t0 : 0, &a);
+    tc__tl_complete(track, kd->upper, strlen(kd->upper), "collective", t0, t1 > t0 ? t1 - t0 : 0,
+                    &a);
 }
 
 /* Removes req from the in-flight table (so the name can be reused at once) and
@@ -561,105 +551,29 @@ static void finish(tc_request_t *req, tc_status_t st, const char *msg)
     tc__request_complete(req, st, msg);
 }
 
-static tc_status_t run_allgather(engine_t *e, tc_request_t *req, const tc_wire_response_t *r,
-                                 char *msg, size_t msglen)
-{
-    size_t es = tc_dtype_size(req->dtype), row = es, total = 0;
-    size_t *bytes, *displs;
-    int64_t rows = 0;
-    tc_status_t st;
-    int q, d;
-
-    if (r->ndim0 != (uint32_t)e->size || r->dim0[e->rank] != req->shape[0]) {
-        snprintf(msg, msglen, "tensor '%s': rank 0 sent an allgather plan that does not match this "
-                              "rank's submission (internal error)", req->name);
-        return TC_ERR_TRANSPORT;
-    }
-    for (d = 1; d < req->ndim; d++) {
-        row *= (size_t)req->shape[d]; /* fits: validated at submission */
-    }
-    bytes = malloc(2 * (size_t)e->size * sizeof(*bytes));
-    if (bytes == NULL) {
-        snprintf(msg, msglen, "tensor '%s': out of memory", req->name);
-        return TC_ERR_NOMEM;
-    }
-    displs = bytes + e->size;
-    for (q = 0; q < e->size; q++) {
-        if (r->dim0[q] < 0 || (row != 0 && (uint64_t)r->dim0[q] > (SIZE_MAX - total) / row)) {
-            free(bytes);
-            snprintf(msg, msglen, "tensor '%s': allgather output does not fit in memory", req->name);
-            return TC_ERR_NOMEM;
-        }
-        displs[q] = total;
-        bytes[q] = (size_t)r->dim0[q] * row;
-        total += bytes[q];
-        rows += r->dim0[q];
-    }
-    req->owned_output = tc__output_alloc(total, &req->owned_cap);
-    if (req->owned_output == NULL) {
-        free(bytes);
-        snprintf(msg, msglen, "tensor '%s': cannot allocate %zu bytes for the allgather output",
-                 req->name, total);
-        return TC_ERR_NOMEM;
-    }
-    if (bytes[e->rank] > 0) {
-        memcpy((char *)req->owned_output + displs[e->rank], req->send, bytes[e->rank]);
-    }
-    st = tc__ring_allgatherv(&e->tp, req->owned_output, bytes, displs);
-    free(bytes);
-    if (st != TC_OK) {
-        snprintf(msg, msglen, "tensor '%s': allgather failed: %s", req->name, e->tp.err);
-        return st;
-    }
-    req->output.data = req->owned_output;
-    req->output.dtype = req->dtype;
-    req->output.ndim = req->ndim;
-    memcpy(req->output.shape, req->shape, sizeof(req->shape));
-    req->output.shape[0] = rows;
-    return TC_OK;
-}
-
 static tc_status_t run(engine_t *e, tc_request_t *req, const tc_wire_response_t *r, char *msg,
                        size_t msglen)
 {
-    size_t bytes = req->count * tc_dtype_size(req->dtype);
-    tc_status_t st = TC_OK;
+    tc_kind_ctx_t x = {&e->tp, (size_t)e->cfg->ring_chunk_kb * 1024, &e->scratch};
 
-    switch (req->kind) {
-    case TC_KIND_ALLREDUCE:
-        st = tc__ring_allreduce(&e->tp, req->send, req->recv, req->count, req->dtype, req->op,
-                                (size_t)e->cfg->ring_chunk_kb * 1024, &e->scratch);
-        break;
-    case TC_KIND_BROADCAST:
-        st = tc__bcast_binomial(&e->tp, req->recv, bytes, req->root);
-        break;
-    case TC_KIND_ALLGATHER:
-        return run_allgather(e, req, r, msg, msglen);
-    }
-    if (st != TC_OK) {
-        snprintf(msg, msglen, "tensor '%s': %s failed: %s", req->name, tc__kind_name(req->kind),
-                 st == TC_ERR_NOMEM ? "out of memory" : e->tp.err);
-        return st;
-    }
-    req->output.data = req->recv;
-    req->output.dtype = req->dtype;
-    req->output.ndim = req->ndim;
-    memcpy(req->output.shape, req->shape, sizeof(req->shape));
-    return TC_OK;
+    return tc__kind_of(req)->run(&x, req, r, msg, msglen);
 }
 
-/* Whether the response for req may join a fusion group: a small allreduce. */
+/* Whether the response for req may join a fusion group: a small tensor of a
+ * kind that can run packed. */
 static int fusable(const engine_t *e, const tc_request_t *req, const tc_wire_response_t *r)
 {
-    return r->rtype == TC_WIRE_RUN && req->kind == TC_KIND_ALLREDUCE && req->count > 0 &&
+    return r->rtype == TC_WIRE_RUN && tc__kind_of(req)->run_packed != NULL && req->count > 0 &&
            req->count * tc_dtype_size(req->dtype) <= (size_t)e->cfg->fusion_threshold_kb * 1024;
 }
 
-/* Runs reqs[0..n-1] (small allreduces of one dtype and op) as one ring
- * allreduce over a persistent fusion buffer: pack, reduce, unpack. */
+/* Runs reqs[0..n-1] (small tensors of one fusable kind, dtype and op) as
+ * one collective over a persistent fusion buffer: pack, run, unpack. */
 static tc_status_t run_fused(engine_t *e, tc_request_t **reqs, uint32_t n, size_t total,
                              char *msg, size_t msglen)
 {
+    const tc_kind_desc_t *kd = tc__kind_of(reqs[0]);
+    tc_kind_ctx_t x = {&e->tp, (size_t)e->cfg->ring_chunk_kb * 1024, &e->scratch};
     uint64_t t0;
     size_t es = tc_dtype_size(reqs[0]->dtype), off = 0;
     char *buf;
@@ -671,7 +585,8 @@ static tc_status_t run_fused(engine_t *e, tc_request_t **reqs, uint32_t n, size_
         snprintf(msg, msglen, "out of memory for a %zu-byte fusion buffer", total);
         return st;
     }
-    TC_DEBUG("engine", "fused %u allreduces (%zu bytes), first '%s'", n, total, reqs[0]->name);
+    TC_DEBUG("engine", "fused %u tensors (%s, %zu bytes), first '%s'", n, kd->name, total,
+             reqs[0]->name);
     buf = e->fusion.data;
     t0 = tc__tl_active() ? tc__now_ns() : 0;
     for (k = 0; k < n; k++) {
@@ -685,10 +600,9 @@ static tc_status_t run_fused(engine_t *e, tc_request_t **reqs, uint32_t n, size_
         tc__tl_complete(TC_TL_TRACK_COLLECTIVES, "MEMCPY_IN_FUSION_BUFFER", 23, "fusion", t0,
                         tc__now_ns() - t0, &a);
     }
-    st = tc__ring_allreduce(&e->tp, NULL, buf, total / es, reqs[0]->dtype, reqs[0]->op,
-                            (size_t)e->cfg->ring_chunk_kb * 1024, &e->scratch);
+    st = kd->run_packed(&x, buf, total / es, reqs[0]->dtype, reqs[0]->op);
     if (st != TC_OK) {
-        snprintf(msg, msglen, "fused allreduce of %u tensors ('%s', ...) failed: %s", n,
+        snprintf(msg, msglen, "fused %s of %u tensors ('%s', ...) failed: %s", kd->name, n,
                  reqs[0]->name, st == TC_ERR_NOMEM ? "out of memory" : e->tp.err);
         return st;
     }
@@ -697,10 +611,7 @@ static tc_status_t run_fused(engine_t *e, tc_request_t **reqs, uint32_t n, size_
         tc_request_t *req = reqs[k];
         memcpy(req->recv, buf + off, req->count * es);
         off += req->count * es;
-        req->output.data = req->recv;
-        req->output.dtype = req->dtype;
-        req->output.ndim = req->ndim;
-        memcpy(req->output.shape, req->shape, sizeof(req->shape));
+        tc__request_set_output(req, req->recv, -1);
     }
     if (t0 != 0) {
         tc_tl_args_t a = TC_TL_ARGS_INIT;
@@ -745,8 +656,9 @@ static void execute(engine_t *e, const tc_wire_response_t *resps, tc_request_t *
             size_t es = tc_dtype_size(reqs[i]->dtype);
             size_t cap = (size_t)e->cfg->fusion_buffer_kb * 1024;
             total = reqs[i]->count * es;
-            while (j < n && fusable(e, reqs[j], &resps[j]) && reqs[j]->dtype == reqs[i]->dtype &&
-                   reqs[j]->op == reqs[i]->op && total + reqs[j]->count * es <= cap) {
+            while (j < n && fusable(e, reqs[j], &resps[j]) && reqs[j]->kind == reqs[i]->kind &&
+                   reqs[j]->dtype == reqs[i]->dtype && reqs[j]->op == reqs[i]->op &&
+                   total + reqs[j]->count * es <= cap) {
                 total += reqs[j]->count * es;
                 j++;
             }
@@ -759,10 +671,8 @@ static void execute(engine_t *e, const tc_wire_response_t *resps, tc_request_t *
         }
         if (t0 != 0) {
             uint64_t t1 = tc__now_ns();
-            const char *algo = reqs[i]->kind == TC_KIND_ALLREDUCE
-                                   ? (j - i >= 2 ? "ring, fused" : "ring")
-                                   : reqs[i]->kind == TC_KIND_ALLGATHER ? "ring allgatherv"
-                                                                        : "binomial tree";
+            const tc_kind_desc_t *kd = tc__kind_of(reqs[i]);
+            const char *algo = j - i >= 2 ? kd->algo_packed : kd->algo;
             for (k = i; k < j; k++) {
                 tl_tensor(e, reqs[k], algo, t0, t1, (int)(j - i), st);
             }
@@ -771,7 +681,7 @@ static void execute(engine_t *e, const tc_wire_response_t *resps, tc_request_t *
                 int len = snprintf(label, sizeof(label), "fused(%u) %s, ...", j - i,
                                    reqs[i]->name);
                 tc_tl_args_t a = TC_TL_ARGS_INIT;
-                a.kind = "allreduce";
+                a.kind = kd->name;
                 a.algo = algo;
                 a.bytes = (int64_t)total;
                 a.fused = (int32_t)(j - i);
@@ -995,8 +905,8 @@ static int coord_has_news(const engine_t *e)
                             (e->coord != NULL && tc__coord_nready(e->coord) > 0));
 }
 
-/* Picks the ready ids whose inputs ride in our cycle message: small
- * allreduces, up to EAGER_MSG_MAX bytes in all. */
+/* Picks the ready ids whose inputs ride in our cycle message: small tensors
+ * of a kind that can combine eager inputs, up to EAGER_MSG_MAX bytes in all. */
 static void attach_eager(engine_t *e)
 {
     size_t total = 0, limit = (size_t)e->cfg->eager_bytes;
@@ -1014,7 +924,7 @@ static void attach_eager(engine_t *e)
         const tc_cache_entry_t *ce = tc__cache_get(&e->cache, e->my_ready[i]);
         const tc_request_t *req = ce->pending;
         size_t bytes = req->count * tc_dtype_size(req->dtype);
-        if (req->kind != TC_KIND_ALLREDUCE || bytes == 0 || bytes > limit ||
+        if (tc__kind_of(req)->eager == NULL || bytes == 0 || bytes > limit ||
             total + bytes > EAGER_MSG_MAX) {
             continue;
         }
@@ -1035,14 +945,14 @@ static const tc_wire_eager_t *find_eager(const tc_wire_eager_t *ents, uint32_t n
     return n > 0 ? bsearch(&key, ents, n, sizeof(key), cmp_eager) : NULL;
 }
 
-/* If every rank sent its input for id inside its cycle message, reduces them
- * here in rank order (the same bits on every rank) and completes req: returns
- * 1. Returns 0 when the id must run as a collective. */
+/* If every rank sent its input for id inside its cycle message, combines
+ * them here (the kind's eager function: the same bits on every rank) and
+ * completes req: returns 1. Returns 0 when the id must run as a collective. */
 static int reduce_eager(engine_t *e, uint32_t id, tc_request_t *req)
 {
     const tc_wire_eager_t *x[EAGER_MAX_RANKS];
+    const void *inputs[EAGER_MAX_RANKS];
     size_t bytes = req->count * tc_dtype_size(req->dtype);
-    char *acc;
     int q;
 
     if (e->size > EAGER_MAX_RANKS) {
@@ -1059,27 +969,15 @@ static int reduce_eager(engine_t *e, uint32_t id, tc_request_t *req)
                         "tensor '%s', this rank has %zu", q, x[q]->len, req->name, bytes);
             return 0;
         }
+        inputs[q] = x[q]->data;
     }
-    if (tc__scratch_reserve(&e->eager_buf, bytes) != TC_OK) {
+    if (tc__kind_of(req)->eager(req, inputs, e->size, &e->eager_buf) != TC_OK) {
         return 0;
     }
-    acc = e->eager_buf.data;
-    memcpy(acc, x[0]->data, bytes);
-    for (q = 1; q < e->size; q++) {
-        tc__reduce(req->dtype, req->op, acc, x[q]->data, req->count);
-    }
-    if (req->op == TC_AVG) {
-        tc__reduce_avg_finish(req->dtype, acc, req->count, e->size);
-    }
-    memcpy(req->recv, acc, bytes);
     if (tc__tl_active()) {
         tl_tensor(e, req, "eager (inputs in the cycle messages)", e->ready_ns, tc__now_ns(), 1,
                   TC_OK);
     }
-    req->output.data = req->recv;
-    req->output.dtype = req->dtype;
-    req->output.ndim = req->ndim;
-    memcpy(req->output.shape, req->shape, sizeof(req->shape));
     finish(req, TC_OK, NULL);
     return 1;
 }
@@ -2341,6 +2239,7 @@ static tc_status_t make_request(const char *fn, tc_kind_t kind, const char *name
                                 const tc_tensor_t *t, void *recv, tc_op_t op, int root,
                                 tc_request_t **req_p, tc_request_t **out_p)
 {
+    const tc_kind_desc_t *kd = tc__kind_get(kind);
     tc_request_t *req;
     size_t len, es, count = 1;
     int d, has_zero = 0;
@@ -2368,10 +2267,6 @@ static tc_status_t make_request(const char *fn, tc_kind_t kind, const char *name
         return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': ndim %d is outside 0..%d", fn, name,
                              t->ndim, TC_MAX_DIMS);
     }
-    if (kind == TC_KIND_ALLGATHER && t->ndim == 0) {
-        return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': allgather needs ndim >= 1 (it "
-                                         "concatenates along dimension 0)", fn, name);
-    }
     es = tc_dtype_size(t->dtype);
     for (d = 0; d < t->ndim; d++) {
         if (t->shape[d] < 0) {
@@ -2394,17 +2289,15 @@ static tc_status_t make_request(const char *fn, tc_kind_t kind, const char *name
     if (t->data == NULL && count > 0) {
         return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': data is NULL", fn, name);
     }
-    if (kind == TC_KIND_ALLREDUCE) {
-        if (!tc__op_valid((int)op)) {
-            return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': unknown op %d", fn, name, (int)op);
+    if (kd->validate != NULL) {
+        tc_kind_args_t a = {t, count, recv, op, root};
+        char why[256];
+        if (kd->validate(&a, why, sizeof(why)) != TC_OK) {
+            return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': %s", fn, name, why);
         }
-        if (op == TC_AVG && !tc__dtype_is_float((int)t->dtype)) {
-            return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': avg needs a floating-point dtype, "
-                                             "not %s", fn, name, tc_dtype_name(t->dtype));
-        }
-        if (recv == NULL && count > 0) {
-            return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': recv is NULL", fn, name);
-        }
+    }
+    if (kd->output == TC_OUT_RECV && recv == NULL && count > 0) {
+        return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': recv is NULL", fn, name);
     }
     req = calloc(1, sizeof(*req));
     if (req == NULL || (req->name = strdup(name)) == NULL) {
@@ -2414,13 +2307,13 @@ static tc_status_t make_request(const char *fn, tc_kind_t kind, const char *name
     req->name_len = (uint32_t)len;
     req->kind = kind;
     req->dtype = t->dtype;
-    req->op = kind == TC_KIND_ALLREDUCE ? op : TC_SUM;
-    req->root = kind == TC_KIND_BROADCAST ? root : 0;
+    req->op = kd->params & TC_PARAM_OP ? op : TC_SUM;
+    req->root = kd->params & TC_PARAM_ROOT ? root : 0;
     req->ndim = t->ndim;
     memcpy(req->shape, t->shape, (size_t)t->ndim * sizeof(t->shape[0]));
     req->count = count;
     req->send = t->data;
-    req->recv = kind == TC_KIND_ALLGATHER ? NULL : (kind == TC_KIND_ALLREDUCE ? recv : t->data);
+    req->recv = kd->output == TC_OUT_RECV ? recv : kd->output == TC_OUT_IN_PLACE ? t->data : NULL;
     *out_p = req;
     return TC_OK;
 }
@@ -2439,7 +2332,7 @@ static tc_status_t submit(const char *fn, tc_request_t *req, tc_request_t **req_
         st = tc__set_error(TC_ERR_STATE, "%s: tc_init failed", fn);
     } else if (g.stopped) {
         st = tc__set_error(g.stop_status, "%s: %s", fn, g.stop_msg);
-    } else if (req->kind == TC_KIND_BROADCAST &&
+    } else if ((tc__kind_of(req)->params & TC_PARAM_ROOT) &&
                (req->root < 0 || req->root >= atomic_load_explicit(&g_size, memory_order_relaxed))) {
         st = tc__set_error(TC_ERR_ARG, "%s: tensor '%s': root %d is outside 0..%d", fn, req->name,
                            req->root, atomic_load_explicit(&g_size, memory_order_relaxed) - 1);
@@ -2472,33 +2365,31 @@ static tc_status_t submit(const char *fn, tc_request_t *req, tc_request_t **req_
     return TC_OK;
 }
 
-tc_status_t tc_allreduce(const char *name, const tc_tensor_t *send, void *recv, tc_op_t op,
-                         tc_request_t **req_p)
+/* The submission path of every collective: checks, then queues. */
+static tc_status_t submit_kind(const char *fn, tc_kind_t kind, const char *name,
+                               const tc_tensor_t *t, void *recv, tc_op_t op, int root,
+                               tc_request_t **req_p)
 {
     tc_request_t *req = NULL;
     tc_status_t st;
 
     tc__clear_error();
-    st = make_request("tc_allreduce", TC_KIND_ALLREDUCE, name, send, recv, op, 0, req_p, &req);
-    return st != TC_OK ? st : submit("tc_allreduce", req, req_p);
+    st = make_request(fn, kind, name, t, recv, op, root, req_p, &req);
+    return st != TC_OK ? st : submit(fn, req, req_p);
+}
+
+tc_status_t tc_allreduce(const char *name, const tc_tensor_t *send, void *recv, tc_op_t op,
+                         tc_request_t **req_p)
+{
+    return submit_kind("tc_allreduce", TC_KIND_ALLREDUCE, name, send, recv, op, 0, req_p);
 }
 
 tc_status_t tc_allgather(const char *name, const tc_tensor_t *send, tc_request_t **req_p)
 {
-    tc_request_t *req = NULL;
-    tc_status_t st;
-
-    tc__clear_error();
-    st = make_request("tc_allgather", TC_KIND_ALLGATHER, name, send, NULL, TC_SUM, 0, req_p, &req);
-    return st != TC_OK ? st : submit("tc_allgather", req, req_p);
+    return submit_kind("tc_allgather", TC_KIND_ALLGATHER, name, send, NULL, TC_SUM, 0, req_p);
 }
 
 tc_status_t tc_broadcast(const char *name, tc_tensor_t *buf, int root, tc_request_t **req_p)
 {
-    tc_request_t *req = NULL;
-    tc_status_t st;
-
-    tc__clear_error();
-    st = make_request("tc_broadcast", TC_KIND_BROADCAST, name, buf, NULL, TC_SUM, root, req_p, &req);
-    return st != TC_OK ? st : submit("tc_broadcast", req, req_p);
+    return submit_kind("tc_broadcast", TC_KIND_BROADCAST, name, buf, NULL, TC_SUM, root, req_p);
 }
