@@ -8,6 +8,7 @@
  * the request's output. It must not block on anything but the transport and
  * must leave the request uncompleted (the engine completes it).
  */
+#define _GNU_SOURCE
 #include "engine/kinds.h"
 
 #include <stdint.h>
@@ -197,7 +198,8 @@ static tc_status_t broadcast_run(const tc_kind_ctx_t *x, tc_request_t *req,
 /* One row per entry of TC_KIND_MAP (wire/wire.h), which gives the kind's
  * number and both spellings of its name; the rest is its UPPER_DESC. */
 static const tc_kind_desc_t kinds[] = {
-#define KIND_ROW(UP, low) [TC_KIND_##UP] = {.kind = TC_KIND_##UP, .name = #low, .upper = #UP, UP##_DESC},
+#define KIND_ROW(UP, low) \
+    [TC_KIND_##UP] = {.kind = TC_KIND_##UP, .name = #low, .upper = #UP, UP##_DESC},
     TC_KIND_MAP(KIND_ROW)
 #undef KIND_ROW
 };

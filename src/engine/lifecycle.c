@@ -1,0 +1,371 @@
+/*
+ * lifecycle.c - tc_init and tc_shutdown, and the engine thread's start and
+ * end: MPI and the communicators, the goodbye handshake, MPI's teardown.
+ *
+ * tc_init starts the engine thread and waits until it has set MPI up; the
+ * thread then runs the loop (loop.c) until the engine stops, fails what is
+ * left, and (after a normal shutdown) makes sure no control message is left
+ * unmatched before it frees the communicators and, if tcoll initialized MPI,
+ * finalizes it. After a failure MPI is left as it is: peers may be gone, and
+ * MPI_Finalize could wait for them forever. tc_shutdown asks the engine to
+ * stop and joins its thread, each step bounded by TCOLL_SHUTDOWN_TIMEOUT_S.
+ */
+#define _GNU_SOURCE
+#include <mpi.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+#include "engine/engine_internal.h"
+#include "util/backoff.h"
+#include "util/log.h"
+#include "util/status.h"
+#include "util/timeline.h"
+
+eng_shared_t tc__engine_shared = {
+    .mu = PTHREAD_MUTEX_INITIALIZER,
+    .wake = PTHREAD_COND_INITIALIZER,
+    .init_cv = PTHREAD_COND_INITIALIZER,
+    .rank = -1,
+    .size = -1,
+    .local_rank = -1,
+    .local_size = -1,
+};
+
+/* ------------------------------------------------------------------------ */
+/* The engine thread: start-up and teardown                                  */
+/* ------------------------------------------------------------------------ */
+
+static const char *thread_level_name(int level)
+{
+    switch (level) {
+    case MPI_THREAD_SINGLE:
+        return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED:
+        return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED:
+        return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE:
+        return "MPI_THREAD_MULTIPLE";
+    }
+    return "an unknown thread level";
+}
+
+static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
+{
+    int inited = 0, finalized = 0, provided = 0, rc, lrank = 0, lsize = 1;
+    char why[MPI_MAX_ERROR_STRING];
+
+    MPI_Finalized(&finalized);
+    if (finalized) {
+        snprintf(msg, len, "MPI has already been finalized in this process");
+        return TC_ERR_STATE;
+    }
+    MPI_Initialized(&inited);
+    if (inited) {
+        MPI_Query_thread(&provided);
+        if (provided < MPI_THREAD_MULTIPLE) {
+            snprintf(msg, len,
+                     "MPI was initialized with %s, but tcoll needs MPI_THREAD_MULTIPLE when the "
+                     "application initializes MPI (its engine thread calls MPI alongside the "
+                     "application's threads): call MPI_Init_thread with MPI_THREAD_MULTIPLE, or "
+                     "let tc_init initialize MPI",
+                     thread_level_name(provided));
+            return TC_ERR_STATE;
+        }
+    } else {
+        /* Only this thread will ever call MPI: FUNNELED is what we need. */
+        rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+        if (rc != MPI_SUCCESS) {
+            snprintf(msg, len, "MPI_Init_thread failed: %s",
+                     tc__mpi_strerror(rc, why, sizeof(why)));
+            return TC_ERR_TRANSPORT;
+        }
+        e->mpi.own = 1;
+        if (provided < MPI_THREAD_FUNNELED) {
+            TC_WARN("engine", "MPI provides only %s; tcoll needs MPI_THREAD_FUNNELED",
+                    thread_level_name(provided));
+        }
+    }
+    if ((rc = MPI_Comm_dup(MPI_COMM_WORLD, &e->mpi.ctrl)) != MPI_SUCCESS ||
+        (rc = MPI_Comm_dup(MPI_COMM_WORLD, &e->mpi.data)) != MPI_SUCCESS ||
+        (rc = MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
+                                  &e->mpi.local)) != MPI_SUCCESS) {
+        snprintf(msg, len, "cannot create tcoll's communicators: %s",
+                 tc__mpi_strerror(rc, why, sizeof(why)));
+        return TC_ERR_TRANSPORT;
+    }
+    MPI_Comm_set_errhandler(e->mpi.ctrl, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(e->mpi.data, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(e->mpi.local, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(e->mpi.ctrl, &e->rank);
+    MPI_Comm_size(e->mpi.ctrl, &e->size);
+    MPI_Comm_rank(e->mpi.local, &lrank);
+    MPI_Comm_size(e->mpi.local, &lsize);
+    tc__transport_mpi_init(&e->mpi.tp, &e->mpi.tp_mpi, e->mpi.data, (uint32_t)e->cfg->spin,
+                           (uint32_t)e->cfg->backoff_max_us);
+    tc__fail_hook_transport(e);
+    if (tc__cycle_init(e) != TC_OK ||
+        (e->rank == 0 && (e->life.bye_seen = calloc((size_t)e->size, 1)) == NULL)) {
+        snprintf(msg, len, "out of memory creating the message table");
+        return TC_ERR_NOMEM;
+    }
+    atomic_store_explicit(&tc__engine_shared.rank, e->rank, memory_order_relaxed);
+    atomic_store_explicit(&tc__engine_shared.size, e->size, memory_order_relaxed);
+    atomic_store_explicit(&tc__engine_shared.local_rank, lrank, memory_order_relaxed);
+    atomic_store_explicit(&tc__engine_shared.local_size, lsize, memory_order_relaxed);
+    atomic_store_explicit(&tc__log_rank, e->rank, memory_order_relaxed);
+    TC_INFO("engine", "rank %d of %d (local %d of %d), MPI %s by tcoll", e->rank, e->size, lrank,
+            lsize, e->mpi.own ? "initialized" : "initialized by the application");
+    return TC_OK;
+}
+
+/* Makes sure no control message is left unmatched (see the file comment):
+ * after the cycle that carried TERMINATE, a worker sends BYE and rank 0 reads
+ * requests until it has every BYE; both then wait for their sends to
+ * complete. Bounded by TCOLL_SHUTDOWN_TIMEOUT_S: past it, MPI is left as it
+ * is and the shutdown reports TC_ERR_TIMEOUT. */
+static void goodbye(engine_t *e)
+{
+    tc_backoff_t bo;
+    tc_wire_msg_t msg;
+    uint64_t deadline = tc__now_ns() + (uint64_t)e->cfg->shutdown_timeout_s * 1000000000ull;
+    char ranks[256];
+    int src, got, q, remaining = 0;
+
+    tc__backoff_init(&bo, (uint32_t)e->cfg->spin, (uint32_t)e->cfg->backoff_max_us);
+    if (e->rank != 0) {
+        tc_wire_msg_t bye = {0};
+        bye.type = TC_WIRE_BYE;
+        tc__ctrl_send(e, &bye, 0, 0, -1, ENG_TAG_REQ);
+    } else {
+        for (q = 1; q < e->size; q++) {
+            remaining += !e->life.bye_seen[q];
+        }
+    }
+    while (!e->life.broken && (remaining > 0 || tc__ctrl_progress(e) > 0)) {
+        int progress = 0;
+        while (e->rank == 0 && remaining > 0 &&
+               (got = tc__ctrl_recv(e, MPI_ANY_SOURCE, ENG_TAG_REQ, &msg, &src)) == 1) {
+            progress = 1;
+            if (msg.type == TC_WIRE_BYE && !e->life.bye_seen[src]) {
+                e->life.bye_seen[src] = 1;
+                remaining--;
+            }
+            tc__wire_msg_free(&msg);
+        }
+        if (tc__fail_poll_abort(e)) {
+            break;
+        }
+        if (tc__now_ns() > deadline) {
+            e->life.bye_seen[0] = 1;
+            tc__ranks_format(e->life.bye_seen, e->size, 0, e->rank, ranks, sizeof(ranks));
+            e->life.broken = 1;
+            e->life.status = TC_ERR_TIMEOUT;
+            snprintf(e->life.msg, sizeof(e->life.msg),
+                     "the shutdown handshake did not finish within %d s "
+                     "(TCOLL_SHUTDOWN_TIMEOUT_S)%s%s; MPI was left as it is",
+                     e->cfg->shutdown_timeout_s, remaining > 0 ? ": no goodbye from rank " : "",
+                     remaining > 0 ? ranks : "");
+            TC_ERROR("engine", "%s", e->life.msg);
+            break;
+        }
+        if (progress) {
+            tc__backoff_reset(&bo);
+        } else {
+            tc__backoff_wait(&bo);
+        }
+    }
+}
+
+static void mpi_teardown(engine_t *e)
+{
+    if (e->life.broken) {
+        /* MPI may be unusable, and peers may be gone: leave it as it is
+         * rather than hang in it. */
+        TC_WARN("engine", "skipping MPI teardown after a failure");
+        tc__ctrl_abandon(e);
+        return;
+    }
+    MPI_Comm_free(&e->mpi.ctrl);
+    MPI_Comm_free(&e->mpi.data);
+    MPI_Comm_free(&e->mpi.local);
+    if (e->mpi.own) {
+        MPI_Finalize();
+    }
+}
+
+static void engine_free(engine_t *e)
+{
+    tc__cycle_destroy(e);
+    tc__stall_destroy(e);
+    tc__cache_destroy(&e->cache);
+    tc__eager_clear(e);
+    tc__scratch_free(&e->eager.acc);
+    tc__scratch_free(&e->exec.scratch);
+    tc__scratch_free(&e->exec.fusion);
+    free(e->ctrl.v);
+    free(e->life.bye_seen);
+    free(e);
+}
+
+static void *engine_main(void *arg)
+{
+    eng_shared_t *sh = &tc__engine_shared;
+    engine_t *e = arg;
+    char msg[ENG_MSG_MAX] = "";
+    tc_status_t st;
+
+    /* Back-off sleeps are a few microseconds; Linux's default 50 us timer
+     * slack would stretch each of them to 50 us or more. */
+    (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+    st = mpi_setup(e, msg, sizeof(msg));
+    if (st == TC_OK && e->cfg->timeline[0] != '\0') {
+        /* before tc_init returns: the timeline covers every submission, and
+         * a tc_timeline_start right after tc_init finds it running */
+        char err[512];
+        if (tc__tl_start(e->cfg->timeline, e->rank, err, sizeof(err)) != TC_OK) {
+            TC_WARN("timeline", "TCOLL_TIMELINE=%s: %s; no timeline", e->cfg->timeline, err);
+        }
+    }
+    pthread_mutex_lock(&sh->mu);
+    sh->init_status = st;
+    snprintf(sh->init_msg, sizeof(sh->init_msg), "%s", msg);
+    sh->init_done = 1;
+    pthread_cond_broadcast(&sh->init_cv);
+    pthread_mutex_unlock(&sh->mu);
+    if (st != TC_OK) {
+        if (e->mpi.own) {
+            MPI_Finalize();
+        }
+        engine_free(e);
+        return NULL;
+    }
+    tc__loop_run(e);
+    tc__queue_fail_all(e->life.status, e->life.msg);
+    if (e->life.tell_peers) {
+        tc__fail_send_abort(e);
+    }
+    if (!e->life.broken) {
+        goodbye(e);
+    }
+    mpi_teardown(e);
+    /* What tc_shutdown reports: the goodbye may have run out of time. */
+    pthread_mutex_lock(&sh->mu);
+    sh->stop_status = e->life.status;
+    snprintf(sh->stop_msg, sizeof(sh->stop_msg), "%s", e->life.msg);
+    pthread_mutex_unlock(&sh->mu);
+    TC_INFO("engine", "engine thread exits: %s", e->life.msg);
+    engine_free(e);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Public API                                                                */
+/* ------------------------------------------------------------------------ */
+
+tc_status_t tc_init(void)
+{
+    eng_shared_t *sh = &tc__engine_shared;
+    engine_t *e;
+    tc_status_t st;
+    int rc;
+
+    tc__clear_error();
+    pthread_mutex_lock(&sh->mu);
+    if (sh->state != ST_NONE) {
+        int state = sh->state;
+        pthread_mutex_unlock(&sh->mu);
+        if (state == ST_STARTING || state == ST_RUNNING) {
+            return tc__set_error(TC_ERR_STATE, "tc_init: tcoll is already initialized");
+        }
+        return tc__set_error(TC_ERR_STATE, "tc_init: tcoll was shut down (or failed to start) and "
+                                           "cannot be initialized again in this process");
+    }
+    sh->state = ST_STARTING;
+    sh->init_done = 0;
+    pthread_mutex_unlock(&sh->mu);
+
+    e = calloc(1, sizeof(*e));
+    if (e == NULL) {
+        pthread_mutex_lock(&sh->mu);
+        sh->state = ST_NONE;
+        pthread_mutex_unlock(&sh->mu);
+        return tc__set_error(TC_ERR_NOMEM, "tc_init: out of memory");
+    }
+    e->cfg = tc__config();
+    tc__backoff_init(&e->loop.bo, (uint32_t)e->cfg->spin, (uint32_t)e->cfg->backoff_max_us);
+    tc__cache_init(&e->cache);
+    tc__hmap_init(&sh->inflight);
+    rc = pthread_create(&sh->thread, NULL, engine_main, e);
+    if (rc != 0) {
+        free(e);
+        pthread_mutex_lock(&sh->mu);
+        sh->state = ST_NONE;
+        pthread_mutex_unlock(&sh->mu);
+        return tc__set_error(TC_ERR_NOMEM, "tc_init: cannot start the engine thread: %s",
+                             strerror(rc));
+    }
+    pthread_mutex_lock(&sh->mu);
+    while (!sh->init_done) {
+        pthread_cond_wait(&sh->init_cv, &sh->mu);
+    }
+    st = sh->init_status;
+    sh->state = st == TC_OK ? ST_RUNNING : ST_DEAD;
+    pthread_mutex_unlock(&sh->mu);
+    if (st != TC_OK) {
+        pthread_join(sh->thread, NULL);
+        return tc__set_error(st, "tc_init: %s", sh->init_msg);
+    }
+    return TC_OK;
+}
+
+tc_status_t tc_shutdown(void)
+{
+    eng_shared_t *sh = &tc__engine_shared;
+    struct timespec deadline;
+    tc_status_t st;
+    int rc, limit_s;
+
+    tc__clear_error();
+    pthread_mutex_lock(&sh->mu);
+    if (sh->state != ST_RUNNING) {
+        int state = sh->state;
+        pthread_mutex_unlock(&sh->mu);
+        return tc__set_error(TC_ERR_STATE, state == ST_SHUT ? "tc_shutdown: already shut down"
+                                                            : "tc_shutdown: tcoll is not initialized");
+    }
+    sh->state = ST_SHUT;
+    sh->shutdown_requested = 1;
+    pthread_cond_signal(&sh->wake);
+    pthread_mutex_unlock(&sh->mu);
+
+    /* The engine bounds the handshake and its goodbye by the timeout each;
+     * this bounds anything else (MPI_Finalize waiting for a stuck peer). */
+    limit_s = 2 * tc__config()->shutdown_timeout_s + 10;
+    deadline = tc__deadline_after_ns((uint64_t)limit_s * 1000000000ull);
+    rc = pthread_timedjoin_np(sh->thread, NULL, &deadline);
+    if (rc != 0) {
+        pthread_detach(sh->thread);
+        return tc__set_error(TC_ERR_TIMEOUT,
+                             "tc_shutdown: the engine thread did not stop within %d s (stuck in "
+                             "MPI?); it was left running and MPI as it is", limit_s);
+    }
+    tc__output_pool_drain();
+    if (tc__tl_active()) {
+        (void)tc__tl_stop(); /* after the engine's last event */
+    }
+
+    pthread_mutex_lock(&sh->mu);
+    st = sh->stop_status;
+    pthread_mutex_unlock(&sh->mu);
+    if (st == TC_ERR_SHUTDOWN) {
+        return TC_OK;
+    }
+    if (st == TC_ERR_TIMEOUT) {
+        return tc__set_error(st, "tc_shutdown: %s", sh->stop_msg);
+    }
+    return tc__set_error(st, "tc_shutdown: tcoll had stopped after an error: %s", sh->stop_msg);
+}
