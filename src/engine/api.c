@@ -118,13 +118,13 @@ static tc_status_t submit(const char *fn, tc_request_t *req, tc_request_t **req_
     tc_status_t st = TC_OK;
 
     pthread_mutex_lock(&sh->mu);
-    if (sh->state == ST_NONE || sh->state == ST_STARTING) {
+    if (sh->life == ENG_LIFE_NONE || sh->life == ENG_LIFE_STARTING) {
         st = tc__set_error(TC_ERR_STATE, "%s: tc_init has not been called", fn);
-    } else if (sh->state == ST_SHUT) {
+    } else if (sh->shutdown_requested) {
         st = tc__set_error(TC_ERR_SHUTDOWN, "%s: tc_shutdown was called on this rank", fn);
-    } else if (sh->state == ST_DEAD) {
+    } else if (sh->life == ENG_LIFE_START_FAILED) {
         st = tc__set_error(TC_ERR_STATE, "%s: tc_init failed", fn);
-    } else if (sh->stopped) {
+    } else if (sh->life != ENG_LIFE_RUNNING) { /* stopping or stopped: says why */
         st = tc__set_error(sh->stop_status, "%s: %s", fn, sh->stop_msg);
     } else if ((tc__kind_of(req)->params & TC_PARAM_ROOT) && (req->root < 0 || req->root >= size)) {
         st = tc__set_error(TC_ERR_ARG, "%s: tensor '%s': root %d is outside 0..%d", fn, req->name,
@@ -262,8 +262,8 @@ static void collect(const char *key, size_t len, void *val, void *arg)
     *(*pp)++ = val;
 }
 
-/* Fails every request still in flight with st and msg, and makes later
- * submissions fail with them. */
+/* Fails every request still in flight with st and msg (the engine has left
+ * RUNNING, so no submission comes after them). */
 void tc__queue_fail_all(tc_status_t st, const char *msg)
 {
     eng_shared_t *sh = &tc__engine_shared;
@@ -271,9 +271,6 @@ void tc__queue_fail_all(tc_status_t st, const char *msg)
     size_t n, i;
 
     pthread_mutex_lock(&sh->mu);
-    sh->stopped = 1;
-    sh->stop_status = st;
-    snprintf(sh->stop_msg, sizeof(sh->stop_msg), "%s", msg);
     n = sh->inflight.count;
     all = calloc(n > 0 ? n : 1, sizeof(*all));
     end = all;

@@ -188,7 +188,7 @@ static void negotiate_in_full(engine_t *e, tc_request_t *head, size_t n, int loc
     size_t i = 0;
 
     if (e->rank == 0) {
-        for (r = head; r != NULL && !e->life.terminated; r = r->next) {
+        for (r = head; r != NULL && eng_running(); r = r->next) {
             tc_wire_request_t w;
             to_wire(r, &w);
             coord_add(e, 0, &w);
@@ -289,7 +289,7 @@ int tc__cycle_receive_requests(engine_t *e)
     int progress = 0, src, got;
     tc_wire_msg_t msg;
 
-    while (!e->life.terminated &&
+    while (eng_running() &&
            (got = tc__ctrl_recv(e, MPI_ANY_SOURCE, ENG_TAG_REQ, &msg, &src)) == 1) {
         uint32_t i;
         progress = 1;
@@ -304,7 +304,7 @@ int tc__cycle_receive_requests(engine_t *e)
             tc__engine_fail(e, TC_ERR_TRANSPORT,
                             "unexpected control message type %d from rank %d", msg.type, src);
         }
-        for (i = 0; i < msg.count && !e->life.failed; i++) {
+        for (i = 0; i < msg.count && eng_running(); i++) {
             if (tc__tl_active()) {
                 tc__engine_tl_submitted(src, &msg.reqs[i]);
             }
@@ -600,7 +600,7 @@ static void run_cycle(engine_t *e, const tc_wire_response_t *resps, uint32_t nre
             ce->pending = NULL;
             continue;
         }
-        if (e->life.failed) {
+        if (!eng_running()) { /* the eager inputs broke the protocol */
             goto free_lists;
         }
         all[n] = (tc_wire_response_t){.rtype = TC_WIRE_RUN, .name = ce->name,
@@ -678,12 +678,12 @@ static void complete_cycle(engine_t *e)
     if (generations_agree(e)) {
         run_cycle(e, resps, nresps);
     }
-    if (terminate && !e->life.terminated) {
-        e->life.terminated = 1;
+    if (terminate && eng_running()) {
         e->life.status = zero != NULL ? (tc_status_t)zero->term_status : TC_ERR_SHUTDOWN;
         snprintf(e->life.msg, sizeof(e->life.msg), "%.*s",
                  zero != NULL ? (int)zero->term_text_len : (int)strlen(c->term_text),
                  zero != NULL ? zero->term_text : c->term_text);
+        tc__life_enter(e, ENG_LIFE_TERMINATING);
     }
     end_cycle(e);
 }
@@ -694,7 +694,7 @@ int tc__cycle_step(engine_t *e)
     eng_cycle_t *c = &e->cycle;
     int progress = 0, got;
 
-    while (!e->life.terminated) {
+    while (eng_running()) {
         got = cycle_receive(e);
         if (got < 0) {
             return 1;
@@ -704,7 +704,7 @@ int tc__cycle_step(engine_t *e)
             contribute(e);
             progress = 1;
         }
-        if (e->life.terminated || !c->contributed || c->ngot < e->size - 1) {
+        if (!eng_running() || !c->contributed || c->ngot < e->size - 1) {
             break;
         }
         complete_cycle(e);

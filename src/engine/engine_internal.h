@@ -58,28 +58,68 @@
 /* Shared with application threads                                           */
 /* ------------------------------------------------------------------------ */
 
-enum { ST_NONE, ST_STARTING, ST_RUNNING, ST_SHUT, ST_DEAD };
+/*
+ * The engine's lifecycle: one state, tc__engine_shared.life.
+ *
+ *   NONE --tc_init--> STARTING --MPI set up--> RUNNING
+ *                        |  '---set-up failed--> START_FAILED (final: MPI
+ *                        |                       cannot be initialized twice)
+ *                        '---no engine thread--> NONE
+ *   RUNNING --a cycle carried TERMINATE-----> TERMINATING --goodbye--> STOPPED
+ *   RUNNING --a failure decided here--------> FAILED ---abort sent----> STOPPED
+ *   RUNNING --another rank's abort----------> ABORTED ----------------> STOPPED
+ *   TERMINATING --goodbye timed out, failure, abort--> BROKEN ---------> STOPPED
+ *
+ * Leaving RUNNING publishes why (stop_status, stop_msg): from then on
+ * submissions fail at once with it, and the engine fails what is in flight.
+ * FAILED, ABORTED and BROKEN leave MPI as it is (peers may be gone, and
+ * MPI_Finalize could wait for them forever); only FAILED tells the other
+ * ranks (an abort). STOPPED: the engine thread has finished or is about to.
+ * tc_shutdown is not a state but a request the engine reads with the
+ * submissions (shutdown_requested); TERMINATING is what the ranks agreed.
+ *
+ * Written under mu only: by tc_init (NONE -> STARTING, and back when the
+ * thread cannot start), by the engine thread for every other transition
+ * (tc__life_enter, which checks each against the diagram). The engine
+ * thread, the only writer once it exists, reads it without the lock
+ * (eng_life() and friends); every other thread reads it under mu.
+ */
+#define ENG_LIFE_MAP(X)                                 \
+    X(NONE, "not initialized")                          \
+    X(STARTING, "starting")                             \
+    X(START_FAILED, "failed to start")                  \
+    X(RUNNING, "running")                               \
+    X(TERMINATING, "shutting down")                     \
+    X(FAILED, "stopped by a failure on this rank")      \
+    X(ABORTED, "stopped by another rank's failure")     \
+    X(BROKEN, "shutdown cut short")                     \
+    X(STOPPED, "stopped")
+
+typedef enum {
+#define ENG_LIFE_ENUM_(name, text) ENG_LIFE_##name,
+    ENG_LIFE_MAP(ENG_LIFE_ENUM_)
+#undef ENG_LIFE_ENUM_
+    ENG_LIFE_COUNT
+} eng_life_t;
 
 /* Everything application threads and the engine thread share is under mu,
  * except the four ids at the end. Defined in lifecycle.c. */
 typedef struct {
     pthread_mutex_t mu;
     pthread_cond_t wake;    /* the engine thread sleeps here */
-    pthread_cond_t init_cv; /* tc_init waits here for init_done */
-    int state;
-    int init_done;
-    tc_status_t init_status;
+    pthread_cond_t started; /* tc_init waits here while life is STARTING */
+    eng_life_t life;
+    tc_status_t init_status; /* set before life leaves STARTING */
     char init_msg[ENG_MSG_MAX];
     int engine_sleeping;
-    int shutdown_requested;
-    int stopped; /* the engine thread has finished: submissions fail with stop_status */
-    tc_status_t stop_status;
+    int shutdown_requested; /* tc_shutdown was called on this rank */
+    tc_status_t stop_status; /* set when life leaves RUNNING, final at STOPPED */
     char stop_msg[ENG_MSG_MAX];
     tc_request_t *q_head, *q_tail; /* submitted, not yet taken by the engine thread */
     tc_hmap_t inflight;            /* name -> request, from submission until completion */
     pthread_t thread;
-    /* Written once by the engine thread during start-up, before init_done is
-     * published under mu; read by any thread with relaxed loads (a value is
+    /* Written once by the engine thread during start-up, before life leaves
+     * STARTING; read by any thread with relaxed loads (a value is
      * either -1 or final). */
     _Atomic int rank, size, local_rank, local_size;
 } eng_shared_t;
@@ -145,12 +185,8 @@ typedef struct engine {
     tc_coord_t *coord; /* rank 0's message table (coordinator.h) */
     tc_cache_t cache;  /* the response cache (cache.h) */
 
-    struct { /* lifecycle.c, failure.c: how and why the engine stops */
-        int terminated; /* stop the loop */
-        int failed;     /* stopped by a failure (here or another rank's abort) */
-        int tell_peers; /* the failure happened here: send every rank an abort */
-        int broken;     /* skip the goodbye handshake and MPI's teardown */
-        tc_status_t status; /* why it stopped */
+    struct { /* lifecycle.c, failure.c: why the engine stops (the state is shared) */
+        tc_status_t status; /* set before leaving RUNNING (tc__life_enter publishes it) */
         char msg[ENG_MSG_MAX];
         uint64_t shutdown_t0; /* when this rank's tc_shutdown was first seen */
         uint8_t *bye_seen;    /* rank 0: [size], ranks whose BYE arrived */
@@ -201,6 +237,30 @@ typedef struct engine {
 /* Across files                                                              */
 /* ------------------------------------------------------------------------ */
 
+/* The lifecycle (engine thread; see the diagram above). */
+static inline eng_life_t eng_life(void)
+{
+    return tc__engine_shared.life;
+}
+
+/* Negotiating and running collectives: not stopping or stopped. */
+static inline int eng_running(void)
+{
+    return eng_life() == ENG_LIFE_RUNNING;
+}
+
+/* Stopped by a failure (here, another rank's, or during the shutdown): MPI
+ * may be unusable, so the goodbye and MPI's teardown are skipped. */
+static inline int eng_broken(void)
+{
+    eng_life_t s = eng_life();
+    return s == ENG_LIFE_FAILED || s == ENG_LIFE_ABORTED || s == ENG_LIFE_BROKEN;
+}
+
+/* lifecycle.c */
+void tc__life_enter(engine_t *e, eng_life_t to);
+const char *tc__life_name(eng_life_t s);
+
 /* api.c: the queue (engine thread) */
 size_t tc__queue_take(tc_request_t **head_p, int *shutdown_p);
 void tc__queue_finish(tc_request_t *req, tc_status_t st, const char *msg);
@@ -221,7 +281,6 @@ void tc__ctrl_abandon(engine_t *e);
 /* failure.c */
 void tc__engine_fail(engine_t *e, tc_status_t st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-void tc__fail_publish(const engine_t *e);
 int tc__fail_poll_abort(engine_t *e);
 void tc__fail_answer_pings(engine_t *e);
 void tc__fail_send_abort(engine_t *e);

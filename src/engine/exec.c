@@ -112,7 +112,7 @@ void tc__exec_run(engine_t *e, const tc_wire_response_t *resps, tc_request_t **r
     uint32_t i, j, k;
     uint64_t t0;
 
-    for (i = 0; i < n && !e->life.broken; i = j) {
+    for (i = 0; i < n && eng_running(); i = j) {
         const tc_wire_response_t *r = &resps[i];
         size_t total = 0;
         tc_status_t st;

@@ -23,73 +23,56 @@
 #include "engine/engine_internal.h"
 #include "util/log.h"
 
-/* From now on submissions fail at once with the engine's status (before any
- * request completes with it, so that a caller who sees the failure cannot
- * still queue work). */
-void tc__fail_publish(const engine_t *e)
-{
-    pthread_mutex_lock(&tc__engine_shared.mu);
-    if (!tc__engine_shared.stopped) {
-        tc__engine_shared.stopped = 1;
-        tc__engine_shared.stop_status = e->life.status;
-        snprintf(tc__engine_shared.stop_msg, sizeof(tc__engine_shared.stop_msg), "%s", e->life.msg);
-    }
-    pthread_mutex_unlock(&tc__engine_shared.mu);
-}
-
-/* Stops this rank after a failure decided here: every pending request fails
- * with st and the message, and every other rank is sent an abort saying so
- * (tc__fail_send_abort, tried even when MPI itself reported the error), so
- * that nobody waits for this rank. The first cause wins. */
+/* Stops this rank after a failure decided here (RUNNING -> FAILED): every
+ * pending request fails with st and the message, and every other rank is
+ * sent an abort saying so (tc__fail_send_abort, tried even when MPI itself
+ * reported the error), so that nobody waits for this rank. The first cause
+ * wins: a failure while the engine already stops only cuts a shutdown
+ * short (TERMINATING -> BROKEN). */
 void tc__engine_fail(engine_t *e, tc_status_t st, const char *fmt, ...)
 {
     va_list ap;
 
-    if (e->life.failed || e->life.terminated) {
-        e->life.broken = 1; /* a failure after a normal stop: still skip MPI's teardown */
+    if (!eng_running()) {
+        if (eng_life() == ENG_LIFE_TERMINATING) {
+            tc__life_enter(e, ENG_LIFE_BROKEN);
+        }
         return;
     }
     va_start(ap, fmt);
     vsnprintf(e->life.msg, sizeof(e->life.msg), fmt, ap);
     va_end(ap);
-    e->life.failed = 1;
-    e->life.tell_peers = 1;
-    e->life.terminated = 1;
-    /* The others may never answer a goodbye, and MPI_Finalize could wait for
-     * them forever: leave MPI as it is. */
-    e->life.broken = 1;
     e->life.status = st;
     TC_ERROR("engine", "%s", e->life.msg);
-    tc__fail_publish(e);
+    tc__life_enter(e, ENG_LIFE_FAILED);
 }
 
-/* Looks for another rank's abort. Returns 1 (and stops this rank with that
- * rank's reason) when one arrived. */
+/* Looks for another rank's abort. Returns 1 when one arrived (RUNNING ->
+ * ABORTED, with that rank's reason; during the shutdown TERMINATING ->
+ * BROKEN) or this rank has already failed. */
 int tc__fail_poll_abort(engine_t *e)
 {
     tc_wire_msg_t msg;
     int src, got;
 
-    if (e->life.failed) {
+    if (eng_broken()) {
         return 1;
     }
     got = tc__ctrl_recv(e, MPI_ANY_SOURCE, ENG_TAG_ABORT, &msg, &src);
     if (got <= 0) {
         return got < 0;
     }
-    if (!e->life.terminated) {
-        e->life.failed = 1;
-        e->life.terminated = 1;
+    if (eng_running()) {
         e->life.status = msg.type == TC_WIRE_BYE && (msg.flags & TC_WIRE_F_TERMINATE)
                              ? (tc_status_t)msg.term_status
                              : TC_ERR_TRANSPORT;
         snprintf(e->life.msg, sizeof(e->life.msg), "rank %d stopped: %.*s", src,
                  (int)msg.term_text_len, msg.term_text != NULL ? msg.term_text : "");
         TC_ERROR("engine", "%s", e->life.msg);
-        tc__fail_publish(e);
+        tc__life_enter(e, ENG_LIFE_ABORTED);
+    } else {
+        tc__life_enter(e, ENG_LIFE_BROKEN);
     }
-    e->life.failed = 1;
-    e->life.broken = 1;
     tc__wire_msg_free(&msg);
     return 1;
 }
@@ -102,7 +85,7 @@ void tc__fail_answer_pings(engine_t *e)
     int src;
 
     pong.type = TC_WIRE_REQUESTS;
-    while (!e->life.failed && tc__ctrl_recv(e, MPI_ANY_SOURCE, ENG_TAG_PING, &msg, &src) == 1) {
+    while (!eng_broken() && tc__ctrl_recv(e, MPI_ANY_SOURCE, ENG_TAG_PING, &msg, &src) == 1) {
         tc__wire_msg_free(&msg);
         tc__ctrl_send(e, &pong, src, src, -1, ENG_TAG_PONG);
     }
@@ -142,7 +125,7 @@ static int probe_peer(engine_t *e, int peer)
     tc__ctrl_send(e, &ping, peer, peer, -1, ENG_TAG_PING);
     tc__backoff_init(&bo, 0, 1000);
     while (tc__now_ns() < deadline) {
-        if (tc__fail_poll_abort(e) || e->life.failed) {
+        if (tc__fail_poll_abort(e) || eng_broken()) {
             return -1;
         }
         tc__fail_answer_pings(e);

@@ -9,6 +9,9 @@
  * finalizes it. After a failure MPI is left as it is: peers may be gone, and
  * MPI_Finalize could wait for them forever. tc_shutdown asks the engine to
  * stop and joins its thread, each step bounded by TCOLL_SHUTDOWN_TIMEOUT_S.
+ * The lifecycle state and its transitions (engine_internal.h) live here too:
+ * every transition goes through life_set_locked, which refuses any move the
+ * diagram does not have.
  */
 #define _GNU_SOURCE
 #include <mpi.h>
@@ -27,12 +30,74 @@
 eng_shared_t tc__engine_shared = {
     .mu = PTHREAD_MUTEX_INITIALIZER,
     .wake = PTHREAD_COND_INITIALIZER,
-    .init_cv = PTHREAD_COND_INITIALIZER,
+    .started = PTHREAD_COND_INITIALIZER,
+    .life = ENG_LIFE_NONE,
     .rank = -1,
     .size = -1,
     .local_rank = -1,
     .local_size = -1,
 };
+
+/* ------------------------------------------------------------------------ */
+/* The lifecycle (see the diagram in engine_internal.h)                      */
+/* ------------------------------------------------------------------------ */
+
+static const char *const life_names[] = {
+#define LIFE_NAME(name, text) [ENG_LIFE_##name] = text,
+    ENG_LIFE_MAP(LIFE_NAME)
+#undef LIFE_NAME
+};
+
+#define TO(name) (1u << ENG_LIFE_##name)
+
+/* The diagram's transitions: the states each state may move to. */
+static const unsigned life_moves[ENG_LIFE_COUNT] = {
+    [ENG_LIFE_NONE] = TO(STARTING),
+    [ENG_LIFE_STARTING] = TO(RUNNING) | TO(START_FAILED) | TO(NONE),
+    [ENG_LIFE_START_FAILED] = 0,
+    [ENG_LIFE_RUNNING] = TO(TERMINATING) | TO(FAILED) | TO(ABORTED),
+    [ENG_LIFE_TERMINATING] = TO(BROKEN) | TO(STOPPED),
+    [ENG_LIFE_FAILED] = TO(STOPPED),
+    [ENG_LIFE_ABORTED] = TO(STOPPED),
+    [ENG_LIFE_BROKEN] = TO(STOPPED),
+    [ENG_LIFE_STOPPED] = 0,
+};
+
+const char *tc__life_name(eng_life_t s)
+{
+    return (unsigned)s < ENG_LIFE_COUNT ? life_names[s] : "?";
+}
+
+/* Moves the state to `to` (mu held). A move the diagram does not have is an
+ * internal error: it is logged and the state stays. Returns 0 or -1. */
+static int life_set_locked(eng_life_t to)
+{
+    eng_shared_t *sh = &tc__engine_shared;
+
+    if (!(life_moves[sh->life] & (1u << to))) {
+        TC_ERROR("engine", "internal error: lifecycle %s -> %s", tc__life_name(sh->life),
+                 tc__life_name(to));
+        return -1;
+    }
+    TC_DEBUG("engine", "%s -> %s", tc__life_name(sh->life), tc__life_name(to));
+    sh->life = to;
+    return 0;
+}
+
+/* The engine thread's transitions. Leaving RUNNING, and every move after
+ * it, publishes e->life.status and msg: submissions fail with them from now
+ * on, and tc_shutdown reports the last. */
+void tc__life_enter(engine_t *e, eng_life_t to)
+{
+    eng_shared_t *sh = &tc__engine_shared;
+
+    pthread_mutex_lock(&sh->mu);
+    if (life_set_locked(to) == 0 && to != ENG_LIFE_RUNNING && to != ENG_LIFE_START_FAILED) {
+        sh->stop_status = e->life.status;
+        snprintf(sh->stop_msg, sizeof(sh->stop_msg), "%s", e->life.msg);
+    }
+    pthread_mutex_unlock(&sh->mu);
+}
 
 /* ------------------------------------------------------------------------ */
 /* The engine thread: start-up and teardown                                  */
@@ -145,7 +210,7 @@ static void goodbye(engine_t *e)
             remaining += !e->life.bye_seen[q];
         }
     }
-    while (!e->life.broken && (remaining > 0 || tc__ctrl_progress(e) > 0)) {
+    while (!eng_broken() && (remaining > 0 || tc__ctrl_progress(e) > 0)) {
         int progress = 0;
         while (e->rank == 0 && remaining > 0 &&
                (got = tc__ctrl_recv(e, MPI_ANY_SOURCE, ENG_TAG_REQ, &msg, &src)) == 1) {
@@ -162,7 +227,6 @@ static void goodbye(engine_t *e)
         if (tc__now_ns() > deadline) {
             e->life.bye_seen[0] = 1;
             tc__ranks_format(e->life.bye_seen, e->size, 0, e->rank, ranks, sizeof(ranks));
-            e->life.broken = 1;
             e->life.status = TC_ERR_TIMEOUT;
             snprintf(e->life.msg, sizeof(e->life.msg),
                      "the shutdown handshake did not finish within %d s "
@@ -170,6 +234,7 @@ static void goodbye(engine_t *e)
                      e->cfg->shutdown_timeout_s, remaining > 0 ? ": no goodbye from rank " : "",
                      remaining > 0 ? ranks : "");
             TC_ERROR("engine", "%s", e->life.msg);
+            tc__life_enter(e, ENG_LIFE_BROKEN);
             break;
         }
         if (progress) {
@@ -182,7 +247,7 @@ static void goodbye(engine_t *e)
 
 static void mpi_teardown(engine_t *e)
 {
-    if (e->life.broken) {
+    if (eng_broken()) {
         /* MPI may be unusable, and peers may be gone: leave it as it is
          * rather than hang in it. */
         TC_WARN("engine", "skipping MPI teardown after a failure");
@@ -233,8 +298,8 @@ static void *engine_main(void *arg)
     pthread_mutex_lock(&sh->mu);
     sh->init_status = st;
     snprintf(sh->init_msg, sizeof(sh->init_msg), "%s", msg);
-    sh->init_done = 1;
-    pthread_cond_broadcast(&sh->init_cv);
+    life_set_locked(st == TC_OK ? ENG_LIFE_RUNNING : ENG_LIFE_START_FAILED);
+    pthread_cond_broadcast(&sh->started);
     pthread_mutex_unlock(&sh->mu);
     if (st != TC_OK) {
         if (e->mpi.own) {
@@ -243,20 +308,17 @@ static void *engine_main(void *arg)
         engine_free(e);
         return NULL;
     }
-    tc__loop_run(e);
+    tc__loop_run(e); /* until the engine leaves RUNNING */
     tc__queue_fail_all(e->life.status, e->life.msg);
-    if (e->life.tell_peers) {
+    if (eng_life() == ENG_LIFE_FAILED) {
         tc__fail_send_abort(e);
     }
-    if (!e->life.broken) {
+    if (!eng_broken()) {
         goodbye(e);
     }
     mpi_teardown(e);
-    /* What tc_shutdown reports: the goodbye may have run out of time. */
-    pthread_mutex_lock(&sh->mu);
-    sh->stop_status = e->life.status;
-    snprintf(sh->stop_msg, sizeof(sh->stop_msg), "%s", e->life.msg);
-    pthread_mutex_unlock(&sh->mu);
+    tc__life_enter(e, ENG_LIFE_STOPPED); /* what tc_shutdown reports: the goodbye may
+                                          * have run out of time */
     TC_INFO("engine", "engine thread exits: %s", e->life.msg);
     engine_free(e);
     return NULL;
@@ -265,6 +327,19 @@ static void *engine_main(void *arg)
 /* ------------------------------------------------------------------------ */
 /* Public API                                                                */
 /* ------------------------------------------------------------------------ */
+
+static engine_t *engine_new(void)
+{
+    engine_t *e = calloc(1, sizeof(*e));
+
+    if (e == NULL) {
+        return NULL;
+    }
+    e->cfg = tc__config();
+    tc__backoff_init(&e->loop.bo, (uint32_t)e->cfg->spin, (uint32_t)e->cfg->backoff_max_us);
+    tc__cache_init(&e->cache);
+    return e;
+}
 
 tc_status_t tc_init(void)
 {
@@ -275,51 +350,49 @@ tc_status_t tc_init(void)
 
     tc__clear_error();
     pthread_mutex_lock(&sh->mu);
-    if (sh->state != ST_NONE) {
-        int state = sh->state;
+    if (sh->life != ENG_LIFE_NONE) {
+        int again = sh->shutdown_requested || sh->life == ENG_LIFE_START_FAILED;
         pthread_mutex_unlock(&sh->mu);
-        if (state == ST_STARTING || state == ST_RUNNING) {
+        if (!again) {
             return tc__set_error(TC_ERR_STATE, "tc_init: tcoll is already initialized");
         }
         return tc__set_error(TC_ERR_STATE, "tc_init: tcoll was shut down (or failed to start) and "
                                            "cannot be initialized again in this process");
     }
-    sh->state = ST_STARTING;
-    sh->init_done = 0;
+    life_set_locked(ENG_LIFE_STARTING);
     pthread_mutex_unlock(&sh->mu);
 
-    e = calloc(1, sizeof(*e));
+    e = engine_new();
     if (e == NULL) {
-        pthread_mutex_lock(&sh->mu);
-        sh->state = ST_NONE;
-        pthread_mutex_unlock(&sh->mu);
-        return tc__set_error(TC_ERR_NOMEM, "tc_init: out of memory");
+        st = tc__set_error(TC_ERR_NOMEM, "tc_init: out of memory");
+        goto err_unstart;
     }
-    e->cfg = tc__config();
-    tc__backoff_init(&e->loop.bo, (uint32_t)e->cfg->spin, (uint32_t)e->cfg->backoff_max_us);
-    tc__cache_init(&e->cache);
     tc__hmap_init(&sh->inflight);
     rc = pthread_create(&sh->thread, NULL, engine_main, e);
     if (rc != 0) {
-        free(e);
-        pthread_mutex_lock(&sh->mu);
-        sh->state = ST_NONE;
-        pthread_mutex_unlock(&sh->mu);
-        return tc__set_error(TC_ERR_NOMEM, "tc_init: cannot start the engine thread: %s",
-                             strerror(rc));
+        st = tc__set_error(TC_ERR_NOMEM, "tc_init: cannot start the engine thread: %s",
+                           strerror(rc));
+        goto err_free_engine;
     }
     pthread_mutex_lock(&sh->mu);
-    while (!sh->init_done) {
-        pthread_cond_wait(&sh->init_cv, &sh->mu);
+    while (sh->life == ENG_LIFE_STARTING) {
+        pthread_cond_wait(&sh->started, &sh->mu);
     }
     st = sh->init_status;
-    sh->state = st == TC_OK ? ST_RUNNING : ST_DEAD;
     pthread_mutex_unlock(&sh->mu);
     if (st != TC_OK) {
         pthread_join(sh->thread, NULL);
         return tc__set_error(st, "tc_init: %s", sh->init_msg);
     }
     return TC_OK;
+
+err_free_engine:
+    engine_free(e);
+err_unstart:
+    pthread_mutex_lock(&sh->mu);
+    life_set_locked(ENG_LIFE_NONE);
+    pthread_mutex_unlock(&sh->mu);
+    return st;
 }
 
 tc_status_t tc_shutdown(void)
@@ -331,13 +404,13 @@ tc_status_t tc_shutdown(void)
 
     tc__clear_error();
     pthread_mutex_lock(&sh->mu);
-    if (sh->state != ST_RUNNING) {
-        int state = sh->state;
+    if (sh->shutdown_requested || sh->life == ENG_LIFE_NONE || sh->life == ENG_LIFE_STARTING ||
+        sh->life == ENG_LIFE_START_FAILED) {
+        int again = sh->shutdown_requested;
         pthread_mutex_unlock(&sh->mu);
-        return tc__set_error(TC_ERR_STATE, state == ST_SHUT ? "tc_shutdown: already shut down"
-                                                            : "tc_shutdown: tcoll is not initialized");
+        return tc__set_error(TC_ERR_STATE, again ? "tc_shutdown: already shut down"
+                                                 : "tc_shutdown: tcoll is not initialized");
     }
-    sh->state = ST_SHUT;
     sh->shutdown_requested = 1;
     pthread_cond_signal(&sh->wake);
     pthread_mutex_unlock(&sh->mu);

@@ -32,7 +32,7 @@ static void periodic(engine_t *e)
     if (tc__fail_check_peers(e, now)) {
         return;
     }
-    if (e->life.shutdown_t0 != 0 && !e->life.terminated &&
+    if (e->life.shutdown_t0 != 0 && eng_running() &&
         now - e->life.shutdown_t0 > (uint64_t)e->cfg->shutdown_timeout_s * 1000000000ull) {
         tc__engine_fail(e, TC_ERR_TIMEOUT,
                         "the shutdown handshake with rank 0 did not finish within %d s "
@@ -51,10 +51,10 @@ static int engine_step(engine_t *e)
     if (e->rank == 0) {
         progress |= tc__cycle_receive_requests(e);
     }
-    if (!e->life.terminated) {
+    if (eng_running()) {
         progress |= tc__cycle_step(e);
     }
-    if (!e->life.terminated) {
+    if (eng_running()) {
         periodic(e);
     }
     return progress;
@@ -117,11 +117,11 @@ static void engine_wait(engine_t *e, int shutdown_seen)
 
 void tc__loop_run(engine_t *e)
 {
-    while (!e->life.terminated) {
+    while (eng_running()) {
         int progress = engine_step(e);
 
         tc__ctrl_progress(e);
-        if (e->life.terminated) {
+        if (!eng_running()) {
             break;
         }
         if (progress) {
