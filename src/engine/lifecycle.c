@@ -118,10 +118,24 @@ static const char *thread_level_name(int level)
     return "an unknown thread level";
 }
 
+static tc_status_t comm_failed(int rc, char *msg, size_t len)
+{
+    char why[MPI_MAX_ERROR_STRING];
+
+    snprintf(msg, len, "cannot create tcoll's communicators: %s",
+             tc__mpi_strerror(rc, why, sizeof(why)));
+    return TC_ERR_TRANSPORT;
+}
+
+/* Initializes MPI if the application has not, creates tcoll's
+ * communicators, the data transport and the negotiation's tables. On
+ * failure writes why into msg and undoes all of it (MPI is finalized again
+ * if it was initialized here). */
 static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
 {
     int inited = 0, finalized = 0, provided = 0, rc, lrank = 0, lsize = 1;
     char why[MPI_MAX_ERROR_STRING];
+    tc_status_t st;
 
     MPI_Finalized(&finalized);
     if (finalized) {
@@ -154,13 +168,18 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
                     thread_level_name(provided));
         }
     }
-    if ((rc = MPI_Comm_dup(MPI_COMM_WORLD, &e->mpi.ctrl)) != MPI_SUCCESS ||
-        (rc = MPI_Comm_dup(MPI_COMM_WORLD, &e->mpi.data)) != MPI_SUCCESS ||
-        (rc = MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
+    if ((rc = MPI_Comm_dup(MPI_COMM_WORLD, &e->mpi.ctrl)) != MPI_SUCCESS) {
+        st = comm_failed(rc, msg, len);
+        goto err_finalize;
+    }
+    if ((rc = MPI_Comm_dup(MPI_COMM_WORLD, &e->mpi.data)) != MPI_SUCCESS) {
+        st = comm_failed(rc, msg, len);
+        goto err_free_ctrl;
+    }
+    if ((rc = MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
                                   &e->mpi.local)) != MPI_SUCCESS) {
-        snprintf(msg, len, "cannot create tcoll's communicators: %s",
-                 tc__mpi_strerror(rc, why, sizeof(why)));
-        return TC_ERR_TRANSPORT;
+        st = comm_failed(rc, msg, len);
+        goto err_free_data;
     }
     MPI_Comm_set_errhandler(e->mpi.ctrl, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(e->mpi.data, MPI_ERRORS_RETURN);
@@ -175,7 +194,8 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
     if (tc__cycle_init(e) != TC_OK ||
         (e->rank == 0 && (e->life.bye_seen = calloc((size_t)e->size, 1)) == NULL)) {
         snprintf(msg, len, "out of memory creating the message table");
-        return TC_ERR_NOMEM;
+        st = TC_ERR_NOMEM;
+        goto err_free_tables;
     }
     atomic_store_explicit(&tc__engine_shared.rank, e->rank, memory_order_relaxed);
     atomic_store_explicit(&tc__engine_shared.size, e->size, memory_order_relaxed);
@@ -185,6 +205,22 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
     TC_INFO("engine", "rank %d of %d (local %d of %d), MPI %s by tcoll", e->rank, e->size, lrank,
             lsize, e->mpi.own ? "initialized" : "initialized by the application");
     return TC_OK;
+
+err_free_tables: /* then the last communicator */
+    free(e->life.bye_seen);
+    e->life.bye_seen = NULL;
+    tc__cycle_destroy(e);
+    MPI_Comm_free(&e->mpi.local);
+err_free_data:
+    MPI_Comm_free(&e->mpi.data);
+err_free_ctrl:
+    MPI_Comm_free(&e->mpi.ctrl);
+err_finalize:
+    if (e->mpi.own) {
+        MPI_Finalize();
+        e->mpi.own = 0;
+    }
+    return st;
 }
 
 /* Makes sure no control message is left unmatched (see the file comment):
@@ -302,9 +338,6 @@ static void *engine_main(void *arg)
     pthread_cond_broadcast(&sh->started);
     pthread_mutex_unlock(&sh->mu);
     if (st != TC_OK) {
-        if (e->mpi.own) {
-            MPI_Finalize();
-        }
         engine_free(e);
         return NULL;
     }
