@@ -1,16 +1,19 @@
 /*
  * test_kinds.c - the collective kinds' descriptors without MPI: the table
  * (one row per kind, names from the one list, ranges), each kind's argument
- * checks, the eager combine of allreduce, and the agreement masks as the
- * coordinator applies them: for every kind and every field, a rank that
- * differs in that field alone gives TC_ERR_MISMATCH naming the field exactly
- * when the kind's mask lists it.
+ * checks, the submission path's checks and how it binds a request's op,
+ * root and output buffer per kind (tc__request_make, no MPI), the eager
+ * combine of allreduce, and the agreement masks as the coordinator applies
+ * them: for every kind and every field, a rank that differs in that field
+ * alone gives TC_ERR_MISMATCH naming the field exactly when the kind's mask
+ * lists it.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
 
 #include "check.h"
 #include "engine/coordinator.h"
+#include "engine/engine_internal.h"
 #include "engine/kinds.h"
 
 static void test_table(void)
@@ -94,6 +97,97 @@ static void test_validate(void)
         if (validate(k, TC_INT32, 0, (tc_op_t)77, why, sizeof(why)) != TC_OK) {
             CHECK(why[0] != '\0');
         }
+    }
+}
+
+/* tc__request_make for kind; on success the request, else NULL and the
+ * status in *st_p. */
+static tc_request_t *make(int kind, const tc_tensor_t *t, void *recv, tc_op_t op, int root,
+                          tc_status_t *st_p)
+{
+    static char mark;
+    tc_request_t *req = NULL, *sentinel = (tc_request_t *)(void *)&mark, *out = sentinel;
+
+    *st_p = tc__request_make("fn", (tc_kind_t)kind, "x", t, recv, op, root, &req, &out);
+    if (*st_p != TC_OK) {
+        CHECK(out == sentinel); /* untouched */
+        CHECK(tc_last_error()[0] != '\0');
+        return NULL;
+    }
+    CHECK(out != sentinel && out != NULL);
+    CHECK(req == NULL); /* the caller's handle is set only once queued */
+    return out;
+}
+
+static void test_request_make(void)
+{
+    float x[6] = {1, 2, 3, 4, 5, 6}, y[6];
+    tc_tensor_t t = {x, TC_FLOAT32, 2, {2, 3}}, s0 = {x, TC_FLOAT32, 0, {0}};
+    tc_tensor_t empty = {NULL, TC_INT32, 2, {4, 0}};
+    tc_request_t *req;
+    tc_status_t st;
+    int k;
+
+    /* how each kind binds its parameters and output */
+    req = make(TC_KIND_ALLREDUCE, &t, y, TC_MAX, 3, &st);
+    CHECK_OK(st);
+    CHECK(req->recv == y && req->send == x);
+    CHECK_EQ(req->op, TC_MAX);
+    CHECK_EQ(req->root, 0);
+    CHECK_EQ(req->count, 6);
+    CHECK_EQ(req->ndim, 2);
+    CHECK_EQ(req->shape[1], 3);
+    tc__request_destroy(req);
+    req = make(TC_KIND_BROADCAST, &t, NULL, TC_MAX, 3, &st);
+    CHECK_OK(st);
+    CHECK(req->recv == x); /* in place */
+    CHECK_EQ(req->op, TC_SUM);
+    CHECK_EQ(req->root, 3); /* its range is checked against the job's size later */
+    tc__request_destroy(req);
+    req = make(TC_KIND_ALLGATHER, &t, y, TC_MAX, 3, &st);
+    CHECK_OK(st);
+    CHECK(req->recv == NULL); /* tcoll allocates the output */
+    CHECK_EQ(req->op, TC_SUM);
+    CHECK_EQ(req->root, 0);
+    tc__request_destroy(req);
+
+    /* the kinds' own checks, with the function and tensor named */
+    CHECK(make(TC_KIND_ALLREDUCE, &t, y, (tc_op_t)99, 0, &st) == NULL);
+    CHECK_STATUS(st, TC_ERR_ARG);
+    CHECK(strcmp(tc_last_error(), "fn: tensor 'x': unknown op 99") == 0);
+    CHECK(make(TC_KIND_ALLREDUCE, &(tc_tensor_t){x, TC_INT8, 1, {2}}, y, TC_AVG, 0, &st) == NULL);
+    CHECK_STR_CONTAINS(tc_last_error(), "avg needs a floating-point dtype, not int8");
+    CHECK(make(TC_KIND_ALLREDUCE, &t, NULL, TC_SUM, 0, &st) == NULL);
+    CHECK(strcmp(tc_last_error(), "fn: tensor 'x': recv is NULL") == 0);
+    CHECK(make(TC_KIND_ALLGATHER, &s0, NULL, TC_SUM, 0, &st) == NULL);
+    CHECK_STR_CONTAINS(tc_last_error(), "fn: tensor 'x': allgather needs ndim >= 1");
+    req = make(TC_KIND_BROADCAST, &s0, NULL, (tc_op_t)99, 0, &st);
+    CHECK_OK(st);
+    CHECK_EQ(req->count, 1);
+    tc__request_destroy(req);
+
+    /* the common checks hold for every kind; zero elements need no buffers */
+    for (k = 0; k < TC_KIND_COUNT; k++) {
+        tc_tensor_t bad = t;
+        bad.dtype = (tc_dtype_t)99;
+        CHECK(make(k, &bad, y, TC_SUM, 0, &st) == NULL);
+        CHECK_STR_CONTAINS(tc_last_error(), "unknown dtype 99");
+        bad = t;
+        bad.ndim = TC_MAX_DIMS + 1;
+        CHECK(make(k, &bad, y, TC_SUM, 0, &st) == NULL);
+        bad = t;
+        bad.shape[1] = -3;
+        CHECK(make(k, &bad, y, TC_SUM, 0, &st) == NULL);
+        CHECK_STR_CONTAINS(tc_last_error(), "dimension 1 is negative (-3)");
+        bad = t;
+        bad.data = NULL;
+        CHECK(make(k, &bad, y, TC_SUM, 0, &st) == NULL);
+        CHECK_STR_CONTAINS(tc_last_error(), "data is NULL");
+        CHECK(make(k, NULL, y, TC_SUM, 0, &st) == NULL);
+        req = make(k, &empty, NULL, TC_SUM, 0, &st);
+        CHECK_OK(st);
+        CHECK_EQ(req->count, 0);
+        tc__request_destroy(req);
     }
 }
 
@@ -262,6 +356,7 @@ int main(void)
 {
     test_table();
     test_validate();
+    test_request_make();
     test_eager();
     test_agreement();
     printf("test_kinds: ok\n");
