@@ -18,14 +18,17 @@
  *      declared in coll/coll.h and listed in CMakeLists.txt.
  *   2. Its parameters in the codec: an X(UPPER, lower) line at the end of
  *      TC_KIND_MAP in wire/wire.h (that gives tc_kind_t, the kind byte and
- *      both spellings of the name); if it needs a parameter a request does
- *      not carry yet, a field in tc_wire_request_t, its encoding, and
- *      a test of the codec.
+ *      both spellings of the name). Requests already carry dtype, op, root
+ *      and shape; a parameter beyond those is more work: a field in
+ *      tc_wire_request_t and tc_request_t, its encoding and a codec test,
+ *      a TC_AGREE_MAP field (its comparison and text in coordinator.c),
+ *      its copy in cycle.c's to_wire and its comparison in
+ *      tc__cache_matches.
  *   3. Its descriptor: in kinds.c, the kind's validate and run functions
  *      (and eager/run_packed if it has them) and a UPPER_DESC row macro with
  *      params, output, agree, algo; the table is built from TC_KIND_MAP, so
- *      a kind without a row does not compile. Then a public entry point in
- *      include/tcoll.h that calls tc__submit (api.c).
+ *      a kind without a row does not compile. Its public entry point
+ *      (include/tcoll.h) is one line in api.c: submit_kind with its kind.
  * Nothing else changes: validation, agreement, scheduling, fusion, eager
  * inputs, the stall inspector and the timeline all read the descriptor.
  */
