@@ -44,19 +44,20 @@ void tc__ctrl_send(engine_t *e, const tc_wire_msg_t *msg, int first, int last, i
         return;
     }
     cb = calloc(1, sizeof(*cb));
-    if (cb == NULL || tc__wire_encode(msg, &cb->buf) != TC_OK) {
-        free(cb);
+    if (cb == NULL) {
         tc__engine_fail(e, TC_ERR_NOMEM, "cannot encode a control message (out of memory)");
         return;
+    }
+    if (tc__wire_encode(msg, &cb->buf) != TC_OK) {
+        tc__engine_fail(e, TC_ERR_NOMEM, "cannot encode a control message (out of memory)");
+        goto err_free_cb;
     }
     if (e->ctrl.n + (size_t)ndst > e->ctrl.cap) {
         size_t cap = (e->ctrl.cap + (size_t)ndst) * 2;
         eng_ctrl_send_t *s = realloc(e->ctrl.v, cap * sizeof(*s));
         if (s == NULL) {
-            tc__wire_buf_free(&cb->buf);
-            free(cb);
             tc__engine_fail(e, TC_ERR_NOMEM, "out of memory for control sends");
-            return;
+            goto err_free_buf;
         }
         e->ctrl.v = s;
         e->ctrl.cap = cap;
@@ -81,6 +82,12 @@ void tc__ctrl_send(engine_t *e, const tc_wire_msg_t *msg, int first, int last, i
         e->ctrl.n++;
     }
     ctrl_buf_release(cb);
+    return;
+
+err_free_buf:
+    tc__wire_buf_free(&cb->buf);
+err_free_cb:
+    free(cb);
 }
 
 /* Completes finished control sends; returns how many are still in flight. */
@@ -135,21 +142,23 @@ int tc__ctrl_recv(engine_t *e, int src, int tag, tc_wire_msg_t *msg, int *src_p)
     }
     rc = MPI_Recv(buf, count, MPI_BYTE, status.MPI_SOURCE, tag, e->mpi.ctrl, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) {
-        free(buf);
         tc__engine_fail(e, TC_ERR_TRANSPORT,
                         "MPI_Recv of a control message from rank %d failed: %s",
                         status.MPI_SOURCE, tc__mpi_strerror(rc, why, sizeof(why)));
-        return -1;
+        goto err_free_buf;
     }
     if (tc__wire_decode(buf, (size_t)count, msg, err, sizeof(err)) != TC_OK) {
-        free(buf);
         tc__engine_fail(e, TC_ERR_TRANSPORT, "malformed control message from rank %d: %s",
                         status.MPI_SOURCE, err);
-        return -1;
+        goto err_free_buf;
     }
     free(buf);
     *src_p = status.MPI_SOURCE;
     return 1;
+
+err_free_buf:
+    free(buf);
+    return -1;
 }
 
 /* After a failure MPI is left as it is, and sends that never completed may
