@@ -3,15 +3,17 @@
  *
  * For each name: which ranks submitted it and with what parameters. When the
  * last rank's submission arrives, the entry moves to the ready list; taking the
- * ready list checks, in this order, collective kind, dtype, op (allreduce),
- * root (broadcast), ndim (allgather) and shape (allreduce/broadcast: all dims;
- * allgather: dims 1..) of every rank against rank 0's, and the first field
- * that differs becomes the error, listing rank 0's value and up to four
- * disagreeing ranks. Must never trust a rank index or name it was handed
- * without checking it.
+ * ready list checks every rank's submission against rank 0's: the collective
+ * kind, then the fields rank 0's kind descriptor lists (engine/kinds.h: for
+ * allreduce dtype, op, shape; for broadcast dtype, root, shape; for allgather
+ * dtype, ndim, dims 1..), and the first field that differs becomes the
+ * error, listing rank 0's value and up to four disagreeing ranks. Must never
+ * trust a rank index, name or kind it was handed without checking it.
  */
 #define _GNU_SOURCE
 #include "engine/coordinator.h"
+
+#include "engine/kinds.h"
 
 #include "util/backoff.h"
 #include "util/hmap.h"
@@ -220,6 +222,11 @@ tc_status_t tc__coord_add_at(tc_coord_t *c, int rank, const tc_wire_request_t *r
         snprintf(err, errlen, "submission from rank %d has no valid name", rank);
         return TC_ERR_ARG;
     }
+    if (tc__kind_get(req->kind) == NULL) {
+        snprintf(err, errlen, "submission from rank %d has unknown kind %u", rank,
+                 (unsigned)req->kind);
+        return TC_ERR_ARG;
+    }
     e = tc__hmap_get(&c->table, req->name, req->name_len);
     if (e == NULL) {
         e = entry_new(c->size, req->name, req->name_len, now);
@@ -248,43 +255,52 @@ tc_status_t tc__coord_add_at(tc_coord_t *c, int rank, const tc_wire_request_t *r
 
 /* ---- agreement checks --------------------------------------------------- */
 
-typedef enum { F_KIND, F_DTYPE, F_OP, F_ROOT, F_NDIM, F_SHAPE } field_t;
+/* The fields a disagreement is reported on: the kind, then the fields of
+ * TC_AGREE_MAP (engine/kinds.h) that the kind's descriptor asks for. */
+#define F_KIND TC_AGREE_NFIELDS
 
-static const char *const field_names[] = {
-    [F_KIND] = "collective", [F_DTYPE] = "dtype", [F_OP] = "op",
-    [F_ROOT] = "root",       [F_NDIM] = "ndim",   [F_SHAPE] = "shape",
+static const struct {
+    const char *name; /* in "<kind> <name> mismatch" */
+    const char *note; /* after it */
+} fields[] = {
+#define FIELD(name, text, note) [TC_AGREE_INDEX_##name] = {text, note},
+    TC_AGREE_MAP(FIELD)
+#undef FIELD
+    [F_KIND] = {"collective", ""},
 };
 
-static int shape_first_dim(const tc_wire_request_t *r)
-{
-    return r->kind == TC_KIND_ALLGATHER ? 1 : 0;
-}
-
-static int field_differs(field_t f, const tc_wire_request_t *a, const tc_wire_request_t *b)
+static int shape_differs(const tc_wire_request_t *a, const tc_wire_request_t *b, int first)
 {
     int i;
 
+    if (a->ndim != b->ndim) {
+        return 1;
+    }
+    for (i = first; i < a->ndim; i++) {
+        if (a->shape[i] != b->shape[i]) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int field_differs(int f, const tc_wire_request_t *a, const tc_wire_request_t *b)
+{
     switch (f) {
     case F_KIND:
         return a->kind != b->kind;
-    case F_DTYPE:
+    case TC_AGREE_INDEX_DTYPE:
         return a->dtype != b->dtype;
-    case F_OP:
-        return a->kind == TC_KIND_ALLREDUCE && a->op != b->op;
-    case F_ROOT:
-        return a->kind == TC_KIND_BROADCAST && a->root != b->root;
-    case F_NDIM:
-        return a->kind == TC_KIND_ALLGATHER && a->ndim != b->ndim;
-    case F_SHAPE:
-        if (a->ndim != b->ndim) {
-            return 1;
-        }
-        for (i = shape_first_dim(a); i < a->ndim; i++) {
-            if (a->shape[i] != b->shape[i]) {
-                return 1;
-            }
-        }
-        return 0;
+    case TC_AGREE_INDEX_OP:
+        return a->op != b->op;
+    case TC_AGREE_INDEX_ROOT:
+        return a->root != b->root;
+    case TC_AGREE_INDEX_NDIM:
+        return a->ndim != b->ndim;
+    case TC_AGREE_INDEX_SHAPE:
+        return shape_differs(a, b, 0);
+    case TC_AGREE_INDEX_SHAPE_TAIL:
+        return shape_differs(a, b, 1);
     }
     return 0;
 }
@@ -308,7 +324,7 @@ static void append(char *buf, size_t len, size_t *pos, const char *fmt, ...)
     }
 }
 
-static int format_value(char *buf, size_t len, field_t f, const tc_wire_request_t *r)
+static int format_value(char *buf, size_t len, int f, const tc_wire_request_t *r)
 {
     size_t pos = 0;
     int i;
@@ -316,15 +332,16 @@ static int format_value(char *buf, size_t len, field_t f, const tc_wire_request_
     switch (f) {
     case F_KIND:
         return snprintf(buf, len, "%s", tc__kind_name(r->kind));
-    case F_DTYPE:
+    case TC_AGREE_INDEX_DTYPE:
         return snprintf(buf, len, "%s", tc_dtype_name((tc_dtype_t)r->dtype));
-    case F_OP:
+    case TC_AGREE_INDEX_OP:
         return snprintf(buf, len, "%s", tc_op_name((tc_op_t)r->op));
-    case F_ROOT:
+    case TC_AGREE_INDEX_ROOT:
         return snprintf(buf, len, "%" PRId32, r->root);
-    case F_NDIM:
+    case TC_AGREE_INDEX_NDIM:
         return snprintf(buf, len, "%u", (unsigned)r->ndim);
-    case F_SHAPE:
+    case TC_AGREE_INDEX_SHAPE:
+    case TC_AGREE_INDEX_SHAPE_TAIL:
         append(buf, len, &pos, "[");
         for (i = 0; i < r->ndim && i < TC_MAX_DIMS; i++) {
             append(buf, len, &pos, i ? ",%" PRId64 : "%" PRId64, r->shape[i]);
@@ -335,63 +352,78 @@ static int format_value(char *buf, size_t len, field_t f, const tc_wire_request_
     return snprintf(buf, len, "?");
 }
 
+/* The first field on which some rank differs from rank 0, or -1: the kind,
+ * then what rank 0's kind says must agree; *q_p is the first such rank. */
+static int first_difference(const tc_coord_t *c, const entry_t *e, int *q_p)
+{
+    const tc_wire_request_t *ref = &e->reqs[0];
+    unsigned agree = tc__kind_get(ref->kind)->agree; /* checked by tc__coord_add */
+    int f, q;
+
+    for (q = 1; q < c->size; q++) {
+        if (field_differs(F_KIND, ref, &e->reqs[q])) {
+            *q_p = q;
+            return F_KIND;
+        }
+    }
+    for (f = 0; f < TC_AGREE_NFIELDS; f++) {
+        if (!(agree & (1u << f))) {
+            continue;
+        }
+        for (q = 1; q < c->size; q++) {
+            if (field_differs(f, ref, &e->reqs[q])) {
+                *q_p = q;
+                return f;
+            }
+        }
+    }
+    return -1;
+}
+
 /* NULL if every rank agrees; else a malloc'd message. */
 static char *check_agreement(const tc_coord_t *c, const entry_t *e)
 {
-    static const field_t order[] = {F_KIND, F_DTYPE, F_OP, F_ROOT, F_NDIM, F_SHAPE};
     const tc_wire_request_t *ref = &e->reqs[0];
     char value[256];
-    size_t k, pos = 0, len = TC_WIRE_MAX_TEXT + 1;
+    size_t pos = 0, len = TC_WIRE_MAX_TEXT + 1;
     char *text;
-    int q, listed = 0, extra = 0;
+    int q, f = first_difference(c, e, &q), listed = 0, extra = 0;
 
-    for (k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
-        field_t f = order[k];
-        for (q = 1; q < c->size; q++) {
-            if (field_differs(f, ref, &e->reqs[q])) {
-                break;
-            }
-        }
-        if (q == c->size) {
+    if (f < 0) {
+        return NULL;
+    }
+    text = malloc(len);
+    if (text == NULL) {
+        return NULL;
+    }
+    if (f == F_KIND) {
+        append(text, len, &pos, "tensor '%s': collective mismatch:", e->name);
+    } else {
+        append(text, len, &pos, "tensor '%s': %s %s mismatch%s:", e->name,
+               tc__kind_get(ref->kind)->name, fields[f].name, fields[f].note);
+    }
+    format_value(value, sizeof(value), f, ref);
+    append(text, len, &pos, " rank 0 has %s", value);
+    for (; q < c->size; q++) {
+        if (!field_differs(f, ref, &e->reqs[q])) {
             continue;
         }
-        text = malloc(len);
-        if (text == NULL) {
-            return NULL;
+        if (listed == MAX_LISTED_RANKS) {
+            extra++;
+            continue;
         }
-        if (f == F_KIND) {
-            append(text, len, &pos, "tensor '%s': collective mismatch:", e->name);
-        } else if (f == F_SHAPE && ref->kind == TC_KIND_ALLGATHER) {
-            append(text, len, &pos, "tensor '%s': allgather shape mismatch (dims after the first):",
-                   e->name);
-        } else {
-            append(text, len, &pos, "tensor '%s': %s %s mismatch:", e->name,
-                   tc__kind_name(ref->kind), field_names[f]);
-        }
-        format_value(value, sizeof(value), f, ref);
-        append(text, len, &pos, " rank 0 has %s", value);
-        for (; q < c->size; q++) {
-            if (!field_differs(f, ref, &e->reqs[q])) {
-                continue;
-            }
-            if (listed == MAX_LISTED_RANKS) {
-                extra++;
-                continue;
-            }
-            format_value(value, sizeof(value), f, &e->reqs[q]);
-            append(text, len, &pos, ", rank %d has %s", q, value);
-            listed++;
-        }
-        if (extra > 0) {
-            append(text, len, &pos, ", and %d more rank%s differ", extra, extra > 1 ? "s" : "");
-        }
-        text[len - 1] = '\0';
-        if (strlen(text) > TC_WIRE_MAX_TEXT) {
-            text[TC_WIRE_MAX_TEXT] = '\0';
-        }
-        return text;
+        format_value(value, sizeof(value), f, &e->reqs[q]);
+        append(text, len, &pos, ", rank %d has %s", q, value);
+        listed++;
     }
-    return NULL;
+    if (extra > 0) {
+        append(text, len, &pos, ", and %d more rank%s differ", extra, extra > 1 ? "s" : "");
+    }
+    text[len - 1] = '\0';
+    if (strlen(text) > TC_WIRE_MAX_TEXT) {
+        text[TC_WIRE_MAX_TEXT] = '\0';
+    }
+    return text;
 }
 
 tc_status_t tc__coord_take_ready(tc_coord_t *c, tc_coord_batch_t *batch_p)
@@ -430,7 +462,7 @@ tc_status_t tc__coord_take_ready(tc_coord_t *c, tc_coord_batch_t *batch_p)
             continue;
         }
         r->rtype = TC_WIRE_RUN;
-        if (ref->kind == TC_KIND_ALLGATHER) {
+        if (tc__kind_get(ref->kind)->output == TC_OUT_GATHERED) { /* the plan: rows per rank */
             e->dim0 = malloc((size_t)c->size * sizeof(*e->dim0));
             if (e->dim0 == NULL) {
                 /* cannot describe the run: fail the tensor everywhere instead */

@@ -34,6 +34,17 @@ void tc__request_complete(tc_request_t *req, tc_status_t status, const char *msg
     pthread_mutex_unlock(&done_mu);
 }
 
+void tc__request_set_output(tc_request_t *req, void *data, int64_t dim0)
+{
+    req->output.data = data;
+    req->output.dtype = req->dtype;
+    req->output.ndim = req->ndim;
+    memcpy(req->output.shape, req->shape, sizeof(req->shape));
+    if (dim0 >= 0) {
+        req->output.shape[0] = dim0;
+    }
+}
+
 /* The output pool: a few large buffers, at most TCOLL_OUTPUT_POOL_MB in all. */
 #define POOL_SLOTS 8
 #define POOL_MIN_BYTES ((size_t)1 << 20)

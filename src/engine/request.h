@@ -46,6 +46,10 @@ struct tc_request {
  * this call the engine must not touch req. */
 void tc__request_complete(tc_request_t *req, tc_status_t status, const char *msg);
 
+/* Engine thread, before completing req with TC_OK: its output is data, with
+ * req's dtype and shape, except dim 0 when dim0 >= 0 (an allgather's rows). */
+void tc__request_set_output(tc_request_t *req, void *data, int64_t dim0);
+
 /* Output buffers: large allgather outputs are kept in a small pool when their
  * request is freed and reused by later allgathers, so a training loop does not
  * map (and page-fault) a fresh buffer on every call. Thread-safe. */

@@ -45,9 +45,9 @@
 /* ------------------------------------------------------------------------ */
 
 static const char *const kind_names[] = {
-    [TC_KIND_ALLREDUCE] = "allreduce",
-    [TC_KIND_ALLGATHER] = "allgather",
-    [TC_KIND_BROADCAST] = "broadcast",
+#define KIND_NAME(upper, lower) [TC_KIND_##upper] = #lower,
+    TC_KIND_MAP(KIND_NAME)
+#undef KIND_NAME
 };
 _Static_assert(sizeof(kind_names) / sizeof(kind_names[0]) == TC_KIND_COUNT,
                "kind_names out of date with tc_kind_t");

@@ -67,8 +67,29 @@
 #define TC_WIRE_MAX_CACHE (1u << 20) /* cache ids are 0..TC_WIRE_MAX_CACHE-1 */
 #define TC_WIRE_MAX_EAGER (1u << 16) /* bytes of one eager input */
 
-typedef enum { TC_KIND_ALLREDUCE = 0, TC_KIND_ALLGATHER = 1, TC_KIND_BROADCAST = 2 } tc_kind_t;
-#define TC_KIND_COUNT 3
+/*
+ * The collective kinds: one list gives the kind byte of a request (its
+ * position: append only, it is the wire format) and the kind's name in both
+ * spellings. The codec needs only the range; everything else about a kind is
+ * its descriptor (engine/kinds.h), whose table is built from this list.
+ */
+#define TC_KIND_MAP(X)      \
+    X(ALLREDUCE, allreduce) \
+    X(ALLGATHER, allgather) \
+    X(BROADCAST, broadcast)
+
+typedef enum {
+#define TC_KIND_ENUM_(upper, lower) TC_KIND_##upper,
+    TC_KIND_MAP(TC_KIND_ENUM_)
+#undef TC_KIND_ENUM_
+} tc_kind_t;
+
+enum {
+#define TC_KIND_ONE_(upper, lower) +1
+    TC_KIND_COUNT = 0 TC_KIND_MAP(TC_KIND_ONE_)
+#undef TC_KIND_ONE_
+};
+
 const char *tc__kind_name(int kind); /* "allreduce", ... or "?" */
 
 typedef enum {

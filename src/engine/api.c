@@ -1,0 +1,291 @@
+/*
+ * api.c - the public submission calls (tc_allreduce, tc_allgather,
+ * tc_broadcast), the ids (tc_rank, ...), and the submission queue between
+ * application threads and the engine thread.
+ *
+ * A submission validates its arguments at once (the checks every kind
+ * shares, then its descriptor's: kinds.h), records the name as in flight
+ * and queues the request, all under the shared mutex; it never calls MPI
+ * and never waits for the engine. Bad input returns a status and changes
+ * nothing. The engine thread takes the queue, and completes each request
+ * through tc__queue_finish, which frees its name for reuse first.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine_internal.h"
+#include "engine/kinds.h"
+#include "util/backoff.h"
+#include "util/log.h"
+#include "util/status.h"
+
+/* ------------------------------------------------------------------------ */
+/* Submission                                                                */
+/* ------------------------------------------------------------------------ */
+
+/* Validates a submission and builds its request; nothing is shared yet. */
+tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name,
+                             const tc_tensor_t *t, void *recv, tc_op_t op, int root,
+                             tc_request_t **req_p, tc_request_t **out_p)
+{
+    const tc_kind_desc_t *kd = tc__kind_get(kind);
+    tc_request_t *req;
+    size_t len, es, count = 1;
+    int d, has_zero = 0;
+
+    if (req_p == NULL) {
+        return tc__set_error(TC_ERR_ARG, "%s: req_p is NULL", fn);
+    }
+    if (name == NULL) {
+        return tc__set_error(TC_ERR_ARG, "%s: name is NULL", fn);
+    }
+    len = strnlen(name, TC_MAX_NAME_LEN + 1);
+    if (len == 0) {
+        return tc__set_error(TC_ERR_ARG, "%s: name is empty", fn);
+    }
+    if (len > TC_MAX_NAME_LEN) {
+        return tc__set_error(TC_ERR_ARG, "%s: name is longer than %d bytes", fn, TC_MAX_NAME_LEN);
+    }
+    if (t == NULL) {
+        return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': tensor is NULL", fn, name);
+    }
+    if (!tc__dtype_valid((int)t->dtype)) {
+        return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': unknown dtype %d", fn, name,
+                             (int)t->dtype);
+    }
+    if (t->ndim < 0 || t->ndim > TC_MAX_DIMS) {
+        return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': ndim %d is outside 0..%d", fn, name,
+                             t->ndim, TC_MAX_DIMS);
+    }
+    es = tc_dtype_size(t->dtype);
+    for (d = 0; d < t->ndim; d++) {
+        if (t->shape[d] < 0) {
+            return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': dimension %d is negative (%lld)", fn,
+                                 name, d, (long long)t->shape[d]);
+        }
+        if (t->shape[d] == 0) {
+            has_zero = 1;
+        } else if ((uint64_t)t->shape[d] > (SIZE_MAX / es) / count) {
+            /* even with a zero dimension elsewhere, reject shapes whose
+             * nonzero dims overflow: other ranks' sizes derive from them */
+            return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': too many elements", fn, name);
+        } else {
+            count *= (size_t)t->shape[d];
+        }
+    }
+    if (has_zero) {
+        count = 0;
+    }
+    if (t->data == NULL && count > 0) {
+        return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': data is NULL", fn, name);
+    }
+    if (kd->validate != NULL) {
+        tc_kind_args_t a = {t, count, recv, op, root};
+        char why[256];
+        if (kd->validate(&a, why, sizeof(why)) != TC_OK) {
+            return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': %s", fn, name, why);
+        }
+    }
+    if (kd->output == TC_OUT_RECV && recv == NULL && count > 0) {
+        return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': recv is NULL", fn, name);
+    }
+    req = calloc(1, sizeof(*req));
+    if (req == NULL || (req->name = strdup(name)) == NULL) {
+        free(req);
+        return tc__set_error(TC_ERR_NOMEM, "%s: out of memory", fn);
+    }
+    req->name_len = (uint32_t)len;
+    req->kind = kind;
+    req->dtype = t->dtype;
+    req->op = kd->params & TC_PARAM_OP ? op : TC_SUM;
+    req->root = kd->params & TC_PARAM_ROOT ? root : 0;
+    req->ndim = t->ndim;
+    memcpy(req->shape, t->shape, (size_t)t->ndim * sizeof(t->shape[0]));
+    req->count = count;
+    req->send = t->data;
+    req->recv = kd->output == TC_OUT_RECV ? recv : kd->output == TC_OUT_IN_PLACE ? t->data : NULL;
+    *out_p = req;
+    return TC_OK;
+}
+
+/* Queues req for the engine thread, or fails it at once. */
+static tc_status_t submit(const char *fn, tc_request_t *req, tc_request_t **req_p)
+{
+    eng_shared_t *sh = &tc__engine_shared;
+    const int size = atomic_load_explicit(&sh->size, memory_order_relaxed);
+    tc_status_t st = TC_OK;
+
+    pthread_mutex_lock(&sh->mu);
+    if (sh->life == ENG_LIFE_NONE || sh->life == ENG_LIFE_STARTING) {
+        st = tc__set_error(TC_ERR_STATE, "%s: tc_init has not been called", fn);
+    } else if (sh->shutdown_requested) {
+        st = tc__set_error(TC_ERR_SHUTDOWN, "%s: tc_shutdown was called on this rank", fn);
+    } else if (sh->life == ENG_LIFE_START_FAILED) {
+        st = tc__set_error(TC_ERR_STATE, "%s: tc_init failed", fn);
+    } else if (sh->life != ENG_LIFE_RUNNING) { /* stopping or stopped: says why */
+        st = tc__set_error(sh->stop_status, "%s: %s", fn, sh->stop_msg);
+    } else if ((tc__kind_of(req)->params & TC_PARAM_ROOT) && (req->root < 0 || req->root >= size)) {
+        st = tc__set_error(TC_ERR_ARG, "%s: tensor '%s': root %d is outside 0..%d", fn, req->name,
+                           req->root, size - 1);
+    } else if (tc__hmap_get(&sh->inflight, req->name, req->name_len) != NULL) {
+        st = tc__set_error(TC_ERR_DUPLICATE,
+                           "%s: tensor '%s' is already in flight on rank %d; wait for it before "
+                           "submitting the name again", fn, req->name,
+                           atomic_load_explicit(&sh->rank, memory_order_relaxed));
+    } else if (tc__hmap_put(&sh->inflight, req->name, req->name_len, req) != 0) {
+        st = tc__set_error(TC_ERR_NOMEM, "%s: out of memory", fn);
+    } else {
+        req->submit_ns = tc__now_ns();
+        req->next = NULL;
+        if (sh->q_tail != NULL) {
+            sh->q_tail->next = req;
+        } else {
+            sh->q_head = req;
+        }
+        sh->q_tail = req;
+        if (sh->engine_sleeping) {
+            pthread_cond_signal(&sh->wake);
+        }
+    }
+    pthread_mutex_unlock(&sh->mu);
+    if (st != TC_OK) {
+        tc__request_destroy(req);
+        return st;
+    }
+    *req_p = req;
+    return TC_OK;
+}
+
+/* The submission path of every collective: checks, then queues. */
+static tc_status_t submit_kind(const char *fn, tc_kind_t kind, const char *name,
+                               const tc_tensor_t *t, void *recv, tc_op_t op, int root,
+                               tc_request_t **req_p)
+{
+    tc_request_t *req = NULL;
+    tc_status_t st;
+
+    tc__clear_error();
+    st = tc__request_make(fn, kind, name, t, recv, op, root, req_p, &req);
+    return st != TC_OK ? st : submit(fn, req, req_p);
+}
+
+tc_status_t tc_allreduce(const char *name, const tc_tensor_t *send, void *recv, tc_op_t op,
+                         tc_request_t **req_p)
+{
+    return submit_kind("tc_allreduce", TC_KIND_ALLREDUCE, name, send, recv, op, 0, req_p);
+}
+
+tc_status_t tc_allgather(const char *name, const tc_tensor_t *send, tc_request_t **req_p)
+{
+    return submit_kind("tc_allgather", TC_KIND_ALLGATHER, name, send, NULL, TC_SUM, 0, req_p);
+}
+
+tc_status_t tc_broadcast(const char *name, tc_tensor_t *buf, int root, tc_request_t **req_p)
+{
+    return submit_kind("tc_broadcast", TC_KIND_BROADCAST, name, buf, NULL, TC_SUM, root, req_p);
+}
+
+int tc_rank(void)
+{
+    return atomic_load_explicit(&tc__engine_shared.rank, memory_order_relaxed);
+}
+
+int tc_size(void)
+{
+    return atomic_load_explicit(&tc__engine_shared.size, memory_order_relaxed);
+}
+
+int tc_local_rank(void)
+{
+    return atomic_load_explicit(&tc__engine_shared.local_rank, memory_order_relaxed);
+}
+
+int tc_local_size(void)
+{
+    return atomic_load_explicit(&tc__engine_shared.local_size, memory_order_relaxed);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The queue (engine thread)                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Takes what application threads queued, and whether tc_shutdown was
+ * called. Returns the number of requests. */
+size_t tc__queue_take(tc_request_t **head_p, int *shutdown_p)
+{
+    eng_shared_t *sh = &tc__engine_shared;
+    size_t n = 0;
+    tc_request_t *r;
+
+    pthread_mutex_lock(&sh->mu);
+    *head_p = sh->q_head;
+    sh->q_head = sh->q_tail = NULL;
+    *shutdown_p = sh->shutdown_requested;
+    pthread_mutex_unlock(&sh->mu);
+    for (r = *head_p; r != NULL; r = r->next) {
+        n++;
+    }
+    return n;
+}
+
+/* Removes req from the in-flight table (so the name can be reused at once) and
+ * completes it. */
+void tc__queue_finish(tc_request_t *req, tc_status_t st, const char *msg)
+{
+    eng_shared_t *sh = &tc__engine_shared;
+
+    pthread_mutex_lock(&sh->mu);
+    tc__hmap_remove(&sh->inflight, req->name, req->name_len);
+    pthread_mutex_unlock(&sh->mu);
+    tc__request_complete(req, st, msg);
+}
+
+/* Requests in flight on this rank: submitted, not completed. */
+size_t tc__queue_inflight(void)
+{
+    eng_shared_t *sh = &tc__engine_shared;
+    size_t n;
+
+    pthread_mutex_lock(&sh->mu);
+    n = sh->inflight.count;
+    pthread_mutex_unlock(&sh->mu);
+    return n;
+}
+
+static void collect(const char *key, size_t len, void *val, void *arg)
+{
+    tc_request_t ***pp = arg;
+    (void)key;
+    (void)len;
+    *(*pp)++ = val;
+}
+
+/* Fails every request still in flight with st and msg (the engine has left
+ * RUNNING, so no submission comes after them). */
+void tc__queue_fail_all(tc_status_t st, const char *msg)
+{
+    eng_shared_t *sh = &tc__engine_shared;
+    tc_request_t **all, **end;
+    size_t n, i;
+
+    pthread_mutex_lock(&sh->mu);
+    n = sh->inflight.count;
+    all = calloc(n > 0 ? n : 1, sizeof(*all));
+    end = all;
+    if (all != NULL) {
+        tc__hmap_foreach(&sh->inflight, collect, &end);
+    }
+    tc__hmap_destroy(&sh->inflight);
+    sh->q_head = sh->q_tail = NULL;
+    pthread_mutex_unlock(&sh->mu);
+    if (all == NULL) {
+        TC_ERROR("engine", "out of memory: %zu pending requests cannot be completed", n);
+        return;
+    }
+    for (i = 0; i < n; i++) {
+        tc__request_complete(all[i], st, msg);
+    }
+    free(all);
+}

@@ -1,0 +1,357 @@
+/*
+ * engine_internal.h - what the engine's files share: the part of the state
+ * application threads see (the submission queue, under one mutex), the
+ * engine thread's own state (engine_t, one sub-structure per concern), and
+ * the functions the files call across.
+ *
+ *   api.c        the public submission calls: argument checks, the queue
+ *   lifecycle.c  tc_init/tc_shutdown, the engine thread's start and end
+ *   loop.c       the engine loop: step, wait, the periodic checks
+ *   ctrl.c       control messages on the control communicator
+ *   cycle.c      the negotiation protocol (cycles over the control
+ *                communicator, built on rank 0's message table and the
+ *                response cache): the one file that knows it
+ *   exec.c       running what every rank agreed on, fusion
+ *   eager.c      small inputs carried inside cycle messages
+ *   stall.c      rank 0's stall inspector
+ *   failure.c    stopping after a failure, aborts, liveness probes
+ *   engine_tl.c  the engine's timeline events
+ *   kinds.c      one descriptor per collective kind (kinds.h)
+ *
+ * Only the engine thread touches engine_t; everything else here is said
+ * with the lock or the thread that owns it. Nothing outside src/engine/
+ * includes this header.
+ */
+#ifndef TC_ENGINE_ENGINE_INTERNAL_H
+#define TC_ENGINE_ENGINE_INTERNAL_H
+
+#include <mpi.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "coll/coll.h"
+#include "engine/cache.h"
+#include "engine/coordinator.h"
+#include "engine/request.h"
+#include "transport/transport_mpi.h"
+#include "util/backoff.h"
+#include "util/config.h"
+#include "util/hmap.h"
+#include "wire/wire.h"
+
+/* Tags on the control communicator. */
+#define ENG_TAG_REQ 1   /* REQUESTS and BYE to rank 0 */
+#define ENG_TAG_CYCLE 2 /* and 3: ENG_TAG_CYCLE + (cycle & 1) */
+#define ENG_TAG_ABORT 4 /* BYE with a terminate record: the sender stopped after a failure */
+#define ENG_TAG_PING 5  /* an empty REQUESTS: "is your engine alive?" (failure.c) */
+#define ENG_TAG_PONG 6  /* the answer */
+
+#define ENG_POLL_NS 1000000u /* look for aborts, stalls and deadlines at most this often */
+#define ENG_MSG_MAX 1024     /* a request's or the engine's error message */
+#define ENG_EAGER_MSG_MAX (64 * 1024) /* eager input bytes in one cycle message */
+#define ENG_EAGER_MAX_RANKS 64        /* above, eager inputs cost more than they save */
+
+/* ------------------------------------------------------------------------ */
+/* Shared with application threads                                           */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The engine's lifecycle: one state, tc__engine_shared.life.
+ *
+ *   NONE --tc_init--> STARTING --MPI set up--> RUNNING
+ *                        |  '---set-up failed--> START_FAILED (final: MPI
+ *                        |                       cannot be initialized twice)
+ *                        '---no engine thread--> NONE
+ *   RUNNING --a cycle carried TERMINATE-----> TERMINATING --goodbye--> STOPPED
+ *   RUNNING --a failure decided here--------> FAILED ---abort sent----> STOPPED
+ *   RUNNING --another rank's abort----------> ABORTED ----------------> STOPPED
+ *   TERMINATING --goodbye timed out, failure, abort--> BROKEN ---------> STOPPED
+ *
+ * Leaving RUNNING publishes why (stop_status, stop_msg): from then on
+ * submissions fail at once with it, and the engine fails what is in flight.
+ * FAILED, ABORTED and BROKEN leave MPI as it is (peers may be gone, and
+ * MPI_Finalize could wait for them forever); only FAILED tells the other
+ * ranks (an abort). STOPPED: the engine thread has finished or is about to.
+ * tc_shutdown is not a state but a request the engine reads with the
+ * submissions (shutdown_requested); TERMINATING is what the ranks agreed.
+ *
+ * Written under mu only: by tc_init (NONE -> STARTING, and back when the
+ * thread cannot start), by the engine thread for every other transition
+ * (tc__life_enter, which checks each against the diagram). The engine
+ * thread, the only writer once it exists, reads it without the lock
+ * (eng_life() and friends); every other thread reads it under mu.
+ */
+#define ENG_LIFE_MAP(X)                                 \
+    X(NONE, "not initialized")                          \
+    X(STARTING, "starting")                             \
+    X(START_FAILED, "failed to start")                  \
+    X(RUNNING, "running")                               \
+    X(TERMINATING, "shutting down")                     \
+    X(FAILED, "stopped by a failure on this rank")      \
+    X(ABORTED, "stopped by another rank's failure")     \
+    X(BROKEN, "shutdown cut short")                     \
+    X(STOPPED, "stopped")
+
+typedef enum {
+#define ENG_LIFE_ENUM_(name, text) ENG_LIFE_##name,
+    ENG_LIFE_MAP(ENG_LIFE_ENUM_)
+#undef ENG_LIFE_ENUM_
+    ENG_LIFE_COUNT
+} eng_life_t;
+
+/* Everything application threads and the engine thread share is under mu,
+ * except the four ids at the end. Defined in lifecycle.c. */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t wake;    /* the engine thread sleeps here */
+    pthread_cond_t started; /* tc_init waits here while life is STARTING */
+    eng_life_t life;
+    tc_status_t init_status; /* set before life leaves STARTING */
+    char init_msg[ENG_MSG_MAX];
+    int engine_sleeping;
+    int shutdown_requested; /* tc_shutdown was called on this rank */
+    tc_status_t stop_status; /* set when life leaves RUNNING, final at STOPPED */
+    char stop_msg[ENG_MSG_MAX];
+    tc_request_t *q_head, *q_tail; /* submitted, not yet taken by the engine thread */
+    tc_hmap_t inflight;            /* name -> request, from submission until completion */
+    pthread_t thread;
+    /* Written once by the engine thread during start-up, before life leaves
+     * STARTING; read by any thread with relaxed loads (a value is
+     * either -1 or final). */
+    _Atomic int rank, size, local_rank, local_size;
+} eng_shared_t;
+
+extern eng_shared_t tc__engine_shared;
+
+/* ------------------------------------------------------------------------ */
+/* The engine thread's state                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* A control message in flight; the buffer may be shared by several sends. */
+typedef struct {
+    int refs;
+    tc_wire_buf_t buf;
+} eng_ctrl_buf_t;
+
+typedef struct {
+    MPI_Request req;
+    eng_ctrl_buf_t *cb;
+} eng_ctrl_send_t;
+
+/* A list of cache ids, ascending. */
+typedef struct {
+    const uint32_t *ids;
+    uint32_t n;
+} eng_ids_t;
+
+/* A cached id waiting for some ranks (rank 0's stall inspector). */
+typedef struct {
+    uint32_t id;
+    uint64_t since_ns;
+    uint8_t *have; /* [size] */
+} eng_cstall_t;
+
+/* The negotiation protocol's state (cycle.c; see its file comment). */
+typedef struct {
+    uint32_t *pend; /* ids whose entry holds a pending request of this rank */
+    uint32_t npend, cappend;
+    tc_request_t *resend; /* dropped from the cache path: negotiate in full */
+    uint64_t seq;         /* the cycle in progress, or the next one */
+    int contributed;      /* our message for seq is out */
+    int dirty;            /* new cache-path state since our last message */
+    int ngot;             /* messages for seq received */
+    uint8_t *have;        /* [size]: whose message for seq arrived */
+    tc_wire_msg_t *msgs;  /* [size]: the messages for seq */
+    uint32_t *my_ready, *my_stale; /* what our message for seq listed */
+    uint32_t nmy_ready, nmy_stale;
+    tc_coord_batch_t batch;       /* rank 0: the coordinator's decisions in our message */
+    tc_wire_response_t *my_resps; /* rank 0: every response our message carried */
+    uint32_t nmy_resps;
+    int shutdown_sent; /* worker: our SHUTDOWN request went out */
+    int shutdown_from; /* rank 0: the first rank that asked, or -1 */
+    int term_sent;     /* rank 0: our message for seq carried TERMINATE */
+    char term_text[ENG_MSG_MAX];
+    uint64_t t0;      /* when our message for seq went out */
+    uint64_t done_ns; /* when the last cycle completed */
+    eng_ids_t *ready; /* rank 0: [size], each rank's ready list (the stall inspector's) */
+} eng_cycle_t;
+
+typedef struct engine {
+    const tc_config_t *cfg;
+    int rank, size;
+    tc_coord_t *coord; /* rank 0's message table (coordinator.h) */
+    tc_cache_t cache;  /* the response cache (cache.h) */
+
+    struct { /* lifecycle.c, failure.c: why the engine stops (the state is shared) */
+        tc_status_t status; /* set before leaving RUNNING (tc__life_enter publishes it) */
+        char msg[ENG_MSG_MAX];
+        uint64_t shutdown_t0; /* when this rank's tc_shutdown was first seen */
+        uint8_t *bye_seen;    /* rank 0: [size], ranks whose BYE arrived */
+    } life;
+
+    struct { /* lifecycle.c: MPI and the data transport */
+        int own; /* tcoll initialized MPI: it finalizes it */
+        MPI_Comm ctrl, data, local;
+        tc_transport_t tp;
+        tc_transport_mpi_t tp_mpi;
+    } mpi;
+
+    struct { /* ctrl.c: control sends in flight */
+        eng_ctrl_send_t *v;
+        size_t n, cap;
+    } ctrl;
+
+    struct { /* loop.c */
+        tc_backoff_t bo;
+        uint64_t next_poll_ns; /* see ENG_POLL_NS */
+    } loop;
+
+    struct { /* exec.c */
+        tc_scratch_t scratch;
+        tc_scratch_t fusion; /* persistent buffer that fused small tensors share */
+        uint64_t cycle;      /* the cycle whose collectives run (the timeline's) */
+        uint64_t ready_ns;   /* when that cycle became complete */
+    } exec;
+
+    struct { /* eager.c */
+        tc_wire_eager_t *mine; /* the inputs our cycle message carries */
+        uint32_t nmine;
+        tc_scratch_t acc; /* where eager inputs are combined */
+    } eager;
+
+    eng_cycle_t cycle; /* cycle.c */
+
+    struct { /* stall.c: rank 0's stall inspector */
+        uint64_t next_check, next_warn;
+        eng_cstall_t *cached; /* cached ids some ranks listed as ready, by id */
+        uint32_t ncached;
+        tc_wire_response_t *timeouts; /* cached names to fail in our next cycle message */
+        uint32_t ntimeouts;
+    } stall;
+} engine_t;
+
+/* ------------------------------------------------------------------------ */
+/* Across files                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* The lifecycle (engine thread; see the diagram above). */
+static inline eng_life_t eng_life(void)
+{
+    return tc__engine_shared.life;
+}
+
+/* Negotiating and running collectives: not stopping or stopped. */
+static inline int eng_running(void)
+{
+    return eng_life() == ENG_LIFE_RUNNING;
+}
+
+/* Stopped by a failure (here, another rank's, or during the shutdown): MPI
+ * may be unusable, so the goodbye and MPI's teardown are skipped. */
+static inline int eng_broken(void)
+{
+    eng_life_t s = eng_life();
+    return s == ENG_LIFE_FAILED || s == ENG_LIFE_ABORTED || s == ENG_LIFE_BROKEN;
+}
+
+/* lifecycle.c */
+void tc__life_enter(engine_t *e, eng_life_t to);
+const char *tc__life_name(eng_life_t s);
+
+/* api.c: the queue (engine thread) */
+size_t tc__queue_take(tc_request_t **head_p, int *shutdown_p);
+void tc__queue_finish(tc_request_t *req, tc_status_t st, const char *msg);
+size_t tc__queue_inflight(void);
+void tc__queue_fail_all(tc_status_t st, const char *msg);
+/* api.c: a submission's checks and its request (any thread; pure) */
+tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name,
+                             const tc_tensor_t *t, void *recv, tc_op_t op, int root,
+                             tc_request_t **req_p, tc_request_t **out_p);
+
+/* ctrl.c */
+void tc__ctrl_send(engine_t *e, const tc_wire_msg_t *msg, int first, int last, int skip,
+                   int tag);
+size_t tc__ctrl_progress(engine_t *e);
+int tc__ctrl_recv(engine_t *e, int src, int tag, tc_wire_msg_t *msg, int *src_p);
+void tc__ctrl_abandon(engine_t *e);
+
+/* failure.c */
+void tc__engine_fail(engine_t *e, tc_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int tc__fail_poll_abort(engine_t *e);
+void tc__fail_answer_pings(engine_t *e);
+void tc__fail_send_abort(engine_t *e);
+int tc__fail_check_peers(engine_t *e, uint64_t now);
+void tc__fail_hook_transport(engine_t *e);
+
+/* cycle.c */
+tc_status_t tc__cycle_init(engine_t *e);
+void tc__cycle_destroy(engine_t *e);
+int tc__cycle_take_submissions(engine_t *e);
+int tc__cycle_receive_requests(engine_t *e);
+int tc__cycle_step(engine_t *e);
+int tc__cycle_busy(const engine_t *e);
+int tc__cycle_shutdown_seen(const engine_t *e);
+int tc__cycle_waiting(const engine_t *e, uint64_t *since_p);
+int tc__cycle_heard(const engine_t *e, int rank);
+void tc__cycle_wait_again(engine_t *e);
+void tc__cycle_probe_idle(engine_t *e, uint64_t now, uint64_t after_ns);
+
+/* exec.c */
+void tc__exec_run(engine_t *e, const tc_wire_response_t *resps, tc_request_t **reqs, uint32_t n);
+
+/* eager.c */
+void tc__eager_attach(engine_t *e, const tc_cache_t *cache, const uint32_t *ready,
+                      uint32_t nready);
+int tc__eager_reduce(engine_t *e, uint32_t id, tc_request_t *req, const tc_wire_msg_t *msgs);
+void tc__eager_clear(engine_t *e);
+
+/* stall.c */
+void tc__stall_check(engine_t *e, uint64_t now);
+void tc__stall_note_ready(engine_t *e, const eng_ids_t *ready, const uint32_t *ran,
+                          uint32_t nran, const uint32_t *failed, uint32_t nfailed);
+void tc__stall_timeouts_free(engine_t *e);
+void tc__stall_destroy(engine_t *e);
+int tc__ranks_format(const uint8_t *flags, int size, int want, int skip, char *buf, size_t len);
+
+/* loop.c */
+void tc__loop_run(engine_t *e);
+
+/* engine_tl.c (call only while tc__tl_active()) */
+void tc__engine_tl_tensor(const engine_t *e, const tc_request_t *req, const char *algo,
+                          uint64_t t0, uint64_t t1, int fused, tc_status_t st);
+void tc__engine_tl_fused(const engine_t *e, tc_request_t *const *reqs, uint32_t n,
+                         const char *algo, size_t bytes, uint64_t t0, uint64_t t1,
+                         tc_status_t st);
+void tc__engine_tl_copy(const char *what, size_t bytes, uint32_t n, uint64_t t0);
+void tc__engine_tl_ready(const tc_cache_t *cache, int src, const uint32_t *ids, uint32_t n);
+void tc__engine_tl_submitted(int src, const tc_wire_request_t *w);
+
+/* Ids in a list sorted ascending / in any order. */
+static inline int eng_cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static inline int eng_ids_has(const uint32_t *ids, uint32_t n, uint32_t id)
+{
+    return n > 0 && bsearch(&id, ids, n, sizeof(id), eng_cmp_u32) != NULL;
+}
+
+static inline int eng_ids_contain(const uint32_t *ids, uint32_t n, uint32_t id)
+{
+    uint32_t i;
+
+    for (i = 0; i < n; i++) {
+        if (ids[i] == id) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+#endif

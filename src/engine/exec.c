@@ -1,0 +1,164 @@
+/*
+ * exec.c - running what every rank agreed on, in the agreed order.
+ *
+ * The negotiation hands over a list of responses with this rank's request
+ * for each; every rank gets the same list. An ERROR fails its request; a RUN
+ * runs through its kind's descriptor (kinds.h). Consecutive small requests
+ * of a kind that can run packed, with one dtype and op, are fused: packed
+ * into one persistent buffer, run as one collective, unpacked. The grouping
+ * depends only on what every rank agreed on (order, kind, dtype, op, count)
+ * and on knobs that must be equal on every rank, so all ranks form the same
+ * groups. A failed collective stops the engine: the others cannot go on
+ * without this rank. Must never touch a request after completing it.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <string.h>
+
+#include "engine/engine_internal.h"
+#include "engine/kinds.h"
+#include "util/backoff.h"
+#include "util/log.h"
+#include "util/timeline.h"
+
+static tc_kind_ctx_t kind_ctx(engine_t *e)
+{
+    tc_kind_ctx_t x = {&e->mpi.tp, (size_t)e->cfg->ring_chunk_kb * 1024, &e->exec.scratch};
+    return x;
+}
+
+/* Whether the response for req may join a fusion group: a small tensor of a
+ * kind that can run packed. */
+static int fusable(const engine_t *e, const tc_request_t *req, const tc_wire_response_t *r)
+{
+    return r->rtype == TC_WIRE_RUN && tc__kind_of(req)->run_packed != NULL && req->count > 0 &&
+           req->count * tc_dtype_size(req->dtype) <= (size_t)e->cfg->fusion_threshold_kb * 1024;
+}
+
+/* Runs reqs[0..n-1] (small tensors of one fusable kind, dtype and op) as
+ * one collective over the fusion buffer: pack, run, unpack. */
+static tc_status_t run_fused(engine_t *e, tc_request_t **reqs, uint32_t n, size_t total,
+                             char *msg, size_t msglen)
+{
+    const tc_kind_desc_t *kd = tc__kind_of(reqs[0]);
+    tc_kind_ctx_t x = kind_ctx(e);
+    size_t es = tc_dtype_size(reqs[0]->dtype), off = 0;
+    uint64_t t0;
+    char *buf;
+    tc_status_t st;
+    uint32_t k;
+
+    st = tc__scratch_reserve(&e->exec.fusion, total);
+    if (st != TC_OK) {
+        snprintf(msg, msglen, "out of memory for a %zu-byte fusion buffer", total);
+        return st;
+    }
+    TC_DEBUG("engine", "fused %u tensors (%s, %zu bytes), first '%s'", n, kd->name, total,
+             reqs[0]->name);
+    buf = e->exec.fusion.data;
+    t0 = tc__tl_active() ? tc__now_ns() : 0;
+    for (k = 0; k < n; k++) {
+        memcpy(buf + off, reqs[k]->send, reqs[k]->count * es);
+        off += reqs[k]->count * es;
+    }
+    if (t0 != 0) {
+        tc__engine_tl_copy("MEMCPY_IN_FUSION_BUFFER", total, n, t0);
+    }
+    st = kd->run_packed(&x, buf, total / es, reqs[0]->dtype, reqs[0]->op);
+    if (st != TC_OK) {
+        snprintf(msg, msglen, "fused %s of %u tensors ('%s', ...) failed: %s", kd->name, n,
+                 reqs[0]->name, st == TC_ERR_NOMEM ? "out of memory" : e->mpi.tp.err);
+        return st;
+    }
+    t0 = tc__tl_active() ? tc__now_ns() : 0;
+    for (k = 0, off = 0; k < n; k++) {
+        tc_request_t *req = reqs[k];
+        memcpy(req->recv, buf + off, req->count * es);
+        off += req->count * es;
+        tc__request_set_output(req, req->recv, -1);
+    }
+    if (t0 != 0) {
+        tc__engine_tl_copy("MEMCPY_OUT_FUSION_BUFFER", total, n, t0);
+    }
+    return TC_OK;
+}
+
+/* The end of the fusion group that starts at i: j with reqs[i..j-1] in it
+ * (j == i + 1: no group); their bytes in *total_p. */
+static uint32_t fusion_group(const engine_t *e, const tc_wire_response_t *resps,
+                             tc_request_t **reqs, uint32_t i, uint32_t n, size_t *total_p)
+{
+    const tc_request_t *first = reqs[i];
+    size_t es = tc_dtype_size(first->dtype), cap = (size_t)e->cfg->fusion_buffer_kb * 1024;
+    size_t total = first->count * es;
+    uint32_t j = i + 1;
+
+    while (j < n && fusable(e, reqs[j], &resps[j]) && reqs[j]->kind == first->kind &&
+           reqs[j]->dtype == first->dtype && reqs[j]->op == first->op &&
+           total + reqs[j]->count * es <= cap) {
+        total += reqs[j]->count * es;
+        j++;
+    }
+    *total_p = total;
+    return j;
+}
+
+/* Runs resps[i] for reqs[i], in order (see the file comment). reqs[i] is
+ * NULL for an ERROR about a name this rank never submitted (a stalled
+ * tensor rank 0 gave up on). */
+void tc__exec_run(engine_t *e, const tc_wire_response_t *resps, tc_request_t **reqs, uint32_t n)
+{
+    char msg[ENG_MSG_MAX];
+    uint32_t i, j, k;
+    uint64_t t0;
+
+    for (i = 0; i < n && eng_running(); i = j) {
+        const tc_wire_response_t *r = &resps[i];
+        size_t total = 0;
+        tc_status_t st;
+
+        j = i + 1;
+        msg[0] = '\0';
+        if (r->rtype == TC_WIRE_ERROR) {
+            if (reqs[i] != NULL) {
+                if (tc__tl_active()) {
+                    uint64_t now = tc__now_ns();
+                    tc__engine_tl_tensor(e, reqs[i], "none (failed in negotiation)", now, now, 1,
+                                         (tc_status_t)r->status);
+                }
+                snprintf(msg, sizeof(msg), "%.*s", (int)r->text_len, r->text);
+                tc__queue_finish(reqs[i], (tc_status_t)r->status, msg);
+            }
+            continue;
+        }
+        if (fusable(e, reqs[i], r)) {
+            j = fusion_group(e, resps, reqs, i, n, &total);
+        }
+        t0 = tc__tl_active() ? tc__now_ns() : 0;
+        if (j - i >= 2) {
+            st = run_fused(e, &reqs[i], j - i, total, msg, sizeof(msg));
+        } else {
+            tc_kind_ctx_t x = kind_ctx(e);
+            st = tc__kind_of(reqs[i])->run(&x, reqs[i], r, msg, sizeof(msg));
+        }
+        if (t0 != 0) {
+            uint64_t t1 = tc__now_ns();
+            const tc_kind_desc_t *kd = tc__kind_of(reqs[i]);
+            const char *algo = j - i >= 2 ? kd->algo_packed : kd->algo;
+            for (k = i; k < j; k++) {
+                tc__engine_tl_tensor(e, reqs[k], algo, t0, t1, (int)(j - i), st);
+            }
+            if (j - i >= 2) {
+                tc__engine_tl_fused(e, &reqs[i], j - i, algo, total, t0, t1, st);
+            }
+        }
+        if (st != TC_OK) {
+            /* The collective cannot go on without this rank: stop the engine
+             * (first, so that later submissions already fail). */
+            tc__engine_fail(e, st, "%s; tcoll stops on this rank", msg);
+        }
+        for (k = i; k < j; k++) {
+            tc__queue_finish(reqs[k], st, msg);
+        }
+    }
+}

@@ -1,0 +1,229 @@
+/*
+ * failure.c - what the engine does when something goes wrong: stopping
+ * after a failure, telling the other ranks (aborts), hearing theirs, and
+ * deciding that a silent rank is lost.
+ *
+ * A rank that fails (MPI error, out of memory, protocol error, a lost peer)
+ * sends every other rank an abort (BYE with a terminate record, tag
+ * ENG_TAG_ABORT) carrying its reason, fails what it has, and leaves MPI
+ * unfinalized. Every rank looks for aborts each millisecond, in its loop and
+ * inside data transfers (the transport's interrupt hook), and stops with
+ * "rank N stopped: <reason>". A rank declares a peer lost when a cycle or a
+ * transfer makes no progress for TCOLL_PEER_TIMEOUT_S and the peer does not
+ * answer a probe (a PING on the control communicator, which a live engine
+ * answers even while it waits inside a transfer). The first cause wins;
+ * nothing here may block without a bound.
+ */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine_internal.h"
+#include "util/log.h"
+
+/* Stops this rank after a failure decided here (RUNNING -> FAILED): every
+ * pending request fails with st and the message, and every other rank is
+ * sent an abort saying so (tc__fail_send_abort, tried even when MPI itself
+ * reported the error), so that nobody waits for this rank. The first cause
+ * wins: a failure while the engine already stops only cuts a shutdown
+ * short (TERMINATING -> BROKEN). */
+void tc__engine_fail(engine_t *e, tc_status_t st, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!eng_running()) {
+        if (eng_life() == ENG_LIFE_TERMINATING) {
+            tc__life_enter(e, ENG_LIFE_BROKEN);
+        }
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(e->life.msg, sizeof(e->life.msg), fmt, ap);
+    va_end(ap);
+    e->life.status = st;
+    TC_ERROR("engine", "%s", e->life.msg);
+    tc__life_enter(e, ENG_LIFE_FAILED);
+}
+
+/* Looks for another rank's abort. Returns 1 when one arrived (RUNNING ->
+ * ABORTED, with that rank's reason; during the shutdown TERMINATING ->
+ * BROKEN) or this rank has already failed. */
+int tc__fail_poll_abort(engine_t *e)
+{
+    tc_wire_msg_t msg;
+    int src, got;
+
+    if (eng_broken()) {
+        return 1;
+    }
+    got = tc__ctrl_recv(e, MPI_ANY_SOURCE, ENG_TAG_ABORT, &msg, &src);
+    if (got <= 0) {
+        return got < 0;
+    }
+    if (eng_running()) {
+        e->life.status = msg.type == TC_WIRE_BYE && (msg.flags & TC_WIRE_F_TERMINATE)
+                             ? (tc_status_t)msg.term_status
+                             : TC_ERR_TRANSPORT;
+        snprintf(e->life.msg, sizeof(e->life.msg), "rank %d stopped: %.*s", src,
+                 (int)msg.term_text_len, msg.term_text != NULL ? msg.term_text : "");
+        TC_ERROR("engine", "%s", e->life.msg);
+        tc__life_enter(e, ENG_LIFE_ABORTED);
+    } else {
+        tc__life_enter(e, ENG_LIFE_BROKEN);
+    }
+    tc__wire_msg_free(&msg);
+    return 1;
+}
+
+/* Answers other ranks' liveness probes: a live engine, even one waiting
+ * inside a transfer, says so. */
+void tc__fail_answer_pings(engine_t *e)
+{
+    tc_wire_msg_t msg, pong = {0};
+    int src;
+
+    pong.type = TC_WIRE_REQUESTS;
+    while (!eng_broken() && tc__ctrl_recv(e, MPI_ANY_SOURCE, ENG_TAG_PING, &msg, &src) == 1) {
+        tc__wire_msg_free(&msg);
+        tc__ctrl_send(e, &pong, src, src, -1, ENG_TAG_PONG);
+    }
+}
+
+/* The data transport calls this while it waits: an abort from another rank
+ * ends the wait with that rank's reason. */
+static int transport_interrupt(void *arg, char *why, size_t len)
+{
+    engine_t *e = arg;
+
+    if (!tc__fail_poll_abort(e)) {
+        tc__fail_answer_pings(e);
+        tc__ctrl_progress(e);
+        return 0;
+    }
+    snprintf(why, len, "%s", e->life.msg);
+    return 1;
+}
+
+/* Before a rank is declared lost: does its engine still answer? A rank
+ * waiting for a third, dead one looks silent but is not lost. Returns 1
+ * (alive), 0 (no answer within the grace time), -1 (an abort arrived, or
+ * this rank failed). The grace covers an idle engine's poll interval. */
+static int probe_peer(engine_t *e, int peer)
+{
+    tc_wire_msg_t ping = {0}, msg;
+    tc_backoff_t bo;
+    uint64_t grace = 2000000000ull, deadline;
+    int src;
+
+    if ((uint64_t)e->cfg->idle_poll_ms * 2000000ull > grace) {
+        grace = (uint64_t)e->cfg->idle_poll_ms * 2000000ull;
+    }
+    deadline = tc__now_ns() + grace;
+    ping.type = TC_WIRE_REQUESTS;
+    tc__ctrl_send(e, &ping, peer, peer, -1, ENG_TAG_PING);
+    tc__backoff_init(&bo, 0, 1000);
+    while (tc__now_ns() < deadline) {
+        if (tc__fail_poll_abort(e) || eng_broken()) {
+            return -1;
+        }
+        tc__fail_answer_pings(e);
+        tc__ctrl_progress(e);
+        if (tc__ctrl_recv(e, peer, ENG_TAG_PONG, &msg, &src) == 1) {
+            tc__wire_msg_free(&msg);
+            return 1;
+        }
+        tc__backoff_wait(&bo);
+    }
+    return 0;
+}
+
+static int transport_peer_alive(void *arg, int peer, char *why, size_t len)
+{
+    engine_t *e = arg;
+    int alive = probe_peer(e, peer);
+
+    if (alive < 0) {
+        snprintf(why, len, "%s", e->life.msg);
+    }
+    return alive;
+}
+
+/* The data transport's hooks: aborts end a wait, a silent peer is probed
+ * before it is declared lost. */
+void tc__fail_hook_transport(engine_t *e)
+{
+    e->mpi.tp_mpi.timeout_ns = (uint64_t)e->cfg->peer_timeout_s * 1000000000ull;
+    e->mpi.tp_mpi.interrupt = transport_interrupt;
+    e->mpi.tp_mpi.peer_alive = transport_peer_alive;
+    e->mpi.tp_mpi.interrupt_arg = e;
+}
+
+/* Tells every other rank why this rank stopped, so that none of them waits
+ * for it until a timeout. Best effort: the sends get a bounded time. */
+void tc__fail_send_abort(engine_t *e)
+{
+    tc_wire_msg_t out = {0};
+    tc_backoff_t bo;
+    uint64_t deadline = tc__now_ns() + 2000000000ull;
+
+    out.type = TC_WIRE_BYE;
+    out.flags = TC_WIRE_F_TERMINATE;
+    out.term_status = (uint8_t)e->life.status;
+    out.term_text = e->life.msg;
+    out.term_text_len = (uint32_t)strnlen(e->life.msg, TC_WIRE_MAX_TEXT);
+    tc__ctrl_send(e, &out, 0, e->size - 1, e->rank, ENG_TAG_ABORT);
+    tc__backoff_init(&bo, 0, 1000);
+    while (tc__ctrl_progress(e) > 0 && tc__now_ns() < deadline) {
+        tc__backoff_wait(&bo);
+    }
+}
+
+/* Every ENG_POLL_NS (loop.c): a cycle that waits for silent ranks for
+ * TCOLL_PEER_TIMEOUT_S stops this rank, naming the ranks that do not answer
+ * a probe either; an idle rank with work pending starts an empty cycle now
+ * and then to find out (see tc__cycle_probe_idle). Returns 1 when it probed
+ * silent ranks (which takes time: the other periodic checks wait for the
+ * next turn), else 0. */
+int tc__fail_check_peers(engine_t *e, uint64_t now)
+{
+    const uint64_t peer_ns = (uint64_t)e->cfg->peer_timeout_s * 1000000000ull;
+    uint64_t since;
+    char ranks[256];
+
+    if (tc__cycle_waiting(e, &since) && now - since > peer_ns) {
+        /* Silent ranks whose engines still answer are busy (waiting for a
+         * dead third rank, say), not lost: only the others are. */
+        uint8_t *lost = calloc((size_t)e->size, 1);
+        int q, n = 0;
+        if (lost == NULL) {
+            tc__engine_fail(e, TC_ERR_NOMEM, "out of memory checking silent ranks");
+            return 1;
+        }
+        for (q = 0; q < e->size; q++) {
+            int alive = q == e->rank || tc__cycle_heard(e, q) ? 1 : probe_peer(e, q);
+            if (alive < 0) {
+                free(lost);
+                return 1;
+            }
+            lost[q] = alive == 0;
+            n += alive == 0;
+        }
+        if (n > 0) {
+            tc__ranks_format(lost, e->size, 1, -1, ranks, sizeof(ranks));
+            tc__engine_fail(e, TC_ERR_TRANSPORT,
+                            "lost rank%s %s: no negotiation message from %s for %d s and no "
+                            "answer to a probe (the process died, or its engine thread is "
+                            "stuck; TCOLL_PEER_TIMEOUT_S); tcoll stops on this rank",
+                            n > 1 ? "s" : "", ranks, n > 1 ? "them" : "it",
+                            e->cfg->peer_timeout_s);
+        } else {
+            tc__cycle_wait_again(e); /* all alive: wait again */
+        }
+        free(lost);
+        return 1;
+    }
+    tc__cycle_probe_idle(e, now, peer_ns / 2);
+    return 0;
+}

@@ -1,0 +1,215 @@
+/*
+ * kinds.c - the collective kinds' descriptors (see kinds.h): per kind, its
+ * argument checks, how it runs over the data transport once rank 0 has
+ * agreed, and its row in the table.
+ *
+ * A run function is glue only: it turns the request and rank 0's response
+ * into the byte counts an algorithm of src/coll/ takes, calls it, and sets
+ * the request's output. It must not block on anything but the transport and
+ * must leave the request uncompleted (the engine completes it).
+ */
+#define _GNU_SOURCE
+#include "engine/kinds.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reduce/reduce.h"
+#include "util/status.h"
+
+/* The message of a failed run: the tensor, the kind, and why. */
+static tc_status_t run_failed(const tc_kind_ctx_t *x, const tc_request_t *req, tc_status_t st,
+                              char *msg, size_t len)
+{
+    snprintf(msg, len, "tensor '%s': %s failed: %s", req->name, tc__kind_of(req)->name,
+             st == TC_ERR_NOMEM ? "out of memory" : x->tp->err);
+    return st;
+}
+
+/* ---- allreduce: ring allreduce (coll/ring_allreduce.c) ------------------- */
+
+static tc_status_t allreduce_validate(const tc_kind_args_t *a, char *why, size_t len)
+{
+    if (!tc__op_valid((int)a->op)) {
+        snprintf(why, len, "unknown op %d", (int)a->op);
+        return TC_ERR_ARG;
+    }
+    if (a->op == TC_AVG && !tc__dtype_is_float((int)a->tensor->dtype)) {
+        snprintf(why, len, "avg needs a floating-point dtype, not %s",
+                 tc_dtype_name(a->tensor->dtype));
+        return TC_ERR_ARG;
+    }
+    return TC_OK;
+}
+
+static tc_status_t allreduce_run(const tc_kind_ctx_t *x, tc_request_t *req,
+                                 const tc_wire_response_t *r, char *msg, size_t len)
+{
+    tc_status_t st = tc__ring_allreduce(x->tp, req->send, req->recv, req->count, req->dtype,
+                                        req->op, x->chunk_bytes, x->scratch);
+
+    if (st != TC_OK) {
+        return run_failed(x, req, st, msg, len);
+    }
+    tc__request_set_output(req, req->recv, -1);
+    return TC_OK;
+}
+
+static tc_status_t allreduce_packed(const tc_kind_ctx_t *x, void *buf, size_t count,
+                                    tc_dtype_t dtype, tc_op_t op)
+{
+    return tc__ring_allreduce(x->tp, NULL, buf, count, dtype, op, x->chunk_bytes, x->scratch);
+}
+
+/* Reduces the inputs in rank order, so every rank gets the same bits. */
+static tc_status_t allreduce_eager(tc_request_t *req, const void *const *inputs, int n,
+                                   tc_scratch_t *acc)
+{
+    size_t bytes = req->count * tc_dtype_size(req->dtype);
+    int q;
+
+    if (tc__scratch_reserve(acc, bytes) != TC_OK) {
+        return TC_ERR_NOMEM;
+    }
+    memcpy(acc->data, inputs[0], bytes);
+    for (q = 1; q < n; q++) {
+        tc__reduce(req->dtype, req->op, acc->data, inputs[q], req->count);
+    }
+    if (req->op == TC_AVG) {
+        tc__reduce_avg_finish(req->dtype, acc->data, req->count, n);
+    }
+    memcpy(req->recv, acc->data, bytes);
+    tc__request_set_output(req, req->recv, -1);
+    return TC_OK;
+}
+
+#define ALLREDUCE_DESC                                                                    \
+    .params = TC_PARAM_OP, .output = TC_OUT_RECV,                                         \
+    .agree = TC_AGREE_DTYPE | TC_AGREE_OP | TC_AGREE_SHAPE,                               \
+    .validate = allreduce_validate, .run = allreduce_run, .algo = "ring",                 \
+    .run_packed = allreduce_packed, .algo_packed = "ring, fused", .eager = allreduce_eager
+
+/* ---- allgather: ring allgatherv (coll/ring_allgatherv.c) ----------------- */
+
+static tc_status_t allgather_validate(const tc_kind_args_t *a, char *why, size_t len)
+{
+    if (a->tensor->ndim == 0) {
+        snprintf(why, len, "allgather needs ndim >= 1 (it concatenates along dimension 0)");
+        return TC_ERR_ARG;
+    }
+    return TC_OK;
+}
+
+/* Each rank's block is its dim 0 (from rank 0's response) times the row
+ * size; the output holds every block in rank order. */
+static tc_status_t allgather_run(const tc_kind_ctx_t *x, tc_request_t *req,
+                                 const tc_wire_response_t *r, char *msg, size_t len)
+{
+    const int rank = x->tp->rank, size = x->tp->size;
+    size_t row = tc_dtype_size(req->dtype), total = 0;
+    size_t *bytes, *displs;
+    int64_t rows = 0;
+    tc_status_t st;
+    int q, d;
+
+    if (r->ndim0 != (uint32_t)size || r->dim0[rank] != req->shape[0]) {
+        snprintf(msg, len, "tensor '%s': rank 0 sent an allgather plan that does not match this "
+                           "rank's submission (internal error)", req->name);
+        return TC_ERR_TRANSPORT;
+    }
+    for (d = 1; d < req->ndim; d++) {
+        row *= (size_t)req->shape[d]; /* fits: validated at submission */
+    }
+    bytes = malloc(2 * (size_t)size * sizeof(*bytes));
+    if (bytes == NULL) {
+        snprintf(msg, len, "tensor '%s': out of memory", req->name);
+        return TC_ERR_NOMEM;
+    }
+    displs = bytes + size;
+    for (q = 0; q < size; q++) {
+        if (r->dim0[q] < 0 || (row != 0 && (uint64_t)r->dim0[q] > (SIZE_MAX - total) / row)) {
+            snprintf(msg, len, "tensor '%s': allgather output does not fit in memory", req->name);
+            st = TC_ERR_NOMEM;
+            goto err_free_bytes;
+        }
+        displs[q] = total;
+        bytes[q] = (size_t)r->dim0[q] * row;
+        total += bytes[q];
+        rows += r->dim0[q];
+    }
+    req->owned_output = tc__output_alloc(total, &req->owned_cap);
+    if (req->owned_output == NULL) {
+        snprintf(msg, len, "tensor '%s': cannot allocate %zu bytes for the allgather output",
+                 req->name, total);
+        st = TC_ERR_NOMEM;
+        goto err_free_bytes;
+    }
+    if (bytes[rank] > 0) {
+        memcpy((char *)req->owned_output + displs[rank], req->send, bytes[rank]);
+    }
+    st = tc__ring_allgatherv(x->tp, req->owned_output, bytes, displs);
+    if (st != TC_OK) {
+        snprintf(msg, len, "tensor '%s': allgather failed: %s", req->name, x->tp->err);
+        goto err_free_bytes;
+    }
+    free(bytes);
+    tc__request_set_output(req, req->owned_output, rows);
+    return TC_OK;
+
+err_free_bytes:
+    free(bytes);
+    return st;
+}
+
+#define ALLGATHER_DESC                                                                  \
+    .params = 0, .output = TC_OUT_GATHERED,                                             \
+    .agree = TC_AGREE_DTYPE | TC_AGREE_NDIM | TC_AGREE_SHAPE_TAIL,                      \
+    .validate = allgather_validate, .run = allgather_run, .algo = "ring allgatherv",   \
+    .run_packed = NULL, .algo_packed = NULL, .eager = NULL
+
+/* ---- broadcast: binomial tree (coll/bcast.c) ------------------------------ */
+
+/* The root's range depends on the job's size: tc__submit checks it for
+ * every kind with TC_PARAM_ROOT once tcoll is running. */
+
+static tc_status_t broadcast_run(const tc_kind_ctx_t *x, tc_request_t *req,
+                                 const tc_wire_response_t *r, char *msg, size_t len)
+{
+    tc_status_t st = tc__bcast_binomial(x->tp, req->recv, req->count * tc_dtype_size(req->dtype),
+                                        req->root);
+
+    if (st != TC_OK) {
+        return run_failed(x, req, st, msg, len);
+    }
+    tc__request_set_output(req, req->recv, -1);
+    return TC_OK;
+}
+
+#define BROADCAST_DESC                                                                  \
+    .params = TC_PARAM_ROOT, .output = TC_OUT_IN_PLACE,                                 \
+    .agree = TC_AGREE_DTYPE | TC_AGREE_ROOT | TC_AGREE_SHAPE,                           \
+    .validate = NULL, .run = broadcast_run, .algo = "binomial tree",                    \
+    .run_packed = NULL, .algo_packed = NULL, .eager = NULL
+
+/* ---- the table ------------------------------------------------------------ */
+
+/* One row per entry of TC_KIND_MAP (wire/wire.h), which gives the kind's
+ * number and both spellings of its name; the rest is its UPPER_DESC. */
+static const tc_kind_desc_t kinds[] = {
+#define KIND_ROW(UP, low) \
+    [TC_KIND_##UP] = {.kind = TC_KIND_##UP, .name = #low, .upper = #UP, UP##_DESC},
+    TC_KIND_MAP(KIND_ROW)
+#undef KIND_ROW
+};
+_Static_assert(sizeof(kinds) / sizeof(kinds[0]) == TC_KIND_COUNT,
+               "a kind of TC_KIND_MAP has no descriptor");
+
+const tc_kind_desc_t *tc__kind_get(int kind)
+{
+    if (kind < 0 || kind >= TC_KIND_COUNT) {
+        return NULL;
+    }
+    return &kinds[kind];
+}

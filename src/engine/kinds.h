@@ -1,0 +1,150 @@
+/*
+ * kinds.h - one descriptor per collective kind: everything the engine and the
+ * coordinator need to know about allreduce, allgather and broadcast, so that
+ * no other code branches on the kind.
+ *
+ * A descriptor says how a submission's arguments are checked and bound to
+ * the request, which fields every rank must agree on (the coordinator turns
+ * the first disagreement into the TC_ERR_MISMATCH text), how the kind runs
+ * over the data transport once rank 0 has agreed, what output the request
+ * gets, how the timeline labels it, and whether it may be fused with others
+ * of its kind or travel eagerly inside a cycle message. The table is
+ * constant; descriptors are looked up by the kind byte (tc__kind_get) and
+ * must never be looked up with a value that was not range-checked.
+ *
+ * Adding a kind takes three things:
+ *   1. Its algorithm: one file under src/coll/ (prose, a step table, and a
+ *      function over a tc_transport_t that knows only bytes and counts),
+ *      declared in coll/coll.h and listed in CMakeLists.txt.
+ *   2. Its parameters in the codec: an X(UPPER, lower) line at the end of
+ *      TC_KIND_MAP in wire/wire.h (that gives tc_kind_t, the kind byte and
+ *      both spellings of the name). Requests already carry dtype, op, root
+ *      and shape; a parameter beyond those is more work: a field in
+ *      tc_wire_request_t and tc_request_t, its encoding and a codec test,
+ *      a TC_AGREE_MAP field (its comparison and text in coordinator.c),
+ *      its copy in cycle.c's to_wire and its comparison in
+ *      tc__cache_matches.
+ *   3. Its descriptor: in kinds.c, the kind's validate and run functions
+ *      (and eager/run_packed if it has them) and a UPPER_DESC row macro with
+ *      params, output, agree, algo; the table is built from TC_KIND_MAP, so
+ *      a kind without a row does not compile. Its public entry point
+ *      (include/tcoll.h) is one line in api.c: submit_kind with its kind.
+ * Nothing else changes: validation, agreement, scheduling, fusion, eager
+ * inputs, the stall inspector and the timeline all read the descriptor.
+ */
+#ifndef TC_ENGINE_KINDS_H
+#define TC_ENGINE_KINDS_H
+
+#include <stddef.h>
+
+#include "coll/coll.h"
+#include "engine/request.h"
+#include "tcoll.h"
+#include "wire/wire.h"
+
+/* Parameters a kind takes besides the tensor (tc_kind_desc_t.params). A kind
+ * without TC_PARAM_OP records TC_SUM, one without TC_PARAM_ROOT records 0, so
+ * the fields every kind carries on the wire compare equal. */
+#define TC_PARAM_OP 0x1u   /* a reduction op */
+#define TC_PARAM_ROOT 0x2u /* a root rank: must be in 0..size-1 */
+
+/* Where a request's output lands (tc_kind_desc_t.output). */
+typedef enum {
+    TC_OUT_RECV,     /* the caller's recv buffer: same dtype and shape as the input */
+    TC_OUT_IN_PLACE, /* the input buffer itself */
+    TC_OUT_GATHERED  /* a buffer tcoll allocates: every rank's input stacked along
+                      * dim 0 in rank order; rank 0's RUN response carries each
+                      * rank's dim 0 */
+} tc_kind_output_t;
+
+/*
+ * Fields that must agree across ranks (tc_kind_desc_t.agree), in the order
+ * the coordinator compares them, after the kind itself (always compared
+ * first). X(NAME, field name in messages, note after it). Both shape fields
+ * first compare ndim; SHAPE then compares every dim, SHAPE_TAIL dims 1.. (a
+ * kind whose ranks may contribute different dim 0s).
+ */
+#define TC_AGREE_MAP(X)                                \
+    X(DTYPE, "dtype", "")                              \
+    X(OP, "op", "")                                    \
+    X(ROOT, "root", "")                                \
+    X(NDIM, "ndim", "")                                \
+    X(SHAPE, "shape", "")                              \
+    X(SHAPE_TAIL, "shape", " (dims after the first)")
+
+typedef enum {
+#define TC_AGREE_INDEX_(name, text, note) TC_AGREE_INDEX_##name,
+    TC_AGREE_MAP(TC_AGREE_INDEX_)
+#undef TC_AGREE_INDEX_
+    TC_AGREE_NFIELDS
+} tc_agree_index_t;
+
+enum {
+#define TC_AGREE_BIT_(name, text, note) TC_AGREE_##name = 1u << TC_AGREE_INDEX_##name,
+    TC_AGREE_MAP(TC_AGREE_BIT_)
+#undef TC_AGREE_BIT_
+};
+
+/* A submission's arguments, for a kind's validate function. The common
+ * checks have passed: name, tensor, dtype, ndim in 0..TC_MAX_DIMS, no
+ * negative dim, a byte size that fits, data set if count > 0. */
+typedef struct {
+    const tc_tensor_t *tensor;
+    size_t count; /* elements */
+    const void *recv;
+    tc_op_t op;
+    int root;
+} tc_kind_args_t;
+
+/* What a kind's run function runs with (the engine thread's). */
+typedef struct {
+    tc_transport_t *tp;    /* the data transport: rank, size, and err after a failure */
+    size_t chunk_bytes;    /* TCOLL_RING_CHUNK_KB in bytes */
+    tc_scratch_t *scratch; /* reused across runs */
+} tc_kind_ctx_t;
+
+typedef struct {
+    tc_kind_t kind;
+    const char *name;  /* "allreduce": messages, the timeline's kind argument */
+    const char *upper; /* "ALLREDUCE": the timeline's event for the collective */
+    unsigned params;   /* TC_PARAM_* */
+    tc_kind_output_t output;
+    unsigned agree; /* TC_AGREE_*: the fields every rank must give the same */
+
+    /* Kind-specific argument checks, after the common ones (NULL: none).
+     * TC_OK, or TC_ERR_ARG with a reason in why ("unknown op 9"). Pure. */
+    tc_status_t (*validate)(const tc_kind_args_t *a, char *why, size_t len);
+
+    /* Runs req as rank 0 agreed (r: its RUN response) and sets req's output
+     * (tc__request_set_output). On failure returns the status and writes a
+     * message naming the tensor into msg. */
+    tc_status_t (*run)(const tc_kind_ctx_t *x, tc_request_t *req, const tc_wire_response_t *r,
+                       char *msg, size_t len);
+    const char *algo; /* the timeline's algorithm label for run */
+
+    /* Fusion (NULL: never fused): runs count elements packed into buf, in
+     * place, for a group of consecutive small requests of this kind with one
+     * dtype and op. The engine packs their inputs (send) and unpacks the
+     * result into each request's recv. */
+    tc_status_t (*run_packed)(const tc_kind_ctx_t *x, void *buf, size_t count, tc_dtype_t dtype,
+                              tc_op_t op);
+    const char *algo_packed;
+
+    /* Eager inputs (NULL: never eager): every rank's input came inside the
+     * cycle messages, inputs[q] for rank q, each as many bytes as req's;
+     * combines them into req's output, the same bits on every rank, and sets
+     * it. TC_ERR_NOMEM: the request runs as a collective instead. */
+    tc_status_t (*eager)(tc_request_t *req, const void *const *inputs, int n,
+                         tc_scratch_t *acc);
+} tc_kind_desc_t;
+
+/* The descriptor of kind (a tc_kind_t), or NULL when it is out of range. */
+const tc_kind_desc_t *tc__kind_get(int kind);
+
+/* The descriptor of a request's kind (checked at submission). */
+static inline const tc_kind_desc_t *tc__kind_of(const tc_request_t *req)
+{
+    return tc__kind_get((int)req->kind);
+}
+
+#endif

@@ -1,0 +1,494 @@
+/*
+ * lifecycle.c - tc_init and tc_shutdown, and the engine thread's start and
+ * end: MPI and the communicators, the goodbye handshake, MPI's teardown.
+ *
+ * tc_init starts the engine thread and waits until it has set MPI up; the
+ * thread then runs the loop (loop.c) until the engine stops, fails what is
+ * left, and (after a normal shutdown) makes sure no control message is left
+ * unmatched before it frees the communicators and, if tcoll initialized MPI,
+ * finalizes it. After a failure MPI is left as it is: peers may be gone, and
+ * MPI_Finalize could wait for them forever. tc_shutdown asks the engine to
+ * stop and joins its thread, each step bounded by TCOLL_SHUTDOWN_TIMEOUT_S.
+ * The lifecycle state and its transitions (engine_internal.h) live here too:
+ * every transition goes through life_set_locked, which refuses any move the
+ * diagram does not have.
+ */
+#define _GNU_SOURCE
+#include <mpi.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+#include "engine/agree.h"
+#include "engine/engine_internal.h"
+#include "engine/timeline_job.h"
+#include "util/backoff.h"
+#include "util/log.h"
+#include "util/status.h"
+#include "util/timeline.h"
+
+eng_shared_t tc__engine_shared = {
+    .mu = PTHREAD_MUTEX_INITIALIZER,
+    .wake = PTHREAD_COND_INITIALIZER,
+    .started = PTHREAD_COND_INITIALIZER,
+    .life = ENG_LIFE_NONE,
+    .rank = -1,
+    .size = -1,
+    .local_rank = -1,
+    .local_size = -1,
+};
+
+/* ------------------------------------------------------------------------ */
+/* The lifecycle (see the diagram in engine_internal.h)                      */
+/* ------------------------------------------------------------------------ */
+
+static const char *const life_names[] = {
+#define LIFE_NAME(name, text) [ENG_LIFE_##name] = text,
+    ENG_LIFE_MAP(LIFE_NAME)
+#undef LIFE_NAME
+};
+
+#define TO(name) (1u << ENG_LIFE_##name)
+
+/* The diagram's transitions: the states each state may move to. */
+static const unsigned life_moves[ENG_LIFE_COUNT] = {
+    [ENG_LIFE_NONE] = TO(STARTING),
+    [ENG_LIFE_STARTING] = TO(RUNNING) | TO(START_FAILED) | TO(NONE),
+    [ENG_LIFE_START_FAILED] = 0,
+    [ENG_LIFE_RUNNING] = TO(TERMINATING) | TO(FAILED) | TO(ABORTED),
+    [ENG_LIFE_TERMINATING] = TO(BROKEN) | TO(STOPPED),
+    [ENG_LIFE_FAILED] = TO(STOPPED),
+    [ENG_LIFE_ABORTED] = TO(STOPPED),
+    [ENG_LIFE_BROKEN] = TO(STOPPED),
+    [ENG_LIFE_STOPPED] = 0,
+};
+
+const char *tc__life_name(eng_life_t s)
+{
+    return (unsigned)s < ENG_LIFE_COUNT ? life_names[s] : "?";
+}
+
+/* Moves the state to `to` (mu held). A move the diagram does not have is an
+ * internal error: it is logged and the state stays. Returns 0 or -1. */
+static int life_set_locked(eng_life_t to)
+{
+    eng_shared_t *sh = &tc__engine_shared;
+
+    if (!(life_moves[sh->life] & (1u << to))) {
+        TC_ERROR("engine", "internal error: lifecycle %s -> %s", tc__life_name(sh->life),
+                 tc__life_name(to));
+        return -1;
+    }
+    TC_DEBUG("engine", "%s -> %s", tc__life_name(sh->life), tc__life_name(to));
+    sh->life = to;
+    return 0;
+}
+
+/* The engine thread's transitions. Leaving RUNNING, and every move after
+ * it, publishes e->life.status and msg: submissions fail with them from now
+ * on, and tc_shutdown reports the last. */
+void tc__life_enter(engine_t *e, eng_life_t to)
+{
+    eng_shared_t *sh = &tc__engine_shared;
+
+    pthread_mutex_lock(&sh->mu);
+    if (life_set_locked(to) == 0 && to != ENG_LIFE_RUNNING && to != ENG_LIFE_START_FAILED) {
+        sh->stop_status = e->life.status;
+        snprintf(sh->stop_msg, sizeof(sh->stop_msg), "%s", e->life.msg);
+    }
+    pthread_mutex_unlock(&sh->mu);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The engine thread: start-up and teardown                                  */
+/* ------------------------------------------------------------------------ */
+
+static const char *thread_level_name(int level)
+{
+    switch (level) {
+    case MPI_THREAD_SINGLE:
+        return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED:
+        return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED:
+        return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE:
+        return "MPI_THREAD_MULTIPLE";
+    }
+    return "an unknown thread level";
+}
+
+static tc_status_t comm_failed(int rc, char *msg, size_t len)
+{
+    char why[MPI_MAX_ERROR_STRING];
+
+    snprintf(msg, len, "cannot create tcoll's communicators: %s",
+             tc__mpi_strerror(rc, why, sizeof(why)));
+    return TC_ERR_TRANSPORT;
+}
+
+/* Initializes MPI if the application has not, creates tcoll's
+ * communicators, the data transport and the negotiation's tables. On
+ * failure writes why into msg and undoes all of it (MPI is finalized again
+ * if it was initialized here). */
+static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
+{
+    int inited = 0, finalized = 0, provided = 0, rc, lrank = 0, lsize = 1;
+    char why[MPI_MAX_ERROR_STRING];
+    tc_status_t st;
+
+    MPI_Finalized(&finalized);
+    if (finalized) {
+        snprintf(msg, len, "MPI has already been finalized in this process");
+        return TC_ERR_STATE;
+    }
+    MPI_Initialized(&inited);
+    if (inited) {
+        MPI_Query_thread(&provided);
+        if (provided < MPI_THREAD_MULTIPLE) {
+            snprintf(msg, len,
+                     "MPI was initialized with %s, but tcoll needs MPI_THREAD_MULTIPLE when the "
+                     "application initializes MPI (its engine thread calls MPI alongside the "
+                     "application's threads): call MPI_Init_thread with MPI_THREAD_MULTIPLE, or "
+                     "let tc_init initialize MPI",
+                     thread_level_name(provided));
+            return TC_ERR_STATE;
+        }
+    } else {
+        /* Only this thread will ever call MPI: FUNNELED is what we need. */
+        rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+        if (rc != MPI_SUCCESS) {
+            snprintf(msg, len, "MPI_Init_thread failed: %s",
+                     tc__mpi_strerror(rc, why, sizeof(why)));
+            return TC_ERR_TRANSPORT;
+        }
+        e->mpi.own = 1;
+        if (provided < MPI_THREAD_FUNNELED) {
+            TC_WARN("engine", "MPI provides only %s; tcoll needs MPI_THREAD_FUNNELED",
+                    thread_level_name(provided));
+        }
+    }
+    if ((rc = MPI_Comm_dup(MPI_COMM_WORLD, &e->mpi.ctrl)) != MPI_SUCCESS) {
+        st = comm_failed(rc, msg, len);
+        goto err_finalize;
+    }
+    if ((rc = MPI_Comm_dup(MPI_COMM_WORLD, &e->mpi.data)) != MPI_SUCCESS) {
+        st = comm_failed(rc, msg, len);
+        goto err_free_ctrl;
+    }
+    if ((rc = MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
+                                  &e->mpi.local)) != MPI_SUCCESS) {
+        st = comm_failed(rc, msg, len);
+        goto err_free_data;
+    }
+    MPI_Comm_set_errhandler(e->mpi.ctrl, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(e->mpi.data, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(e->mpi.local, MPI_ERRORS_RETURN);
+    /* Knobs that must be the same on every rank (one collective, agree.c). */
+    if ((st = tc__knobs_agree(e->mpi.ctrl, e->cfg, msg, len)) != TC_OK) {
+        goto err_free_local;
+    }
+    MPI_Comm_rank(e->mpi.ctrl, &e->rank);
+    MPI_Comm_size(e->mpi.ctrl, &e->size);
+    MPI_Comm_rank(e->mpi.local, &lrank);
+    MPI_Comm_size(e->mpi.local, &lsize);
+    tc__transport_mpi_init(&e->mpi.tp, &e->mpi.tp_mpi, e->mpi.data, (uint32_t)e->cfg->spin,
+                           (uint32_t)e->cfg->backoff_max_us);
+    tc__fail_hook_transport(e);
+    if (tc__cycle_init(e) != TC_OK ||
+        (e->rank == 0 && (e->life.bye_seen = calloc((size_t)e->size, 1)) == NULL)) {
+        snprintf(msg, len, "out of memory creating the message table");
+        st = TC_ERR_NOMEM;
+        goto err_free_tables;
+    }
+    atomic_store_explicit(&tc__engine_shared.rank, e->rank, memory_order_relaxed);
+    atomic_store_explicit(&tc__engine_shared.size, e->size, memory_order_relaxed);
+    atomic_store_explicit(&tc__engine_shared.local_rank, lrank, memory_order_relaxed);
+    atomic_store_explicit(&tc__engine_shared.local_size, lsize, memory_order_relaxed);
+    atomic_store_explicit(&tc__log_rank, e->rank, memory_order_relaxed);
+    TC_INFO("engine", "rank %d of %d (local %d of %d), MPI %s by tcoll", e->rank, e->size, lrank,
+            lsize, e->mpi.own ? "initialized" : "initialized by the application");
+    return TC_OK;
+
+err_free_tables: /* then the last communicator */
+    free(e->life.bye_seen);
+    e->life.bye_seen = NULL;
+    tc__cycle_destroy(e);
+err_free_local:
+    MPI_Comm_free(&e->mpi.local);
+err_free_data:
+    MPI_Comm_free(&e->mpi.data);
+err_free_ctrl:
+    MPI_Comm_free(&e->mpi.ctrl);
+err_finalize:
+    if (e->mpi.own) {
+        MPI_Finalize();
+        e->mpi.own = 0;
+    }
+    return st;
+}
+
+/* Makes sure no control message is left unmatched (see the file comment):
+ * after the cycle that carried TERMINATE, a worker sends BYE and rank 0 reads
+ * requests until it has every BYE; both then wait for their sends to
+ * complete. Bounded by TCOLL_SHUTDOWN_TIMEOUT_S: past it, MPI is left as it
+ * is and the shutdown reports TC_ERR_TIMEOUT. */
+static void goodbye(engine_t *e)
+{
+    tc_backoff_t bo;
+    tc_wire_msg_t msg;
+    uint64_t deadline = tc__now_ns() + (uint64_t)e->cfg->shutdown_timeout_s * 1000000000ull;
+    char ranks[256];
+    int src, got, q, remaining = 0;
+
+    tc__backoff_init(&bo, (uint32_t)e->cfg->spin, (uint32_t)e->cfg->backoff_max_us);
+    if (e->rank != 0) {
+        tc_wire_msg_t bye = {0};
+        bye.type = TC_WIRE_BYE;
+        tc__ctrl_send(e, &bye, 0, 0, -1, ENG_TAG_REQ);
+    } else {
+        for (q = 1; q < e->size; q++) {
+            remaining += !e->life.bye_seen[q];
+        }
+    }
+    while (!eng_broken() && (remaining > 0 || tc__ctrl_progress(e) > 0)) {
+        int progress = 0;
+        while (e->rank == 0 && remaining > 0 &&
+               (got = tc__ctrl_recv(e, MPI_ANY_SOURCE, ENG_TAG_REQ, &msg, &src)) == 1) {
+            progress = 1;
+            if (msg.type == TC_WIRE_BYE && !e->life.bye_seen[src]) {
+                e->life.bye_seen[src] = 1;
+                remaining--;
+            }
+            tc__wire_msg_free(&msg);
+        }
+        if (tc__fail_poll_abort(e)) {
+            break;
+        }
+        if (tc__now_ns() > deadline) {
+            e->life.bye_seen[0] = 1;
+            tc__ranks_format(e->life.bye_seen, e->size, 0, e->rank, ranks, sizeof(ranks));
+            e->life.status = TC_ERR_TIMEOUT;
+            snprintf(e->life.msg, sizeof(e->life.msg),
+                     "the shutdown handshake did not finish within %d s "
+                     "(TCOLL_SHUTDOWN_TIMEOUT_S)%s%s; MPI was left as it is",
+                     e->cfg->shutdown_timeout_s, remaining > 0 ? ": no goodbye from rank " : "",
+                     remaining > 0 ? ranks : "");
+            TC_ERROR("engine", "%s", e->life.msg);
+            tc__life_enter(e, ENG_LIFE_BROKEN);
+            break;
+        }
+        if (progress) {
+            tc__backoff_reset(&bo);
+        } else {
+            tc__backoff_wait(&bo);
+        }
+    }
+}
+
+static void mpi_teardown(engine_t *e)
+{
+    if (eng_broken()) {
+        /* MPI may be unusable, and peers may be gone: leave it as it is
+         * rather than hang in it. */
+        TC_WARN("engine", "skipping MPI teardown after a failure");
+        tc__ctrl_abandon(e);
+        return;
+    }
+    MPI_Comm_free(&e->mpi.ctrl);
+    MPI_Comm_free(&e->mpi.data);
+    MPI_Comm_free(&e->mpi.local);
+    if (e->mpi.own) {
+        MPI_Finalize();
+    }
+}
+
+static void engine_free(engine_t *e)
+{
+    tc__cycle_destroy(e);
+    tc__stall_destroy(e);
+    tc__cache_destroy(&e->cache);
+    tc__eager_clear(e);
+    tc__scratch_free(&e->eager.acc);
+    tc__scratch_free(&e->exec.scratch);
+    tc__scratch_free(&e->exec.fusion);
+    free(e->ctrl.v);
+    free(e->life.bye_seen);
+    free(e);
+}
+
+static void *engine_main(void *arg)
+{
+    eng_shared_t *sh = &tc__engine_shared;
+    engine_t *e = arg;
+    char msg[ENG_MSG_MAX] = "";
+    tc_status_t st;
+
+    /* Back-off sleeps are a few microseconds; Linux's default 50 us timer
+     * slack would stretch each of them to 50 us or more. */
+    (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+    st = mpi_setup(e, msg, sizeof(msg));
+    if (st == TC_OK && e->cfg->timeline[0] != '\0') {
+        /* before tc_init returns: the timeline covers every submission, and
+         * a tc_timeline_start right after tc_init finds it running */
+        char err[512];
+        if (tc__tl_job_start(e->cfg->timeline, e->rank, e->size, err, sizeof(err)) != TC_OK) {
+            TC_WARN("timeline", "TCOLL_TIMELINE=%s: %s; no timeline", e->cfg->timeline, err);
+        }
+    }
+    pthread_mutex_lock(&sh->mu);
+    sh->init_status = st;
+    snprintf(sh->init_msg, sizeof(sh->init_msg), "%s", msg);
+    life_set_locked(st == TC_OK ? ENG_LIFE_RUNNING : ENG_LIFE_START_FAILED);
+    pthread_cond_broadcast(&sh->started);
+    pthread_mutex_unlock(&sh->mu);
+    if (st != TC_OK) {
+        engine_free(e);
+        return NULL;
+    }
+    tc__loop_run(e); /* until the engine leaves RUNNING */
+    tc__queue_fail_all(e->life.status, e->life.msg);
+    if (eng_life() == ENG_LIFE_FAILED) {
+        tc__fail_send_abort(e);
+    }
+    if (!eng_broken()) {
+        goodbye(e);
+    }
+    /* After the engine's last event, before the communicators go: rank 0
+     * gathers a job-wide timeline (timeline_job.c). */
+    st = tc__tl_job_finish(e->mpi.ctrl, e->rank, e->size, !eng_broken(), e->cfg, msg,
+                           sizeof(msg));
+    if (st != TC_OK && !eng_broken()) {
+        e->life.status = st; /* requests of the exchange are still pending */
+        snprintf(e->life.msg, sizeof(e->life.msg), "%s", msg);
+        tc__life_enter(e, ENG_LIFE_BROKEN);
+    }
+    mpi_teardown(e);
+    tc__life_enter(e, ENG_LIFE_STOPPED); /* what tc_shutdown reports: the goodbye may
+                                          * have run out of time */
+    TC_INFO("engine", "engine thread exits: %s", e->life.msg);
+    engine_free(e);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Public API                                                                */
+/* ------------------------------------------------------------------------ */
+
+static engine_t *engine_new(void)
+{
+    engine_t *e = calloc(1, sizeof(*e));
+
+    if (e == NULL) {
+        return NULL;
+    }
+    e->cfg = tc__config();
+    tc__backoff_init(&e->loop.bo, (uint32_t)e->cfg->spin, (uint32_t)e->cfg->backoff_max_us);
+    tc__cache_init(&e->cache);
+    return e;
+}
+
+tc_status_t tc_init(void)
+{
+    eng_shared_t *sh = &tc__engine_shared;
+    engine_t *e;
+    tc_status_t st;
+    int rc;
+
+    tc__clear_error();
+    pthread_mutex_lock(&sh->mu);
+    if (sh->life != ENG_LIFE_NONE) {
+        int again = sh->shutdown_requested || sh->life == ENG_LIFE_START_FAILED;
+        pthread_mutex_unlock(&sh->mu);
+        if (!again) {
+            return tc__set_error(TC_ERR_STATE, "tc_init: tcoll is already initialized");
+        }
+        return tc__set_error(TC_ERR_STATE, "tc_init: tcoll was shut down (or failed to start) and "
+                                           "cannot be initialized again in this process");
+    }
+    life_set_locked(ENG_LIFE_STARTING);
+    pthread_mutex_unlock(&sh->mu);
+
+    e = engine_new();
+    if (e == NULL) {
+        st = tc__set_error(TC_ERR_NOMEM, "tc_init: out of memory");
+        goto err_unstart;
+    }
+    tc__hmap_init(&sh->inflight);
+    rc = pthread_create(&sh->thread, NULL, engine_main, e);
+    if (rc != 0) {
+        st = tc__set_error(TC_ERR_NOMEM, "tc_init: cannot start the engine thread: %s",
+                           strerror(rc));
+        goto err_free_engine;
+    }
+    pthread_mutex_lock(&sh->mu);
+    while (sh->life == ENG_LIFE_STARTING) {
+        pthread_cond_wait(&sh->started, &sh->mu);
+    }
+    st = sh->init_status;
+    pthread_mutex_unlock(&sh->mu);
+    if (st != TC_OK) {
+        pthread_join(sh->thread, NULL);
+        return tc__set_error(st, "tc_init: %s", sh->init_msg);
+    }
+    return TC_OK;
+
+err_free_engine:
+    engine_free(e);
+err_unstart:
+    pthread_mutex_lock(&sh->mu);
+    life_set_locked(ENG_LIFE_NONE);
+    pthread_mutex_unlock(&sh->mu);
+    return st;
+}
+
+tc_status_t tc_shutdown(void)
+{
+    eng_shared_t *sh = &tc__engine_shared;
+    struct timespec deadline;
+    tc_status_t st;
+    int rc, limit_s;
+
+    tc__clear_error();
+    pthread_mutex_lock(&sh->mu);
+    if (sh->shutdown_requested || sh->life == ENG_LIFE_NONE || sh->life == ENG_LIFE_STARTING ||
+        sh->life == ENG_LIFE_START_FAILED) {
+        int again = sh->shutdown_requested;
+        pthread_mutex_unlock(&sh->mu);
+        return tc__set_error(TC_ERR_STATE, again ? "tc_shutdown: already shut down"
+                                                 : "tc_shutdown: tcoll is not initialized");
+    }
+    sh->shutdown_requested = 1;
+    pthread_cond_signal(&sh->wake);
+    pthread_mutex_unlock(&sh->mu);
+
+    /* The engine bounds the handshake, its goodbye and the gathering of a
+     * job-wide timeline by the timeout each; this bounds anything else
+     * (MPI_Finalize waiting for a stuck peer). */
+    limit_s = 3 * tc__config()->shutdown_timeout_s + 10;
+    deadline = tc__deadline_after_ns((uint64_t)limit_s * 1000000000ull);
+    rc = pthread_timedjoin_np(sh->thread, NULL, &deadline);
+    if (rc != 0) {
+        pthread_detach(sh->thread);
+        return tc__set_error(TC_ERR_TIMEOUT,
+                             "tc_shutdown: the engine thread did not stop within %d s (stuck in "
+                             "MPI?); it was left running and MPI as it is", limit_s);
+    }
+    tc__output_pool_drain();
+    if (tc__tl_active()) {
+        (void)tc__tl_stop(); /* after the engine's last event */
+    }
+
+    pthread_mutex_lock(&sh->mu);
+    st = sh->stop_status;
+    pthread_mutex_unlock(&sh->mu);
+    if (st == TC_ERR_SHUTDOWN) {
+        return TC_OK;
+    }
+    if (st == TC_ERR_TIMEOUT) {
+        return tc__set_error(st, "tc_shutdown: %s", sh->stop_msg);
+    }
+    return tc__set_error(st, "tc_shutdown: tcoll had stopped after an error: %s", sh->stop_msg);
+}

@@ -1,0 +1,364 @@
+/*
+ * test_kinds.c - the collective kinds' descriptors without MPI: the table
+ * (one row per kind, names from the one list, ranges), each kind's argument
+ * checks, the submission path's checks and how it binds a request's op,
+ * root and output buffer per kind (tc__request_make, no MPI), the eager
+ * combine of allreduce, and the agreement masks as the coordinator applies
+ * them: for every kind and every field, a rank that differs in that field
+ * alone gives TC_ERR_MISMATCH naming the field exactly when the kind's mask
+ * lists it.
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+
+#include "check.h"
+#include "engine/coordinator.h"
+#include "engine/engine_internal.h"
+#include "engine/kinds.h"
+
+static void test_table(void)
+{
+    int k;
+
+    for (k = 0; k < TC_KIND_COUNT; k++) {
+        const tc_kind_desc_t *d = tc__kind_get(k);
+        size_t i;
+        CHECK(d != NULL);
+        CHECK_EQ(d->kind, k);
+        CHECK_MSG(strcmp(d->name, tc__kind_name(k)) == 0, "kind %d: '%s' vs the wire's '%s'", k,
+                  d->name, tc__kind_name(k));
+        CHECK_EQ(strlen(d->upper), strlen(d->name));
+        for (i = 0; d->name[i] != '\0'; i++) {
+            CHECK_EQ(d->upper[i], toupper((unsigned char)d->name[i]));
+        }
+        CHECK(d->run != NULL && d->algo != NULL && d->algo[0] != '\0');
+        CHECK_EQ(d->run_packed != NULL, d->algo_packed != NULL);
+        /* fused and eager results are written into the request's recv */
+        if (d->run_packed != NULL || d->eager != NULL) {
+            CHECK(d->output != TC_OUT_GATHERED);
+        }
+        /* an op or root the ranks need not agree on would run differently */
+        CHECK_EQ((d->params & TC_PARAM_OP) != 0, (d->agree & TC_AGREE_OP) != 0);
+        CHECK_EQ((d->params & TC_PARAM_ROOT) != 0, (d->agree & TC_AGREE_ROOT) != 0);
+        /* exactly one shape rule */
+        CHECK_EQ(((d->agree & TC_AGREE_SHAPE) != 0) + ((d->agree & TC_AGREE_SHAPE_TAIL) != 0), 1);
+        CHECK(d->agree & TC_AGREE_DTYPE);
+    }
+    CHECK(tc__kind_get(-1) == NULL);
+    CHECK(tc__kind_get(TC_KIND_COUNT) == NULL);
+    CHECK(tc__kind_get(255) == NULL);
+    CHECK(strcmp(tc__kind_get(TC_KIND_ALLREDUCE)->upper, "ALLREDUCE") == 0);
+    CHECK(strcmp(tc__kind_get(TC_KIND_BROADCAST)->algo, "binomial tree") == 0);
+}
+
+/* The kind's validate function on a tensor; NULL validate accepts. */
+static tc_status_t validate(int kind, tc_dtype_t dtype, int ndim, tc_op_t op, char *why,
+                            size_t len)
+{
+    const tc_kind_desc_t *d = tc__kind_get(kind);
+    float data[4] = {0};
+    tc_tensor_t t = {data, dtype, ndim, {4}};
+    tc_kind_args_t a = {&t, ndim == 0 ? 1 : 4, data, op, 0};
+
+    why[0] = '\0';
+    return d->validate != NULL ? d->validate(&a, why, len) : TC_OK;
+}
+
+static void test_validate(void)
+{
+    char why[256];
+    int k;
+
+    /* allreduce: the op, and avg only on floating-point dtypes */
+    CHECK_OK(validate(TC_KIND_ALLREDUCE, TC_FLOAT32, 1, TC_SUM, why, sizeof(why)));
+    CHECK_OK(validate(TC_KIND_ALLREDUCE, TC_BFLOAT16, 0, TC_AVG, why, sizeof(why)));
+    CHECK_OK(validate(TC_KIND_ALLREDUCE, TC_INT64, 1, TC_PROD, why, sizeof(why)));
+    CHECK_STATUS(validate(TC_KIND_ALLREDUCE, TC_FLOAT32, 1, (tc_op_t)99, why, sizeof(why)),
+                 TC_ERR_ARG);
+    CHECK(strcmp(why, "unknown op 99") == 0);
+    CHECK_STATUS(validate(TC_KIND_ALLREDUCE, TC_FLOAT32, 1, (tc_op_t)-1, why, sizeof(why)),
+                 TC_ERR_ARG);
+    CHECK_STATUS(validate(TC_KIND_ALLREDUCE, TC_INT32, 1, TC_AVG, why, sizeof(why)), TC_ERR_ARG);
+    CHECK(strcmp(why, "avg needs a floating-point dtype, not int32") == 0);
+    CHECK_STATUS(validate(TC_KIND_ALLREDUCE, TC_UINT8, 0, TC_AVG, why, sizeof(why)), TC_ERR_ARG);
+
+    /* allgather: concatenates along dim 0, so needs one; the op is not its */
+    CHECK_STATUS(validate(TC_KIND_ALLGATHER, TC_FLOAT32, 0, TC_SUM, why, sizeof(why)), TC_ERR_ARG);
+    CHECK_STR_CONTAINS(why, "allgather needs ndim >= 1");
+    CHECK_OK(validate(TC_KIND_ALLGATHER, TC_INT8, 1, TC_SUM, why, sizeof(why)));
+    CHECK_OK(validate(TC_KIND_ALLGATHER, TC_INT8, 1, (tc_op_t)99, why, sizeof(why)));
+
+    /* broadcast: a scalar is fine, the op is ignored (the root's range is
+     * checked at submission, against the job's size) */
+    CHECK_OK(validate(TC_KIND_BROADCAST, TC_FLOAT64, 0, (tc_op_t)99, why, sizeof(why)));
+
+    /* a message on every failure */
+    for (k = 0; k < TC_KIND_COUNT; k++) {
+        if (validate(k, TC_INT32, 0, (tc_op_t)77, why, sizeof(why)) != TC_OK) {
+            CHECK(why[0] != '\0');
+        }
+    }
+}
+
+/* tc__request_make for kind; on success the request, else NULL and the
+ * status in *st_p. */
+static tc_request_t *make(int kind, const tc_tensor_t *t, void *recv, tc_op_t op, int root,
+                          tc_status_t *st_p)
+{
+    static char mark;
+    tc_request_t *req = NULL, *sentinel = (tc_request_t *)(void *)&mark, *out = sentinel;
+
+    *st_p = tc__request_make("fn", (tc_kind_t)kind, "x", t, recv, op, root, &req, &out);
+    if (*st_p != TC_OK) {
+        CHECK(out == sentinel); /* untouched */
+        CHECK(tc_last_error()[0] != '\0');
+        return NULL;
+    }
+    CHECK(out != sentinel && out != NULL);
+    CHECK(req == NULL); /* the caller's handle is set only once queued */
+    return out;
+}
+
+static void test_request_make(void)
+{
+    float x[6] = {1, 2, 3, 4, 5, 6}, y[6];
+    tc_tensor_t t = {x, TC_FLOAT32, 2, {2, 3}}, s0 = {x, TC_FLOAT32, 0, {0}};
+    tc_tensor_t empty = {NULL, TC_INT32, 2, {4, 0}};
+    tc_request_t *req;
+    tc_status_t st;
+    int k;
+
+    /* how each kind binds its parameters and output */
+    req = make(TC_KIND_ALLREDUCE, &t, y, TC_MAX, 3, &st);
+    CHECK_OK(st);
+    CHECK(req->recv == y && req->send == x);
+    CHECK_EQ(req->op, TC_MAX);
+    CHECK_EQ(req->root, 0);
+    CHECK_EQ(req->count, 6);
+    CHECK_EQ(req->ndim, 2);
+    CHECK_EQ(req->shape[1], 3);
+    tc__request_destroy(req);
+    req = make(TC_KIND_BROADCAST, &t, NULL, TC_MAX, 3, &st);
+    CHECK_OK(st);
+    CHECK(req->recv == x); /* in place */
+    CHECK_EQ(req->op, TC_SUM);
+    CHECK_EQ(req->root, 3); /* its range is checked against the job's size later */
+    tc__request_destroy(req);
+    req = make(TC_KIND_ALLGATHER, &t, y, TC_MAX, 3, &st);
+    CHECK_OK(st);
+    CHECK(req->recv == NULL); /* tcoll allocates the output */
+    CHECK_EQ(req->op, TC_SUM);
+    CHECK_EQ(req->root, 0);
+    tc__request_destroy(req);
+
+    /* the kinds' own checks, with the function and tensor named */
+    CHECK(make(TC_KIND_ALLREDUCE, &t, y, (tc_op_t)99, 0, &st) == NULL);
+    CHECK_STATUS(st, TC_ERR_ARG);
+    CHECK(strcmp(tc_last_error(), "fn: tensor 'x': unknown op 99") == 0);
+    CHECK(make(TC_KIND_ALLREDUCE, &(tc_tensor_t){x, TC_INT8, 1, {2}}, y, TC_AVG, 0, &st) == NULL);
+    CHECK_STR_CONTAINS(tc_last_error(), "avg needs a floating-point dtype, not int8");
+    CHECK(make(TC_KIND_ALLREDUCE, &t, NULL, TC_SUM, 0, &st) == NULL);
+    CHECK(strcmp(tc_last_error(), "fn: tensor 'x': recv is NULL") == 0);
+    CHECK(make(TC_KIND_ALLGATHER, &s0, NULL, TC_SUM, 0, &st) == NULL);
+    CHECK_STR_CONTAINS(tc_last_error(), "fn: tensor 'x': allgather needs ndim >= 1");
+    req = make(TC_KIND_BROADCAST, &s0, NULL, (tc_op_t)99, 0, &st);
+    CHECK_OK(st);
+    CHECK_EQ(req->count, 1);
+    tc__request_destroy(req);
+
+    /* the common checks hold for every kind; zero elements need no buffers */
+    for (k = 0; k < TC_KIND_COUNT; k++) {
+        tc_tensor_t bad = t;
+        bad.dtype = (tc_dtype_t)99;
+        CHECK(make(k, &bad, y, TC_SUM, 0, &st) == NULL);
+        CHECK_STR_CONTAINS(tc_last_error(), "unknown dtype 99");
+        bad = t;
+        bad.ndim = TC_MAX_DIMS + 1;
+        CHECK(make(k, &bad, y, TC_SUM, 0, &st) == NULL);
+        bad = t;
+        bad.shape[1] = -3;
+        CHECK(make(k, &bad, y, TC_SUM, 0, &st) == NULL);
+        CHECK_STR_CONTAINS(tc_last_error(), "dimension 1 is negative (-3)");
+        bad = t;
+        bad.data = NULL;
+        CHECK(make(k, &bad, y, TC_SUM, 0, &st) == NULL);
+        CHECK_STR_CONTAINS(tc_last_error(), "data is NULL");
+        CHECK(make(k, NULL, y, TC_SUM, 0, &st) == NULL);
+        req = make(k, &empty, NULL, TC_SUM, 0, &st);
+        CHECK_OK(st);
+        CHECK_EQ(req->count, 0);
+        tc__request_destroy(req);
+    }
+}
+
+static void test_eager(void)
+{
+    const tc_kind_desc_t *d = tc__kind_get(TC_KIND_ALLREDUCE);
+    int32_t in[3][4], out[4];
+    float fin[2][2] = {{1, 2}, {3, 5}}, fout[2];
+    const void *inputs[3] = {in[0], in[1], in[2]};
+    tc_request_t req;
+    tc_scratch_t acc = {NULL, 0};
+    int q, i;
+
+    for (q = 0; q < 3; q++) {
+        for (i = 0; i < 4; i++) {
+            in[q][i] = q * 10 + i;
+        }
+    }
+    memset(&req, 0, sizeof(req));
+    req.kind = TC_KIND_ALLREDUCE;
+    req.dtype = TC_INT32;
+    req.op = TC_SUM;
+    req.ndim = 1;
+    req.shape[0] = 4;
+    req.count = 4;
+    req.recv = out;
+    CHECK_OK(d->eager(&req, inputs, 3, &acc));
+    for (i = 0; i < 4; i++) {
+        CHECK_EQ(out[i], 30 + 3 * i);
+    }
+    CHECK(req.output.data == out);
+    CHECK_EQ(req.output.dtype, TC_INT32);
+    CHECK_EQ(req.output.ndim, 1);
+    CHECK_EQ(req.output.shape[0], 4);
+
+    req.dtype = TC_FLOAT32;
+    req.op = TC_AVG;
+    req.ndim = 0;
+    req.count = 2;
+    req.recv = fout;
+    inputs[0] = fin[0];
+    inputs[1] = fin[1];
+    CHECK_OK(d->eager(&req, inputs, 2, &acc));
+    CHECK(fout[0] == 2.0f && fout[1] == 3.5f);
+    CHECK_EQ(req.output.ndim, 0);
+    tc__scratch_free(&acc);
+}
+
+static tc_wire_request_t base_request(int kind)
+{
+    tc_wire_request_t r;
+
+    memset(&r, 0, sizeof(r));
+    r.name = "t";
+    r.name_len = 1;
+    r.kind = (uint8_t)kind;
+    r.dtype = TC_FLOAT32;
+    r.op = TC_SUM;
+    r.root = 0;
+    r.ndim = 2;
+    r.shape[0] = 3;
+    r.shape[1] = 4;
+    return r;
+}
+
+/* Rank 1 of 2 submits alt, rank 0 base: the response's text, or NULL (RUN). */
+static char *decide(tc_wire_request_t base, tc_wire_request_t alt)
+{
+    tc_coord_t *c;
+    tc_coord_batch_t b;
+    char err[256], *text = NULL;
+
+    CHECK_OK(tc__coord_create(2, &c));
+    CHECK_OK(tc__coord_add(c, 0, &base, err, sizeof(err)));
+    CHECK_OK(tc__coord_add(c, 1, &alt, err, sizeof(err)));
+    CHECK_OK(tc__coord_take_ready(c, &b));
+    CHECK_EQ(b.count, 1);
+    if (b.resps[0].rtype == TC_WIRE_ERROR) {
+        CHECK_EQ(b.resps[0].status, TC_ERR_MISMATCH);
+        text = strndup(b.resps[0].text, b.resps[0].text_len);
+    } else if (tc__kind_get(base.kind)->output == TC_OUT_GATHERED) {
+        CHECK_EQ(b.resps[0].ndim0, 2); /* the plan: each rank's rows */
+        CHECK_EQ(b.resps[0].dim0[0], base.shape[0]);
+        CHECK_EQ(b.resps[0].dim0[1], alt.shape[0]);
+    } else {
+        CHECK_EQ(b.resps[0].ndim0, 0);
+    }
+    tc__coord_batch_free(&b);
+    tc__coord_destroy(c);
+    return text;
+}
+
+static void test_agreement(void)
+{
+    int k;
+
+    for (k = 0; k < TC_KIND_COUNT; k++) {
+        const tc_kind_desc_t *d = tc__kind_get(k);
+        tc_wire_request_t base = base_request(k), alt;
+        char want[128], *text;
+        int f;
+
+        CHECK(decide(base, base) == NULL);
+        /* a different kind is always a mismatch, reported first */
+        alt = base;
+        alt.kind = (uint8_t)((k + 1) % TC_KIND_COUNT);
+        alt.dtype = TC_INT8;
+        text = decide(base, alt);
+        if (TC_KIND_COUNT > 1) {
+            snprintf(want, sizeof(want), "tensor 't': collective mismatch: rank 0 has %s, rank 1 "
+                     "has %s", d->name, tc__kind_name(alt.kind));
+            CHECK_MSG(text != NULL && strcmp(text, want) == 0, "got '%s', want '%s'",
+                      text ? text : "(RUN)", want);
+        }
+        free(text);
+        /* each field alone */
+        for (f = 0; f < TC_AGREE_NFIELDS; f++) {
+            static const char *const names[TC_AGREE_NFIELDS] = {
+#define NAME(name, text, note) [TC_AGREE_INDEX_##name] = text " mismatch" note ":",
+                TC_AGREE_MAP(NAME)
+#undef NAME
+            };
+            unsigned bit = 1u << f;
+            alt = base;
+            switch (f) {
+            case TC_AGREE_INDEX_DTYPE: alt.dtype = TC_FLOAT64; break;
+            case TC_AGREE_INDEX_OP: alt.op = TC_MAX; break;
+            case TC_AGREE_INDEX_ROOT: alt.root = 1; break;
+            case TC_AGREE_INDEX_NDIM: alt.ndim = 3; alt.shape[2] = 1; break;
+            case TC_AGREE_INDEX_SHAPE: alt.shape[0] = 5; break; /* dim 0 alone */
+            case TC_AGREE_INDEX_SHAPE_TAIL: alt.shape[1] = 5; break; /* dim 1 alone */
+            }
+            text = decide(base, alt);
+            if (d->agree & bit) {
+                snprintf(want, sizeof(want), "tensor 't': %s %s", d->name, names[f]);
+                CHECK_MSG(text != NULL && strncmp(text, want, strlen(want)) == 0,
+                          "kind %s field %d: got '%s', want '%s...'", d->name, f,
+                          text ? text : "(RUN)", want);
+            } else if (f == TC_AGREE_INDEX_NDIM || f == TC_AGREE_INDEX_SHAPE_TAIL) {
+                /* outside the mask, a changed ndim or dim 1 is still caught
+                 * by the kind's shape rule */
+                CHECK_MSG(text != NULL && strstr(text, " shape mismatch") != NULL,
+                          "kind %s field %d: got '%s'", d->name, f, text ? text : "(RUN)");
+            } else {
+                CHECK_MSG(text == NULL, "kind %s field %d is not in its mask: got '%s'", d->name,
+                          f, text);
+            }
+            free(text);
+        }
+    }
+    /* a kind out of range is a protocol violation that changes nothing */
+    {
+        tc_coord_t *c;
+        tc_wire_request_t r = base_request(0);
+        char err[256];
+        r.kind = TC_KIND_COUNT;
+        CHECK_OK(tc__coord_create(2, &c));
+        CHECK_STATUS(tc__coord_add(c, 0, &r, err, sizeof(err)), TC_ERR_ARG);
+        CHECK_STR_CONTAINS(err, "unknown kind");
+        CHECK_EQ(tc__coord_pending(c), 0);
+        tc__coord_destroy(c);
+    }
+}
+
+int main(void)
+{
+    test_table();
+    test_validate();
+    test_request_make();
+    test_eager();
+    test_agreement();
+    printf("test_kinds: ok\n");
+    return 0;
+}
