@@ -5,8 +5,9 @@
  * without cache ids and eager inputs, and the extremes of the value ranges.
  *
  * Usage: gen_wire_corpus DIR (DIR must exist; files in it are overwritten).
- * Build: cc -std=c11 -Iinclude -Isrc tests/fuzz/gen_wire_corpus.c src/wire/wire.c \
- *          src/util/status.c src/util/log.c -o gen_wire_corpus
+ * Build: cc -std=c11 -Iinclude -Isrc tests/fuzz/gen_wire_corpus.c src/wire/wire_encode.c \
+ *          src/wire/wire_decode.c src/wire/wire_kinds.c src/util/status.c src/util/log.c \
+ *          -o gen_wire_corpus
  * Must never write outside DIR; the output is deterministic.
  */
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /*
- * test_wire.c - unit test of the control-message codec (src/wire/wire.c).
+ * test_wire.c - unit test of the control-message codec (src/wire/wire_*.c).
  *
  * Checks round trips of every message type and field range (the cycle record,
  * its id lists and its eager record included), pins a few exact
