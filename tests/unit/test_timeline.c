@@ -1,5 +1,5 @@
 /*
- * test_timeline.c - unit test of the timeline writer (src/util/timeline.c),
+ * test_timeline.c - unit test of the timeline writer (src/util/timeline*.c),
  * no MPI.
  *
  * Every file the writer produces is read back through the strict JSON parser
