@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
+#include <string.h>
 
 #include "engine/engine_internal.h"
 #include "util/log.h"
@@ -30,17 +31,54 @@ static void ctrl_buf_release(eng_ctrl_buf_t *cb)
     }
 }
 
+/* Posts a send of cb's bytes to each destination: dst[0..ndst-1], or, with
+ * dst NULL, the ranks first..first+ndst-1 but skip (-1: none). Takes cb
+ * (each posted send holds a reference; the caller's is released here). */
+static void post(engine_t *e, eng_ctrl_buf_t *cb, const int *dst, int first, int ndst, int skip,
+                 int tag)
+{
+    char why[MPI_MAX_ERROR_STRING];
+    int i;
+
+    if (e->ctrl.n + (size_t)ndst > e->ctrl.cap) {
+        size_t cap = (e->ctrl.cap + (size_t)ndst) * 2;
+        eng_ctrl_send_t *s = realloc(e->ctrl.v, cap * sizeof(*s));
+        if (s == NULL) {
+            tc__engine_fail(e, TC_ERR_NOMEM, "out of memory for control sends");
+            ctrl_buf_release(cb);
+            return;
+        }
+        e->ctrl.v = s;
+        e->ctrl.cap = cap;
+    }
+    for (i = 0; i < ndst; i++) {
+        eng_ctrl_send_t *s = &e->ctrl.v[e->ctrl.n];
+        int to = dst != NULL ? dst[i] : first + i, rc;
+        if (to == skip) {
+            continue;
+        }
+        rc = MPI_Isend(cb->buf.data, (int)cb->buf.len, MPI_BYTE, to, tag, e->mpi.ctrl, &s->req);
+        if (rc != MPI_SUCCESS) {
+            tc__engine_fail(e, TC_ERR_TRANSPORT,
+                            "MPI_Isend of a control message to rank %d failed: %s", to,
+                            tc__mpi_strerror(rc, why, sizeof(why)));
+            break;
+        }
+        s->cb = cb;
+        cb->refs++;
+        e->ctrl.n++;
+    }
+    ctrl_buf_release(cb);
+}
+
 /* Encodes msg once and posts a send of it to each rank in first..last but
  * skip (-1: none). */
 void tc__ctrl_send(engine_t *e, const tc_wire_msg_t *msg, int first, int last, int skip,
                    int tag)
 {
-    const int ndst = last - first + 1;
     eng_ctrl_buf_t *cb;
-    char why[MPI_MAX_ERROR_STRING];
-    int i;
 
-    if (ndst <= 0) {
+    if (last < first) {
         return;
     }
     cb = calloc(1, sizeof(*cb));
@@ -52,42 +90,34 @@ void tc__ctrl_send(engine_t *e, const tc_wire_msg_t *msg, int first, int last, i
         tc__engine_fail(e, TC_ERR_NOMEM, "cannot encode a control message (out of memory)");
         goto err_free_cb;
     }
-    if (e->ctrl.n + (size_t)ndst > e->ctrl.cap) {
-        size_t cap = (e->ctrl.cap + (size_t)ndst) * 2;
-        eng_ctrl_send_t *s = realloc(e->ctrl.v, cap * sizeof(*s));
-        if (s == NULL) {
-            tc__engine_fail(e, TC_ERR_NOMEM, "out of memory for control sends");
-            goto err_free_buf;
-        }
-        e->ctrl.v = s;
-        e->ctrl.cap = cap;
-    }
     cb->refs = 1; /* held until every send is posted */
-    for (i = 0; i < ndst; i++) {
-        eng_ctrl_send_t *s = &e->ctrl.v[e->ctrl.n];
-        int rc;
-        if (first + i == skip) {
-            continue;
-        }
-        rc = MPI_Isend(cb->buf.data, (int)cb->buf.len, MPI_BYTE, first + i, tag, e->mpi.ctrl,
-                       &s->req);
-        if (rc != MPI_SUCCESS) {
-            tc__engine_fail(e, TC_ERR_TRANSPORT,
-                            "MPI_Isend of a control message to rank %d failed: %s", first + i,
-                            tc__mpi_strerror(rc, why, sizeof(why)));
-            break;
-        }
-        s->cb = cb;
-        cb->refs++;
-        e->ctrl.n++;
-    }
-    ctrl_buf_release(cb);
+    post(e, cb, NULL, first, last - first + 1, skip, tag);
     return;
 
-err_free_buf:
-    tc__wire_buf_free(&cb->buf);
 err_free_cb:
+    tc__wire_buf_free(&cb->buf);
     free(cb);
+}
+
+/* Posts len encoded bytes (copied) to dst[0..ndst-1]. */
+void tc__ctrl_send_bytes(engine_t *e, const void *data, size_t len, const int *dst, int ndst,
+                         int tag)
+{
+    eng_ctrl_buf_t *cb;
+
+    if (ndst <= 0) {
+        return;
+    }
+    cb = calloc(1, sizeof(*cb));
+    if (cb == NULL || (cb->buf.data = malloc(len > 0 ? len : 1)) == NULL) {
+        free(cb);
+        tc__engine_fail(e, TC_ERR_NOMEM, "out of memory sending a control message");
+        return;
+    }
+    memcpy(cb->buf.data, data, len);
+    cb->buf.len = cb->buf.cap = len;
+    cb->refs = 1;
+    post(e, cb, dst, 0, ndst, -1, tag);
 }
 
 /* Completes finished control sends; returns how many are still in flight. */

@@ -8,13 +8,12 @@
  *   lifecycle.c  tc_init/tc_shutdown, the engine thread's start and end
  *   loop.c       the engine loop: step, wait, the periodic checks
  *   ctrl.c       control messages on the control communicator
- *   cycle.c      the negotiation protocol (cycles over the control
- *                communicator, built on rank 0's message table and the
- *                response cache): the one file that knows it
+ *   negotiate.c  the engine's side of the negotiation: feeds the pure state
+ *                machine (neg.h: neg.c, neg_tree.c, neg_watch.c, over rank
+ *                0's message table and the response cache) and runs what
+ *                it decides; the protocol is docs/negotiation.md
  *   exec.c       running what every rank agreed on, fusion
- *   eager.c      small inputs carried inside cycle messages
- *   stall.c      rank 0's stall inspector
- *   failure.c    stopping after a failure, aborts, liveness probes
+ *   failure.c    stopping after a failure, aborts, the transfer probe
  *   engine_tl.c  the engine's timeline events
  *   kinds.c      one descriptor per collective kind (kinds.h)
  *
@@ -33,8 +32,7 @@
 #include <stdlib.h>
 
 #include "coll/coll.h"
-#include "engine/cache.h"
-#include "engine/coordinator.h"
+#include "engine/neg.h"
 #include "engine/request.h"
 #include "transport/transport_mpi.h"
 #include "util/backoff.h"
@@ -42,17 +40,15 @@
 #include "util/hmap.h"
 #include "wire/wire.h"
 
-/* Tags on the control communicator. */
-#define ENG_TAG_REQ 1   /* REQUESTS and BYE to rank 0 */
-#define ENG_TAG_CYCLE 2 /* and 3: ENG_TAG_CYCLE + (cycle & 1) */
-#define ENG_TAG_ABORT 4 /* BYE with a terminate record: the sender stopped after a failure */
-#define ENG_TAG_PING 5  /* an empty REQUESTS: "is your engine alive?" (failure.c) */
-#define ENG_TAG_PONG 6  /* the answer */
+/* Tags on the control communicator (docs/negotiation.md, "Messages and
+ * tags"): 1-6 the negotiation's (TC_NEG_TAG_*, neg.h), 7-8 the job-wide
+ * timeline's (timeline_job.c), and the transfer probe's below. */
+#define ENG_TAG_ABORT TC_NEG_TAG_ABORT /* BYE with a terminate record: the sender stopped */
+#define ENG_TAG_XPING 9  /* an empty REQUESTS: "is your engine alive?" (failure.c) */
+#define ENG_TAG_XPONG 10 /* the answer */
 
-#define ENG_POLL_NS 1000000u /* look for aborts, stalls and deadlines at most this often */
+#define ENG_POLL_NS 1000000u /* look for aborts and deadlines at most this often */
 #define ENG_MSG_MAX 1024     /* a request's or the engine's error message */
-#define ENG_EAGER_MSG_MAX (64 * 1024) /* eager input bytes in one cycle message */
-#define ENG_EAGER_MAX_RANKS 64        /* above, eager inputs cost more than they save */
 
 /* ------------------------------------------------------------------------ */
 /* Shared with application threads                                           */
@@ -141,55 +137,14 @@ typedef struct {
     eng_ctrl_buf_t *cb;
 } eng_ctrl_send_t;
 
-/* A list of cache ids, ascending. */
-typedef struct {
-    const uint32_t *ids;
-    uint32_t n;
-} eng_ids_t;
-
-/* A cached id waiting for some ranks (rank 0's stall inspector). */
-typedef struct {
-    uint32_t id;
-    uint64_t since_ns;
-    uint8_t *have; /* [size] */
-} eng_cstall_t;
-
-/* The negotiation protocol's state (cycle.c; see its file comment). */
-typedef struct {
-    uint32_t *pend; /* ids whose entry holds a pending request of this rank */
-    uint32_t npend, cappend;
-    tc_request_t *resend; /* dropped from the cache path: negotiate in full */
-    uint64_t seq;         /* the cycle in progress, or the next one */
-    int contributed;      /* our message for seq is out */
-    int dirty;            /* new cache-path state since our last message */
-    int ngot;             /* messages for seq received */
-    uint8_t *have;        /* [size]: whose message for seq arrived */
-    tc_wire_msg_t *msgs;  /* [size]: the messages for seq */
-    uint32_t *my_ready, *my_stale; /* what our message for seq listed */
-    uint32_t nmy_ready, nmy_stale;
-    tc_coord_batch_t batch;       /* rank 0: the coordinator's decisions in our message */
-    tc_wire_response_t *my_resps; /* rank 0: every response our message carried */
-    uint32_t nmy_resps;
-    int shutdown_sent; /* worker: our SHUTDOWN request went out */
-    int shutdown_from; /* rank 0: the first rank that asked, or -1 */
-    int term_sent;     /* rank 0: our message for seq carried TERMINATE */
-    char term_text[ENG_MSG_MAX];
-    uint64_t t0;      /* when our message for seq went out */
-    uint64_t done_ns; /* when the last cycle completed */
-    eng_ids_t *ready; /* rank 0: [size], each rank's ready list (the stall inspector's) */
-} eng_cycle_t;
-
 typedef struct engine {
     const tc_config_t *cfg;
     int rank, size;
-    tc_coord_t *coord; /* rank 0's message table (coordinator.h) */
-    tc_cache_t cache;  /* the response cache (cache.h) */
 
     struct { /* lifecycle.c, failure.c: why the engine stops (the state is shared) */
         tc_status_t status; /* set before leaving RUNNING (tc__life_enter publishes it) */
         char msg[ENG_MSG_MAX];
         uint64_t shutdown_t0; /* when this rank's tc_shutdown was first seen */
-        uint8_t *bye_seen;    /* rank 0: [size], ranks whose BYE arrived */
     } life;
 
     struct { /* lifecycle.c: MPI and the data transport */
@@ -216,21 +171,14 @@ typedef struct engine {
         uint64_t ready_ns;   /* when that cycle became complete */
     } exec;
 
-    struct { /* eager.c */
-        tc_wire_eager_t *mine; /* the inputs our cycle message carries */
-        uint32_t nmine;
-        tc_scratch_t acc; /* where eager inputs are combined */
-    } eager;
-
-    eng_cycle_t cycle; /* cycle.c */
-
-    struct { /* stall.c: rank 0's stall inspector */
-        uint64_t next_check, next_warn;
-        eng_cstall_t *cached; /* cached ids some ranks listed as ready, by id */
-        uint32_t ncached;
-        tc_wire_response_t *timeouts; /* cached names to fail in our next cycle message */
-        uint32_t ntimeouts;
-    } stall;
+    struct { /* negotiate.c */
+        tc_neg_t *neg;             /* the state machine (neg.h) */
+        size_t posted;             /* its sends of this step already posted */
+        int shutdown_seen;         /* this rank's tc_shutdown was handed to it */
+        tc_wire_response_t *resps; /* what it decided, for the executor */
+        tc_request_t **reqs;
+        size_t cap;
+    } nego;
 } engine_t;
 
 /* ------------------------------------------------------------------------ */
@@ -275,6 +223,8 @@ tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name,
 void tc__ctrl_send(engine_t *e, const tc_wire_msg_t *msg, int first, int last, int skip,
                    int tag);
 size_t tc__ctrl_progress(engine_t *e);
+void tc__ctrl_send_bytes(engine_t *e, const void *data, size_t len, const int *dst, int ndst,
+                         int tag);
 int tc__ctrl_recv(engine_t *e, int src, int tag, tc_wire_msg_t *msg, int *src_p);
 void tc__ctrl_abandon(engine_t *e);
 
@@ -284,38 +234,20 @@ void tc__engine_fail(engine_t *e, tc_status_t st, const char *fmt, ...)
 int tc__fail_poll_abort(engine_t *e);
 void tc__fail_answer_pings(engine_t *e);
 void tc__fail_send_abort(engine_t *e);
-int tc__fail_check_peers(engine_t *e, uint64_t now);
 void tc__fail_hook_transport(engine_t *e);
 
-/* cycle.c */
-tc_status_t tc__cycle_init(engine_t *e);
-void tc__cycle_destroy(engine_t *e);
-int tc__cycle_take_submissions(engine_t *e);
-int tc__cycle_receive_requests(engine_t *e);
-int tc__cycle_step(engine_t *e);
-int tc__cycle_busy(const engine_t *e);
-int tc__cycle_shutdown_seen(const engine_t *e);
-int tc__cycle_waiting(const engine_t *e, uint64_t *since_p);
-int tc__cycle_heard(const engine_t *e, int rank);
-void tc__cycle_wait_again(engine_t *e);
-void tc__cycle_probe_idle(engine_t *e, uint64_t now, uint64_t after_ns);
+/* negotiate.c */
+tc_status_t tc__nego_init(engine_t *e);
+void tc__nego_destroy(engine_t *e);
+int tc__nego_take_submissions(engine_t *e);
+int tc__nego_step(engine_t *e);
+int tc__nego_busy(const engine_t *e);
+int tc__nego_shutdown_seen(const engine_t *e);
+void tc__nego_answer_probes(engine_t *e);
+void tc__nego_goodbye(engine_t *e);
 
 /* exec.c */
 void tc__exec_run(engine_t *e, const tc_wire_response_t *resps, tc_request_t **reqs, uint32_t n);
-
-/* eager.c */
-void tc__eager_attach(engine_t *e, const tc_cache_t *cache, const uint32_t *ready,
-                      uint32_t nready);
-int tc__eager_reduce(engine_t *e, uint32_t id, tc_request_t *req, const tc_wire_msg_t *msgs);
-void tc__eager_clear(engine_t *e);
-
-/* stall.c */
-void tc__stall_check(engine_t *e, uint64_t now);
-void tc__stall_note_ready(engine_t *e, const eng_ids_t *ready, const uint32_t *ran,
-                          uint32_t nran, const uint32_t *failed, uint32_t nfailed);
-void tc__stall_timeouts_free(engine_t *e);
-void tc__stall_destroy(engine_t *e);
-int tc__ranks_format(const uint8_t *flags, int size, int want, int skip, char *buf, size_t len);
 
 /* loop.c */
 void tc__loop_run(engine_t *e);
@@ -327,31 +259,7 @@ void tc__engine_tl_fused(const engine_t *e, tc_request_t *const *reqs, uint32_t 
                          const char *algo, size_t bytes, uint64_t t0, uint64_t t1,
                          tc_status_t st);
 void tc__engine_tl_copy(const char *what, size_t bytes, uint32_t n, uint64_t t0);
-void tc__engine_tl_ready(const tc_cache_t *cache, int src, const uint32_t *ids, uint32_t n);
 void tc__engine_tl_submitted(int src, const tc_wire_request_t *w);
-
-/* Ids in a list sorted ascending / in any order. */
-static inline int eng_cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
-
-static inline int eng_ids_has(const uint32_t *ids, uint32_t n, uint32_t id)
-{
-    return n > 0 && bsearch(&id, ids, n, sizeof(id), eng_cmp_u32) != NULL;
-}
-
-static inline int eng_ids_contain(const uint32_t *ids, uint32_t n, uint32_t id)
-{
-    uint32_t i;
-
-    for (i = 0; i < n; i++) {
-        if (ids[i] == id) {
-            return 1;
-        }
-    }
-    return 0;
-}
+void tc__engine_tl_ready(int src, const char *name, uint32_t len);
 
 #endif

@@ -84,21 +84,15 @@ void tc__engine_tl_copy(const char *what, size_t bytes, uint32_t n, uint64_t t0)
                     tc__now_ns() - t0, &a);
 }
 
-/* A mark on each cached tensor's row as rank src lists it as ready. */
-void tc__engine_tl_ready(const tc_cache_t *cache, int src, const uint32_t *ids, uint32_t n)
+/* A mark on a cached tensor's row as child src reports that every rank of
+ * its subtree has it waiting (docs/negotiation.md, "UP"). */
+void tc__engine_tl_ready(int src, const char *name, uint32_t len)
 {
     char label[32];
-    int len = snprintf(label, sizeof(label), "rank %d ready", src);
-    uint64_t now = tc__now_ns();
-    uint32_t i;
+    int n = snprintf(label, sizeof(label), "rank %d ready", src);
 
-    for (i = 0; i < n; i++) {
-        const tc_cache_entry_t *ce = tc__cache_get(cache, ids[i]);
-        if (ce != NULL) {
-            tc__tl_instant(tc__tl_track(ce->name, ce->desc.name_len), label, (size_t)len,
-                           "negotiation", now, NULL);
-        }
-    }
+    tc__tl_instant(tc__tl_track(name, len), label, (size_t)n, "negotiation", tc__now_ns(),
+                   NULL);
 }
 
 /* Rank 0: a mark on a tensor's row as rank src's submission arrives. */

@@ -8,11 +8,13 @@
  * ENG_TAG_ABORT) carrying its reason, fails what it has, and leaves MPI
  * unfinalized. Every rank looks for aborts each millisecond, in its loop and
  * inside data transfers (the transport's interrupt hook), and stops with
- * "rank N stopped: <reason>". A rank declares a peer lost when a cycle or a
- * transfer makes no progress for TCOLL_PEER_TIMEOUT_S and the peer does not
- * answer a probe (a PING on the control communicator, which a live engine
- * answers even while it waits inside a transfer). The first cause wins;
- * nothing here may block without a bound.
+ * "rank N stopped: <reason>". Inside a transfer that makes no progress for
+ * TCOLL_PEER_TIMEOUT_S the peer is probed (an XPING on the control
+ * communicator, which a live engine answers even while it waits inside a
+ * transfer of its own) before it is declared lost; the negotiation finds
+ * lost ranks by itself (docs/negotiation.md, "Lost ranks"), and its probes
+ * are answered inside transfers too. The first cause wins; nothing here may
+ * block without a bound.
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -85,9 +87,9 @@ void tc__fail_answer_pings(engine_t *e)
     int src;
 
     pong.type = TC_WIRE_REQUESTS;
-    while (!eng_broken() && tc__ctrl_recv(e, MPI_ANY_SOURCE, ENG_TAG_PING, &msg, &src) == 1) {
+    while (!eng_broken() && tc__ctrl_recv(e, MPI_ANY_SOURCE, ENG_TAG_XPING, &msg, &src) == 1) {
         tc__wire_msg_free(&msg);
-        tc__ctrl_send(e, &pong, src, src, -1, ENG_TAG_PONG);
+        tc__ctrl_send(e, &pong, src, src, -1, ENG_TAG_XPONG);
     }
 }
 
@@ -99,6 +101,7 @@ static int transport_interrupt(void *arg, char *why, size_t len)
 
     if (!tc__fail_poll_abort(e)) {
         tc__fail_answer_pings(e);
+        tc__nego_answer_probes(e);
         tc__ctrl_progress(e);
         return 0;
     }
@@ -122,7 +125,7 @@ static int probe_peer(engine_t *e, int peer)
     }
     deadline = tc__now_ns() + grace;
     ping.type = TC_WIRE_REQUESTS;
-    tc__ctrl_send(e, &ping, peer, peer, -1, ENG_TAG_PING);
+    tc__ctrl_send(e, &ping, peer, peer, -1, ENG_TAG_XPING);
     tc__backoff_init(&bo, 0, 1000);
     while (tc__now_ns() < deadline) {
         if (tc__fail_poll_abort(e) || eng_broken()) {
@@ -130,7 +133,7 @@ static int probe_peer(engine_t *e, int peer)
         }
         tc__fail_answer_pings(e);
         tc__ctrl_progress(e);
-        if (tc__ctrl_recv(e, peer, ENG_TAG_PONG, &msg, &src) == 1) {
+        if (tc__ctrl_recv(e, peer, ENG_TAG_XPONG, &msg, &src) == 1) {
             tc__wire_msg_free(&msg);
             return 1;
         }
@@ -178,52 +181,4 @@ void tc__fail_send_abort(engine_t *e)
     while (tc__ctrl_progress(e) > 0 && tc__now_ns() < deadline) {
         tc__backoff_wait(&bo);
     }
-}
-
-/* Every ENG_POLL_NS (loop.c): a cycle that waits for silent ranks for
- * TCOLL_PEER_TIMEOUT_S stops this rank, naming the ranks that do not answer
- * a probe either; an idle rank with work pending starts an empty cycle now
- * and then to find out (see tc__cycle_probe_idle). Returns 1 when it probed
- * silent ranks (which takes time: the other periodic checks wait for the
- * next turn), else 0. */
-int tc__fail_check_peers(engine_t *e, uint64_t now)
-{
-    const uint64_t peer_ns = (uint64_t)e->cfg->peer_timeout_s * 1000000000ull;
-    uint64_t since;
-    char ranks[256];
-
-    if (tc__cycle_waiting(e, &since) && now - since > peer_ns) {
-        /* Silent ranks whose engines still answer are busy (waiting for a
-         * dead third rank, say), not lost: only the others are. */
-        uint8_t *lost = calloc((size_t)e->size, 1);
-        int q, n = 0;
-        if (lost == NULL) {
-            tc__engine_fail(e, TC_ERR_NOMEM, "out of memory checking silent ranks");
-            return 1;
-        }
-        for (q = 0; q < e->size; q++) {
-            int alive = q == e->rank || tc__cycle_heard(e, q) ? 1 : probe_peer(e, q);
-            if (alive < 0) {
-                free(lost);
-                return 1;
-            }
-            lost[q] = alive == 0;
-            n += alive == 0;
-        }
-        if (n > 0) {
-            tc__ranks_format(lost, e->size, 1, -1, ranks, sizeof(ranks));
-            tc__engine_fail(e, TC_ERR_TRANSPORT,
-                            "lost rank%s %s: no negotiation message from %s for %d s and no "
-                            "answer to a probe (the process died, or its engine thread is "
-                            "stuck; TCOLL_PEER_TIMEOUT_S); tcoll stops on this rank",
-                            n > 1 ? "s" : "", ranks, n > 1 ? "them" : "it",
-                            e->cfg->peer_timeout_s);
-        } else {
-            tc__cycle_wait_again(e); /* all alive: wait again */
-        }
-        free(lost);
-        return 1;
-    }
-    tc__cycle_probe_idle(e, now, peer_ns / 2);
-    return 0;
 }

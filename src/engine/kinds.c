@@ -63,33 +63,28 @@ static tc_status_t allreduce_packed(const tc_kind_ctx_t *x, void *buf, size_t co
     return tc__ring_allreduce(x->tp, NULL, buf, count, dtype, op, x->chunk_bytes, x->scratch);
 }
 
-/* Reduces the inputs in rank order, so every rank gets the same bits. */
-static tc_status_t allreduce_eager(tc_request_t *req, const void *const *inputs, int n,
-                                   tc_scratch_t *acc)
+/* Eager inputs are reduced on their way up the negotiation tree, each
+ * subtree's in a fixed order (docs/negotiation.md), then avg divides. */
+static void allreduce_combine(tc_dtype_t dtype, tc_op_t op, void *dst, const void *src,
+                              size_t count)
 {
-    size_t bytes = req->count * tc_dtype_size(req->dtype);
-    int q;
+    tc__reduce(dtype, op, dst, src, count);
+}
 
-    if (tc__scratch_reserve(acc, bytes) != TC_OK) {
-        return TC_ERR_NOMEM;
+static void allreduce_finish(tc_dtype_t dtype, tc_op_t op, void *buf, size_t count, int n)
+{
+    if (op == TC_AVG) {
+        tc__reduce_avg_finish(dtype, buf, count, n);
     }
-    memcpy(acc->data, inputs[0], bytes);
-    for (q = 1; q < n; q++) {
-        tc__reduce(req->dtype, req->op, acc->data, inputs[q], req->count);
-    }
-    if (req->op == TC_AVG) {
-        tc__reduce_avg_finish(req->dtype, acc->data, req->count, n);
-    }
-    memcpy(req->recv, acc->data, bytes);
-    tc__request_set_output(req, req->recv, -1);
-    return TC_OK;
 }
 
 #define ALLREDUCE_DESC                                                                    \
     .params = TC_PARAM_OP, .output = TC_OUT_RECV,                                         \
     .agree = TC_AGREE_DTYPE | TC_AGREE_OP | TC_AGREE_SHAPE,                               \
     .validate = allreduce_validate, .run = allreduce_run, .algo = "ring",                 \
-    .run_packed = allreduce_packed, .algo_packed = "ring, fused", .eager = allreduce_eager
+    .run_packed = allreduce_packed, .algo_packed = "ring, fused",                          \
+    .eager_combine = allreduce_combine, .eager_finish = allreduce_finish,                 \
+    .algo_eager = "eager (inputs in the cycle messages)"
 
 /* ---- allgather: ring allgatherv (coll/ring_allgatherv.c) ----------------- */
 
@@ -167,7 +162,8 @@ err_free_bytes:
     .params = 0, .output = TC_OUT_GATHERED,                                             \
     .agree = TC_AGREE_DTYPE | TC_AGREE_NDIM | TC_AGREE_SHAPE_TAIL,                      \
     .validate = allgather_validate, .run = allgather_run, .algo = "ring allgatherv",   \
-    .run_packed = NULL, .algo_packed = NULL, .eager = NULL
+    .run_packed = NULL, .algo_packed = NULL, .eager_combine = NULL, .eager_finish = NULL,  \
+    .algo_eager = NULL
 
 /* ---- broadcast: binomial tree (coll/bcast.c) ------------------------------ */
 
@@ -191,7 +187,8 @@ static tc_status_t broadcast_run(const tc_kind_ctx_t *x, tc_request_t *req,
     .params = TC_PARAM_ROOT, .output = TC_OUT_IN_PLACE,                                 \
     .agree = TC_AGREE_DTYPE | TC_AGREE_ROOT | TC_AGREE_SHAPE,                           \
     .validate = NULL, .run = broadcast_run, .algo = "binomial tree",                    \
-    .run_packed = NULL, .algo_packed = NULL, .eager = NULL
+    .run_packed = NULL, .algo_packed = NULL, .eager_combine = NULL, .eager_finish = NULL,  \
+    .algo_eager = NULL
 
 /* ---- the table ------------------------------------------------------------ */
 

@@ -8,7 +8,7 @@
  * the first disagreement into the TC_ERR_MISMATCH text), how the kind runs
  * over the data transport once rank 0 has agreed, what output the request
  * gets, how the timeline labels it, and whether it may be fused with others
- * of its kind or travel eagerly inside a cycle message. The table is
+ * of its kind or travel eagerly inside the negotiation messages. The table is
  * constant; descriptors are looked up by the kind byte (tc__kind_get) and
  * must never be looked up with a value that was not range-checked.
  *
@@ -25,7 +25,7 @@
  *      its copy in cycle.c's to_wire and its comparison in
  *      tc__cache_matches.
  *   3. Its descriptor: in kinds.c, the kind's validate and run functions
- *      (and eager/run_packed if it has them) and a UPPER_DESC row macro with
+ *      (and eager_combine/eager_finish/run_packed if it has them) and a UPPER_DESC row macro with
  *      params, output, agree, algo; the table is built from TC_KIND_MAP, so
  *      a kind without a row does not compile. Its public entry point
  *      (include/tcoll.h) is one line in api.c: submit_kind with its kind.
@@ -130,12 +130,16 @@ typedef struct {
                               tc_op_t op);
     const char *algo_packed;
 
-    /* Eager inputs (NULL: never eager): every rank's input came inside the
-     * cycle messages, inputs[q] for rank q, each as many bytes as req's;
-     * combines them into req's output, the same bits on every rank, and sets
-     * it. TC_ERR_NOMEM: the request runs as a collective instead. */
-    tc_status_t (*eager)(tc_request_t *req, const void *const *inputs, int n,
-                         tc_scratch_t *acc);
+    /* Eager inputs (NULL: never eager): a small cached tensor of this kind
+     * rides in the negotiation messages and is combined on its way up the
+     * tree (docs/negotiation.md, "UP"): combine folds src into dst (count
+     * elements), always in the same order; finish turns the combination of
+     * all n ranks' inputs into the result, which comes down to every rank
+     * with the decision to run it. Pure. */
+    void (*eager_combine)(tc_dtype_t dtype, tc_op_t op, void *dst, const void *src,
+                          size_t count);
+    void (*eager_finish)(tc_dtype_t dtype, tc_op_t op, void *buf, size_t count, int n);
+    const char *algo_eager; /* the timeline's label for a result that came that way */
 } tc_kind_desc_t;
 
 /* The descriptor of kind (a tc_kind_t), or NULL when it is out of range. */

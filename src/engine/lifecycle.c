@@ -197,8 +197,7 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
     tc__transport_mpi_init(&e->mpi.tp, &e->mpi.tp_mpi, e->mpi.data, (uint32_t)e->cfg->spin,
                            (uint32_t)e->cfg->backoff_max_us);
     tc__fail_hook_transport(e);
-    if (tc__cycle_init(e) != TC_OK ||
-        (e->rank == 0 && (e->life.bye_seen = calloc((size_t)e->size, 1)) == NULL)) {
+    if (tc__nego_init(e) != TC_OK) {
         snprintf(msg, len, "out of memory creating the message table");
         st = TC_ERR_NOMEM;
         goto err_free_tables;
@@ -213,9 +212,7 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
     return TC_OK;
 
 err_free_tables: /* then the last communicator */
-    free(e->life.bye_seen);
-    e->life.bye_seen = NULL;
-    tc__cycle_destroy(e);
+    tc__nego_destroy(e);
 err_free_local:
     MPI_Comm_free(&e->mpi.local);
 err_free_data:
@@ -228,64 +225,6 @@ err_finalize:
         e->mpi.own = 0;
     }
     return st;
-}
-
-/* Makes sure no control message is left unmatched (see the file comment):
- * after the cycle that carried TERMINATE, a worker sends BYE and rank 0 reads
- * requests until it has every BYE; both then wait for their sends to
- * complete. Bounded by TCOLL_SHUTDOWN_TIMEOUT_S: past it, MPI is left as it
- * is and the shutdown reports TC_ERR_TIMEOUT. */
-static void goodbye(engine_t *e)
-{
-    tc_backoff_t bo;
-    tc_wire_msg_t msg;
-    uint64_t deadline = tc__now_ns() + (uint64_t)e->cfg->shutdown_timeout_s * 1000000000ull;
-    char ranks[256];
-    int src, got, q, remaining = 0;
-
-    tc__backoff_init(&bo, (uint32_t)e->cfg->spin, (uint32_t)e->cfg->backoff_max_us);
-    if (e->rank != 0) {
-        tc_wire_msg_t bye = {0};
-        bye.type = TC_WIRE_BYE;
-        tc__ctrl_send(e, &bye, 0, 0, -1, ENG_TAG_REQ);
-    } else {
-        for (q = 1; q < e->size; q++) {
-            remaining += !e->life.bye_seen[q];
-        }
-    }
-    while (!eng_broken() && (remaining > 0 || tc__ctrl_progress(e) > 0)) {
-        int progress = 0;
-        while (e->rank == 0 && remaining > 0 &&
-               (got = tc__ctrl_recv(e, MPI_ANY_SOURCE, ENG_TAG_REQ, &msg, &src)) == 1) {
-            progress = 1;
-            if (msg.type == TC_WIRE_BYE && !e->life.bye_seen[src]) {
-                e->life.bye_seen[src] = 1;
-                remaining--;
-            }
-            tc__wire_msg_free(&msg);
-        }
-        if (tc__fail_poll_abort(e)) {
-            break;
-        }
-        if (tc__now_ns() > deadline) {
-            e->life.bye_seen[0] = 1;
-            tc__ranks_format(e->life.bye_seen, e->size, 0, e->rank, ranks, sizeof(ranks));
-            e->life.status = TC_ERR_TIMEOUT;
-            snprintf(e->life.msg, sizeof(e->life.msg),
-                     "the shutdown handshake did not finish within %d s "
-                     "(TCOLL_SHUTDOWN_TIMEOUT_S)%s%s; MPI was left as it is",
-                     e->cfg->shutdown_timeout_s, remaining > 0 ? ": no goodbye from rank " : "",
-                     remaining > 0 ? ranks : "");
-            TC_ERROR("engine", "%s", e->life.msg);
-            tc__life_enter(e, ENG_LIFE_BROKEN);
-            break;
-        }
-        if (progress) {
-            tc__backoff_reset(&bo);
-        } else {
-            tc__backoff_wait(&bo);
-        }
-    }
 }
 
 static void mpi_teardown(engine_t *e)
@@ -307,15 +246,10 @@ static void mpi_teardown(engine_t *e)
 
 static void engine_free(engine_t *e)
 {
-    tc__cycle_destroy(e);
-    tc__stall_destroy(e);
-    tc__cache_destroy(&e->cache);
-    tc__eager_clear(e);
-    tc__scratch_free(&e->eager.acc);
+    tc__nego_destroy(e);
     tc__scratch_free(&e->exec.scratch);
     tc__scratch_free(&e->exec.fusion);
     free(e->ctrl.v);
-    free(e->life.bye_seen);
     free(e);
 }
 
@@ -354,7 +288,7 @@ static void *engine_main(void *arg)
         tc__fail_send_abort(e);
     }
     if (!eng_broken()) {
-        goodbye(e);
+        tc__nego_goodbye(e);
     }
     /* After the engine's last event, before the communicators go: rank 0
      * gathers a job-wide timeline (timeline_job.c). */
@@ -386,7 +320,6 @@ static engine_t *engine_new(void)
     }
     e->cfg = tc__config();
     tc__backoff_init(&e->loop.bo, (uint32_t)e->cfg->spin, (uint32_t)e->cfg->backoff_max_us);
-    tc__cache_init(&e->cache);
     return e;
 }
 

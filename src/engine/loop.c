@@ -1,13 +1,14 @@
 /*
- * loop.c - the engine thread's loop: take submissions, read rank 0's mail,
- * move the cycles on, complete control sends, look around now and then
- * (aborts, lost peers, the shutdown's time limit, stalls), and wait.
+ * loop.c - the engine thread's loop: take submissions, move the negotiation
+ * on (negotiate.c), complete control sends, look around now and then
+ * (aborts, the shutdown's time limit), and wait.
  *
- * Waiting: with nothing of its own in flight, the engine thread sleeps on a
- * condition variable (woken at once by a submission) and wakes every
- * TCOLL_IDLE_POLL_MS to look for control messages (a remote shutdown). With
- * work in flight it polls with back-off (spin, yield, sleeps growing to
- * TCOLL_BACKOFF_MAX_US). It must never block in MPI without backing off.
+ * Waiting: with nothing of its own in flight and nothing the negotiation
+ * waits for, the engine thread sleeps on a condition variable (woken at once
+ * by a submission) and wakes every TCOLL_IDLE_POLL_MS to look for control
+ * messages (a remote shutdown, a DOWN to pass on). With work in flight it
+ * polls with back-off (spin, yield, sleeps growing to TCOLL_BACKOFF_MAX_US).
+ * It must never block in MPI without backing off.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -15,8 +16,9 @@
 #include "engine/engine_internal.h"
 #include "util/backoff.h"
 
-/* Every ENG_POLL_NS: another rank's abort, a lost peer, a shutdown past its
- * time limit, stalled tensors (rank 0). */
+/* Every ENG_POLL_NS: another rank's abort, the transfer probe's pings, a
+ * shutdown past its time limit. (Lost peers and stalls are the negotiation's:
+ * neg_watch.c, driven by tc__nego_step.) */
 static void periodic(engine_t *e)
 {
     uint64_t now = tc__now_ns();
@@ -29,9 +31,6 @@ static void periodic(engine_t *e)
         return;
     }
     tc__fail_answer_pings(e);
-    if (tc__fail_check_peers(e, now)) {
-        return;
-    }
     if (e->life.shutdown_t0 != 0 && eng_running() &&
         now - e->life.shutdown_t0 > (uint64_t)e->cfg->shutdown_timeout_s * 1000000000ull) {
         tc__engine_fail(e, TC_ERR_TIMEOUT,
@@ -39,20 +38,14 @@ static void periodic(engine_t *e)
                         "(TCOLL_SHUTDOWN_TIMEOUT_S)", e->cfg->shutdown_timeout_s);
         return;
     }
-    if (e->rank == 0) {
-        tc__stall_check(e, now);
-    }
 }
 
 static int engine_step(engine_t *e)
 {
-    int progress = tc__cycle_take_submissions(e);
+    int progress = tc__nego_take_submissions(e);
 
-    if (e->rank == 0) {
-        progress |= tc__cycle_receive_requests(e);
-    }
     if (eng_running()) {
-        progress |= tc__cycle_step(e);
+        progress |= tc__nego_step(e);
     }
     if (eng_running()) {
         periodic(e);
@@ -67,7 +60,7 @@ static int engine_step(engine_t *e)
 static void engine_wait(engine_t *e, int shutdown_seen)
 {
     eng_shared_t *sh = &tc__engine_shared;
-    int busy = tc__cycle_busy(e);
+    int busy = tc__nego_busy(e);
     uint32_t ns;
     struct timespec ts;
 
@@ -127,7 +120,7 @@ void tc__loop_run(engine_t *e)
         if (progress) {
             tc__backoff_reset(&e->loop.bo);
         } else {
-            engine_wait(e, tc__cycle_shutdown_seen(e));
+            engine_wait(e, tc__nego_shutdown_seen(e));
         }
     }
 }

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reduce/reduce.h"
+#include "engine/kinds.h"
 #include "util/log.h"
 
 /* ---- the tree ------------------------------------------------------------ */
@@ -285,13 +285,15 @@ void tc__neg_clear(tc_neg_t *n)
 
 /* ---- submissions --------------------------------------------------------- */
 
-/* Whether a cached submission rides eagerly: a small allreduce. */
+/* Whether a cached submission rides eagerly: a small tensor of a kind that
+ * can combine eager inputs (kinds.h). */
 int neg_is_eager(const tc_neg_t *n, const tc_wire_request_t *w, size_t *bytes_p)
 {
+    const tc_kind_desc_t *kd = tc__kind_get(w->kind);
     size_t count = 1;
     int d;
 
-    if (n->p.eager_bytes == 0 || w->kind != TC_KIND_ALLREDUCE) {
+    if (n->p.eager_bytes == 0 || kd == NULL || kd->eager_combine == NULL) {
         return 0;
     }
     for (d = 0; d < w->ndim; d++) {
@@ -769,6 +771,34 @@ int tc__neg_failed_here(const tc_neg_t *n)
 int tc__neg_busy(const tc_neg_t *n)
 {
     return n->state == TC_NEG_DRAINING || neg_has_work(n);
+}
+
+int tc__neg_missing_byes(const tc_neg_t *n, uint8_t *flags)
+{
+    int q, k, count = 0;
+
+    memset(flags, 0, (size_t)n->p.size);
+    for (q = 1; n->bye_req != NULL && q < n->p.size; q++) {
+        flags[q] = !n->bye_req[q];
+    }
+    for (k = 0; k < n->nchild; k++) {
+        flags[n->child[k]] |= !(n->bye_children & (1u << k));
+    }
+    for (q = 0; q < n->p.size; q++) {
+        count += flags[q];
+    }
+    return count;
+}
+
+const char *tc__neg_cached_name(const tc_neg_t *n, uint32_t id, uint32_t *len_p)
+{
+    const tc_cache_entry_t *ce = tc__cache_get(&n->cache, id);
+
+    if (ce == NULL) {
+        return NULL;
+    }
+    *len_p = ce->desc.name_len;
+    return ce->name;
 }
 
 uint64_t tc__neg_cycles(const tc_neg_t *n)

@@ -119,11 +119,18 @@ int tc__neg_failed_here(const tc_neg_t *n);
 /* Stops this rank for a reason found outside (a transfer failed...). */
 void tc__neg_fail(tc_neg_t *n, tc_status_t st, const char *text);
 
+/* DRAINING: marks in flags[size] the ranks whose goodbye has not arrived
+ * here; returns how many. */
+int tc__neg_missing_byes(const tc_neg_t *n, uint8_t *flags);
+
 /* Whether this rank waits for anything (a submission, a goodbye). */
 int tc__neg_busy(const tc_neg_t *n);
 /* Writes the ranks q with (flags[q] != 0) == want as "0-3,5" into buf;
  * returns how many there are. */
 int tc__neg_format_ranks(const uint8_t *flags, int size, int want, char *buf, size_t len);
+
+/* The name filed under a cache id (NULL if none), for the timeline. */
+const char *tc__neg_cached_name(const tc_neg_t *n, uint32_t id, uint32_t *len_p);
 
 /* Number of DOWN messages processed here so far. */
 uint64_t tc__neg_cycles(const tc_neg_t *n);

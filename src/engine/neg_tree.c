@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reduce/reduce.h"
+#include "engine/kinds.h"
 
 #define SOME_FLUSH_NS 100000000ull /* 100 ms: see up_due */
 
@@ -239,7 +239,9 @@ static void *subtree_partial(tc_neg_t *n, uint32_t id, const tc_cache_entry_t *c
     }
     memcpy(buf, s->data, bytes);
     for (k = 0; k < n->nchild; k++) {
-        tc__reduce((tc_dtype_t)ce->desc.dtype, (tc_op_t)ce->desc.op, buf, st->partial[k], count);
+        tc__kind_get(ce->desc.kind)
+            ->eager_combine((tc_dtype_t)ce->desc.dtype, (tc_op_t)ce->desc.op, buf,
+                            st->partial[k], count);
     }
     return buf;
 }
@@ -299,9 +301,10 @@ static int add_eager(tc_neg_t *n, lists_t *l, uint32_t id, const tc_cache_entry_
     if ((buf = subtree_partial(n, id, ce, bytes)) == NULL) {
         return -1;
     }
-    if (n->parent < 0 && ce->desc.op == TC_AVG) {
-        tc__reduce_avg_finish((tc_dtype_t)ce->desc.dtype, buf,
-                              bytes / tc_dtype_size((tc_dtype_t)ce->desc.dtype), n->p.size);
+    if (n->parent < 0) { /* the root's combination is the result */
+        tc__kind_get(ce->desc.kind)
+            ->eager_finish((tc_dtype_t)ce->desc.dtype, (tc_op_t)ce->desc.op, buf,
+                           bytes / tc_dtype_size((tc_dtype_t)ce->desc.dtype), n->p.size);
     }
     l->eager[l->neager++] = (tc_wire_eager_t){id, (uint32_t)bytes, buf};
     return 0;

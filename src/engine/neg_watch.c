@@ -14,7 +14,7 @@
 #include "util/log.h"
 
 #define STALL_LISTED 20       /* tensors named in one warning */
-#define STALL_CHECK_NS 1000000000ull
+#define STALL_CHECK_NS 250000000ull /* how often rank 0 looks */
 
 int tc__neg_format_ranks(const uint8_t *flags, int size, int want, char *buf, size_t len)
 {
@@ -43,10 +43,11 @@ int tc__neg_format_ranks(const uint8_t *flags, int size, int want, char *buf, si
 
 /* ---- stalls (rank 0) ------------------------------------------------------ */
 
-/* A cached id some ranks have waiting and others not, for the first stall
- * threshold: it goes back to full negotiation on every rank, where the
+/* A cached id some ranks have waiting and others not, for half the first
+ * stall threshold: it goes back to full negotiation on every rank, where the
  * message table knows exactly who submitted it and the warnings and the
- * abort below apply to it, with its clock started when it first stalled. */
+ * abort below apply to it, with its clock started when it first stalled (so
+ * by the threshold every rank's submission is back in the table). */
 static void evict(tc_neg_t *n, uint32_t id, uint64_t since)
 {
     const tc_cache_entry_t *ce = tc__cache_get(&n->cache, id);
@@ -153,7 +154,7 @@ static void visit_stalled(const tc_coord_pending_t *p, void *arg)
     }
 }
 
-/* Rank 0, once a second: see docs/negotiation.md, "Stalls". */
+/* Rank 0, four times a second: see docs/negotiation.md, "Stalls". */
 void neg_stall_check(tc_neg_t *n, uint64_t now)
 {
     const uint64_t warn_ns = n->p.stall_warn_ns, abort_ns = n->p.stall_abort_ns;
@@ -169,7 +170,7 @@ void neg_stall_check(tc_neg_t *n, uint64_t now)
     n->next_stall_check = now + STALL_CHECK_NS;
     for (id = 0; id < n->nids; id++) {
         uint64_t since = n->ids[id].since_ns;
-        if (since != 0 && now - since >= first) {
+        if (since != 0 && now - since >= first / 2) {
             evict(n, id, since);
         }
     }

@@ -1,6 +1,6 @@
 /*
  * fuzz_wire.c - libFuzzer entry point for the control-message decoder
- * (src/wire/wire.c).
+ * (src/wire/wire_decode.c).
  *
  * Each input is decoded. A rejected input is fine (it must only not crash,
  * leak or read out of bounds: build with -fsanitize=fuzzer,address,undefined).
@@ -16,7 +16,8 @@
  *
  * Build and run (corpus in a scratch copy so new inputs stay out of the tree):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -Isrc \
- *     src/wire/wire.c src/util/status.c src/util/log.c tests/fuzz/fuzz_wire.c -o fuzz_wire
+ *     src/wire/wire_decode.c src/wire/wire_encode.c src/wire/wire_kinds.c \
+ *     src/util/status.c src/util/log.c tests/fuzz/fuzz_wire.c -o fuzz_wire
  *   cp -r tests/fuzz/corpus_wire /tmp/corpus && ./fuzz_wire -max_total_time=30 /tmp/corpus
  */
 #include <stddef.h>
@@ -122,6 +123,9 @@ static const char *first_difference(const tc_wire_msg_t *a, const tc_wire_msg_t 
     if (!same_ids(a->stale, a->nstale, b->stale, b->nstale)) {
         return "cycle stale ids";
     }
+    if (!same_ids(a->some, a->nsome, b->some, b->nsome)) {
+        return "up some ids";
+    }
     if (!same_eager(a->eager, a->neager, b->eager, b->neager)) {
         return "cycle eager inputs";
     }
@@ -189,12 +193,23 @@ static const char *first_violation(const tc_wire_msg_t *m, const uint8_t *in, si
     const char *bad;
     uint32_t i;
 
-    if (m->type != TC_WIRE_CYCLE) {
-        if (m->seq != 0 || m->cache_gen != 0 || m->nready != 0 || m->ready != NULL ||
-            m->nstale != 0 || m->stale != NULL || m->neager != 0 || m->eager != NULL) {
+    if (m->type != TC_WIRE_UP && (m->nsome != 0 || m->some != NULL)) {
+        return "a some list on a message other than UP";
+    }
+    if (m->type != TC_WIRE_CYCLE && m->type != TC_WIRE_UP) {
+        /* only a REQUESTS with SEQ carries seq */
+        if ((m->seq != 0 && !(m->type == TC_WIRE_REQUESTS && (m->flags & TC_WIRE_F_SEQ))) ||
+            m->cache_gen != 0 || m->nready != 0 || m->ready != NULL || m->nstale != 0 ||
+            m->stale != NULL || m->neager != 0 || m->eager != NULL) {
             return "cycle fields on a message without a cycle record";
         }
         return NULL;
+    }
+    if (m->type == TC_WIRE_UP && (m->count != 0 || m->resps != NULL)) {
+        return "entries on an UP";
+    }
+    if ((bad = bad_ids(m->some, m->nsome)) != NULL) {
+        return bad;
     }
     for (i = 0; i < m->count; i++) {
         const tc_wire_response_t *r = &m->resps[i];

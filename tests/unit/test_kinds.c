@@ -15,8 +15,9 @@
 #include "engine/coordinator.h"
 #include "engine/engine_internal.h"
 #include "engine/kinds.h"
+#include "tc_test.h"
 
-static void test_table(void)
+TC_CASE(table)
 {
     int k;
 
@@ -34,7 +35,7 @@ static void test_table(void)
         CHECK(d->run != NULL && d->algo != NULL && d->algo[0] != '\0');
         CHECK_EQ(d->run_packed != NULL, d->algo_packed != NULL);
         /* fused and eager results are written into the request's recv */
-        if (d->run_packed != NULL || d->eager != NULL) {
+        if (d->run_packed != NULL || d->eager_combine != NULL) {
             CHECK(d->output != TC_OUT_GATHERED);
         }
         /* an op or root the ranks need not agree on would run differently */
@@ -64,7 +65,7 @@ static tc_status_t validate(int kind, tc_dtype_t dtype, int ndim, tc_op_t op, ch
     return d->validate != NULL ? d->validate(&a, why, len) : TC_OK;
 }
 
-static void test_validate(void)
+TC_CASE(validate_args)
 {
     char why[256];
     int k;
@@ -119,7 +120,7 @@ static tc_request_t *make(int kind, const tc_tensor_t *t, void *recv, tc_op_t op
     return out;
 }
 
-static void test_request_make(void)
+TC_CASE(request_make)
 {
     float x[6] = {1, 2, 3, 4, 5, 6}, y[6];
     tc_tensor_t t = {x, TC_FLOAT32, 2, {2, 3}}, s0 = {x, TC_FLOAT32, 0, {0}};
@@ -191,49 +192,35 @@ static void test_request_make(void)
     }
 }
 
-static void test_eager(void)
+TC_CASE(eager)
 {
     const tc_kind_desc_t *d = tc__kind_get(TC_KIND_ALLREDUCE);
-    int32_t in[3][4], out[4];
-    float fin[2][2] = {{1, 2}, {3, 5}}, fout[2];
-    const void *inputs[3] = {in[0], in[1], in[2]};
-    tc_request_t req;
-    tc_scratch_t acc = {NULL, 0};
+    int32_t in[3][4], acc[4];
+    float fin[2][2] = {{1, 2}, {3, 5}}, facc[2];
     int q, i;
 
+    CHECK(d->eager_combine != NULL && d->eager_finish != NULL && d->algo_eager != NULL);
+    CHECK(tc__kind_get(TC_KIND_ALLGATHER)->eager_combine == NULL);
+    CHECK(tc__kind_get(TC_KIND_BROADCAST)->eager_combine == NULL);
     for (q = 0; q < 3; q++) {
         for (i = 0; i < 4; i++) {
             in[q][i] = q * 10 + i;
         }
     }
-    memset(&req, 0, sizeof(req));
-    req.kind = TC_KIND_ALLREDUCE;
-    req.dtype = TC_INT32;
-    req.op = TC_SUM;
-    req.ndim = 1;
-    req.shape[0] = 4;
-    req.count = 4;
-    req.recv = out;
-    CHECK_OK(d->eager(&req, inputs, 3, &acc));
+    /* sum: fold the inputs one by one; finish changes nothing */
+    memcpy(acc, in[0], sizeof(acc));
+    d->eager_combine(TC_INT32, TC_SUM, acc, in[1], 4);
+    d->eager_combine(TC_INT32, TC_SUM, acc, in[2], 4);
+    d->eager_finish(TC_INT32, TC_SUM, acc, 4, 3);
     for (i = 0; i < 4; i++) {
-        CHECK_EQ(out[i], 30 + 3 * i);
+        CHECK_EQ(acc[i], 30 + 3 * i);
     }
-    CHECK(req.output.data == out);
-    CHECK_EQ(req.output.dtype, TC_INT32);
-    CHECK_EQ(req.output.ndim, 1);
-    CHECK_EQ(req.output.shape[0], 4);
-
-    req.dtype = TC_FLOAT32;
-    req.op = TC_AVG;
-    req.ndim = 0;
-    req.count = 2;
-    req.recv = fout;
-    inputs[0] = fin[0];
-    inputs[1] = fin[1];
-    CHECK_OK(d->eager(&req, inputs, 2, &acc));
-    CHECK(fout[0] == 2.0f && fout[1] == 3.5f);
-    CHECK_EQ(req.output.ndim, 0);
-    tc__scratch_free(&acc);
+    /* avg: a sum until finish divides by the number of ranks */
+    memcpy(facc, fin[0], sizeof(facc));
+    d->eager_combine(TC_FLOAT32, TC_AVG, facc, fin[1], 2);
+    CHECK(facc[0] == 4.0f && facc[1] == 7.0f);
+    d->eager_finish(TC_FLOAT32, TC_AVG, facc, 2, 2);
+    CHECK(facc[0] == 2.0f && facc[1] == 3.5f);
 }
 
 static tc_wire_request_t base_request(int kind)
@@ -280,7 +267,7 @@ static char *decide(tc_wire_request_t base, tc_wire_request_t alt)
     return text;
 }
 
-static void test_agreement(void)
+TC_CASE(agreement)
 {
     int k;
 
@@ -352,13 +339,7 @@ static void test_agreement(void)
     }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    test_table();
-    test_validate();
-    test_request_make();
-    test_eager();
-    test_agreement();
-    printf("test_kinds: ok\n");
-    return 0;
+    return tc_test_main(argc, argv, NULL);
 }

@@ -1,0 +1,309 @@
+/*
+ * negotiate.c - the engine's side of the negotiation: it feeds the pure
+ * state machine (neg.h) this rank's submissions, the control messages that
+ * arrive and the time, posts the messages it asks for, and runs what it
+ * decides, in its order. The protocol itself is in docs/negotiation.md and
+ * src/engine/neg*.c; nothing protocol-specific belongs here.
+ *
+ * Order matters in one place: the messages of a step (a DOWN passed on to
+ * the children above all) are posted before its collectives run, since those
+ * wait for every rank, including the children that still need the DOWN.
+ * Must never touch a request after completing it.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine_internal.h"
+#include "engine/kinds.h"
+#include "util/log.h"
+#include "util/timeline.h"
+
+/* The probe grace: an idle engine looks for messages every
+ * TCOLL_IDLE_POLL_MS, so twice that, and at least 2 s. */
+static uint64_t probe_grace_ns(const tc_config_t *cfg)
+{
+    uint64_t grace = 2000000000ull;
+
+    if ((uint64_t)cfg->idle_poll_ms * 2000000ull > grace) {
+        grace = (uint64_t)cfg->idle_poll_ms * 2000000ull;
+    }
+    return grace;
+}
+
+tc_status_t tc__nego_init(engine_t *e)
+{
+    tc_neg_params_t p = {0};
+
+    p.rank = e->rank;
+    p.size = e->size;
+    p.cache_capacity = (uint32_t)e->cfg->cache_capacity;
+    p.eager_bytes = (uint32_t)e->cfg->eager_bytes;
+    p.stall_warn_ns = (uint64_t)e->cfg->stall_warn_s * 1000000000ull;
+    p.stall_abort_ns = (uint64_t)e->cfg->stall_abort_s * 1000000000ull;
+    p.peer_timeout_ns = (uint64_t)e->cfg->peer_timeout_s * 1000000000ull;
+    p.probe_grace_ns = probe_grace_ns(e->cfg);
+    return tc__neg_create(&p, &e->nego.neg);
+}
+
+void tc__nego_destroy(engine_t *e)
+{
+    tc__neg_destroy(e->nego.neg);
+    free(e->nego.resps);
+    free(e->nego.reqs);
+    memset(&e->nego, 0, sizeof(e->nego));
+}
+
+int tc__nego_busy(const engine_t *e)
+{
+    return e->nego.neg != NULL && tc__neg_busy(e->nego.neg);
+}
+
+int tc__nego_shutdown_seen(const engine_t *e)
+{
+    return e->nego.shutdown_seen;
+}
+
+/* Posts the sends the state machine asked for since the last call. */
+static void post_sends(engine_t *e)
+{
+    size_t n, i;
+    tc_neg_send_t *s = tc__neg_sends(e->nego.neg, &n);
+
+    for (i = e->nego.posted; i < n && !eng_broken(); i++) {
+        tc__ctrl_send_bytes(e, s[i].buf.data, s[i].buf.len, s[i].dst, s[i].ndst, s[i].tag);
+    }
+    e->nego.posted = n;
+}
+
+/* After the state machine stopped this rank: the engine stops too. */
+static void check_state(engine_t *e)
+{
+    const char *text;
+    tc_status_t st = tc__neg_status(e->nego.neg, &text);
+
+    if (tc__neg_state(e->nego.neg) == TC_NEG_FAILED && eng_running()) {
+        tc__engine_fail(e, st, "%s", text);
+    }
+}
+
+static void to_wire(const tc_request_t *req, tc_wire_request_t *w)
+{
+    memset(w, 0, sizeof(*w));
+    w->name = req->name;
+    w->name_len = req->name_len;
+    w->kind = (uint8_t)req->kind;
+    w->dtype = (uint8_t)req->dtype;
+    w->op = (uint8_t)req->op;
+    w->root = req->root;
+    w->ndim = (uint8_t)req->ndim;
+    memcpy(w->shape, req->shape, sizeof(w->shape));
+}
+
+/* Hands what application threads queued to the state machine. */
+int tc__nego_take_submissions(engine_t *e)
+{
+    tc_request_t *head, *r, *next;
+    int local_shutdown;
+    size_t n = tc__queue_take(&head, &local_shutdown);
+
+    for (r = head; r != NULL && eng_running(); r = next) {
+        tc_wire_request_t w;
+        tc_status_t st;
+        next = r->next;
+        r->next = NULL;
+        to_wire(r, &w);
+        st = tc__neg_submit(e->nego.neg, &w, r, r->send);
+        if (st != TC_OK) {
+            tc__engine_fail(e, st, st == TC_ERR_NOMEM
+                                       ? "out of memory negotiating tensor '%s'"
+                                       : "tensor '%s' is pending twice (internal error)",
+                            r->name);
+        }
+    }
+    if (local_shutdown && !e->nego.shutdown_seen) {
+        e->nego.shutdown_seen = 1;
+        e->life.shutdown_t0 = tc__now_ns();
+        tc__neg_shutdown(e->nego.neg);
+    }
+    return n > 0 || local_shutdown;
+}
+
+/* Hands the state machine every control message of tag that is there. */
+static int receive_tag(engine_t *e, int tag, uint64_t now)
+{
+    tc_wire_msg_t msg;
+    int src, got = 0;
+
+    while (!eng_broken() && tc__ctrl_recv(e, MPI_ANY_SOURCE, tag, &msg, &src) == 1) {
+        uint32_t i;
+        for (i = 0; tag == TC_NEG_TAG_REQ && i < msg.count && tc__tl_active(); i++) {
+            tc__engine_tl_submitted(src, &msg.reqs[i]);
+        }
+        for (i = 0; tag == TC_NEG_TAG_UP && i < msg.nready && tc__tl_active(); i++) {
+            uint32_t len;
+            const char *name = tc__neg_cached_name(e->nego.neg, msg.ready[i], &len);
+            if (name != NULL) {
+                tc__engine_tl_ready(src, name, len);
+            }
+        }
+        tc__neg_receive(e->nego.neg, src, tag, &msg, now);
+        tc__wire_msg_free(&msg);
+        got = 1;
+    }
+    return got;
+}
+
+/* Liveness probes of the negotiation tree: answered even inside a transfer
+ * (failure.c calls this from the transport's wait). */
+void tc__nego_answer_probes(engine_t *e)
+{
+    uint64_t now = tc__now_ns();
+
+    if (e->nego.neg == NULL) {
+        return;
+    }
+    receive_tag(e, TC_NEG_TAG_PING, now);
+    receive_tag(e, TC_NEG_TAG_PONG, now);
+    post_sends(e);
+}
+
+/* Completes an eager allreduce whose result came with the decision. */
+static void finish_eager(engine_t *e, const tc_neg_item_t *it)
+{
+    tc_request_t *req = it->req;
+    const tc_kind_desc_t *kd = tc__kind_of(req);
+
+    memcpy(req->recv, it->result, it->result_len);
+    tc__request_set_output(req, req->recv, -1);
+    if (tc__tl_active()) {
+        tc__engine_tl_tensor(e, req, kd->algo_eager, e->exec.ready_ns, tc__now_ns(), 1, TC_OK);
+    }
+    tc__queue_finish(req, TC_OK, NULL);
+}
+
+/* Runs the items in order: eager results complete at once; the rest go to
+ * the executor as one list (the same on every rank, so fusion groups agree). */
+static void run_items(engine_t *e)
+{
+    size_t n, i;
+    uint32_t k = 0;
+    tc_neg_item_t *items = tc__neg_items(e->nego.neg, &n);
+
+    if (n == 0) {
+        return;
+    }
+    if (n > e->nego.cap) {
+        tc_wire_response_t *r = realloc(e->nego.resps, n * sizeof(*r));
+        tc_request_t **q = r != NULL ? realloc(e->nego.reqs, n * sizeof(*q)) : NULL;
+        if (r != NULL) {
+            e->nego.resps = r;
+        }
+        if (q == NULL) {
+            tc__engine_fail(e, TC_ERR_NOMEM, "out of memory running %zu collectives", n);
+            return;
+        }
+        e->nego.reqs = q;
+        e->nego.cap = n;
+    }
+    e->exec.ready_ns = tc__now_ns();
+    for (i = 0; i < n && eng_running(); i++) {
+        e->exec.cycle = items[i].cycle;
+        if (items[i].action == TC_NEG_DONE) {
+            finish_eager(e, &items[i]);
+            continue;
+        }
+        e->nego.resps[k] = items[i].resp;
+        if (items[i].action == TC_NEG_FAIL) {
+            e->nego.resps[k].rtype = TC_WIRE_ERROR;
+        }
+        e->nego.reqs[k++] = items[i].req;
+    }
+    tc__exec_run(e, e->nego.resps, e->nego.reqs, k);
+}
+
+/* One negotiation step: messages in, the state machine's step, its messages
+ * out, then what it decided. Returns whether anything happened. */
+int tc__nego_step(engine_t *e)
+{
+    static const int tags[] = {TC_NEG_TAG_REQ, TC_NEG_TAG_DOWN, TC_NEG_TAG_UP,
+                               TC_NEG_TAG_PING, TC_NEG_TAG_PONG};
+    tc_neg_t *neg = e->nego.neg;
+    uint64_t now = tc__now_ns();
+    int progress = 0;
+    size_t t, nitems;
+
+    for (t = 0; t < sizeof(tags) / sizeof(tags[0]); t++) {
+        if (tags[t] != TC_NEG_TAG_REQ || e->rank == 0) {
+            progress |= receive_tag(e, tags[t], now);
+        }
+    }
+    progress |= tc__neg_step(neg, now);
+    post_sends(e);
+    tc__neg_items(neg, &nitems);
+    if (tc__tl_active() && nitems > 0) {
+        e->exec.ready_ns = now;
+    }
+    run_items(e);
+    tc__neg_clear(neg);
+    e->nego.posted = 0;
+    check_state(e);
+    if ((tc__neg_state(neg) == TC_NEG_DRAINING || tc__neg_state(neg) == TC_NEG_DONE_OK) &&
+        eng_running()) { /* TERMINATE processed, maybe every goodbye too */
+        const char *text;
+        e->life.status = tc__neg_status(neg, &text);
+        snprintf(e->life.msg, sizeof(e->life.msg), "%s", text);
+        tc__life_enter(e, ENG_LIFE_TERMINATING);
+    }
+    return progress || nitems > 0;
+}
+
+/* After TERMINATE: goodbyes with rank 0 and the tree neighbours, so that no
+ * control message is left unmatched when the communicators are freed
+ * (docs/negotiation.md, "Shutdown"). Bounded by TCOLL_SHUTDOWN_TIMEOUT_S:
+ * past it, MPI is left as it is and the shutdown reports TC_ERR_TIMEOUT. */
+void tc__nego_goodbye(engine_t *e)
+{
+    tc_backoff_t bo;
+    uint64_t deadline = tc__now_ns() + (uint64_t)e->cfg->shutdown_timeout_s * 1000000000ull;
+    uint8_t *missing;
+    char ranks[256];
+
+    tc__backoff_init(&bo, (uint32_t)e->cfg->spin, (uint32_t)e->cfg->backoff_max_us);
+    while (!eng_broken() && (tc__neg_state(e->nego.neg) == TC_NEG_DRAINING ||
+                             tc__ctrl_progress(e) > 0)) {
+        int progress = tc__nego_step(e);
+        if (tc__fail_poll_abort(e)) {
+            return;
+        }
+        if (tc__neg_state(e->nego.neg) == TC_NEG_FAILED) {
+            tc__life_enter(e, ENG_LIFE_BROKEN);
+            return;
+        }
+        if (tc__now_ns() > deadline) {
+            break;
+        }
+        if (progress) {
+            tc__backoff_reset(&bo);
+        } else {
+            tc__backoff_wait(&bo);
+        }
+    }
+    if (eng_broken() || tc__neg_state(e->nego.neg) != TC_NEG_DRAINING) {
+        return;
+    }
+    missing = calloc((size_t)e->size, 1);
+    ranks[0] = '\0';
+    if (missing != NULL && tc__neg_missing_byes(e->nego.neg, missing) > 0) {
+        tc__neg_format_ranks(missing, e->size, 1, ranks, sizeof(ranks));
+    }
+    free(missing);
+    e->life.status = TC_ERR_TIMEOUT;
+    snprintf(e->life.msg, sizeof(e->life.msg),
+             "the shutdown handshake did not finish within %d s (TCOLL_SHUTDOWN_TIMEOUT_S)%s%s; "
+             "MPI was left as it is", e->cfg->shutdown_timeout_s,
+             ranks[0] != '\0' ? ": no goodbye from rank " : "", ranks);
+    TC_ERROR("engine", "%s", e->life.msg);
+    tc__life_enter(e, ENG_LIFE_BROKEN);
+}
