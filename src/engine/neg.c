@@ -165,124 +165,6 @@ void tc__neg_fail(tc_neg_t *n, tc_status_t st, const char *text)
     neg_fail(n, st, "%s", text);
 }
 
-/* ---- outputs ------------------------------------------------------------- */
-
-/* Encodes msg into a new send with no destination yet; NULL after a failure. */
-tc_neg_send_t *neg_send(tc_neg_t *n, const tc_wire_msg_t *msg, int tag)
-{
-    tc_neg_send_t *s;
-    tc_status_t st;
-
-    if (n->nsends == n->capsends) {
-        size_t cap = n->capsends < 8 ? 8 : n->capsends * 2;
-        tc_neg_send_t *v = realloc(n->sends, cap * sizeof(*v));
-        if (v == NULL) {
-            neg_fail(n, TC_ERR_NOMEM, "out of memory queueing a control message");
-            return NULL;
-        }
-        n->sends = v;
-        n->capsends = cap;
-    }
-    s = &n->sends[n->nsends];
-    memset(s, 0, sizeof(*s));
-    if ((st = tc__wire_encode(msg, &s->buf)) != TC_OK) {
-        tc__wire_buf_free(&s->buf);
-        if (st == TC_ERR_NOMEM) {
-            neg_fail(n, st, "cannot encode a control message (out of memory)");
-        } else {
-            neg_fail(n, TC_ERR_TRANSPORT, "cannot encode a control message (internal error): "
-                     "%s", tc_last_error());
-        }
-        return NULL;
-    }
-    s->tag = tag;
-    n->nsends++;
-    return s;
-}
-
-void neg_send_to(tc_neg_t *n, const tc_wire_msg_t *msg, int tag, int dst)
-{
-    tc_neg_send_t *s = neg_send(n, msg, tag);
-
-    if (s != NULL) {
-        s->dst[s->ndst++] = dst;
-    }
-}
-
-/* A copy of src that lives until tc__neg_clear; NULL after a failure. */
-void *neg_keep(tc_neg_t *n, const void *src, size_t len)
-{
-    void *p;
-
-    if (n->nkeep == n->capkeep) {
-        size_t cap = n->capkeep < 16 ? 16 : n->capkeep * 2;
-        void **v = realloc(n->keep, cap * sizeof(*v));
-        if (v == NULL) {
-            neg_fail(n, TC_ERR_NOMEM, "out of memory keeping a negotiation result");
-            return NULL;
-        }
-        n->keep = v;
-        n->capkeep = cap;
-    }
-    p = malloc(len > 0 ? len : 1);
-    if (p == NULL) {
-        neg_fail(n, TC_ERR_NOMEM, "out of memory keeping a negotiation result");
-        return NULL;
-    }
-    if (len > 0) {
-        memcpy(p, src, len);
-    }
-    n->keep[n->nkeep++] = p;
-    return p;
-}
-
-static tc_neg_item_t *add_item(tc_neg_t *n, tc_neg_action_t action, void *req)
-{
-    tc_neg_item_t *it;
-
-    if (n->nitems == n->capitems) {
-        size_t cap = n->capitems < 16 ? 16 : n->capitems * 2;
-        tc_neg_item_t *v = realloc(n->items, cap * sizeof(*v));
-        if (v == NULL) {
-            neg_fail(n, TC_ERR_NOMEM, "out of memory listing collectives to run");
-            return NULL;
-        }
-        n->items = v;
-        n->capitems = cap;
-    }
-    it = &n->items[n->nitems++];
-    memset(it, 0, sizeof(*it));
-    it->action = action;
-    it->req = req;
-    it->cycle = n->ndown - 1; /* items come out while a DOWN is processed */
-    return it;
-}
-
-tc_neg_send_t *tc__neg_sends(tc_neg_t *n, size_t *count_p)
-{
-    *count_p = n->nsends;
-    return n->sends;
-}
-
-tc_neg_item_t *tc__neg_items(tc_neg_t *n, size_t *count_p)
-{
-    *count_p = n->nitems;
-    return n->items;
-}
-
-void tc__neg_clear(tc_neg_t *n)
-{
-    size_t i;
-
-    for (i = 0; i < n->nsends; i++) {
-        tc__wire_buf_free(&n->sends[i].buf);
-    }
-    for (i = 0; i < n->nkeep; i++) {
-        free(n->keep[i]);
-    }
-    n->nsends = n->nitems = n->nkeep = 0;
-}
-
 /* ---- submissions --------------------------------------------------------- */
 
 /* Whether a cached submission rides eagerly: a small tensor of a kind that
@@ -514,7 +396,7 @@ static void run_responses(tc_neg_t *n, const tc_wire_msg_t *msg)
                 return;
             }
         }
-        it = add_item(n, r->rtype == TC_WIRE_RUN ? TC_NEG_RUN : TC_NEG_FAIL,
+        it = neg_add_item(n, r->rtype == TC_WIRE_RUN ? TC_NEG_RUN : TC_NEG_FAIL,
                       s != NULL ? s->req : NULL);
         sub_free(s);
         if (it == NULL || keep_resp(n, it, r) != 0) {
@@ -552,12 +434,12 @@ static void run_cached(tc_neg_t *n, const tc_wire_msg_t *msg)
                 sub_free(s);
                 return;
             }
-            it = add_item(n, TC_NEG_DONE, s->req);
+            it = neg_add_item(n, TC_NEG_DONE, s->req);
             if (it != NULL && (it->result = neg_keep(n, x->data, x->len)) != NULL) {
                 it->result_len = x->len;
             }
         } else {
-            it = add_item(n, TC_NEG_RUN, s->req);
+            it = neg_add_item(n, TC_NEG_RUN, s->req);
             if (it != NULL) {
                 tc_wire_response_t r = {.rtype = TC_WIRE_RUN, .name = ce->name,
                                         .name_len = ce->desc.name_len, .ndim0 = ce->ndim0,
@@ -748,60 +630,4 @@ int tc__neg_step(tc_neg_t *n, uint64_t now)
         neg_probe_step(n, now);
     }
     return progress;
-}
-
-/* ---- what the engine asks ------------------------------------------------- */
-
-tc_neg_state_t tc__neg_state(const tc_neg_t *n)
-{
-    return n->state;
-}
-
-tc_status_t tc__neg_status(const tc_neg_t *n, const char **text_p)
-{
-    *text_p = n->text;
-    return n->status;
-}
-
-int tc__neg_failed_here(const tc_neg_t *n)
-{
-    return n->state == TC_NEG_FAILED && n->failed_here;
-}
-
-int tc__neg_busy(const tc_neg_t *n)
-{
-    return n->state == TC_NEG_DRAINING || neg_has_work(n);
-}
-
-int tc__neg_missing_byes(const tc_neg_t *n, uint8_t *flags)
-{
-    int q, k, count = 0;
-
-    memset(flags, 0, (size_t)n->p.size);
-    for (q = 1; n->bye_req != NULL && q < n->p.size; q++) {
-        flags[q] = !n->bye_req[q];
-    }
-    for (k = 0; k < n->nchild; k++) {
-        flags[n->child[k]] |= !(n->bye_children & (1u << k));
-    }
-    for (q = 0; q < n->p.size; q++) {
-        count += flags[q];
-    }
-    return count;
-}
-
-const char *tc__neg_cached_name(const tc_neg_t *n, uint32_t id, uint32_t *len_p)
-{
-    const tc_cache_entry_t *ce = tc__cache_get(&n->cache, id);
-
-    if (ce == NULL) {
-        return NULL;
-    }
-    *len_p = ce->desc.name_len;
-    return ce->name;
-}
-
-uint64_t tc__neg_cycles(const tc_neg_t *n)
-{
-    return n->ndown;
 }

@@ -1,6 +1,7 @@
 /*
  * neg_internal.h - what the negotiation state machine's files share (neg.c:
- * submissions, messages in and out, the DOWN processing every rank does;
+ * submissions, messages in, the DOWN processing every rank does; neg_io.c:
+ * messages out, items, what the engine asks;
  * neg_tree.c: what each rank knows of its subtree, UP messages, rank 0's
  * decisions; neg_watch.c: rank 0's stall inspector and the liveness probes).
  * Nothing outside src/engine/neg*.c includes it.
@@ -99,12 +100,13 @@ struct tc_neg {
     size_t nkeep, capkeep;
 };
 
-/* neg.c */
+/* neg.c (and neg_io.c: outputs) */
 void neg_fail(tc_neg_t *n, tc_status_t st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 tc_neg_send_t *neg_send(tc_neg_t *n, const tc_wire_msg_t *msg, int tag);
 void neg_send_to(tc_neg_t *n, const tc_wire_msg_t *msg, int tag, int dst);
 void *neg_keep(tc_neg_t *n, const void *src, size_t len);
+tc_neg_item_t *neg_add_item(tc_neg_t *n, tc_neg_action_t action, void *req);
 int neg_is_eager(const tc_neg_t *n, const tc_wire_request_t *w, size_t *bytes_p);
 void neg_process_down(tc_neg_t *n, const tc_wire_msg_t *msg, uint64_t now);
 
