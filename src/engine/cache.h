@@ -7,7 +7,7 @@
  * response, so every rank's cache holds the same names under the same ids at
  * the same point of the cycle sequence. A later submission of a cached name
  * with the same parameters needs no decision from rank 0: the ranks only have
- * to learn that everyone has it (see cycle.c). One with different parameters
+ * to learn that everyone has it (docs/negotiation.md). One with different parameters
  * makes the entry stale; stale entries are dropped on every rank at once.
  *
  * Pure bookkeeping: no MPI, no threads (the engine thread owns it).

@@ -22,10 +22,11 @@
  *      and shape; a parameter beyond those is more work: a field in
  *      tc_wire_request_t and tc_request_t, its encoding and a codec test,
  *      a TC_AGREE_MAP field (its comparison and text in coordinator.c),
- *      its copy in cycle.c's to_wire and its comparison in
+ *      its copy in negotiate.c's to_wire and its comparison in
  *      tc__cache_matches.
  *   3. Its descriptor: in kinds.c, the kind's validate and run functions
- *      (and eager_combine/eager_finish/run_packed if it has them) and a UPPER_DESC row macro with
+ *      (and eager_combine/eager_finish/run_packed if it has them) and a
+ *      UPPER_DESC row macro with
  *      params, output, agree, algo; the table is built from TC_KIND_MAP, so
  *      a kind without a row does not compile. Its public entry point
  *      (include/tcoll.h) is one line in api.c: submit_kind with its kind.
