@@ -289,6 +289,21 @@ static void lists_sort(lists_t *l)
     qsort(l->eager, l->neager, sizeof(*l->eager), cmp_eager);
 }
 
+/* An UP's or DOWN's record: where this rank is, and the lists. */
+static void lists_into(const tc_neg_t *n, const lists_t *l, tc_wire_msg_t *m)
+{
+    m->seq = n->ndown;
+    m->cache_gen = n->cache.gen;
+    m->nready = l->nready;
+    m->ready = l->ready;
+    m->nsome = l->nsome;
+    m->some = l->some;
+    m->nstale = l->nstale;
+    m->stale = l->stale;
+    m->neager = l->neager;
+    m->eager = l->eager;
+}
+
 /* Adds id's eager partial (or, at rank 0, result) to l; -1 after a failure. */
 static int add_eager(tc_neg_t *n, lists_t *l, uint32_t id, const tc_cache_entry_t *ce)
 {
@@ -381,16 +396,7 @@ int neg_send_up(tc_neg_t *n, uint64_t now)
     n->some_since = 0;
     if (n->state == TC_NEG_RUNNING && l.nready + l.nsome + l.nstale > 0) {
         lists_sort(&l);
-        up.seq = n->ndown;
-        up.cache_gen = n->cache.gen;
-        up.nready = l.nready;
-        up.ready = l.ready;
-        up.nsome = l.nsome;
-        up.some = l.some;
-        up.nstale = l.nstale;
-        up.stale = l.stale;
-        up.neager = l.neager;
-        up.eager = l.eager;
+        lists_into(n, &l, &up);
         neg_send_to(n, &up, TC_NEG_TAG_UP, n->parent);
         n->up_credit = 0;
     }
@@ -506,16 +512,9 @@ int neg_decide(tc_neg_t *n, uint64_t now)
         lists_free(&l);
         return 1;
     }
-    down.seq = n->ndown;
-    down.cache_gen = n->cache.gen;
+    lists_into(n, &l, &down);
     down.count = batch.count;
     down.resps = batch.resps;
-    down.nready = l.nready;
-    down.ready = l.ready;
-    down.nstale = l.nstale;
-    down.stale = l.stale;
-    down.neager = l.neager;
-    down.eager = l.eager;
     if (terminate) {
         int len = snprintf(term, sizeof(term), "tcoll was shut down (tc_shutdown called on "
                            "rank %d)", n->shutdown_from);
