@@ -389,7 +389,7 @@ int main(int argc, char **argv)
         } else if (e.kind == 1) {
             tc_wire_request_t w = S.reqs[e.tensor];
             if (tc__neg_submit(S.r[e.dst].neg, &w, (void *)(intptr_t)e.tensor,
-                               S.r[e.dst].input) != TC_OK) {
+                               S.r[e.dst].input, NULL) != TC_OK) {
                 fprintf(stderr, "tcoll-negsim: rank %d: submission failed\n", e.dst);
                 return 1;
             }

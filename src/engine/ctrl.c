@@ -99,9 +99,9 @@ err_free_cb:
     free(cb);
 }
 
-/* Posts len encoded bytes (copied) to dst[0..ndst-1]. */
-void tc__ctrl_send_bytes(engine_t *e, const void *data, size_t len, const int *dst, int ndst,
-                         int tag)
+/* Posts an encoded message to dst[0..ndst-1], taking its buffer (*buf is
+ * left empty: no copy). */
+void tc__ctrl_send_buf(engine_t *e, tc_wire_buf_t *buf, const int *dst, int ndst, int tag)
 {
     eng_ctrl_buf_t *cb;
 
@@ -109,13 +109,12 @@ void tc__ctrl_send_bytes(engine_t *e, const void *data, size_t len, const int *d
         return;
     }
     cb = calloc(1, sizeof(*cb));
-    if (cb == NULL || (cb->buf.data = malloc(len > 0 ? len : 1)) == NULL) {
-        free(cb);
+    if (cb == NULL) {
         tc__engine_fail(e, TC_ERR_NOMEM, "out of memory sending a control message");
         return;
     }
-    memcpy(cb->buf.data, data, len);
-    cb->buf.len = cb->buf.cap = len;
+    cb->buf = *buf;
+    memset(buf, 0, sizeof(*buf));
     cb->refs = 1;
     post(e, cb, dst, 0, ndst, -1, tag);
 }

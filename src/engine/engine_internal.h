@@ -223,8 +223,7 @@ tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name,
 void tc__ctrl_send(engine_t *e, const tc_wire_msg_t *msg, int first, int last, int skip,
                    int tag);
 size_t tc__ctrl_progress(engine_t *e);
-void tc__ctrl_send_bytes(engine_t *e, const void *data, size_t len, const int *dst, int ndst,
-                         int tag);
+void tc__ctrl_send_buf(engine_t *e, tc_wire_buf_t *buf, const int *dst, int ndst, int tag);
 int tc__ctrl_recv(engine_t *e, int src, int tag, tc_wire_msg_t *msg, int *src_p);
 void tc__ctrl_abandon(engine_t *e);
 

@@ -191,7 +191,8 @@ int neg_is_eager(const tc_neg_t *n, const tc_wire_request_t *w, size_t *bytes_p)
     return *bytes_p > 0 && *bytes_p <= n->p.eager_bytes;
 }
 
-tc_status_t tc__neg_submit(tc_neg_t *n, const tc_wire_request_t *w, void *req, const void *data)
+tc_status_t tc__neg_submit(tc_neg_t *n, const tc_wire_request_t *w, void *req, const void *data,
+                           void *out)
 {
     tc_cache_entry_t *ce = tc__cache_find(&n->cache, w->name, w->name_len);
     sub_t *s;
@@ -213,6 +214,7 @@ tc_status_t tc__neg_submit(tc_neg_t *n, const tc_wire_request_t *w, void *req, c
     s->w.name = s->name;
     s->req = req;
     s->data = data;
+    s->out = out;
     if (ce != NULL) {
         /* cached: it runs once every rank has it waiting (docs/negotiation.md) */
         ce->pending = s;
@@ -435,7 +437,11 @@ static void run_cached(tc_neg_t *n, const tc_wire_msg_t *msg)
                 return;
             }
             it = neg_add_item(n, TC_NEG_DONE, s->req);
-            if (it != NULL && (it->result = neg_keep(n, x->data, x->len)) != NULL) {
+            if (it != NULL && s->out != NULL) {
+                memcpy(s->out, x->data, x->len);
+                it->result = s->out;
+                it->result_len = x->len;
+            } else if (it != NULL && (it->result = neg_keep(n, x->data, x->len)) != NULL) {
                 it->result_len = x->len;
             }
         } else {

@@ -89,10 +89,12 @@ tc_status_t tc__neg_create(const tc_neg_params_t *p, tc_neg_t **neg_p);
 void tc__neg_destroy(tc_neg_t *n);
 
 /* A new submission (w->name is copied). data: the input an eager allreduce
- * reduces, valid until the item for req comes out. TC_ERR_NOMEM, or
- * TC_ERR_ARG if the name is already pending here (the caller must not let
- * that happen). */
-tc_status_t tc__neg_submit(tc_neg_t *n, const tc_wire_request_t *w, void *req, const void *data);
+ * reduces, valid until the item for req comes out; out: where its eager
+ * result is written (the item's result then points there), or NULL to have
+ * it kept until tc__neg_clear. TC_ERR_NOMEM, or TC_ERR_ARG if the name is
+ * already pending here (the caller must not let that happen). */
+tc_status_t tc__neg_submit(tc_neg_t *n, const tc_wire_request_t *w, void *req, const void *data,
+                           void *out);
 
 /* tc_shutdown was called on this rank. */
 void tc__neg_shutdown(tc_neg_t *n);
@@ -105,7 +107,8 @@ void tc__neg_receive(tc_neg_t *n, int src, int tag, const tc_wire_msg_t *msg, ui
 int tc__neg_step(tc_neg_t *n, uint64_t now);
 
 /* Outputs since the last tc__neg_clear: sends to post, then items to run in
- * order. Pointers stay valid until tc__neg_clear. */
+ * order. Pointers stay valid until tc__neg_clear; a caller may take a send's
+ * buffer (leaving it empty), which tc__neg_clear then does not free. */
 tc_neg_send_t *tc__neg_sends(tc_neg_t *n, size_t *count_p);
 tc_neg_item_t *tc__neg_items(tc_neg_t *n, size_t *count_p);
 void tc__neg_clear(tc_neg_t *n);

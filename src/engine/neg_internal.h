@@ -23,6 +23,7 @@ typedef struct sub {
     tc_wire_request_t w;
     void *req;
     const void *data;
+    void *out; /* where an eager result goes, or NULL */
 } sub_t;
 
 /* What this rank knows about one cached id, below and at itself. */

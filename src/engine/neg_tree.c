@@ -251,15 +251,18 @@ typedef struct {
     uint32_t nready, nsome, nstale;
     tc_wire_eager_t *eager;
     uint32_t neager;
+    void **owned; /* the eager buffers made here (a leaf sends its input as is) */
+    uint32_t nowned;
 } lists_t;
 
 static void lists_free(lists_t *l)
 {
     uint32_t i;
 
-    for (i = 0; i < l->neager; i++) {
-        free((void *)l->eager[i].data);
+    for (i = 0; i < l->nowned; i++) {
+        free(l->owned[i]);
     }
+    free(l->owned);
     free(l->ready);
     free(l->some);
     free(l->stale);
@@ -273,7 +276,9 @@ static int lists_alloc(tc_neg_t *n, lists_t *l, uint32_t cap)
     l->some = malloc(((size_t)cap + 1) * sizeof(uint32_t));
     l->stale = malloc(((size_t)cap + 1) * sizeof(uint32_t));
     l->eager = malloc(((size_t)cap + 1) * sizeof(*l->eager));
-    if (l->ready == NULL || l->some == NULL || l->stale == NULL || l->eager == NULL) {
+    l->owned = malloc(((size_t)cap + 1) * sizeof(void *));
+    if (l->ready == NULL || l->some == NULL || l->stale == NULL || l->eager == NULL ||
+        l->owned == NULL) {
         lists_free(l);
         neg_fail(n, TC_ERR_NOMEM, "out of memory composing a negotiation message");
         return -1;
@@ -313,6 +318,11 @@ static int add_eager(tc_neg_t *n, lists_t *l, uint32_t id, const tc_cache_entry_
     if (!neg_is_eager(n, &ce->desc, &bytes)) {
         return 0;
     }
+    if (n->nchild == 0 && n->parent >= 0) { /* a leaf's partial is its input */
+        l->eager[l->neager++] = (tc_wire_eager_t){id, (uint32_t)bytes,
+                                                  ((const sub_t *)ce->pending)->data};
+        return 0;
+    }
     if ((buf = subtree_partial(n, id, ce, bytes)) == NULL) {
         return -1;
     }
@@ -321,6 +331,7 @@ static int add_eager(tc_neg_t *n, lists_t *l, uint32_t id, const tc_cache_entry_
             ->eager_finish((tc_dtype_t)ce->desc.dtype, (tc_op_t)ce->desc.op, buf,
                            bytes / tc_dtype_size((tc_dtype_t)ce->desc.dtype), n->p.size);
     }
+    l->owned[l->nowned++] = buf;
     l->eager[l->neager++] = (tc_wire_eager_t){id, (uint32_t)bytes, buf};
     return 0;
 }

@@ -72,7 +72,7 @@ static void post_sends(engine_t *e)
     tc_neg_send_t *s = tc__neg_sends(e->nego.neg, &n);
 
     for (i = e->nego.posted; i < n && !eng_broken(); i++) {
-        tc__ctrl_send_bytes(e, s[i].buf.data, s[i].buf.len, s[i].dst, s[i].ndst, s[i].tag);
+        tc__ctrl_send_buf(e, &s[i].buf, s[i].dst, s[i].ndst, s[i].tag);
     }
     e->nego.posted = n;
 }
@@ -114,7 +114,7 @@ int tc__nego_take_submissions(engine_t *e)
         next = r->next;
         r->next = NULL;
         to_wire(r, &w);
-        st = tc__neg_submit(e->nego.neg, &w, r, r->send);
+        st = tc__neg_submit(e->nego.neg, &w, r, r->send, r->recv);
         if (st != TC_OK) {
             tc__engine_fail(e, st, st == TC_ERR_NOMEM
                                        ? "out of memory negotiating tensor '%s'"
@@ -175,7 +175,9 @@ static void finish_eager(engine_t *e, const tc_neg_item_t *it)
     tc_request_t *req = it->req;
     const tc_kind_desc_t *kd = tc__kind_of(req);
 
-    memcpy(req->recv, it->result, it->result_len);
+    if (it->result != req->recv) {
+        memcpy(req->recv, it->result, it->result_len);
+    }
     tc__request_set_output(req, req->recv, -1);
     if (tc__tl_active()) {
         tc__engine_tl_tensor(e, req, kd->algo_eager, e->exec.ready_ns, tc__now_ns(), 1, TC_OK);

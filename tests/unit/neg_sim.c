@@ -416,7 +416,7 @@ static void submit(sim_t *s, plan_t *pl)
 {
     CHECK_MSG(!s->pending[pl->rank][pl->name], "rank %d: '%s' is still pending", pl->rank,
               pl->namebuf);
-    CHECK_OK(tc__neg_submit(s->neg[pl->rank], &pl->w, pl, pl->data.bytes));
+    CHECK_OK(tc__neg_submit(s->neg[pl->rank], &pl->w, pl, pl->data.bytes, NULL));
     pl->submitted = 1;
     s->pending[pl->rank][pl->name] = 1;
 }

@@ -232,14 +232,14 @@ TC_CASE(submit_errors)
         a = mkplan(s, 1, 0, k, 0);
         submit_next(s, 1);
         if (k > 0) { /* cached */
-            CHECK_STATUS(tc__neg_submit(s->neg[1], &a->w, a, a->data.bytes), TC_ERR_ARG);
+            CHECK_STATUS(tc__neg_submit(s->neg[1], &a->w, a, a->data.bytes, NULL), TC_ERR_ARG);
         }
         step(s, 1);
-        CHECK_STATUS(tc__neg_submit(s->neg[1], &a->w, a, a->data.bytes), TC_ERR_ARG);
+        CHECK_STATUS(tc__neg_submit(s->neg[1], &a->w, a, a->data.bytes, NULL), TC_ERR_ARG);
         if (k == 2) { /* cached, with other parameters */
             tc_wire_request_t w = a->w;
             w.shape[0]++;
-            CHECK_STATUS(tc__neg_submit(s->neg[1], &w, a, a->data.bytes), TC_ERR_ARG);
+            CHECK_STATUS(tc__neg_submit(s->neg[1], &w, a, a->data.bytes, NULL), TC_ERR_ARG);
         }
         b = mkplan(s, 0, 0, k, 0);
         run(s);
@@ -253,7 +253,7 @@ TC_CASE(submit_errors)
     a = mkplan(s, 1, 0, 3, 0);
     a->namebuf[0] = 'D'; /* "Dup": a name rank 1 never had */
     submit_next(s, 1);
-    CHECK_STATUS(tc__neg_submit(s->neg[1], &a->w, a, a->data.bytes), TC_ERR_ARG);
+    CHECK_STATUS(tc__neg_submit(s->neg[1], &a->w, a, a->data.bytes, NULL), TC_ERR_ARG);
     sim_free(s);
 }
 
