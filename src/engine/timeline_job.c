@@ -51,6 +51,7 @@
 
 #include "transport/transport_mpi.h"
 #include "util/backoff.h"
+#include "util/le.h"
 #include "util/log.h"
 #include "util/status.h"
 #include "util/timeline.h"
@@ -137,59 +138,19 @@ tc_status_t tc__tl_job_start(const char *path, int rank, int size, char *err, si
 /* The exchange                                                              */
 /* ------------------------------------------------------------------------ */
 
-static void put_u32(unsigned char *p, uint32_t v)
-{
-    int i;
-
-    for (i = 0; i < 4; i++) {
-        p[i] = (unsigned char)(v >> (8 * i));
-    }
-}
-
-static void put_u64(unsigned char *p, uint64_t v)
-{
-    int i;
-
-    for (i = 0; i < 8; i++) {
-        p[i] = (unsigned char)(v >> (8 * i));
-    }
-}
-
-static uint32_t get_u32(const unsigned char *p)
-{
-    uint32_t v = 0;
-    int i;
-
-    for (i = 0; i < 4; i++) {
-        v |= (uint32_t)p[i] << (8 * i);
-    }
-    return v;
-}
-
-static uint64_t get_u64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    int i;
-
-    for (i = 0; i < 8; i++) {
-        v |= (uint64_t)p[i] << (8 * i);
-    }
-    return v;
-}
-
 /* HEAD for info (NULL: no part) into buf (HEAD_MAX bytes); its length. */
 static size_t head_encode(const tc_tl_part_info_t *info, unsigned char *buf)
 {
     size_t plen = info != NULL ? strlen(info->path) : 0;
 
-    put_u32(buf, HEAD_VERSION);
-    put_u32(buf + 4, info != NULL);
-    put_u64(buf + 8, info != NULL ? info->bytes : 0);
-    put_u64(buf + 16, info != NULL ? (uint64_t)info->start_unix_ns : 0);
-    put_u64(buf + 24, info != NULL ? info->end_ns : 0);
-    put_u64(buf + 32, info != NULL ? info->events : 0);
-    put_u64(buf + 40, info != NULL ? info->dropped : 0);
-    put_u32(buf + 48, (uint32_t)plen);
+    tc__le_put32(buf, HEAD_VERSION);
+    tc__le_put32(buf + 4, info != NULL);
+    tc__le_put64(buf + 8, info != NULL ? info->bytes : 0);
+    tc__le_put64(buf + 16, info != NULL ? (uint64_t)info->start_unix_ns : 0);
+    tc__le_put64(buf + 24, info != NULL ? info->end_ns : 0);
+    tc__le_put64(buf + 32, info != NULL ? info->events : 0);
+    tc__le_put64(buf + 40, info != NULL ? info->dropped : 0);
+    tc__le_put32(buf + 48, (uint32_t)plen);
     memcpy(buf + HEAD_FIXED, info != NULL ? info->path : "", plen);
     return HEAD_FIXED + plen;
 }
@@ -200,23 +161,23 @@ static int head_decode(const unsigned char *buf, size_t len, int rank, tc_tl_par
 {
     uint32_t plen;
 
-    if (len < HEAD_FIXED || get_u32(buf) != HEAD_VERSION) {
+    if (len < HEAD_FIXED || tc__le_get32(buf) != HEAD_VERSION) {
         return -1;
     }
-    plen = get_u32(buf + 48);
+    plen = tc__le_get32(buf + 48);
     if (plen >= TC_TL_PATH_MAX || len != HEAD_FIXED + plen) {
         return -1;
     }
-    if (get_u32(buf + 4) == 0) {
+    if (tc__le_get32(buf + 4) == 0) {
         return 0;
     }
     memset(info, 0, sizeof(*info));
     info->rank = rank;
-    info->bytes = get_u64(buf + 8);
-    info->start_unix_ns = (int64_t)get_u64(buf + 16);
-    info->end_ns = get_u64(buf + 24);
-    info->events = get_u64(buf + 32);
-    info->dropped = get_u64(buf + 40);
+    info->bytes = tc__le_get64(buf + 8);
+    info->start_unix_ns = (int64_t)tc__le_get64(buf + 16);
+    info->end_ns = tc__le_get64(buf + 24);
+    info->events = tc__le_get64(buf + 32);
+    info->dropped = tc__le_get64(buf + 40);
     memcpy(info->path, buf + HEAD_FIXED, plen);
     info->path[plen] = '\0';
     return 1;

@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include "util/timeline_internal.h"
+#include "util/le.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -74,20 +75,14 @@ static void enc_u8(tl_enc_t *e, unsigned v)
 
 static void enc_u32(tl_enc_t *e, uint32_t v)
 {
-    int i;
-
-    for (i = 0; i < 4; i++) {
-        e->p[e->len++] = (unsigned char)(v >> (8 * i));
-    }
+    tc__le_put32(e->p + e->len, v);
+    e->len += 4;
 }
 
 static void enc_u64(tl_enc_t *e, uint64_t v)
 {
-    int i;
-
-    for (i = 0; i < 8; i++) {
-        e->p[e->len++] = (unsigned char)(v >> (8 * i));
-    }
+    tc__le_put64(e->p + e->len, v);
+    e->len += 8;
 }
 
 static void enc_str8(tl_enc_t *e, const char *s)
@@ -268,25 +263,13 @@ static unsigned dec_u8(tl_dec_t *d)
 static uint32_t dec_u32(tl_dec_t *d)
 {
     const unsigned char *q = dec_take(d, 4);
-    uint32_t v = 0;
-    int i;
-
-    for (i = 0; q != NULL && i < 4; i++) {
-        v |= (uint32_t)q[i] << (8 * i);
-    }
-    return v;
+    return q != NULL ? tc__le_get32(q) : 0;
 }
 
 static uint64_t dec_u64(tl_dec_t *d)
 {
     const unsigned char *q = dec_take(d, 8);
-    uint64_t v = 0;
-    int i;
-
-    for (i = 0; q != NULL && i < 8; i++) {
-        v |= (uint64_t)q[i] << (8 * i);
-    }
-    return v;
+    return q != NULL ? tc__le_get64(q) : 0;
 }
 
 /* A str8 into buf (256 bytes, NUL-terminated); NULL for the NULL string. */
