@@ -236,6 +236,7 @@ void tc__fail_send_abort(engine_t *e);
 void tc__fail_hook_transport(engine_t *e);
 
 /* negotiate.c */
+uint64_t tc__probe_grace_ns(const tc_config_t *cfg);
 tc_status_t tc__nego_init(engine_t *e);
 void tc__nego_destroy(engine_t *e);
 int tc__nego_take_submissions(engine_t *e);

@@ -117,13 +117,9 @@ static int probe_peer(engine_t *e, int peer)
 {
     tc_wire_msg_t ping = {0}, msg;
     tc_backoff_t bo;
-    uint64_t grace = 2000000000ull, deadline;
+    uint64_t deadline = tc__now_ns() + tc__probe_grace_ns(e->cfg);
     int src;
 
-    if ((uint64_t)e->cfg->idle_poll_ms * 2000000ull > grace) {
-        grace = (uint64_t)e->cfg->idle_poll_ms * 2000000ull;
-    }
-    deadline = tc__now_ns() + grace;
     ping.type = TC_WIRE_REQUESTS;
     tc__ctrl_send(e, &ping, peer, peer, -1, ENG_TAG_XPING);
     tc__backoff_init(&bo, 0, 1000);

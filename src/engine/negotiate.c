@@ -20,9 +20,10 @@
 #include "util/log.h"
 #include "util/timeline.h"
 
-/* The probe grace: an idle engine looks for messages every
+/* How long a probed engine has to answer (the negotiation's probes and the
+ * transfer probe alike): an idle engine looks for messages every
  * TCOLL_IDLE_POLL_MS, so twice that, and at least 2 s. */
-static uint64_t probe_grace_ns(const tc_config_t *cfg)
+uint64_t tc__probe_grace_ns(const tc_config_t *cfg)
 {
     uint64_t grace = 2000000000ull;
 
@@ -43,7 +44,7 @@ tc_status_t tc__nego_init(engine_t *e)
     p.stall_warn_ns = (uint64_t)e->cfg->stall_warn_s * 1000000000ull;
     p.stall_abort_ns = (uint64_t)e->cfg->stall_abort_s * 1000000000ull;
     p.peer_timeout_ns = (uint64_t)e->cfg->peer_timeout_s * 1000000000ull;
-    p.probe_grace_ns = probe_grace_ns(e->cfg);
+    p.probe_grace_ns = tc__probe_grace_ns(e->cfg);
     return tc__neg_create(&p, &e->nego.neg);
 }
 
@@ -209,7 +210,6 @@ static void run_items(engine_t *e)
         e->nego.reqs = q;
         e->nego.cap = n;
     }
-    e->exec.ready_ns = tc__now_ns();
     for (i = 0; i < n && eng_running(); i++) {
         e->exec.cycle = items[i].cycle;
         if (items[i].action == TC_NEG_DONE) {
@@ -244,9 +244,7 @@ int tc__nego_step(engine_t *e)
     progress |= tc__neg_step(neg, now);
     post_sends(e);
     tc__neg_items(neg, &nitems);
-    if (tc__tl_active() && nitems > 0) {
-        e->exec.ready_ns = now;
-    }
+    e->exec.ready_ns = now; /* what runs now was decided by what arrived now */
     run_items(e);
     tc__neg_clear(neg);
     e->nego.posted = 0;
