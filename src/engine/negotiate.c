@@ -187,11 +187,13 @@ static void finish_eager(engine_t *e, const tc_neg_item_t *it)
 }
 
 /* Runs the items in order: eager results complete at once; the rest go to
- * the executor as one list (the same on every rank, so fusion groups agree). */
+ * the executor as one list per cycle (the same on every rank, so fusion
+ * groups agree). */
 static void run_items(engine_t *e)
 {
     size_t n, i;
     uint32_t k = 0;
+    uint64_t list_cycle = 0;
     tc_neg_item_t *items = tc__neg_items(e->nego.neg, &n);
 
     if (n == 0) {
@@ -211,7 +213,14 @@ static void run_items(engine_t *e)
         e->nego.cap = n;
     }
     for (i = 0; i < n && eng_running(); i++) {
-        e->exec.cycle = items[i].cycle;
+        if (k > 0 && items[i].cycle != list_cycle) {
+            /* one cycle's list at a time: how many cycles one step completes
+             * differs between ranks, the fusion groups must not */
+            e->exec.cycle = list_cycle;
+            tc__exec_run(e, e->nego.resps, e->nego.reqs, k);
+            k = 0;
+        }
+        e->exec.cycle = list_cycle = items[i].cycle;
         if (items[i].action == TC_NEG_DONE) {
             finish_eager(e, &items[i]);
             continue;
