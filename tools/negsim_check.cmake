@@ -1,8 +1,9 @@
 # cmake -DNEGSIM=<tcoll-negsim> -DRANKS=n -DTENSORS=t -DSTEPS=s -DSEED=x -P negsim_check.cmake
 # Runs tcoll-negsim --json and fails unless every simulated rank ran the same
 # collectives in the same order and, in the steady state, no rank sent plus
-# received more than 2 * (ceil(log2 n) + 1) messages per cycle on average (a
-# rank's DOWN in and UP out, and one DOWN out and one UP in per child).
+# received more than 2 * (ceil(log2 n) + 1) messages per cycle on average (one
+# part out and one in per exchange round; a host also an extra rank's
+# snapshot in and its result out).
 execute_process(COMMAND ${NEGSIM} --ranks ${RANKS} --tensors ${TENSORS} --steps ${STEPS}
                         --seed ${SEED} --json
                 OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)

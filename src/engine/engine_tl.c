@@ -84,8 +84,8 @@ void tc__engine_tl_copy(const char *what, size_t bytes, uint32_t n, uint64_t t0)
                     tc__now_ns() - t0, &a);
 }
 
-/* A mark on a cached tensor's row as child src reports that every rank of
- * its subtree has it waiting (docs/negotiation.md, "UP"). */
+/* A mark on a cached tensor's row as partner src reports that every rank of
+ * its group has it waiting (docs/negotiation.md, "The exchange"). */
 void tc__engine_tl_ready(int src, const char *name, uint32_t len)
 {
     char label[32];

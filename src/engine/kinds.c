@@ -63,8 +63,9 @@ static tc_status_t allreduce_packed(const tc_kind_ctx_t *x, void *buf, size_t co
     return tc__ring_allreduce(x->tp, NULL, buf, count, dtype, op, x->chunk_bytes, x->scratch);
 }
 
-/* Eager inputs are reduced on their way up the negotiation tree, each
- * subtree's in a fixed order (docs/negotiation.md), then avg divides. */
+/* Eager inputs are reduced in the negotiation's exchange rounds, two groups'
+ * partial results at a time in a fixed order (docs/negotiation.md), then avg
+ * divides. */
 static void allreduce_combine(tc_dtype_t dtype, tc_op_t op, void *dst, const void *src,
                               size_t count)
 {

@@ -132,11 +132,11 @@ typedef struct {
     const char *algo_packed;
 
     /* Eager inputs (NULL: never eager): a small cached tensor of this kind
-     * rides in the negotiation messages and is combined on its way up the
-     * tree (docs/negotiation.md, "UP"): combine folds src into dst (count
-     * elements), always in the same order; finish turns the combination of
-     * all n ranks' inputs into the result, which comes down to every rank
-     * with the decision to run it. Pure. */
+     * rides in the negotiation messages and is combined in each exchange
+     * round (docs/negotiation.md, "The exchange"): combine folds src into dst
+     * (count elements), always in the same order; finish turns the
+     * combination of all n ranks' inputs into the result, on every rank at
+     * the end of the cycle that runs it. Pure. */
     void (*eager_combine)(tc_dtype_t dtype, tc_op_t op, void *dst, const void *src,
                           size_t count);
     void (*eager_finish)(tc_dtype_t dtype, tc_op_t op, void *buf, size_t count, int n);

@@ -6,8 +6,9 @@
  * Waiting: with nothing of its own in flight and nothing the negotiation
  * waits for, the engine thread sleeps on a condition variable (woken at once
  * by a submission) and wakes every TCOLL_IDLE_POLL_MS to look for control
- * messages (a remote shutdown, a DOWN to pass on). With work in flight it
- * polls with back-off (spin, yield, sleeps growing to TCOLL_BACKOFF_MAX_US).
+ * messages (a remote shutdown, a partner's part of a cycle). With work in
+ * flight it polls with back-off (spin, yield, sleeps growing to
+ * TCOLL_BACKOFF_MAX_US).
  * It must never block in MPI without backing off.
  */
 #define _GNU_SOURCE

@@ -1,7 +1,7 @@
 /*
- * neg.c - the negotiation state machine's core: submissions, messages in and
- * out, and the processing of a DOWN message, which every rank does the same
- * way so that every rank runs the same collectives in the same order.
+ * neg.c - the negotiation state machine's core: submissions, messages in, and
+ * the end of a cycle, which every rank processes the same way so that every
+ * rank runs the same collectives in the same order.
  *
  * The protocol is in docs/negotiation.md; this file must never call MPI,
  * read the clock, or touch what a submission's handle points to.
@@ -17,7 +17,7 @@
 #include "engine/kinds.h"
 #include "util/log.h"
 
-/* ---- the tree ------------------------------------------------------------ */
+/* ---- the probes' tree ---------------------------------------------------- */
 
 int tc__neg_parent(int rank)
 {
@@ -56,12 +56,11 @@ tc_status_t tc__neg_create(const tc_neg_params_t *p, tc_neg_t **neg_p)
     n->p = *p;
     n->parent = tc__neg_parent(p->rank);
     n->nchild = tc__neg_children(p->rank, p->size, n->child, NEG_MAX_CHILDREN);
-    n->all_children = n->nchild >= 32 ? UINT32_MAX : (1u << n->nchild) - 1;
     n->state = TC_NEG_RUNNING;
     n->fresh_tail = &n->fresh;
-    n->up_credit = 1;
     n->shutdown_from = -1;
     n->spread_from = -2;
+    neg_exch_init(n);
     tc__cache_init(&n->cache);
     tc__hmap_init(&n->full);
     tc__hmap_init(&n->evicted);
@@ -73,6 +72,7 @@ tc_status_t tc__neg_create(const tc_neg_params_t *p, tc_neg_t **neg_p)
         n->probe_nb[n->nprobe_nb++] = n->child[k];
     }
     if (p->rank == 0) {
+        n->bye_req_left = p->size - 1;
         if (tc__coord_create(p->size, &n->coord) != TC_OK ||
             (n->bye_req = calloc((size_t)p->size, 1)) == NULL) {
             tc__neg_destroy(n);
@@ -137,7 +137,7 @@ void tc__neg_destroy(tc_neg_t *n)
         }
     }
     tc__cache_destroy(&n->cache);
-    neg_tree_free(n);
+    neg_exch_free(n);
     free(n->drops);
     tc__coord_destroy(n->coord);
     free(n->bye_req);
@@ -220,7 +220,7 @@ tc_status_t tc__neg_submit(tc_neg_t *n, const tc_wire_request_t *w, void *req, c
         ce->pending = s;
         ce->stale = !tc__cache_matches(ce, w);
         n->ncached++;
-        neg_mark(n, ce->id);
+        n->want = 1;
         return TC_OK;
     }
     *n->fresh_tail = s;
@@ -269,7 +269,7 @@ static int send_fresh(tc_neg_t *n, uint64_t now)
     if (n->parent >= 0) {
         out.type = TC_WIRE_REQUESTS;
         out.flags = TC_WIRE_F_SEQ | (ask_shutdown ? TC_WIRE_F_SHUTDOWN : 0);
-        out.seq = n->ndown;
+        out.seq = n->ncycles;
         out.count = count;
         out.reqs = count > 0 ? malloc(count * sizeof(*out.reqs)) : NULL;
         if (count > 0 && out.reqs == NULL) {
@@ -303,7 +303,7 @@ static int send_fresh(tc_neg_t *n, uint64_t now)
     return 1;
 }
 
-/* ---- a DOWN message: the same processing on every rank -------------------- */
+/* ---- the end of a cycle: the same processing on every rank ---------------- */
 
 static const tc_wire_eager_t *find_eager(const tc_wire_msg_t *msg, uint32_t id)
 {
@@ -407,6 +407,11 @@ static void run_responses(tc_neg_t *n, const tc_wire_msg_t *msg)
     }
 }
 
+static int listed(const uint32_t *ids, uint32_t count, uint32_t id)
+{
+    return count > 0 && bsearch(&id, ids, count, sizeof(id), cmp_u32) != NULL;
+}
+
 static void run_cached(tc_neg_t *n, const tc_wire_msg_t *msg)
 {
     uint32_t i;
@@ -418,31 +423,44 @@ static void run_cached(tc_neg_t *n, const tc_wire_msg_t *msg)
         tc_neg_item_t *it;
         sub_t *s;
         size_t bytes;
+        int eager;
 
+        if (listed(msg->stale, msg->nstale, id)) {
+            continue; /* dropped: it goes back to full negotiation */
+        }
         if (ce == NULL || ce->pending == NULL || ce->stale) {
             neg_fail(n, TC_ERR_TRANSPORT, "protocol error: cache id %u runs, but is not "
                      "waiting on this rank", id);
             return;
         }
         s = ce->pending;
+        eager = neg_is_eager(n, &s->w, &bytes);
+        x = eager ? find_eager(msg, id) : NULL;
+        if (eager && x == NULL && !s->promoted && !(msg->flags & TC_WIRE_F_TERMINATE)) {
+            /* a small allreduce whose inputs did not all come: every rank
+             * sends its input in the next cycle, which completes it (the
+             * last cycle runs it as a collective instead) */
+            s->promoted = 1;
+            n->want = 1;
+            continue;
+        }
         ce->pending = NULL;
         n->ncached--;
         neg_id_reset(n, id);
-        if (neg_is_eager(n, &s->w, &bytes)) {
-            x = find_eager(msg, id);
-            if (x == NULL || x->len != bytes) {
-                neg_fail(n, TC_ERR_TRANSPORT, "protocol error: the result of eager tensor '%s' "
-                         "is missing or has the wrong size", s->name);
-                sub_free(s);
-                return;
-            }
+        if (x != NULL) { /* every rank's input came with the cycle */
             it = neg_add_item(n, TC_NEG_DONE, s->req);
             if (it != NULL && s->out != NULL) {
                 memcpy(s->out, x->data, x->len);
                 it->result = s->out;
+            } else if (it != NULL) {
+                it->result = neg_keep(n, x->data, x->len);
+            }
+            if (it != NULL && it->result != NULL) { /* the job-wide partial: finish it */
+                tc_dtype_t dt = (tc_dtype_t)ce->desc.dtype;
                 it->result_len = x->len;
-            } else if (it != NULL && (it->result = neg_keep(n, x->data, x->len)) != NULL) {
-                it->result_len = x->len;
+                tc__kind_get(ce->desc.kind)
+                    ->eager_finish(dt, (tc_op_t)ce->desc.op, (void *)it->result,
+                                   x->len / tc_dtype_size(dt), n->p.size);
             }
         } else {
             it = neg_add_item(n, TC_NEG_RUN, s->req);
@@ -457,60 +475,46 @@ static void run_cached(tc_neg_t *n, const tc_wire_msg_t *msg)
     }
 }
 
-/* Every rank, for every DOWN message in order (rank 0 for its own): pass it
- * on down the tree, then drop, run the decisions, run the cached ids. */
-void neg_process_down(tc_neg_t *n, const tc_wire_msg_t *msg, uint64_t now)
+/* Every rank, at the end of every cycle, with the job-wide part g: rank 0's
+ * stall clocks, then drop, run the decisions, run the cached ids. */
+void neg_run_cycle(tc_neg_t *n, const tc_wire_msg_t *g, uint64_t now)
 {
-    if (msg->seq != n->ndown || msg->cache_gen != n->cache.gen) {
-        neg_fail(n, TC_ERR_TRANSPORT, "protocol error: DOWN message %llu with cache generation "
-                 "%llu, this rank expects message %llu at generation %llu",
-                 (unsigned long long)msg->seq, (unsigned long long)msg->cache_gen,
-                 (unsigned long long)n->ndown, (unsigned long long)n->cache.gen);
+    uint32_t i;
+
+    if (g->seq != n->ncycles || g->cache_gen != n->cache.gen) {
+        neg_fail(n, TC_ERR_TRANSPORT, "protocol error: cycle %llu with cache generation %llu, "
+                 "this rank expects cycle %llu at generation %llu",
+                 (unsigned long long)g->seq, (unsigned long long)g->cache_gen,
+                 (unsigned long long)n->ncycles, (unsigned long long)n->cache.gen);
         return;
     }
-    if (n->nchild > 0) {
-        tc_neg_send_t *s = neg_send(n, msg, TC_NEG_TAG_DOWN);
-        int k;
-        if (s == NULL) {
-            return;
-        }
-        for (k = 0; k < n->nchild; k++) {
-            s->dst[s->ndst++] = n->child[k];
+    n->last_progress_ns = now;
+    for (i = 0; n->p.rank == 0 && i < g->nsome; i++) { /* some ranks have it, not all */
+        idst_t *st = neg_idst(n, g->some[i]);
+        if (st != NULL && st->since_ns == 0) {
+            st->since_ns = now;
         }
     }
-    n->up_credit = 1;
-    n->last_progress_ns = now;
-    n->ndown++; /* removals below are stamped with this count */
-    drop_ids(n, msg->stale, msg->nstale);
-    run_responses(n, msg);
-    run_cached(n, msg);
-    if ((msg->flags & TC_WIRE_F_TERMINATE) && n->state == TC_NEG_RUNNING) {
+    n->ncycles++;
+    drop_ids(n, g->stale, g->nstale);
+    run_responses(n, g);
+    run_cached(n, g);
+    if ((g->flags & TC_WIRE_F_TERMINATE) && n->state == TC_NEG_RUNNING) {
         tc_wire_msg_t bye = {.type = TC_WIRE_BYE};
         n->state = TC_NEG_DRAINING;
-        n->bye_req_left = n->p.rank == 0 ? n->p.size - 1 : 0;
-        n->status = (tc_status_t)msg->term_status;
-        snprintf(n->text, sizeof(n->text), "%.*s", (int)msg->term_text_len,
-                 msg->term_text != NULL ? msg->term_text : "");
-        if (n->parent >= 0) {
+        n->status = (tc_status_t)g->term_status;
+        snprintf(n->text, sizeof(n->text), "%.*s", (int)g->term_text_len,
+                 g->term_text != NULL ? g->term_text : "");
+        if (n->p.rank != 0) {
             neg_send_to(n, &bye, TC_NEG_TAG_REQ, 0);
-            neg_send_to(n, &bye, TC_NEG_TAG_UP, n->parent);
+        }
+        if (n->host >= 0) {
+            neg_send_to(n, &bye, TC_NEG_TAG_CYCLE, n->host);
         }
     }
 }
 
 /* ---- messages in --------------------------------------------------------- */
-
-static int child_index(const tc_neg_t *n, int src)
-{
-    int k;
-
-    for (k = 0; k < n->nchild; k++) {
-        if (n->child[k] == src) {
-            return k;
-        }
-    }
-    return -1;
-}
 
 /* Rank 0: whether rank src's submission of w was sent before src learned
  * that the name had expired (it fails there: docs/negotiation.md, "Stalls"). */
@@ -526,7 +530,8 @@ static void receive_req(tc_neg_t *n, int src, const tc_wire_msg_t *msg, uint64_t
     uint32_t i;
 
     if (msg->type == TC_WIRE_BYE) {
-        if (n->state != TC_NEG_DRAINING && n->state != TC_NEG_DONE_OK) {
+        /* a rank may finish the cycle that terminates before rank 0 does */
+        if (n->state == TC_NEG_RUNNING && !n->term_sent) {
             neg_fail(n, TC_ERR_TRANSPORT, "rank %d stopped after a failure", src);
         } else if (!n->bye_req[src]) {
             n->bye_req[src] = 1;
@@ -554,8 +559,6 @@ static void receive_req(tc_neg_t *n, int src, const tc_wire_msg_t *msg, uint64_t
 
 void tc__neg_receive(tc_neg_t *n, int src, int tag, const tc_wire_msg_t *msg, uint64_t now)
 {
-    int k;
-
     if (n->state == TC_NEG_FAILED || src < 0 || src >= n->p.size || src == n->p.rank) {
         return;
     }
@@ -580,27 +583,15 @@ void tc__neg_receive(tc_neg_t *n, int src, int tag, const tc_wire_msg_t *msg, ui
         }
         receive_req(n, src, msg, now);
         return;
-    case TC_NEG_TAG_DOWN:
-        if (src != n->parent || msg->type != TC_WIRE_CYCLE) {
+    case TC_NEG_TAG_CYCLE:
+        if (msg->type == TC_WIRE_BYE && src == n->extra && msg->flags == 0) {
+            n->bye_extra = 1;
+            return;
+        }
+        if (msg->type != TC_WIRE_CYCLE) {
             break;
         }
-        if (n->state == TC_NEG_RUNNING) {
-            neg_process_down(n, msg, now);
-        }
-        return;
-    case TC_NEG_TAG_UP:
-        k = child_index(n, src);
-        if (k < 0) {
-            break;
-        }
-        n->last_progress_ns = now;
-        if (msg->type == TC_WIRE_BYE) {
-            n->bye_children |= 1u << k;
-        } else if (msg->type == TC_WIRE_UP && n->state == TC_NEG_RUNNING) {
-            neg_receive_up(n, k, msg);
-        } else if (msg->type != TC_WIRE_UP) {
-            break;
-        }
+        neg_receive_cycle(n, src, msg, now);
         return;
     default:
         break;
@@ -622,10 +613,10 @@ int tc__neg_step(tc_neg_t *n, uint64_t now)
         progress |= send_fresh(n, now);
     }
     if (n->state == TC_NEG_RUNNING) {
-        progress |= n->parent >= 0 ? neg_send_up(n, now) : neg_decide(n, now);
+        progress |= neg_exch_step(n, now);
     }
     if (n->state == TC_NEG_DRAINING && n->bye_req_left <= 0 &&
-        n->bye_children == n->all_children) {
+        (n->extra < 0 || n->bye_extra)) {
         n->state = TC_NEG_DONE_OK;
         progress = 1;
     }

@@ -8,8 +8,9 @@
  * and the ordered list of what to run, fail or complete. The engine loop
  * does the I/O and runs the list; tcoll-negsim drives one instance per
  * simulated rank over an in-memory message layer; the unit tests drive a
- * few by hand. The protocol it implements (a binomial tree rooted at rank 0,
- * UP and DOWN messages, the response cache, eager inputs, stalls, probes,
+ * few by hand. The protocol it implements (cycles of recursive-doubling
+ * exchange rounds, rank 0's decisions, the response cache, eager inputs,
+ * stalls, probes over a binomial tree,
  * shutdown) is described once, in docs/negotiation.md.
  *
  * It never touches what a submission's handle points to: handles are opaque
@@ -27,15 +28,14 @@
 /* Control-message tags (the engine's control communicator). */
 enum {
     TC_NEG_TAG_REQ = 1,   /* REQUESTS and BYE to rank 0 */
-    TC_NEG_TAG_DOWN = 2,  /* DOWN (a CYCLE message) from the tree parent */
-    TC_NEG_TAG_UP = 3,    /* UP and BYE from a tree child */
+    TC_NEG_TAG_CYCLE = 2, /* a CYCLE message: a part of an exchange round; an extra's BYE */
     TC_NEG_TAG_ABORT = 4, /* BYE with a terminate record, to every rank */
     TC_NEG_TAG_PING = 5,  /* an empty REQUESTS: are you alive? (SPREAD: ask on) */
     TC_NEG_TAG_PONG = 6,  /* the answer */
 };
 
-/* The most destinations of one send: a tree node's children, or its parent
- * and children for a probe. */
+/* The most destinations of one send: a probe to a tree node's parent and
+ * children. */
 #define TC_NEG_MAX_DST 48
 
 typedef struct {
@@ -68,19 +68,19 @@ typedef struct {
     tc_wire_response_t resp; /* RUN: name, dim0 (allgather rows per rank), cache_ref */
     const void *result;      /* DONE */
     size_t result_len;
-    uint64_t cycle;          /* the DOWN message that decided it (0, 1, ...) */
+    uint64_t cycle;          /* the cycle that decided it (0, 1, ...) */
 } tc_neg_item_t;
 
 typedef enum {
     TC_NEG_RUNNING,
-    TC_NEG_DRAINING, /* terminated: saying goodbye (BYE to rank 0 and the parent) */
+    TC_NEG_DRAINING, /* terminated: saying goodbye (BYE to rank 0; an extra to its host) */
     TC_NEG_DONE_OK,  /* every goodbye exchanged: the control channel is quiet */
     TC_NEG_FAILED,   /* stopped: a protocol error, a lost peer, or another rank's abort */
 } tc_neg_state_t;
 
 typedef struct tc_neg tc_neg_t;
 
-/* The tree: rank r's children are r + 2^j for every 2^j below the lowest set
+/* The tree the liveness probes spread over: rank r's children are r + 2^j for every 2^j below the lowest set
  * bit of r (rank 0: below size), its parent r minus its lowest set bit. */
 int tc__neg_parent(int rank);
 int tc__neg_children(int rank, int size, int *children, int max);
@@ -135,7 +135,7 @@ int tc__neg_format_ranks(const uint8_t *flags, int size, int want, char *buf, si
 /* The name filed under a cache id (NULL if none), for the timeline. */
 const char *tc__neg_cached_name(const tc_neg_t *n, uint32_t id, uint32_t *len_p);
 
-/* Number of DOWN messages processed here so far. */
+/* Number of cycles completed here so far. */
 uint64_t tc__neg_cycles(const tc_neg_t *n);
 
 #endif

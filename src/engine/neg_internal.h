@@ -1,9 +1,9 @@
 /*
  * neg_internal.h - what the negotiation state machine's files share (neg.c:
- * submissions, messages in, the DOWN processing every rank does; neg_io.c:
- * messages out, items, what the engine asks;
- * neg_tree.c: what each rank knows of its subtree, UP messages, rank 0's
- * decisions; neg_watch.c: rank 0's stall inspector and the liveness probes).
+ * submissions, messages in, the end of a cycle that every rank processes
+ * alike; neg_io.c: messages out, items, what the engine asks; neg_exch.c:
+ * the exchange rounds of a cycle and rank 0's decisions; neg_watch.c: rank
+ * 0's stall inspector and the liveness probes).
  * Nothing outside src/engine/neg*.c includes it.
  */
 #ifndef TC_ENGINE_NEG_INTERNAL_H
@@ -24,27 +24,39 @@ typedef struct sub {
     void *req;
     const void *data;
     void *out; /* where an eager result goes, or NULL */
+    /* a small allreduce's input rides in its rank's first part, and again
+     * once every rank has it (docs/negotiation.md, "Eager inputs") */
+    int eager_sent; /* its input rode in a part */
+    int promoted;   /* every rank has it: every input rides in the next cycle */
 } sub_t;
 
-/* What this rank knows about one cached id, below and at itself. */
+/* Rank 0's clock for one cached id: since when some rank, not every rank,
+ * has had it waiting (0: not stalled). */
 typedef struct {
-    uint32_t child_ready; /* bit k: every rank of child k's subtree has it waiting */
-    uint32_t child_some;  /* bit k: some rank of child k's subtree has it waiting */
-    uint32_t child_stale; /* bit k: some rank of child k's subtree found it stale */
-    void **partial;       /* [nchild]: child k's eager partial result, or NULL */
-    uint32_t partial_len;
-    uint8_t sent_ready, sent_some, sent_stale; /* told the parent (rank 0: decided) */
-    uint8_t dirty;        /* on the dirty list */
-    uint64_t removed_at;  /* DOWN messages processed when it last ran or was dropped */
-    uint64_t since_ns;    /* rank 0: since when some rank, not every rank, has it */
+    uint64_t since_ns;
 } idst_t;
 
+/* One group's part of a negotiation cycle (docs/negotiation.md, "The
+ * exchange"): what its ranks have waiting. Lists strictly ascending. */
+typedef struct {
+    uint32_t *ready;  /* cached ids every rank of the group has waiting */
+    uint32_t *some;   /* ids some rank of the group has waiting, not every one */
+    uint32_t *stale;  /* ids a rank of the group found stale, or rank 0 drops */
+    uint32_t nready, nsome, nstale;
+    tc_wire_eager_t *eager; /* the group's partial results of the eager ready ids
+                             * (data malloc'ed, owned) */
+    uint32_t neager;
+    tc_wire_msg_t r0; /* rank 0's part (responses, terminate), decoder-owned;
+                       * r0.type 0: the group does not hold rank 0, or it had nothing */
+} part_t;
+
+#define NEG_MAX_ROUNDS 32
 struct tc_neg {
     tc_neg_params_t p;
+    /* the binomial tree the liveness probes spread over (tc__neg_parent) */
     int parent; /* -1 at rank 0 */
     int nchild;
     int child[NEG_MAX_CHILDREN];
-    uint32_t all_children; /* (1 << nchild) - 1 */
 
     tc_neg_state_t state;
     tc_status_t status;
@@ -59,31 +71,41 @@ struct tc_neg {
     uint32_t ncached;      /* cache entries holding a pending submission */
     int shutdown_local, shutdown_sent;
 
-    /* The tree. */
-    idst_t *ids;
+    /* The exchange (neg_exch.c). */
+    idst_t *ids; /* rank 0: [nids] */
     uint32_t nids;
-    uint32_t *dirty;
-    uint32_t ndirty, capdirty;
-    int up_credit;  /* may send an UP: none is waiting for its DOWN */
-    uint64_t ndown; /* DOWN messages processed */
-    int got_up;     /* rank 0: an UP arrived since our last DOWN */
-    uint64_t some_since; /* when ids only some ranks below have began to wait to go up */
+    int nrounds;      /* log2 of the core size (the largest power of 2 <= size) */
+    int extra;        /* core rank: the extra rank it hosts, or -1 */
+    int host;         /* extra rank: its host, or -1 (a core rank) */
+    uint64_t ncycles; /* cycles completed */
+    int in_cycle;     /* core rank: taking part in cycle ncycles */
+    int round;        /* the next round to merge; -1: waiting for the extra's snapshot */
+    int round_sent;   /* this rank's part for that round is sent */
+    int want;         /* something new since this rank's last snapshot */
+    part_t part;      /* the group's part so far */
+    tc_wire_msg_t slot[2][NEG_MAX_ROUNDS]; /* partners' parts that came early:
+                                            * [0] this cycle, [1] the next */
+    /* a host: its extra's latest snapshot for cycle ncycles */
+    tc_wire_msg_t xsnap;
+    int extra_want; /* the extra has news for a cycle */
+    /* an extra: a snapshot with news sent since the last FINAL */
+    int pushed, snap0_sent;
 
     /* Rank 0. */
     tc_coord_t *coord;
     int shutdown_from;   /* the first rank that asked, or -1 */
     int term_sent;
-    uint32_t *drops;     /* ids to drop in our next DOWN (stale or stalled) */
+    uint32_t *drops;     /* ids to drop in our next part (stalled) */
     uint32_t ndrops, capdrops;
     tc_hmap_t evicted;   /* name -> uint64_t *since: stalled cached names */
-    tc_hmap_t expired;   /* name -> uint64_t *: DOWNs a rank has processed once it
+    tc_hmap_t expired;   /* name -> uint64_t *: cycles a rank has completed once it
                           * knows the name expired (see crossed_expiry) */
     uint64_t next_stall_check, next_stall_warn;
 
     /* Goodbye. */
     uint8_t *bye_req;     /* rank 0: [size], BYE on TC_NEG_TAG_REQ seen */
     int bye_req_left;
-    uint32_t bye_children; /* bit k: child k's BYE on TC_NEG_TAG_UP seen */
+    int bye_extra;        /* the hosted extra rank's BYE on TC_NEG_TAG_CYCLE seen */
 
     /* Liveness probes. */
     uint64_t last_progress_ns, last_probe_ns;
@@ -109,16 +131,15 @@ void neg_send_to(tc_neg_t *n, const tc_wire_msg_t *msg, int tag, int dst);
 void *neg_keep(tc_neg_t *n, const void *src, size_t len);
 tc_neg_item_t *neg_add_item(tc_neg_t *n, tc_neg_action_t action, void *req);
 int neg_is_eager(const tc_neg_t *n, const tc_wire_request_t *w, size_t *bytes_p);
-void neg_process_down(tc_neg_t *n, const tc_wire_msg_t *msg, uint64_t now);
+void neg_run_cycle(tc_neg_t *n, const tc_wire_msg_t *g, uint64_t now);
 
-/* neg_tree.c */
+/* neg_exch.c */
 idst_t *neg_idst(tc_neg_t *n, uint32_t id); /* NULL: out of memory (fails n) */
-void neg_mark(tc_neg_t *n, uint32_t id);
 void neg_id_reset(tc_neg_t *n, uint32_t id);
-void neg_receive_up(tc_neg_t *n, int k, const tc_wire_msg_t *msg);
-int neg_send_up(tc_neg_t *n, uint64_t now);
-int neg_decide(tc_neg_t *n, uint64_t now);
-void neg_tree_free(tc_neg_t *n);
+void neg_exch_init(tc_neg_t *n);
+void neg_exch_free(tc_neg_t *n);
+void neg_receive_cycle(tc_neg_t *n, int src, const tc_wire_msg_t *msg, uint64_t now);
+int neg_exch_step(tc_neg_t *n, uint64_t now);
 int cmp_u32(const void *a, const void *b);
 
 /* neg_watch.c */

@@ -100,7 +100,7 @@ tc_neg_item_t *neg_add_item(tc_neg_t *n, tc_neg_action_t action, void *req)
     memset(it, 0, sizeof(*it));
     it->action = action;
     it->req = req;
-    it->cycle = n->ndown - 1; /* items come out while a DOWN is processed */
+    it->cycle = n->ncycles - 1; /* items come out at the end of a cycle */
     return it;
 }
 
@@ -154,14 +154,14 @@ int tc__neg_busy(const tc_neg_t *n)
 
 int tc__neg_missing_byes(const tc_neg_t *n, uint8_t *flags)
 {
-    int q, k, count = 0;
+    int q, count = 0;
 
     memset(flags, 0, (size_t)n->p.size);
     for (q = 1; n->bye_req != NULL && q < n->p.size; q++) {
         flags[q] = !n->bye_req[q];
     }
-    for (k = 0; k < n->nchild; k++) {
-        flags[n->child[k]] |= !(n->bye_children & (1u << k));
+    if (n->extra >= 0) {
+        flags[n->extra] |= !n->bye_extra;
     }
     for (q = 0; q < n->p.size; q++) {
         count += flags[q];
@@ -182,5 +182,5 @@ const char *tc__neg_cached_name(const tc_neg_t *n, uint32_t id, uint32_t *len_p)
 
 uint64_t tc__neg_cycles(const tc_neg_t *n)
 {
-    return n->ndown;
+    return n->ncycles;
 }

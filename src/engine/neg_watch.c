@@ -197,7 +197,7 @@ void neg_stall_check(tc_neg_t *n, uint64_t now)
 
 int neg_has_work(const tc_neg_t *n)
 {
-    return n->ncached > 0 || n->full.count > 0 || n->fresh != NULL || !n->up_credit ||
+    return n->ncached > 0 || n->full.count > 0 || n->fresh != NULL || n->in_cycle ||
            (n->coord != NULL &&
             (tc__coord_pending(n->coord) > 0 || tc__coord_nready(n->coord) > 0));
 }

@@ -5,9 +5,10 @@
  * decides, in its order. The protocol itself is in docs/negotiation.md and
  * src/engine/neg*.c; nothing protocol-specific belongs here.
  *
- * Order matters in one place: the messages of a step (a DOWN passed on to
- * the children above all) are posted before its collectives run, since those
- * wait for every rank, including the children that still need the DOWN.
+ * Order matters in two places: the messages of a step (an extra rank's
+ * result above all) are posted before its collectives run, since those wait
+ * for every rank, including the ones that still need those messages; and
+ * the executor gets one cycle's list at a time (see run_items).
  * Must never touch a request after completing it.
  */
 #define _GNU_SOURCE
@@ -142,7 +143,7 @@ static int receive_tag(engine_t *e, int tag, uint64_t now)
         for (i = 0; tag == TC_NEG_TAG_REQ && i < msg.count && tc__tl_active(); i++) {
             tc__engine_tl_submitted(src, &msg.reqs[i]);
         }
-        for (i = 0; tag == TC_NEG_TAG_UP && i < msg.nready && tc__tl_active(); i++) {
+        for (i = 0; tag == TC_NEG_TAG_CYCLE && i < msg.nready && tc__tl_active(); i++) {
             uint32_t len;
             const char *name = tc__neg_cached_name(e->nego.neg, msg.ready[i], &len);
             if (name != NULL) {
@@ -156,7 +157,7 @@ static int receive_tag(engine_t *e, int tag, uint64_t now)
     return got;
 }
 
-/* Liveness probes of the negotiation tree: answered even inside a transfer
+/* Liveness probes (over a tree of the ranks): answered even inside a transfer
  * (failure.c calls this from the transport's wait). */
 void tc__nego_answer_probes(engine_t *e)
 {
@@ -238,7 +239,7 @@ static void run_items(engine_t *e)
  * out, then what it decided. Returns whether anything happened. */
 int tc__nego_step(engine_t *e)
 {
-    static const int tags[] = {TC_NEG_TAG_REQ, TC_NEG_TAG_DOWN, TC_NEG_TAG_UP,
+    static const int tags[] = {TC_NEG_TAG_REQ, TC_NEG_TAG_CYCLE,
                                TC_NEG_TAG_PING, TC_NEG_TAG_PONG};
     tc_neg_t *neg = e->nego.neg;
     uint64_t now = tc__now_ns();
@@ -268,7 +269,7 @@ int tc__nego_step(engine_t *e)
     return progress || nitems > 0;
 }
 
-/* After TERMINATE: goodbyes with rank 0 and the tree neighbours, so that no
+/* After TERMINATE: goodbyes with rank 0 (and an extra rank's host), so that no
  * control message is left unmatched when the communicators are freed
  * (docs/negotiation.md, "Shutdown"). Bounded by TCOLL_SHUTDOWN_TIMEOUT_S:
  * past it, MPI is left as it is and the shutdown reports TC_ERR_TIMEOUT. */

@@ -3,32 +3,34 @@
  *
  * Workers (every rank) tell the coordinator (rank 0) which tensors they have
  * submitted for the first time; every rank then takes part in negotiation
- * cycles, in which each rank sends one CYCLE message to every other rank:
- * rank 0's carries its decisions (responses), and every rank's names the
- * cached tensors it has ready and the cached entries it found stale. The
- * format is ours, compact and self-delimiting; the decoder must reject any
- * malformed input (truncated, trailing bytes, out-of-range values, embedded
- * NUL in a name, ids out of order, counts that cannot fit) with a message and
- * never read out of bounds. Nothing here knows MPI.
+ * cycles, each an exchange in rounds (recursive doubling), in which every
+ * CYCLE message is one rank's part of one round: its group's contribution to
+ * the cycle. The format is ours, compact and self-delimiting; the decoder must
+ * reject any malformed input (truncated, trailing bytes, out-of-range values,
+ * embedded NUL in a name, ids out of order, counts that cannot fit) with a
+ * message and never read out of bounds. Nothing here knows MPI.
  *
  * Encoding (integers are LEB128 varints unless noted "u8"; signed values are
  * zigzag-encoded varints; a varint longer than 10 bytes or above 2^64-1 is
  * rejected):
  *
- *   message   := magic:u8(0x7C) version:u8(3) type:u8 flags:u8 count entry{count}
- *                [cycle | up] [terminate]
+ *   message   := magic:u8(0x7C) version:u8(4) type:u8 flags:u8 count entry{count}
+ *                [cycle] [terminate]
  *   type      := 1 REQUESTS (worker -> coordinator: first-time submissions),
- *                2 CYCLE (every rank -> every other rank: entries are responses, and
- *                  a cycle record follows them),
+ *                2 CYCLE (one rank's part of an exchange round of a negotiation cycle:
+ *                  entries are the responses rank 0 decided (only in messages from the
+ *                  group that holds rank 0); the cycle record after them says what the
+ *                  sender's group has waiting everywhere (ready), somewhere (some),
+ *                  found stale, and holds the group's partial results of small
+ *                  allreduces (eager)),
  *                3 BYE (worker -> coordinator, last message of a rank; count must be 0;
  *                  with TERMINATE, sent to every rank: an abort, saying why the sender stopped)
- *                4 UP (a rank -> its parent in the negotiation tree; count must be 0; an
- *                  up record follows)
- *                (docs/negotiation.md says who sends which, when, under which tag)
+ *                (any other type is rejected; version 3's type 4, UP, no longer exists;
+ *                docs/negotiation.md says who sends which, when, under which tag)
  *   flags     := bit 0 SHUTDOWN  (REQUESTS: this rank asks for shutdown)
  *                bit 2 SPREAD    (REQUESTS used as a liveness probe: pass it on)
  *                bit 3 SEQ       (REQUESTS: a seq varint follows the entries: how many
- *                                 DOWN messages the sender had processed)
+ *                                 negotiation cycles the sender had completed)
  *                bit 1 TERMINATE (CYCLE: a terminate record follows the cycle record;
  *                                 BYE: a terminate record follows the header)
  *                other bits must be 0; a flag that does not fit the type is rejected
@@ -40,15 +42,14 @@
  *                               rank) cache_ref (0..TC_WIRE_MAX_CACHE: 0 = not cached,
  *                               k = every rank files the name under cache id k-1)
  *                rtype 1 ERROR: status:u8 (1..TC_ERR_TIMEOUT) text
- *   cycle     := seq cache_gen ids(ready) ids(stale) eager
- *   up        := seq cache_gen ids(ready) ids(some) ids(stale) eager
+ *   cycle     := seq round cache_gen ids(ready) ids(some) ids(stale) eager
+ *                (round 0..TC_WIRE_MAX_ROUND: the exchange round within cycle seq)
  *   ids       := n (0..TC_WIRE_MAX_CACHE) id{n}: strictly ascending cache ids, each below
  *                TC_WIRE_MAX_CACHE; the first is written as is, each next one as
  *                (id - previous id - 1)
- *   eager     := n (0..TC_WIRE_MAX_CACHE) (id len bytes{len}){n}: the inputs of small cached
- *                allreduces, so that every rank can reduce them where they land; ids strictly
- *                ascending below TC_WIRE_MAX_CACHE and written like an id list's; len
- *                1..TC_WIRE_MAX_EAGER
+ *   eager     := n (0..TC_WIRE_MAX_CACHE) (id len bytes{len}){n}: the partial results of
+ *                small cached allreduces; ids strictly ascending below TC_WIRE_MAX_CACHE
+ *                and written like an id list's; len 1..TC_WIRE_MAX_EAGER
  *   terminate := status:u8 (1..TC_ERR_TIMEOUT) text
  *   text      := len (0..TC_WIRE_MAX_TEXT) bytes{len} (no 0x00 byte)
  */
@@ -61,11 +62,12 @@
 #include "tcoll.h"
 
 #define TC_WIRE_MAGIC 0x7C
-#define TC_WIRE_VERSION 3
+#define TC_WIRE_VERSION 4
 #define TC_WIRE_MAX_TEXT 2048
 #define TC_WIRE_MAX_RANKS (1 << 24)
 #define TC_WIRE_MAX_CACHE (1u << 20) /* cache ids are 0..TC_WIRE_MAX_CACHE-1 */
 #define TC_WIRE_MAX_EAGER (1u << 16) /* bytes of one eager input */
+#define TC_WIRE_MAX_ROUND 64         /* a CYCLE's round is 0..TC_WIRE_MAX_ROUND */
 
 /*
  * The collective kinds: one list gives the kind byte of a request (its
@@ -94,9 +96,8 @@ const char *tc__kind_name(int kind); /* "allreduce", ... or "?" */
 
 typedef enum {
     TC_WIRE_REQUESTS = 1,
-    TC_WIRE_CYCLE = 2, /* the negotiation tree's DOWN message */
-    TC_WIRE_BYE = 3,
-    TC_WIRE_UP = 4
+    TC_WIRE_CYCLE = 2, /* one rank's part of an exchange round of a negotiation cycle */
+    TC_WIRE_BYE = 3
 } tc_wire_type_t;
 #define TC_WIRE_F_SHUTDOWN 0x1u
 #define TC_WIRE_F_TERMINATE 0x2u
@@ -143,16 +144,18 @@ typedef struct {
     uint32_t count;
     tc_wire_request_t *reqs;   /* type REQUESTS: count entries */
     tc_wire_response_t *resps; /* type CYCLE: count entries */
-    /* type CYCLE: the cycle record */
+    /* type CYCLE: the cycle record (the encoder refuses round and some on
+     * another type, and ignores the other fields there) */
     uint64_t seq;          /* the cycle's number, from 0 (REQUESTS with SEQ: see wire.h) */
+    uint32_t round;        /* the exchange round within the cycle, 0..TC_WIRE_MAX_ROUND */
     uint64_t cache_gen;    /* how many cache entries the sender has filed and dropped */
-    uint32_t nready;       /* cached ids the sender has submitted and waiting */
+    uint32_t nready;       /* cached ids every rank of the sender's group has waiting */
     const uint32_t *ready; /* nready ids, strictly ascending */
-    uint32_t nstale;       /* cached ids the sender was given different parameters for */
-    const uint32_t *stale; /* nstale ids, strictly ascending */
-    uint32_t nsome;        /* UP only: cached ids some rank below the sender has waiting */
+    uint32_t nsome;        /* cached ids some rank of the sender's group has waiting */
     const uint32_t *some;  /* nsome ids, strictly ascending */
-    uint32_t neager;       /* inputs carried for ready ids */
+    uint32_t nstale;       /* cached ids the sender's group found stale (other parameters) */
+    const uint32_t *stale; /* nstale ids, strictly ascending */
+    uint32_t neager;       /* the group's partial results, for ready ids */
     const tc_wire_eager_t *eager; /* neager entries, ids strictly ascending */
     /* present when flags & TC_WIRE_F_TERMINATE */
     uint8_t term_status;

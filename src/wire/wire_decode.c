@@ -8,7 +8,7 @@
  * anything by it (and so for the ids of a list). It runs in two passes over
  * the same parse code: the first validates and adds up the storage the
  * message needs (entry arrays, NUL-terminated copies of names and texts, dim0
- * arrays, the ready and stale id lists), the second carves exactly that from
+ * arrays, the id lists, eager inputs), the second carves exactly that from
  * one allocation and fills it. So the memory it takes is linear in the input
  * length, and a decoded message never points into the caller's buffer. The
  * choices the header leaves open are in wire_internal.h; the encoder, which
@@ -35,10 +35,8 @@ enum {
     /* RUN: rtype name_len(1) name(1) ndim0(1) cache_ref(1);
      * ERROR: rtype name_len(1) name(1) status text_len(1); both 5 */
     WIRE_MIN_RESPONSE = 5,
-    /* seq(1) cache_gen(1) n ready(1) n stale(1) n eager(1) */
-    WIRE_MIN_CYCLE = 5,
-    /* the same and n some(1) */
-    WIRE_MIN_UP = 6,
+    /* seq(1) round(1) cache_gen(1) n ready(1) n some(1) n stale(1) n eager(1) */
+    WIRE_MIN_CYCLE = 7,
     /* id(1) len(1) byte */
     WIRE_MIN_EAGER = 3,
     /* status text_len(1) */
@@ -481,10 +479,6 @@ static tc_status_t rd_message(wire_reader_t *rd, wire_arena_t *a, tc_wire_msg_t 
         allowed = TC_WIRE_F_SHUTDOWN | TC_WIRE_F_SPREAD | TC_WIRE_F_SEQ;
         min_entry = WIRE_MIN_REQUEST;
         break;
-    case TC_WIRE_UP:
-        allowed = 0;
-        min_entry = 1; /* unused: count must be 0 */
-        break;
     case TC_WIRE_CYCLE:
         allowed = TC_WIRE_F_TERMINATE;
         min_entry = WIRE_MIN_RESPONSE;
@@ -508,12 +502,11 @@ static tc_status_t rd_message(wire_reader_t *rd, wire_arena_t *a, tc_wire_msg_t 
     if ((st = rd_varint_max(rd, "count", UINT32_MAX, &count)) != TC_OK) {
         return st;
     }
-    if ((type == TC_WIRE_BYE || type == TC_WIRE_UP) && count != 0) {
-        return rd_fail(rd, "%s with count %" PRIu64 ", want 0",
-                       type == TC_WIRE_BYE ? "BYE" : "UP", count);
+    if (type == TC_WIRE_BYE && count != 0) {
+        return rd_fail(rd, "BYE with count %" PRIu64 ", want 0", count);
     }
     /* the records after the entries take their share of the bytes left too */
-    min_after = type == TC_WIRE_CYCLE ? WIRE_MIN_CYCLE : type == TC_WIRE_UP ? WIRE_MIN_UP : 0;
+    min_after = type == TC_WIRE_CYCLE ? WIRE_MIN_CYCLE : 0;
     if (flags & TC_WIRE_F_SEQ) {
         min_after += 1;
     }
@@ -564,11 +557,17 @@ static tc_status_t rd_message(wire_reader_t *rd, wire_arena_t *a, tc_wire_msg_t 
     if ((flags & TC_WIRE_F_SEQ) && (st = rd_varint(rd, "seq", &m->seq)) != TC_OK) {
         return st;
     }
-    /* REQUESTS and BYE have no cycle record: their cycle fields stay zero */
-    if (type == TC_WIRE_CYCLE || type == TC_WIRE_UP) {
+    /* REQUESTS and BYE have no cycle record: their cycle fields stay zero
+     * (but seq, read above for a REQUESTS with SEQ) */
+    if (type == TC_WIRE_CYCLE) {
+        uint64_t round = 0;
         if ((st = rd_varint(rd, "seq", &m->seq)) != TC_OK) {
             return st;
         }
+        if ((st = rd_varint_max(rd, "round", TC_WIRE_MAX_ROUND, &round)) != TC_OK) {
+            return st;
+        }
+        m->round = (uint32_t)round;
         if ((st = rd_varint(rd, "cache_gen", &m->cache_gen)) != TC_OK) {
             return st;
         }
@@ -576,8 +575,8 @@ static tc_status_t rd_message(wire_reader_t *rd, wire_arena_t *a, tc_wire_msg_t 
         if (st != TC_OK) {
             return st;
         }
-        if (type == TC_WIRE_UP &&
-            (st = rd_ids(rd, a, "some count", "some id", &m->nsome, &m->some)) != TC_OK) {
+        st = rd_ids(rd, a, "some count", "some id", &m->nsome, &m->some);
+        if (st != TC_OK) {
             return st;
         }
         st = rd_ids(rd, a, "stale count", "stale id", &m->nstale, &m->stale);

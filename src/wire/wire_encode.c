@@ -251,9 +251,6 @@ static tc_status_t wr_message(wire_writer_t *w, const tc_wire_msg_t *m)
     case TC_WIRE_CYCLE:
         allowed = TC_WIRE_F_TERMINATE;
         break;
-    case TC_WIRE_UP:
-        allowed = 0;
-        break;
     case TC_WIRE_BYE:
         allowed = TC_WIRE_F_TERMINATE;
         break;
@@ -264,9 +261,22 @@ static tc_status_t wr_message(wire_writer_t *w, const tc_wire_msg_t *m)
         return enc_fail(NULL, 0, "flags 0x%02X not allowed on message type %u (allowed 0x%02X)",
                         m->flags, m->type, allowed);
     }
-    if ((m->type == TC_WIRE_BYE || m->type == TC_WIRE_UP) && m->count != 0) {
-        return enc_fail(NULL, 0, "%s with count %" PRIu32 ", want 0",
-                        m->type == TC_WIRE_BYE ? "BYE" : "UP", m->count);
+    if (m->type == TC_WIRE_BYE && m->count != 0) {
+        return enc_fail(NULL, 0, "BYE with count %" PRIu32 ", want 0", m->count);
+    }
+    /* round and some belong to CYCLE alone: on another type they would be
+     * lost, so they are refused like a flag that does not fit */
+    if (m->type != TC_WIRE_CYCLE && m->round != 0) {
+        return enc_fail(NULL, 0, "round %" PRIu32 " not allowed on message type %u (CYCLE only)",
+                        m->round, m->type);
+    }
+    if (m->type != TC_WIRE_CYCLE && m->nsome != 0) {
+        return enc_fail(NULL, 0,
+                        "some list (nsome %" PRIu32 ") not allowed on message type %u (CYCLE only)",
+                        m->nsome, m->type);
+    }
+    if (m->type == TC_WIRE_CYCLE && m->round > TC_WIRE_MAX_ROUND) {
+        return enc_fail(NULL, 0, "round %" PRIu32 " above %d", m->round, TC_WIRE_MAX_ROUND);
     }
     if (m->count > 0 && ((m->type == TC_WIRE_REQUESTS && m->reqs == NULL) ||
                          (m->type == TC_WIRE_CYCLE && m->resps == NULL))) {
@@ -287,15 +297,16 @@ static tc_status_t wr_message(wire_writer_t *w, const tc_wire_msg_t *m)
     if (m->flags & TC_WIRE_F_SEQ) {
         wr_varint(w, m->seq);
     }
-    /* REQUESTS and BYE carry no cycle record: their cycle fields are ignored */
-    if (m->type == TC_WIRE_CYCLE || m->type == TC_WIRE_UP) {
+    /* REQUESTS and BYE carry no cycle record: their other cycle fields are
+     * ignored (seq is written above for a REQUESTS with SEQ) */
+    if (m->type == TC_WIRE_CYCLE) {
         wr_varint(w, m->seq);
+        wr_varint(w, m->round);
         wr_varint(w, m->cache_gen);
         if ((st = wr_ids(w, "ready", "nready", m->nready, m->ready)) != TC_OK) {
             return st;
         }
-        if (m->type == TC_WIRE_UP &&
-            (st = wr_ids(w, "some", "nsome", m->nsome, m->some)) != TC_OK) {
+        if ((st = wr_ids(w, "some", "nsome", m->nsome, m->some)) != TC_OK) {
             return st;
         }
         if ((st = wr_ids(w, "stale", "nstale", m->nstale, m->stale)) != TC_OK) {

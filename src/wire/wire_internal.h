@@ -10,8 +10,10 @@
  * minimal form, which may be shorter than the input. Ids cannot arrive out of
  * order (each next one is written as a distance), so what the decoder checks is
  * that the sum never reaches TC_WIRE_MAX_CACHE; the encoder, which is handed
- * plain ids, checks the order instead. Nothing relates the ready and the stale
- * list (an id may be in both), nor an id to the cache_ref of a response.
+ * plain ids, checks the order instead. Nothing relates the ready, some and
+ * stale lists (an id may be in several), an id to the cache_ref of a response,
+ * nor a round to seq. The encoder refuses round and some on a type other than
+ * CYCLE, and ignores its other cycle fields there.
  *
  * Must never be included from outside src/wire, nor declare anything with
  * storage: the two directions share constants, not state.

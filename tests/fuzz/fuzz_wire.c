@@ -4,11 +4,13 @@
  *
  * Each input is decoded. A rejected input is fine (it must only not crash,
  * leak or read out of bounds: build with -fsanitize=fuzzer,address,undefined).
- * An accepted one must hold what wire.h promises (id lists strictly ascending
- * and below TC_WIRE_MAX_CACHE, NULL when empty; eager inputs likewise, each of
+ * An accepted one must hold what wire.h promises (a CYCLE's round at most
+ * TC_WIRE_MAX_ROUND; id lists (ready, some, stale) strictly ascending and
+ * below TC_WIRE_MAX_CACHE, NULL when empty; eager inputs likewise, each of
  * 1..TC_WIRE_MAX_EAGER bytes at a non-NULL, 8-aligned copy outside the input;
- * cache_ref in range on a RUN and 0 on an ERROR; no cycle fields, eager ones
- * included, on a type without a cycle record) and must re-encode; the
+ * cache_ref in range on a RUN and 0 on an ERROR; no cycle fields, round, some
+ * and eager ones included, on a type without a cycle record, but the seq of a
+ * REQUESTS with SEQ) and must re-encode; the
  * re-encoding must decode to the same message (and hold the same promises),
  * and encoding that second decode must give the same bytes again. Any breach
  * aborts with the field at fault. Never writes files and keeps no state
@@ -114,8 +116,8 @@ static const char *first_difference(const tc_wire_msg_t *a, const tc_wire_msg_t 
     }
     /* both decoded: fields a type does not carry are zero in both, so they
      * can be compared whatever the type */
-    if (a->seq != b->seq || a->cache_gen != b->cache_gen) {
-        return "cycle seq or cache_gen";
+    if (a->seq != b->seq || a->round != b->round || a->cache_gen != b->cache_gen) {
+        return "cycle seq, round or cache_gen";
     }
     if (!same_ids(a->ready, a->nready, b->ready, b->nready)) {
         return "cycle ready ids";
@@ -124,7 +126,7 @@ static const char *first_difference(const tc_wire_msg_t *a, const tc_wire_msg_t 
         return "cycle stale ids";
     }
     if (!same_ids(a->some, a->nsome, b->some, b->nsome)) {
-        return "up some ids";
+        return "cycle some ids";
     }
     if (!same_eager(a->eager, a->neager, b->eager, b->neager)) {
         return "cycle eager inputs";
@@ -193,23 +195,30 @@ static const char *first_violation(const tc_wire_msg_t *m, const uint8_t *in, si
     const char *bad;
     uint32_t i;
 
-    if (m->type != TC_WIRE_UP && (m->nsome != 0 || m->some != NULL)) {
-        return "a some list on a message other than UP";
+    if (m->type != TC_WIRE_REQUESTS && m->type != TC_WIRE_CYCLE && m->type != TC_WIRE_BYE) {
+        return "an unknown message type";
     }
-    if (m->type != TC_WIRE_CYCLE && m->type != TC_WIRE_UP) {
+    if (m->type == TC_WIRE_BYE && (m->count != 0 || m->reqs != NULL || m->resps != NULL)) {
+        return "entries on a BYE";
+    }
+    if (m->type == TC_WIRE_REQUESTS && m->resps != NULL) {
+        return "responses on a REQUESTS";
+    }
+    if (m->type != TC_WIRE_CYCLE) {
         /* only a REQUESTS with SEQ carries seq */
         if ((m->seq != 0 && !(m->type == TC_WIRE_REQUESTS && (m->flags & TC_WIRE_F_SEQ))) ||
-            m->cache_gen != 0 || m->nready != 0 || m->ready != NULL || m->nstale != 0 ||
-            m->stale != NULL || m->neager != 0 || m->eager != NULL) {
+            m->round != 0 || m->cache_gen != 0 || m->nready != 0 || m->ready != NULL ||
+            m->nsome != 0 || m->some != NULL || m->nstale != 0 || m->stale != NULL ||
+            m->neager != 0 || m->eager != NULL) {
             return "cycle fields on a message without a cycle record";
         }
         return NULL;
     }
-    if (m->type == TC_WIRE_UP && (m->count != 0 || m->resps != NULL)) {
-        return "entries on an UP";
+    if (m->round > TC_WIRE_MAX_ROUND) {
+        return "round above TC_WIRE_MAX_ROUND";
     }
-    if ((bad = bad_ids(m->some, m->nsome)) != NULL) {
-        return bad;
+    if (m->reqs != NULL) {
+        return "requests on a CYCLE";
     }
     for (i = 0; i < m->count; i++) {
         const tc_wire_response_t *r = &m->resps[i];
@@ -218,6 +227,9 @@ static const char *first_violation(const tc_wire_msg_t *m, const uint8_t *in, si
         }
     }
     if ((bad = bad_ids(m->ready, m->nready)) != NULL) {
+        return bad;
+    }
+    if ((bad = bad_ids(m->some, m->nsome)) != NULL) {
         return bad;
     }
     if ((bad = bad_ids(m->stale, m->nstale)) != NULL) {

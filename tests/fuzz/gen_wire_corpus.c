@@ -1,10 +1,12 @@
 /*
  * gen_wire_corpus.c - writes the seed corpus for fuzz_wire: a handful of
- * valid control messages (format version 3), one per file, covering each
+ * valid control messages (format version 4), one per file, covering each
  * message type, each flag, each response type, the cycle record with and
- * without cache ids and eager inputs, and the extremes of the value ranges.
+ * without rounds, cache ids (ready, some, stale) and eager inputs, and the
+ * extremes of the value ranges.
  *
- * Usage: gen_wire_corpus DIR (DIR must exist; files in it are overwritten).
+ * Usage: gen_wire_corpus DIR (DIR must exist; files in it are overwritten,
+ * others are left: clear it first to drop seeds no longer written).
  * Build: cc -std=c11 -Iinclude -Isrc tests/fuzz/gen_wire_corpus.c src/wire/wire_encode.c \
  *          src/wire/wire_decode.c src/wire/wire_kinds.c src/util/status.c src/util/log.c \
  *          -o gen_wire_corpus
@@ -98,16 +100,19 @@ int main(int argc, char **argv)
                         .seq = 129};
     rc |= write_msg(argv[1], "requests_seq_shutdown", &m);
 
-    /* an UP: ids its subtree has everywhere (with partial results), ids some
-     * rank below has, ids found stale */
+    /* a rank's part of a round from a group without rank 0 (no responses):
+     * ids the group has everywhere (with partial results), ids some rank of
+     * it has, ids found stale; then one with only a some list, at the
+     * largest round */
     eager[0] = (tc_wire_eager_t){0, sizeof(one_f32), one_f32};
     eager[1] = (tc_wire_eager_t){130, sizeof(ramp), ramp};
-    m = (tc_wire_msg_t){.type = TC_WIRE_UP, .seq = 300, .cache_gen = 41, .nready = 4,
-                        .ready = ready, .nsome = 2, .some = ready + 4, .nstale = 2,
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .seq = 300, .round = 3, .cache_gen = 41,
+                        .nready = 4, .ready = ready, .nsome = 2, .some = ready + 4, .nstale = 2,
                         .stale = stale, .neager = 2, .eager = eager};
-    rc |= write_msg(argv[1], "up_full", &m);
-    m = (tc_wire_msg_t){.type = TC_WIRE_UP, .nsome = 1, .some = ready + 6};
-    rc |= write_msg(argv[1], "up_some_only", &m);
+    rc |= write_msg(argv[1], "cycle_round_some", &m);
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .round = TC_WIRE_MAX_ROUND, .nsome = 1,
+                        .some = ready + 6};
+    rc |= write_msg(argv[1], "cycle_some_only", &m);
 
     memset(reqs, 0, sizeof(reqs));
     reqs[0] = (tc_wire_request_t){.kind = TC_KIND_ALLREDUCE, .dtype = TC_FLOAT32, .op = TC_SUM,
@@ -141,9 +146,12 @@ int main(int argc, char **argv)
                         .cache_gen = 2};
     rc |= write_msg(argv[1], "cycle_run_error", &m);
     m.seq = 300;
+    m.round = 1;
     m.cache_gen = 17;
     m.nready = sizeof(ready) / sizeof(ready[0]);
     m.ready = ready;
+    m.nsome = sizeof(stale) / sizeof(stale[0]);
+    m.some = stale;
     m.nstale = sizeof(stale) / sizeof(stale[0]);
     m.stale = stale;
     m.flags = TC_WIRE_F_TERMINATE;
@@ -151,25 +159,27 @@ int main(int argc, char **argv)
     m.term_text = "rank 2 called tc_shutdown";
     m.term_text_len = 25;
     rc |= write_msg(argv[1], "cycle_ids_terminate", &m);
-    /* a non-coordinator rank's message: no responses, only ids */
-    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .seq = UINT64_MAX, .cache_gen = UINT64_MAX,
-                        .nready = sizeof(ready) / sizeof(ready[0]), .ready = ready};
+    /* a message from a group without rank 0: no responses, only ids */
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .seq = UINT64_MAX, .round = TC_WIRE_MAX_ROUND,
+                        .cache_gen = UINT64_MAX, .nready = sizeof(ready) / sizeof(ready[0]),
+                        .ready = ready};
     rc |= write_msg(argv[1], "cycle_ids_only", &m);
     m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE};
     rc |= write_msg(argv[1], "cycle_empty", &m);
     m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .flags = TC_WIRE_F_TERMINATE, .seq = 7,
                         .term_status = TC_ERR_TRANSPORT};
     rc |= write_msg(argv[1], "cycle_terminate_only", &m);
-    /* a rank's message with the inputs of its ready small allreduces (ids 0,
-     * 2, 130 and the largest: as is, then distances 1, 127 and more), after a
-     * response and the ready and stale ids, before a terminate record */
+    /* a message with the partial results of its group's ready small
+     * allreduces (ids 0, 2, 130 and the largest: as is, then distances 1, 127
+     * and more), after a response and the id lists, before a terminate record */
     eager[0] = (tc_wire_eager_t){0, sizeof(one_f32), one_f32};
     eager[1] = (tc_wire_eager_t){2, sizeof(mixed), mixed};
     eager[2] = (tc_wire_eager_t){130, sizeof(ramp), ramp};
     eager[3] = (tc_wire_eager_t){TC_WIRE_MAX_CACHE - 1, sizeof(last), last};
     m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .flags = TC_WIRE_F_TERMINATE, .count = 1,
-                        .resps = resps, .seq = 1000, .cache_gen = 5,
+                        .resps = resps, .seq = 1000, .round = 10, .cache_gen = 5,
                         .nready = sizeof(ready) / sizeof(ready[0]), .ready = ready,
+                        .nsome = 3, .some = ready + 3,
                         .nstale = sizeof(stale) / sizeof(stale[0]), .stale = stale,
                         .neager = 4, .eager = eager, .term_status = TC_ERR_SHUTDOWN,
                         .term_text = "x", .term_text_len = 1};

@@ -162,10 +162,57 @@ int is_neighbour(int size, int r, int q)
     return q >= 0 && q < size && q != r && (tc__neg_parent(r) == q || tc__neg_parent(q) == r);
 }
 
+/* The largest power of 2 not above size: the ranks of the exchange rounds;
+ * rank core + i is an extra rank hosted by rank i. */
+int core_size(int size)
+{
+    int core = 1;
+
+    while (core <= size / 2) {
+        core *= 2;
+    }
+    return core;
+}
+
+/* A part of an exchange round, a result for an extra rank, or an extra's
+ * snapshot: each to the one rank the protocol names; a core rank's parts
+ * go out in strictly increasing (cycle, round) order, one per round. */
+static void check_cycle_send(sim_t *s, int r, const tc_neg_send_t *x, const tc_wire_msg_t *m)
+{
+    const int core = core_size(s->size), dst = x->dst[0];
+    const uint64_t cyc = tc__neg_cycles(s->neg[r]);
+
+    CHECK_MSG(x->ndst == 1, "rank %d sends a CYCLE message to %d ranks", r, x->ndst);
+    if (m->type == TC_WIRE_BYE) {
+        CHECK_MSG(r >= core && dst == r - core && m->flags == 0,
+                  "rank %d: a BYE to rank %d on TAG_CYCLE", r, dst);
+        return;
+    }
+    CHECK_MSG(m->type == TC_WIRE_CYCLE, "rank %d: type %d on TAG_CYCLE", r, m->type);
+    CHECK_MSG(m->seq <= cyc, "rank %d sends a part of cycle %llu at cycle %llu", r,
+              (unsigned long long)m->seq, (unsigned long long)cyc);
+    if (r >= core) { /* a snapshot: round 1 asks for a cycle */
+        CHECK_MSG(dst == r - core && m->round <= 1 && m->count == 0 && m->flags == 0,
+                  "rank %d: a snapshot to rank %d, round %u", r, dst, m->round);
+        return;
+    }
+    if (dst >= core) { /* a cycle's result for the extra rank */
+        CHECK_MSG(dst == r + core && m->round == 0 && m->seq < cyc,
+                  "rank %d: the result of cycle %llu to rank %d", r,
+                  (unsigned long long)m->seq, dst);
+        return;
+    }
+    CHECK_MSG(m->round < 32 && (1 << m->round) < core && dst == (r ^ (1 << m->round)),
+              "rank %d sends its round %u part to rank %d", r, m->round, dst);
+    CHECK_MSG(m->seq * 64 + m->round + 1 > s->last_part[r],
+              "rank %d sends a second part for cycle %llu round %u", r,
+              (unsigned long long)m->seq, m->round);
+    s->last_part[r] = m->seq * 64 + m->round + 1;
+}
+
 /* A send as neg.h and the protocol allow it; counts what went over the wire. */
 static void check_send(sim_t *s, int r, const tc_neg_send_t *x)
 {
-    int kids[SIM_MAX], nkids = tc__neg_children(r, s->size, kids, SIM_MAX);
     tc_wire_msg_t m;
     int d;
 
@@ -188,30 +235,8 @@ static void check_send(sim_t *s, int r, const tc_neg_send_t *x)
             s->req_entries[r] += m.count;
         }
         break;
-    case TC_NEG_TAG_DOWN:
-        CHECK_MSG(m.type == TC_WIRE_CYCLE, "rank %d: type %d on TAG_DOWN", r, m.type);
-        CHECK_MSG(x->ndst == nkids, "rank %d sends a DOWN to %d ranks, has %d children", r,
-                  x->ndst, nkids);
-        for (d = 0; d < x->ndst; d++) {
-            CHECK_MSG(x->dst[d] == kids[d], "rank %d sends a DOWN to rank %d", r, x->dst[d]);
-        }
-        CHECK_EQ(m.seq + 1, tc__neg_cycles(s->neg[r]));
-        break;
-    case TC_NEG_TAG_UP:
-        CHECK_MSG(r != 0 && x->ndst == 1 && x->dst[0] == tc__neg_parent(r),
-                  "rank %d: TAG_UP not to its parent", r);
-        CHECK_MSG(m.type == TC_WIRE_UP || (m.type == TC_WIRE_BYE && m.flags == 0),
-                  "rank %d: type %d flags %d on TAG_UP", r, m.type, m.flags);
-        if (m.type == TC_WIRE_UP) {
-            uint64_t cyc = tc__neg_cycles(s->neg[r]);
-            CHECK_EQ(m.seq, cyc);
-            CHECK_MSG(!s->up_sent[r] || s->up_cycle[r] != cyc,
-                      "rank %d sent a second UP before its next DOWN (after DOWN %llu)", r,
-                      (unsigned long long)cyc);
-            CHECK_GT(m.nready + m.nsome + m.nstale, 0);
-            s->up_sent[r] = 1;
-            s->up_cycle[r] = cyc;
-        }
+    case TC_NEG_TAG_CYCLE:
+        check_cycle_send(s, r, x, &m);
         break;
     case TC_NEG_TAG_PING:
         CHECK_MSG(m.type == TC_WIRE_REQUESTS && m.count == 0 && m.flags == TC_WIRE_F_SPREAD,
@@ -645,7 +670,7 @@ const rec_t *rec_of(const sim_t *s, const plan_t *pl)
     return &s->log[pl->rank][pl->rec];
 }
 
-/* Every rank got the same items, in the same order, from the same DOWN. */
+/* Every rank got the same items, in the same order, from the same cycle. */
 void check_agreement(const sim_t *s)
 {
     size_t i;
@@ -658,7 +683,7 @@ void check_agreement(const sim_t *s)
             const rec_t *a = &s->log[0][i], *b = &s->log[r][i];
             CHECK_MSG(a->action == b->action && strcmp(a->name, b->name) == 0 &&
                           a->cycle == b->cycle,
-                      "item %zu: rank 0 has %s '%s' (DOWN %llu), rank %d has %s '%s' (DOWN %llu)",
+                      "item %zu: rank 0 has %s '%s' (cycle %llu), rank %d has %s '%s' (cycle %llu)",
                       i, act_name(a->action), a->name, (unsigned long long)a->cycle, r,
                       act_name(b->action), b->name, (unsigned long long)b->cycle);
             if (a->action == TC_NEG_RUN) {

@@ -8,7 +8,7 @@
  * steps and submissions, a seeded random schedule (or an explicit one)
  * decides what happens next. The clock is fake and moves only when a test
  * moves it. Every message is decoded when it is sent and checked against the
- * protocol (tag and type, destinations, at most one UP per DOWN), and decoded
+ * protocol (tag and type, destinations, one part per exchange round), and decoded
  * again when it is delivered; every item is checked against the submission
  * it answers. A rank that fails by its own decision tells every other rank,
  * as the engine does.
@@ -109,8 +109,7 @@ typedef struct {
     /* what went over the wire */
     size_t ntag[8];               /* messages per tag, one per destination */
     size_t req_entries[SIM_MAX];  /* submissions each rank sent rank 0 in full */
-    uint64_t up_cycle[SIM_MAX];   /* the DOWN count at a rank's last UP */
-    int up_sent[SIM_MAX];
+    uint64_t last_part[SIM_MAX];  /* a core rank's last part sent: cycle * 64 + round + 1 */
     /* the workload */
     const spec_t *specs;
     int nspecs;
@@ -142,8 +141,10 @@ void enqueue(sim_t *s, int src, int dst, int tag, const uint8_t *data, size_t le
 void deliver_head(sim_t *s, int src, int dst);
 void deliver_chan(sim_t *s, int src, int dst);
 
-/* Whether q is r's parent or child in the tree of `size` ranks. */
+/* Whether q is r's parent or child in the probes' tree of `size` ranks. */
 int is_neighbour(int size, int r, int q);
+/* The largest power of 2 not above size: the ranks of the exchange rounds. */
+int core_size(int size);
 
 /* The schedule by hand: a step of rank r at the current time (whether it
  * did anything); rank r's next planned submission. Or run() until it
@@ -161,7 +162,7 @@ size_t eager_expect(const sim_t *s, const spec_t *sp, int inst, uint8_t *out);
 
 /* The item a submission came out as (it must have). */
 const rec_t *rec_of(const sim_t *s, const plan_t *pl);
-/* Every rank got the same items, in the same order, from the same DOWN. */
+/* Every rank got the same items, in the same order, from the same cycle. */
 void check_agreement(const sim_t *s);
 /* Every planned submission came out, every rank runs and waits for nothing,
  * nothing is in flight. */

@@ -70,9 +70,9 @@ TC_CASE(shutdown)
             }
         }
     }
-    /* decisions in the DOWN that terminates come out: a first-time name in
-     * the very REQUESTS that asks for shutdown, and cached names whose last
-     * UP reaches rank 0 before it decides */
+    /* decisions in the cycle that terminates come out: a first-time name in
+     * the very REQUESTS that asks for shutdown, and cached names that the
+     * same rank submitted last */
     for (size = 2; size <= 8; size++) {
         for (from = 1; from < size; from++) {
             tc_neg_params_t p = params(size);
@@ -106,23 +106,27 @@ TC_CASE(shutdown)
             submit_next(s, from);
             submit_next(s, from);
             tc__neg_shutdown(s->neg[from]);
-            step(s, from); /* REQUESTS(f/x, SHUTDOWN), then an UP to its parent */
-            /* the UP climbs to rank 0 before rank 0 decides: deliver along the path */
-            for (r = from; r != 0; r = tc__neg_parent(r)) {
-                deliver_chan(s, r, 0);
-                deliver_chan(s, r, tc__neg_parent(r));
-                step(s, tc__neg_parent(r));
+            step(s, from); /* REQUESTS(f/x, SHUTDOWN); it starts a cycle, or an extra
+                            * rank sends its host a snapshot with news */
+            /* rank 0 hears of it, and the host has the snapshot, before they take
+             * part in the cycle */
+            deliver_chan(s, from, 0);
+            if (from >= core_size(size)) {
+                deliver_chan(s, from, from - core_size(size));
             }
             run(s);
             check_shut_down(s, from);
             check_agreement(s);
             for (r = 0; r < size; r++) {
-                /* one more DOWN, the one that terminates: it decided all three */
+                /* one more cycle, the one that terminates: it decided all three */
                 const rec_t *ex = rec_of(s, x[r]), *ey = rec_of(s, y[r]), *ez = rec_of(s, z[r]);
                 CHECK_EQ(tc__neg_cycles(s->neg[r]), before + 1);
                 CHECK_MSG(ex->action == TC_NEG_RUN, "rank %d: f/x is %s", r, act_name(ex->action));
                 CHECK(ey->action == TC_NEG_RUN && ey->cycle == ex->cycle && ey->cache_ref > 0);
-                CHECK(ez->action == TC_NEG_DONE && ez->cycle == ex->cycle);
+                /* c/z is small: done with the cycle if every rank's input came
+                 * with it, else run as a collective */
+                CHECK((ez->action == TC_NEG_DONE || ez->action == TC_NEG_RUN) &&
+                      ez->cycle == ex->cycle);
             }
             sim_free(s);
         }
@@ -195,22 +199,27 @@ static void inject(sim_t *s, int src, int dst, int tag, const tc_wire_msg_t *m)
     deliver_head(s, src, dst);
 }
 
-/* A size-4 simulation (tree 0 -> 1, 2; 2 -> 3) that has cached "w". */
-static sim_t *warm4(void)
+/* size ranks that have run "w" once: it is cached under id 0 (generation 1). */
+static sim_t *warm(int size)
 {
     static const spec_t w[] = {{"w", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, {64, 0}}};
-    tc_neg_params_t p = params(4);
+    tc_neg_params_t p = params(size);
     sim_t *s = sim_new(&p, 0);
     int r;
 
     s->specs = w;
     s->nspecs = 1;
-    for (r = 0; r < 4; r++) {
+    for (r = 0; r < size; r++) {
         mkplan(s, r, 0, 0, 0);
     }
     run(s);
     check_settled(s);
     return s;
+}
+
+static sim_t *warm4(void)
+{
+    return warm(4);
 }
 
 static void check_quiet_after_failure(sim_t *s, int r)
@@ -254,86 +263,93 @@ TC_CASE(aborts)
         sim_free(s);
     }
     /* protocol violations, each on a fresh simulation: FAILED here */
-    for (r = 0; r < 9; r++) {
-        tc_wire_msg_t m = {0};
+    for (r = 0; r < 11; r++) {
+        tc_wire_msg_t m = {.type = TC_WIRE_CYCLE, .cache_gen = 1};
         tc_wire_response_t ghost = {.rtype = TC_WIRE_RUN, .name = "ghost", .name_len = 5};
-        uint32_t id0 = 0;
-        s = warm4();
+        uint32_t id0 = 0, id999 = 999;
+        const float four = 4.0f;
+        const tc_wire_eager_t partial = {0, sizeof(four), &four};
+        s = r < 9 ? warm4() : warm(5); /* 5: rank 4 is an extra, hosted by rank 0 */
+        m.seq = tc__neg_cycles(s->neg[0]);
         switch (r) {
-        case 0: /* a DOWN with the wrong seq */
-            m.type = TC_WIRE_CYCLE;
-            m.seq = 7;
-            m.cache_gen = 1;
-            inject(s, 0, 1, TC_NEG_TAG_DOWN, &m);
+        case 0: /* a part of a cycle far ahead */
+            m.seq += 7;
+            inject(s, 0, 1, TC_NEG_TAG_CYCLE, &m);
             check_failed(s, 1, TC_ERR_TRANSPORT, 1, "protocol error");
-            check_failed(s, 1, TC_ERR_TRANSPORT, 1, "DOWN message 7");
+            check_failed(s, 1, TC_ERR_TRANSPORT, 1, "round 0; this rank is at cycle");
             break;
-        case 1: /* a DOWN with the wrong cache generation */
-            m.type = TC_WIRE_CYCLE;
-            m.seq = tc__neg_cycles(s->neg[2]);
+        case 1: /* a part with the wrong cache generation */
             m.cache_gen = 99;
-            inject(s, 0, 2, TC_NEG_TAG_DOWN, &m);
-            check_failed(s, 2, TC_ERR_TRANSPORT, 1, "protocol error");
+            inject(s, 0, 1, TC_NEG_TAG_CYCLE, &m);
+            check_failed(s, 1, TC_ERR_TRANSPORT, 1, "cache generation 99");
             break;
-        case 2: /* a DOWN from a rank that is not the parent */
-            m.type = TC_WIRE_CYCLE;
-            m.seq = tc__neg_cycles(s->neg[3]);
-            m.cache_gen = 1;
-            inject(s, 1, 3, TC_NEG_TAG_DOWN, &m);
-            check_failed(s, 3, TC_ERR_TRANSPORT, 1, "unexpected message");
+        case 2: /* a part from a rank that is not the round's partner */
+            inject(s, 1, 3, TC_NEG_TAG_CYCLE, &m);
+            check_failed(s, 3, TC_ERR_TRANSPORT, 1, "protocol error");
             break;
-        case 3: /* an UP from a rank that is not a child */
-            m.type = TC_WIRE_UP;
-            m.seq = tc__neg_cycles(s->neg[2]);
-            m.cache_gen = 1;
-            m.nready = 1;
-            m.ready = &id0;
-            inject(s, 1, 2, TC_NEG_TAG_UP, &m);
-            check_failed(s, 2, TC_ERR_TRANSPORT, 1, "unexpected message");
+        case 3: /* two parts for one round */
+            inject(s, 0, 1, TC_NEG_TAG_CYCLE, &m);
+            CHECK_EQ(tc__neg_state(s->neg[1]), TC_NEG_RUNNING);
+            inject(s, 0, 1, TC_NEG_TAG_CYCLE, &m);
+            check_failed(s, 1, TC_ERR_TRANSPORT, 1, "twice");
             break;
         case 4: /* REQUESTS to a rank other than 0 */
-            m.type = TC_WIRE_REQUESTS;
+            m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS};
             inject(s, 3, 2, TC_NEG_TAG_REQ, &m);
             check_failed(s, 2, TC_ERR_TRANSPORT, 1, "unexpected message");
             break;
         case 5: /* a RUN for a name this rank never submitted */
-            m.type = TC_WIRE_CYCLE;
-            m.seq = tc__neg_cycles(s->neg[1]);
-            m.cache_gen = 1;
             m.count = 1;
             m.resps = &ghost;
-            inject(s, 0, 1, TC_NEG_TAG_DOWN, &m);
+            inject(s, 0, 1, TC_NEG_TAG_CYCLE, &m);
+            m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .cache_gen = 1, .round = 1,
+                                .seq = tc__neg_cycles(s->neg[1])};
+            inject(s, 3, 1, TC_NEG_TAG_CYCLE, &m);
             check_failed(s, 1, TC_ERR_TRANSPORT, 1, "'ghost'");
             break;
-        case 6: /* a cached id runs that is not waiting here */
-            m.type = TC_WIRE_CYCLE;
-            m.seq = tc__neg_cycles(s->neg[1]);
-            m.cache_gen = 1;
+        case 6: /* rank 0's decisions from two sides */
+            m.count = 1;
+            m.resps = &ghost;
+            inject(s, 1, 0, TC_NEG_TAG_CYCLE, &m);
+            check_failed(s, 0, TC_ERR_TRANSPORT, 1, "rank 0's decisions");
+            break;
+        case 7: /* an id this rank has not filed */
+            m.nready = 1;
+            m.ready = &id999;
+            inject(s, 2, 3, TC_NEG_TAG_CYCLE, &m);
+            check_failed(s, 3, TC_ERR_TRANSPORT, 1, "cache id 999");
+            break;
+        case 8: /* a partial result for a tensor too large to ride eagerly */
             m.nready = 1;
             m.ready = &id0;
-            inject(s, 0, 1, TC_NEG_TAG_DOWN, &m);
-            check_failed(s, 1, TC_ERR_TRANSPORT, 1, "protocol error");
+            m.neager = 1;
+            m.eager = &partial;
+            inject(s, 2, 3, TC_NEG_TAG_CYCLE, &m);
+            check_failed(s, 3, TC_ERR_TRANSPORT, 1, "not a ready small allreduce");
             break;
-        case 7: /* an UP from a child that is ahead of rank 0 */
-            m.type = TC_WIRE_UP;
-            m.seq = tc__neg_cycles(s->neg[0]) + 3;
-            m.cache_gen = 1;
+        case 9: /* a result for an extra rank that runs what it does not have */
             m.nready = 1;
             m.ready = &id0;
-            inject(s, 1, 0, TC_NEG_TAG_UP, &m);
-            check_failed(s, 0, TC_ERR_TRANSPORT, 1, "protocol error");
+            inject(s, 0, 4, TC_NEG_TAG_CYCLE, &m);
+            check_failed(s, 4, TC_ERR_TRANSPORT, 1, "protocol error");
             break;
-        case 8: /* a failure found outside */
-            tc__neg_fail(s->neg[3], TC_ERR_NOMEM, "a transfer failed");
-            check_failed(s, 3, TC_ERR_NOMEM, 1, "a transfer failed");
-            tc__neg_status(s->neg[3], &text);
-            CHECK(strcmp(text, "a transfer failed") == 0);
+        case 10: /* an extra's snapshot with a round above 1 */
+            m.seq = tc__neg_cycles(s->neg[0]);
+            m.round = 2;
+            inject(s, 4, 0, TC_NEG_TAG_CYCLE, &m);
+            check_failed(s, 0, TC_ERR_TRANSPORT, 1, "snapshot");
             break;
         default:
             break;
         }
         sim_free(s);
     }
+    s = warm4(); /* a failure found outside */
+    tc__neg_fail(s->neg[3], TC_ERR_NOMEM, "a transfer failed");
+    check_failed(s, 3, TC_ERR_NOMEM, 1, "a transfer failed");
+    tc__neg_status(s->neg[3], &text);
+    CHECK(strcmp(text, "a transfer failed") == 0);
+    sim_free(s);
     /* a failed rank stays quiet: no items, no sends, no answers to pings */
     {
         tc_wire_msg_t ping = {.type = TC_WIRE_REQUESTS, .flags = TC_WIRE_F_SPREAD};

@@ -97,11 +97,16 @@ static void check_same(const tc_wire_msg_t *a, const tc_wire_msg_t *b)
     }
     if (a->type == TC_WIRE_CYCLE) {
         CHECK_MSG(a->seq == b->seq, "seq %" PRIu64 " vs %" PRIu64, a->seq, b->seq);
+        CHECK_EQ(a->round, b->round);
         CHECK_MSG(a->cache_gen == b->cache_gen, "cache_gen %" PRIu64 " vs %" PRIu64,
                   a->cache_gen, b->cache_gen);
         CHECK_EQ(a->nready, b->nready);
         for (j = 0; j < a->nready; j++) {
             CHECK_EQ(a->ready[j], b->ready[j]);
+        }
+        CHECK_EQ(a->nsome, b->nsome);
+        for (j = 0; j < a->nsome; j++) {
+            CHECK_EQ(a->some[j], b->some[j]);
         }
         CHECK_EQ(a->nstale, b->nstale);
         for (j = 0; j < a->nstale; j++) {
@@ -202,12 +207,17 @@ static void check_decoded_storage(const tc_wire_msg_t *m, const void *in, size_t
     }
     if (m->type == TC_WIRE_CYCLE) {
         CHECK(m->reqs == NULL);
+        CHECK_LE(m->round, TC_WIRE_MAX_ROUND);
         check_decoded_ids(m->nready, m->ready, in, len);
+        check_decoded_ids(m->nsome, m->some, in, len);
         check_decoded_ids(m->nstale, m->stale, in, len);
         check_decoded_eager(m->neager, m->eager, in, len);
     } else {
-        CHECK(m->seq == 0 && m->cache_gen == 0);
+        /* a REQUESTS with SEQ carries seq, and nothing else of a cycle record */
+        CHECK(m->seq == 0 || (m->type == TC_WIRE_REQUESTS && (m->flags & TC_WIRE_F_SEQ)));
+        CHECK(m->round == 0 && m->cache_gen == 0);
         CHECK(m->nready == 0 && m->ready == NULL && m->nstale == 0 && m->stale == NULL);
+        CHECK(m->nsome == 0 && m->some == NULL);
         CHECK(m->neager == 0 && m->eager == NULL);
         CHECK(m->resps == NULL);
     }
@@ -217,7 +227,7 @@ static void check_decoded_storage(const tc_wire_msg_t *m, const void *in, size_t
     } else {
         CHECK(m->term_status == 0 && m->term_text == NULL && m->term_text_len == 0);
     }
-    if (m->count > 0 || m->nready > 0 || m->nstale > 0 || m->neager > 0 ||
+    if (m->count > 0 || m->nready > 0 || m->nsome > 0 || m->nstale > 0 || m->neager > 0 ||
         (m->flags & TC_WIRE_F_TERMINATE)) {
         CHECK(m->owned != NULL);
     }
@@ -368,6 +378,7 @@ typedef struct {
     int64_t dim0[GEN_MAX_ENTRIES][GEN_MAX_DIM0];
     char term[TC_WIRE_MAX_TEXT];
     uint32_t ready[GEN_MAX_IDS];
+    uint32_t some[GEN_MAX_IDS];
     uint32_t stale[GEN_MAX_IDS];
     uint32_t eager_ids[GEN_MAX_EAGER];
     tc_wire_eager_t eager[GEN_MAX_EAGER];
@@ -411,6 +422,16 @@ static uint32_t rand_cache_ref(void)
     case 1: return 1;
     case 2: return TC_WIRE_MAX_CACHE;
     default: return rng_below(TC_WIRE_MAX_CACHE + 1);
+    }
+}
+
+/* A CYCLE's round: 0..TC_WIRE_MAX_ROUND, the ends often. */
+static uint32_t rand_round(void)
+{
+    switch (rng_below(4)) {
+    case 0: return 0;
+    case 1: return TC_WIRE_MAX_ROUND;
+    default: return rng_below(TC_WIRE_MAX_ROUND + 1);
     }
 }
 
@@ -492,7 +513,8 @@ static uint32_t rand_eager(uint32_t max_n, int big)
 
 /* Cycle fields on a message type that has no cycle record: the encoder must
  * ignore them, however bad (too many, unsorted, NULL, len 0 or too long), and
- * the decoder must leave them zero. */
+ * the decoder must leave them zero. Not round and some, which the encoder
+ * refuses there (encode_rejects); a some array without a count is ignored. */
 static void gen_ignored_cycle(tc_wire_msg_t *m)
 {
     static const uint32_t bad_ids[] = {TC_WIRE_MAX_CACHE, 7, 7, 0};
@@ -509,6 +531,7 @@ static void gen_ignored_cycle(tc_wire_msg_t *m)
     m->ready = NULL;
     m->nstale = 4;
     m->stale = bad_ids;
+    m->some = bad_ids;
     switch (rng_below(3)) {
     case 0: m->neager = UINT32_MAX; m->eager = NULL; break;
     case 1: m->neager = 4; m->eager = bad_eager; break;
@@ -603,9 +626,12 @@ static const tc_wire_msg_t *gen_msg(unsigned max_entries, int big)
         }
     }
     m->seq = rand_u64();
+    m->round = rand_round();
     m->cache_gen = rand_u64();
     m->nready = rand_ids(gen.ready, big ? GEN_MAX_IDS : 6);
     m->ready = m->nready > 0 || rng_below(2) ? gen.ready : NULL;
+    m->nsome = rand_ids(gen.some, big ? GEN_MAX_IDS : 6);
+    m->some = m->nsome > 0 || rng_below(2) ? gen.some : NULL;
     m->nstale = rand_ids(gen.stale, big ? GEN_MAX_IDS : 6);
     m->stale = m->nstale > 0 || rng_below(2) ? gen.stale : NULL;
     m->neager = rand_eager(big ? GEN_MAX_EAGER : 6, big);
@@ -635,33 +661,37 @@ TC_CASE(kind_names)
 /* Exact bytes for a few small messages, worked out by hand from wire.h. */
 TC_CASE(golden)
 {
-    static const uint8_t bye[] = {0x7C, 0x03, 0x03, 0x00, 0x00};
+    static const uint8_t bye[] = {0x7C, 0x04, 0x03, 0x00, 0x00};
     /* broadcast float32 sum, root -2 (zigzag 3), shape {300, 0}, name "ab" */
-    static const uint8_t req[] = {0x7C, 0x03, 0x01, 0x01, 0x01, 0x02, 0x06, 0x00,
+    static const uint8_t req[] = {0x7C, 0x04, 0x01, 0x01, 0x01, 0x02, 0x06, 0x00,
                                   0x03, 0x02, 0xAC, 0x02, 0x00, 0x02, 0x61, 0x62};
-    /* RUN "x" dim0 {1, 128} cache_ref 129; seq 300, cache_gen 0, ready {0, 5, 200}
-     * (0, then 5-0-1 = 4, then 200-5-1 = 194), stale {2^20-1}, eager inputs
-     * id 5 {DE AD 00 FF} and id 200 {80} (5 as is, then 200-5-1 = 194, each
-     * with its len, then the raw bytes: a 0x00 is fine there); terminate
-     * TC_ERR_SHUTDOWN "bye" */
-    static const uint8_t cycle[] = {0x7C, 0x03, 0x02, 0x02, 0x01,                   /* header */
+    /* RUN "x" dim0 {1, 128} cache_ref 129; seq 300, round 64, cache_gen 0,
+     * ready {0, 5, 200} (0, then 5-0-1 = 4, then 200-5-1 = 194), some {7, 1000}
+     * (7, then 1000-7-1 = 992), stale {2^20-1}, eager inputs id 5 {DE AD 00 FF}
+     * and id 200 {80} (5 as is, then 200-5-1 = 194, each with its len, then
+     * the raw bytes: a 0x00 is fine there); terminate TC_ERR_SHUTDOWN "bye" */
+    static const uint8_t cycle[] = {0x7C, 0x04, 0x02, 0x02, 0x01,                   /* header */
                                     0x00, 0x01, 0x78, 0x02, 0x01, 0x80, 0x01, 0x81, 0x01, /* RUN */
-                                    0xAC, 0x02, 0x00,                   /* seq, cache_gen */
+                                    0xAC, 0x02, 0x40, 0x00,       /* seq, round, cache_gen */
                                     0x03, 0x00, 0x04, 0xC2, 0x01,       /* ready */
+                                    0x02, 0x07, 0xE0, 0x07,             /* some */
                                     0x01, 0xFF, 0xFF, 0x3F,             /* stale */
                                     0x02,                               /* eager: 2 inputs */
                                     0x05, 0x04, 0xDE, 0xAD, 0x00, 0xFF, /* id 5, len 4 */
                                     0xC2, 0x01, 0x01, 0x80,             /* id 200, len 1 */
                                     0x05, 0x03, 0x62, 0x79, 0x65};      /* terminate */
-    /* an empty CYCLE: no responses, seq 0, cache_gen 0, no ids, no eager inputs */
-    static const uint8_t empty_cycle[] = {0x7C, 0x03, 0x02, 0x00, 0x00,
-                                          0x00, 0x00, 0x00, 0x00, 0x00};
+    /* an empty CYCLE: no responses, seq 0, round 0, cache_gen 0, no ids, no
+     * eager inputs */
+    static const uint8_t empty_cycle[] = {0x7C, 0x04, 0x02, 0x00, 0x00, 0x00,
+                                          0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
     /* the largest eager input, alone at the largest id: count 1, id 2^20-1,
      * len 2^16 (3 varint bytes each), then the bytes */
-    static const uint8_t big_eager_head[] = {0x7C, 0x03, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00,
-                                             0x00, 0x01, 0xFF, 0xFF, 0x3F, 0x80, 0x80, 0x04};
+    static const uint8_t big_eager_head[] = {0x7C, 0x04, 0x02, 0x00, 0x00, 0x00,
+                                             0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
+                                             0xFF, 0xFF, 0x3F, 0x80, 0x80, 0x04};
     static const int64_t dim0[] = {1, 128};
-    static const uint32_t ready[] = {0, 5, 200}, stale[] = {TC_WIRE_MAX_CACHE - 1};
+    static const uint32_t ready[] = {0, 5, 200}, some[] = {7, 1000},
+                          stale[] = {TC_WIRE_MAX_CACHE - 1};
     static const uint8_t in5[] = {0xDE, 0xAD, 0x00, 0xFF}, in200[] = {0x80};
     static uint8_t big_in[TC_WIRE_MAX_EAGER];
     const tc_wire_eager_t eager[] = {{5, 4, in5}, {200, 1, in200}};
@@ -698,7 +728,8 @@ TC_CASE(golden)
     s.dim0 = dim0;
     s.cache_ref = 129;
     m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .flags = TC_WIRE_F_TERMINATE, .count = 1,
-                        .resps = &s, .seq = 300, .nready = 3, .ready = ready, .nstale = 1,
+                        .resps = &s, .seq = 300, .round = TC_WIRE_MAX_ROUND, .nready = 3,
+                        .ready = ready, .nsome = 2, .some = some, .nstale = 1,
                         .stale = stale, .neager = 2, .eager = eager,
                         .term_status = TC_ERR_SHUTDOWN, .term_text = "bye", .term_text_len = 3};
     buf.len = 0;
@@ -711,8 +742,9 @@ TC_CASE(golden)
         char err[128];
         CHECK_OK(tc__wire_decode(cycle, sizeof(cycle), &d, err, sizeof(err)));
         CHECK(d.type == TC_WIRE_CYCLE && d.count == 1 && d.resps[0].cache_ref == 129);
-        CHECK(d.seq == 300 && d.cache_gen == 0);
+        CHECK(d.seq == 300 && d.round == TC_WIRE_MAX_ROUND && d.cache_gen == 0);
         CHECK(d.nready == 3 && d.ready[0] == 0 && d.ready[1] == 5 && d.ready[2] == 200);
+        CHECK(d.nsome == 2 && d.some[0] == 7 && d.some[1] == 1000);
         CHECK(d.nstale == 1 && d.stale[0] == TC_WIRE_MAX_CACHE - 1);
         CHECK(d.neager == 2 && d.eager != NULL);
         CHECK(d.eager[0].id == 5 && d.eager[0].len == 4);
@@ -899,14 +931,16 @@ TC_CASE(cycle_roundtrip)
     }
 }
 
-/* The cycle record: seq and cache_gen at the varint boundaries, and every pair
- * of a few id lists (empty, each end of the range, neighbours, distances on
- * either side of the 1-byte varint limit, spread over the whole range). */
+/* The cycle record: seq and cache_gen at the varint boundaries, round at its
+ * ends, and every pair of a few id lists as ready and stale (empty, each end
+ * of the range, neighbours, distances on either side of the 1-byte varint
+ * limit, spread over the whole range), with a third as some. */
 TC_CASE(cycle_record_roundtrip)
 {
     enum { NLISTS = 8 };
     static const uint64_t u64s[] = {0, 1, 127, 128, 16383, 16384, UINT32_MAX,
                                     (uint64_t)UINT32_MAX + 1, INT64_MAX, UINT64_MAX};
+    static const uint32_t rounds[] = {0, 1, 5, TC_WIRE_MAX_ROUND - 1, TC_WIRE_MAX_ROUND};
     static const uint32_t one_zero[] = {0}, one_max[] = {TC_WIRE_MAX_CACHE - 1},
                           ends[] = {0, TC_WIRE_MAX_CACHE - 1},
                           near_end[] = {TC_WIRE_MAX_CACHE - 3, TC_WIRE_MAX_CACHE - 2,
@@ -929,9 +963,12 @@ TC_CASE(cycle_record_roundtrip)
                                 .count = n % 2,
                                 .resps = n % 2 ? &s : NULL,
                                 .seq = u64s[n % 10],
+                                .round = rounds[n % 5],
                                 .cache_gen = u64s[(n * 3 + 1) % 10],
                                 .nready = lens[r],
                                 .ready = lists[r],
+                                .nsome = lens[(r + t) % NLISTS],
+                                .some = lists[(r + t) % NLISTS],
                                 .nstale = lens[t],
                                 .stale = lists[t]};
             if (n % 3 == 0) {
@@ -942,11 +979,16 @@ TC_CASE(cycle_record_roundtrip)
         }
     }
     /* a count of 0 with a non-NULL array is fine; it decodes to NULL */
-    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .ready = run, .stale = spread};
-    CHECK_EQ(roundtrip(&m), 10);
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .ready = run, .some = gaps, .stale = spread};
+    CHECK_EQ(roundtrip(&m), 12);
     /* the varint sizes: each distance is written, not the id */
     m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .nready = 300, .ready = run};
-    CHECK_EQ(roundtrip(&m), 10 + 1 + 2 + 299); /* count 300 takes 2 bytes, id 1000 2 */
+    CHECK_EQ(roundtrip(&m), 12 + 1 + 2 + 299); /* count 300 takes 2 bytes, id 1000 2 */
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .nsome = 300, .some = run};
+    CHECK_EQ(roundtrip(&m), 12 + 1 + 2 + 299);
+    /* and round is one byte up to its maximum */
+    m.round = TC_WIRE_MAX_ROUND;
+    CHECK_EQ(roundtrip(&m), 12 + 1 + 2 + 299);
 }
 
 /* The eager record: ids as in an id list (the ends of the range, neighbours,
@@ -958,7 +1000,7 @@ TC_CASE(eager_roundtrip)
     enum { NSETS = 7 };
     static uint8_t bytes[TC_WIRE_MAX_EAGER];
     static tc_wire_eager_t one_zero[1], one_max[1], ends[2], near_end[3], gaps[6], many[300];
-    static const uint32_t ready[] = {0, 5, 200};
+    static const uint32_t ready[] = {0, 5, 200}, some[] = {1, 5, 9, 300};
     static const uint32_t gap_ids[] = {127, 255, 384, 16768, 16769, 33154};
     static const uint32_t gap_lens[] = {1, 127, 128, 129, 16383, 16384};
     tc_wire_eager_t *sets[NSETS] = {NULL, one_zero, one_max, ends, near_end, gaps, many};
@@ -990,8 +1032,11 @@ TC_CASE(eager_roundtrip)
             if (k & 1) {
                 m.count = 1;
                 m.resps = &s;
+                m.round = k + i;
                 m.nready = 3;
                 m.ready = ready;
+                m.nsome = 4;
+                m.some = some;
                 m.nstale = 1;
                 m.stale = ready + 2;
             }
@@ -1006,18 +1051,18 @@ TC_CASE(eager_roundtrip)
     }
     /* a count of 0 with a non-NULL array is fine; it decodes to NULL */
     m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .eager = many};
-    CHECK_EQ(roundtrip(&m), 10);
-    /* the sizes: count, the first id as is, then distances; each len, then
-     * the bytes */
+    CHECK_EQ(roundtrip(&m), 12);
+    /* the sizes (11 bytes before the eager record): count, the first id as
+     * is, then distances; each len, then the bytes */
     m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .neager = 1, .eager = one_zero};
-    CHECK_EQ(roundtrip(&m), 9 + 1 + 1 + 1 + 1);
+    CHECK_EQ(roundtrip(&m), 11 + 1 + 1 + 1 + 1);
     m.eager = one_max; /* id 2^20-1 and len 2^16 take 3 bytes each */
-    CHECK_EQ(roundtrip(&m), 9 + 1 + 3 + 3 + TC_WIRE_MAX_EAGER);
+    CHECK_EQ(roundtrip(&m), 11 + 1 + 3 + 3 + TC_WIRE_MAX_EAGER);
     m.neager = 6;
     m.eager = gaps; /* ids: 127 (1 byte), then distances 127 (1), 128 (2), 16383 (2),
                      * 0 (1), 16384 (3); lens 1, 127 (1 byte each), 128, 129, 16383 (2
                      * each), 16384 (3) */
-    CHECK_EQ(roundtrip(&m), 9 + 1 + (1 + 1 + 2 + 2 + 1 + 3) + (1 + 1 + 2 + 2 + 2 + 3) +
+    CHECK_EQ(roundtrip(&m), 11 + 1 + (1 + 1 + 2 + 2 + 1 + 3) + (1 + 1 + 2 + 2 + 2 + 3) +
                                 (1 + 127 + 128 + 129 + 16383 + 16384));
 }
 
@@ -1152,27 +1197,30 @@ TC_CASE(large)
     CHECK_EQ(len, 4 + 3 + (size_t)N * 7); /* minimal requests: 7 bytes each */
     m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .count = N, .resps = s};
     len = roundtrip(&m);
-    /* minimal responses: 5 bytes each; then a 5-byte cycle record */
-    CHECK_EQ(len, 4 + 3 + (size_t)N * 5 + 5);
+    /* minimal responses: 5 bytes each; then a 7-byte cycle record */
+    CHECK_EQ(len, 4 + 3 + (size_t)N * 5 + 7);
     m.flags = TC_WIRE_F_TERMINATE;
     m.term_status = TC_ERR_SHUTDOWN;
     len = roundtrip(&m);
-    CHECK_EQ(len, 4 + 3 + (size_t)N * 5 + 5 + 2);
+    CHECK_EQ(len, 4 + 3 + (size_t)N * 5 + 7 + 2);
     free(r);
     free(s);
 
-    /* the longest id lists: every cache id, in both */
+    /* the longest id lists: every cache id, in all three */
     {
         uint32_t *ids = malloc(TC_WIRE_MAX_CACHE * sizeof(*ids));
         CHECK(ids != NULL);
         for (i = 0; i < TC_WIRE_MAX_CACHE; i++) {
             ids[i] = i;
         }
-        m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .nready = TC_WIRE_MAX_CACHE, .ready = ids,
+        m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .round = TC_WIRE_MAX_ROUND,
+                            .nready = TC_WIRE_MAX_CACHE, .ready = ids,
+                            .nsome = TC_WIRE_MAX_CACHE, .some = ids,
                             .nstale = TC_WIRE_MAX_CACHE, .stale = ids};
         len = roundtrip(&m);
-        /* count 2^20 takes 3 bytes, then one byte an id; then an eager count */
-        CHECK_EQ(len, 4 + 1 + 2 + 2 * (3 + (size_t)TC_WIRE_MAX_CACHE) + 1);
+        /* seq, round, cache_gen; count 2^20 takes 3 bytes, then one byte an
+         * id; then an eager count */
+        CHECK_EQ(len, 4 + 1 + 3 + 3 * (3 + (size_t)TC_WIRE_MAX_CACHE) + 1);
         free(ids);
     }
 
@@ -1188,14 +1236,14 @@ TC_CASE(large)
         }
         m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .neager = TC_WIRE_MAX_CACHE, .eager = e};
         len = roundtrip(&m);
-        CHECK_EQ(len, 4 + 1 + 2 + 2 + 3 + 3 * (size_t)TC_WIRE_MAX_CACHE);
+        CHECK_EQ(len, 4 + 1 + 3 + 3 + 3 + 3 * (size_t)TC_WIRE_MAX_CACHE);
         free(e);
     }
 }
 
 TC_CASE(random_roundtrip)
 {
-    int i, with_eager = 0, with_max = 0, ignored_eager = 0;
+    int i, with_eager = 0, with_max = 0, ignored_eager = 0, with_some = 0, with_max_round = 0;
     uint32_t j;
 
     rng_state = RNG_SEED;
@@ -1210,12 +1258,18 @@ TC_CASE(random_roundtrip)
         } else if (m->type != TC_WIRE_CYCLE && m->neager > 0) {
             ignored_eager++;
         }
+        if (m->type == TC_WIRE_CYCLE) {
+            with_some += m->nsome > 0;
+            with_max_round += m->round == TC_WIRE_MAX_ROUND;
+        }
         roundtrip(m);
     }
     /* the generator does make what it is meant to */
     CHECK_GT(with_eager, 300);
     CHECK_GT(with_max, 0);
     CHECK_GT(ignored_eager, 0);
+    CHECK_GT(with_some, 300);
+    CHECK_GT(with_max_round, 0);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1394,11 +1448,14 @@ typedef struct {
 /* magic, version, type, flags; and with the entry count */
 #define HEAD(type, flags) U8(TC_WIRE_MAGIC), U8(TC_WIRE_VERSION), U8(type), U8(flags)
 #define HDR(type, flags, count) HEAD(type, flags), VAR(count)
-/* An empty cycle record (seq 0, cache_gen 0, no ready ids, no stale ids, no
- * eager inputs), and the same up to its eager record (the eager count is
- * then byte 9 of a CYCLE with no responses). */
-#define CYCLE0 RAW("\0\0\0\0\0")
-#define CYCLE_IDS0 RAW("\0\0\0\0")
+/* An empty cycle record (seq 0, round 0, cache_gen 0, no ready, some or
+ * stale ids, no eager inputs), and the same up to its eager record (the
+ * eager count is then byte 11 of a CYCLE with no responses). */
+#define CYCLE0 RAW("\0\0\0\0\0\0\0")
+#define CYCLE_IDS0 RAW("\0\0\0\0\0\0")
+/* seq 0, round 0, cache_gen 0: the cycle record up to its id lists (the ready
+ * count is then byte 8 of a CYCLE with no responses) */
+#define CYCLE_HEAD0 RAW("\0\0\0")
 /* A request with every one of its ndim shape values dim. */
 #define REQ(kind, dtype, op, zz_root, ndim, dim, name)                                  \
     U8(kind), U8(dtype), U8(op), VAR(zz_root), U8(ndim), VARS(ndim, dim), STR(name)
@@ -1406,11 +1463,14 @@ typedef struct {
 #define EAGER(id_or_delta, len, c) VAR(id_or_delta), FILL(len, c)
 
 /* Id lists: after id prev, a distance d gives prev + 1 + d; the same two ids
- * as the ready list (no stale ids) and as the stale list (no ready ids). */
+ * as the ready, the some and the stale list (the other two empty), after seq,
+ * round and cache_gen 0. */
 #define READY_PAIR(prev, delta)                                                         \
-    HDR(TC_WIRE_CYCLE, 0, 0), RAW("\0\0"), U8(2), VAR(prev), VAR(delta), U8(0), U8(0)
+    HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_HEAD0, U8(2), VAR(prev), VAR(delta), U8(0), U8(0), U8(0)
+#define SOME_PAIR(prev, delta)                                                          \
+    HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_HEAD0, U8(0), U8(2), VAR(prev), VAR(delta), U8(0), U8(0)
 #define STALE_PAIR(prev, delta)                                                         \
-    HDR(TC_WIRE_CYCLE, 0, 0), RAW("\0\0"), U8(0), U8(2), VAR(prev), VAR(delta), U8(0)
+    HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_HEAD0, U8(0), U8(0), U8(2), VAR(prev), VAR(delta), U8(0)
 /* The same for two eager inputs. */
 #define EAGER_PAIR(prev, delta)                                                         \
     HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_IDS0, U8(2), EAGER(prev, 1, 0x01), EAGER(delta, 2, 0x02)
@@ -1439,10 +1499,13 @@ enum {
     {__LINE__, TC_ERR_TRANSPORT, (reason), EACH_BEYOND, (mask), 0, NULL, {__VA_ARGS__}}
 #define ACCEPT(...) {__LINE__, TC_OK, NULL, 0, 0, 0, NULL, {__VA_ARGS__}}
 #define ACCEPT_THEN(then, ...) {__LINE__, TC_OK, NULL, 0, 0, 0, (then), {__VA_ARGS__}}
-/* A distance accepted, and one refused, in either id list. */
-#define IDS_OK(prev, delta) ACCEPT(READY_PAIR(prev, delta)), ACCEPT(STALE_PAIR(prev, delta))
+/* A distance accepted, and one refused, in each id list. */
+#define IDS_OK(prev, delta)                                                             \
+    ACCEPT(READY_PAIR(prev, delta)), ACCEPT(SOME_PAIR(prev, delta)),                   \
+        ACCEPT(STALE_PAIR(prev, delta))
 #define IDS_REFUSED(prev, delta)                                                        \
     REJECT("ready id 1: delta ", READY_PAIR(prev, delta)),                             \
+        REJECT("some id 1: delta ", SOME_PAIR(prev, delta)),                           \
         REJECT("stale id 1: delta ", STALE_PAIR(prev, delta))
 
 static void root_is_int32_min(const tc_wire_msg_t *d)
@@ -1455,10 +1518,15 @@ static void root_is_int32_max(const tc_wire_msg_t *d)
     CHECK_EQ(d->reqs[0].root, INT32_MAX);
 }
 
-static void seq_and_gen_max(const tc_wire_msg_t *d)
+static void seq_round_and_gen_max(const tc_wire_msg_t *d)
 {
-    CHECK(d->seq == UINT64_MAX && d->cache_gen == UINT64_MAX);
+    CHECK(d->seq == UINT64_MAX && d->round == TC_WIRE_MAX_ROUND && d->cache_gen == UINT64_MAX);
     CHECK(d->owned == NULL); /* nothing to hold */
+}
+
+static void round_is_max(const tc_wire_msg_t *d)
+{
+    CHECK(d->type == TC_WIRE_CYCLE && d->round == TC_WIRE_MAX_ROUND);
 }
 
 static void two_smallest_inputs(const tc_wire_msg_t *d)
@@ -1489,13 +1557,22 @@ static const malformed_t malformed[] = {
     REJECT("magic", U8(0x7D), U8(TC_WIRE_VERSION), U8(TC_WIRE_BYE), U8(0), U8(0)),
     REJECT("magic", U8(0x00), U8(TC_WIRE_VERSION), U8(TC_WIRE_BYE), U8(0), U8(0)),
     REJECT("version", U8(TC_WIRE_MAGIC), U8(0), U8(TC_WIRE_BYE), U8(0), U8(0)),
-    /* the old formats: a v1 or v2 message is refused, not misread */
-    REJECT("unsupported version 1, want 3", U8(TC_WIRE_MAGIC), U8(1), U8(TC_WIRE_BYE), U8(0),
+    /* the old formats: a v1, v2 or v3 message is refused, not misread */
+    REJECT("unsupported version 1, want 4", U8(TC_WIRE_MAGIC), U8(1), U8(TC_WIRE_BYE), U8(0),
            U8(0)),
-    REJECT("unsupported version 2, want 3", U8(TC_WIRE_MAGIC), U8(2), U8(TC_WIRE_BYE), U8(0),
+    REJECT("unsupported version 2, want 4", U8(TC_WIRE_MAGIC), U8(2), U8(TC_WIRE_BYE), U8(0),
            U8(0)),
-    REJECT("version", U8(TC_WIRE_MAGIC), U8(4), U8(TC_WIRE_BYE), U8(0), U8(0)),
-    REJECT_EACH_BUT(TC_WIRE_REQUESTS, TC_WIRE_UP, "unknown message type", HDR(EACH, 0, 0)),
+    REJECT("unsupported version 3, want 4 (byte 1)", U8(TC_WIRE_MAGIC), U8(3), U8(TC_WIRE_BYE),
+           U8(0), U8(0)),
+    /* a v3 UP: seq 1, cache_gen 2, empty ready, some and stale lists, no eager inputs */
+    REJECT("unsupported version 3, want 4", U8(TC_WIRE_MAGIC), U8(3), U8(4), U8(0), U8(0),
+           RAW("\1\2\0\0\0\0")),
+    REJECT("version", U8(TC_WIRE_MAGIC), U8(5), U8(TC_WIRE_BYE), U8(0), U8(0)),
+    REJECT_EACH_BUT(TC_WIRE_REQUESTS, TC_WIRE_BYE, "unknown message type", HDR(EACH, 0, 0)),
+    /* type 4 was UP until version 3: now unknown like any other, whatever follows */
+    REJECT("wire: unknown message type 4 (byte 2)", HDR(4, 0, 0)),
+    REJECT("wire: unknown message type 4 (byte 2)", HDR(4, 0, 0), RAW("\1\2\0\0\0\0")),
+    REJECT("wire: unknown message type 4 (byte 2)", HDR(4, 0, 0), CYCLE0),
 
     /* ---- flags that do not fit the type; BYE takes only TERMINATE (an abort) ---- */
     ACCEPT(HDR(TC_WIRE_REQUESTS, 0, 0)),
@@ -1607,80 +1684,121 @@ static const malformed_t malformed[] = {
            U8(TC_WIRE_RUN), STR("r"), U8(0), VAR(TC_WIRE_MAX_CACHE + 1), CYCLE0),
     REJECT("cache_ref 18446744073709551615 above", HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_RUN),
            STR("r"), U8(0), VAR(UINT64_MAX), CYCLE0),
-    /* 10 bytes after count: past the count bound */
+    /* 12 bytes after count: past the count bound */
     REJECT("response 0: truncated reading cache_ref", HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_RUN),
-           STR("r"), VAR(6), RAW("\1\2\3\4\5\6")),
+           STR("r"), VAR(8), RAW("\1\2\3\4\5\6\7\10")),
 
     /* ---- the count bound counts the records after the entries: one minimal
-     * response and a cycle record need 10 bytes, and a terminate record 2 more ---- */
-    REJECT("count 1 cannot fit in the 9 bytes left", HDR(TC_WIRE_CYCLE, 0, 1), RAW("\0\1r\0\0"),
-           RAW("\0\0\0\0")),
-    ACCEPT(HDR(TC_WIRE_CYCLE, 0, 1), RAW("\0\1r\0\0"), RAW("\0\0\0\0"), U8(0)),
-    REJECT("count 1 cannot fit in the 11 bytes left", HDR(TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 1),
+     * response and a cycle record need 12 bytes, and a terminate record 2 more ---- */
+    REJECT("count 1 cannot fit in the 11 bytes left", HDR(TC_WIRE_CYCLE, 0, 1), RAW("\0\1r\0\0"),
+           CYCLE_IDS0),
+    ACCEPT(HDR(TC_WIRE_CYCLE, 0, 1), RAW("\0\1r\0\0"), CYCLE_IDS0, U8(0)),
+    REJECT("count 1 cannot fit in the 13 bytes left", HDR(TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 1),
            RAW("\0\1r\0\0"), CYCLE0, U8(TC_ERR_SHUTDOWN)),
     ACCEPT(HDR(TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 1), RAW("\0\1r\0\0"), CYCLE0,
            U8(TC_ERR_SHUTDOWN), U8(0)),
 
-    /* ---- cycle record: seq and cache_gen take any uint64 ---- */
+    /* ---- cycle record: seq and cache_gen take any uint64, round 0..64 ---- */
     REJECT("truncated reading seq", HDR(TC_WIRE_CYCLE, 0, 0)),
-    REJECT("truncated reading cache_gen", HDR(TC_WIRE_CYCLE, 0, 0), VAR(UINT64_MAX)),
+    REJECT("truncated reading round (byte 15)", HDR(TC_WIRE_CYCLE, 0, 0), VAR(UINT64_MAX)),
+    REJECT("truncated reading cache_gen", HDR(TC_WIRE_CYCLE, 0, 0), VAR(UINT64_MAX),
+           VAR(TC_WIRE_MAX_ROUND)),
     REJECT("truncated reading ready count", HDR(TC_WIRE_CYCLE, 0, 0), VAR(UINT64_MAX),
-           VAR(UINT64_MAX)),
+           VAR(TC_WIRE_MAX_ROUND), VAR(UINT64_MAX)),
+    REJECT("truncated reading some count", HDR(TC_WIRE_CYCLE, 0, 0), VAR(UINT64_MAX),
+           VAR(TC_WIRE_MAX_ROUND), VAR(UINT64_MAX), U8(0)),
     REJECT("truncated reading stale count", HDR(TC_WIRE_CYCLE, 0, 0), VAR(UINT64_MAX),
-           VAR(UINT64_MAX), U8(0)),
-    REJECT("truncated reading eager count (byte 27)", HDR(TC_WIRE_CYCLE, 0, 0), VAR(UINT64_MAX),
-           VAR(UINT64_MAX), U8(0), U8(0)),
-    ACCEPT_THEN(seq_and_gen_max, HDR(TC_WIRE_CYCLE, 0, 0), VAR(UINT64_MAX), VAR(UINT64_MAX),
-                U8(0), U8(0), U8(0)),
+           VAR(TC_WIRE_MAX_ROUND), VAR(UINT64_MAX), U8(0), U8(0)),
+    REJECT("truncated reading eager count (byte 29)", HDR(TC_WIRE_CYCLE, 0, 0), VAR(UINT64_MAX),
+           VAR(TC_WIRE_MAX_ROUND), VAR(UINT64_MAX), U8(0), U8(0), U8(0)),
+    ACCEPT_THEN(seq_round_and_gen_max, HDR(TC_WIRE_CYCLE, 0, 0), VAR(UINT64_MAX),
+                VAR(TC_WIRE_MAX_ROUND), VAR(UINT64_MAX), U8(0), U8(0), U8(0), U8(0)),
     REJECT("1 trailing bytes after the message", HDR(TC_WIRE_CYCLE, 0, 0), VAR(UINT64_MAX),
-           VAR(UINT64_MAX), U8(0), U8(0), U8(0), U8(0)),
+           VAR(TC_WIRE_MAX_ROUND), VAR(UINT64_MAX), U8(0), U8(0), U8(0), U8(0), U8(0)),
     REJECT("seq: varint above 2^64-1", HDR(TC_WIRE_CYCLE, 0, 0), REP(9, 0xFF), U8(0x02),
-           RAW("\0\0\0\0")),
-    REJECT("cache_gen: varint longer than 10 bytes", HDR(TC_WIRE_CYCLE, 0, 0), U8(0),
-           REP(10, 0x80), RAW("\0\0\0")),
+           CYCLE_IDS0),
+    REJECT("cache_gen: varint longer than 10 bytes", HDR(TC_WIRE_CYCLE, 0, 0), U8(0), U8(0),
+           REP(10, 0x80), RAW("\0\0\0\0")),
+    /* round: at most TC_WIRE_MAX_ROUND (padded too), reported at its own offset */
+    ACCEPT_THEN(round_is_max, HDR(TC_WIRE_CYCLE, 0, 0), U8(0), VAR(TC_WIRE_MAX_ROUND),
+                RAW("\0\0\0\0\0")),
+    ACCEPT_THEN(round_is_max, HDR(TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 1), RAW("\0\1r\0\0"),
+                U8(7), RAW("\xC0\x80\x00"), RAW("\0\0\0\0\0"), U8(TC_ERR_SHUTDOWN), STR("")),
+    REJECT("wire: round 65 above 64 (byte 6)", HDR(TC_WIRE_CYCLE, 0, 0), U8(0),
+           VAR(TC_WIRE_MAX_ROUND + 1), RAW("\0\0\0\0\0")),
+    REJECT("wire: round 65 above 64 (byte 11)", HDR(TC_WIRE_CYCLE, 0, 1), RAW("\0\1r\0\0"),
+           U8(0), VAR(TC_WIRE_MAX_ROUND + 1), RAW("\0\0\0\0\0")),
+    REJECT("wire: round 128 above 64 (byte 6)", HDR(TC_WIRE_CYCLE, 0, 0), U8(0), VAR(128),
+           RAW("\0\0\0\0\0")),
+    REJECT("round 18446744073709551615 above 64", HDR(TC_WIRE_CYCLE, 0, 0), U8(0),
+           VAR(UINT64_MAX), RAW("\0\0\0\0\0")),
+    REJECT("round 4294967361 above 64", HDR(TC_WIRE_CYCLE, 0, 0), U8(0),
+           VAR(((uint64_t)1 << 32) + TC_WIRE_MAX_ROUND + 1), RAW("\0\0\0\0\0")),
+    REJECT("wire: truncated reading round (byte 6)", HDR(TC_WIRE_CYCLE, 0, 0), U8(0), U8(0xC0)),
+    REJECT("wire: truncated reading round (byte 6)", HDR(TC_WIRE_CYCLE, 0, 0), U8(0),
+           RAW("\x80\x80")),
+    REJECT("round: varint longer than 10 bytes", HDR(TC_WIRE_CYCLE, 0, 0), U8(0), REP(10, 0x80),
+           RAW("\0\0\0\0\0")),
 
     /* ---- id lists: counts. A list of TC_WIRE_MAX_CACHE ids is decoded in the
      * large case; here only the ends of the range that fit in a bytes_t ---- */
-    REJECT("ready count 1048577 above 1048576 (byte 7)", HDR(TC_WIRE_CYCLE, 0, 0), RAW("\0\0"),
+    REJECT("ready count 1048577 above 1048576 (byte 8)", HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_HEAD0,
            VAR(TC_WIRE_MAX_CACHE + 1), U8(0)),
+    REJECT("some count 1048577 above 1048576 (byte 9)", HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_HEAD0,
+           U8(0), VAR(TC_WIRE_MAX_CACHE + 1), U8(0)),
     REJECT("stale count 18446744073709551615 above 1048576", HDR(TC_WIRE_CYCLE, 0, 0),
-           RAW("\0\0\0"), VAR(UINT64_MAX)),
+           CYCLE_HEAD0, RAW("\0\0"), VAR(UINT64_MAX)),
     REJECT("ready count 1048576 cannot fit in the 3 bytes left", HDR(TC_WIRE_CYCLE, 0, 0),
-           RAW("\0\0"), VAR(TC_WIRE_MAX_CACHE), RAW("\0\0\0")),
+           CYCLE_HEAD0, VAR(TC_WIRE_MAX_CACHE), RAW("\0\0\0")),
     /* n ids need n bytes at least: 5 in 4 bytes is refused before any id is
      * read or anything is sized by it, 4 in 4 reads them */
-    REJECT("ready count 5 cannot fit in the 4 bytes left", HDR(TC_WIRE_CYCLE, 0, 0), RAW("\0\0"),
+    REJECT("ready count 5 cannot fit in the 4 bytes left", HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_HEAD0,
            U8(5), RAW("\0\0\0\0")),
-    REJECT("truncated reading stale count", HDR(TC_WIRE_CYCLE, 0, 0), RAW("\0\0"), U8(4),
+    REJECT("truncated reading some count", HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_HEAD0, U8(4),
            RAW("\0\0\0\0")),
-    REJECT("truncated reading eager count", HDR(TC_WIRE_CYCLE, 0, 0), RAW("\0\0"), U8(4),
+    REJECT("truncated reading stale count", HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_HEAD0, U8(4),
            RAW("\0\0\0\0"), U8(0)),
-    ACCEPT(HDR(TC_WIRE_CYCLE, 0, 0), RAW("\0\0"), U8(4), RAW("\0\0\0\0"), U8(0), U8(0)),
+    REJECT("truncated reading eager count", HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_HEAD0, U8(4),
+           RAW("\0\0\0\0"), U8(0), U8(0)),
+    ACCEPT(HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_HEAD0, U8(4), RAW("\0\0\0\0"), U8(0), U8(0), U8(0)),
+    REJECT("some count 3 cannot fit in the 2 bytes left", HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_HEAD0,
+           U8(0), U8(3), RAW("\0\0")),
+    ACCEPT(HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_HEAD0, U8(0), U8(3), RAW("\0\0\0"), U8(0), U8(0)),
     REJECT("stale count 2 cannot fit in the 1 bytes left", HDR(TC_WIRE_CYCLE, 0, 0),
-           RAW("\0\0\0"), U8(2), U8(0)),
-    /* what follows a list is reported as itself, not as part of the list */
-    REJECT("wire: stale count 1048577 above 1048576 (byte 9)",
-           HDR(TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 0), RAW("\0\0"), RAW("\1\5"),
+           CYCLE_HEAD0, RAW("\0\0"), U8(2), U8(0)),
+    /* what follows a list is reported as itself, not as part of the list:
+     * ready {5} at bytes 8-9, some {7} at 10-11, stale {6} at 12-13 */
+    REJECT("wire: some count 1048577 above 1048576 (byte 10)",
+           HDR(TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 0), CYCLE_HEAD0, RAW("\1\5"),
+           VAR(TC_WIRE_MAX_CACHE + 1), RAW("\0\0\5\0")),
+    REJECT("wire: stale count 1048577 above 1048576 (byte 12)",
+           HDR(TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 0), CYCLE_HEAD0, RAW("\1\5\1\7"),
            VAR(TC_WIRE_MAX_CACHE + 1), RAW("\5\0")),
-    REJECT("wire: eager count 1048577 above 1048576 (byte 11)",
-           HDR(TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 0), RAW("\0\0"), RAW("\1\5\1\6"),
+    REJECT("wire: eager count 1048577 above 1048576 (byte 14)",
+           HDR(TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 0), CYCLE_HEAD0, RAW("\1\5\1\7\1\6"),
            VAR(TC_WIRE_MAX_CACHE + 1), RAW("\5\0")),
-    REJECT("wire: terminate status 0 not in 1..8 (byte 12)",
-           HDR(TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 0), RAW("\0\0"), RAW("\1\5\1\6"), U8(0),
+    REJECT("wire: terminate status 0 not in 1..8 (byte 15)",
+           HDR(TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 0), CYCLE_HEAD0, RAW("\1\5\1\7\1\6"), U8(0),
            RAW("\0\0")),
-    REJECT("wire: terminate status 0 not in 1..8 (byte 16)",
-           HDR(TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 0), RAW("\0\0"), RAW("\1\5\1\6"), U8(1),
+    REJECT("wire: terminate status 0 not in 1..8 (byte 19)",
+           HDR(TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 0), CYCLE_HEAD0, RAW("\1\5\1\7\1\6"), U8(1),
            EAGER(9, 2, 0xAB), RAW("\0\0")),
 
     /* ---- id lists: values. Ids out of order cannot be written (each next one is
      * a distance forward), so what is left to refuse is an id at or past the
      * limit: the first one directly, a later one through its distance,
-     * including distances that wrap a 64-bit or 32-bit sum round to a small id ---- */
-    ACCEPT(HDR(TC_WIRE_CYCLE, 0, 0), RAW("\0\0"), U8(1), VAR(TC_WIRE_MAX_CACHE - 1), RAW("\0\0")),
-    REJECT("ready id 0: value 1048576 not below 1048576 (byte 8)", HDR(TC_WIRE_CYCLE, 0, 0),
-           RAW("\0\0"), U8(1), VAR(TC_WIRE_MAX_CACHE), U8(0)),
+     * including distances that wrap a 64-bit or 32-bit sum round to a small id
+     * (one below the previous id: a list out of order) ---- */
+    ACCEPT(HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_HEAD0, U8(1), VAR(TC_WIRE_MAX_CACHE - 1),
+           RAW("\0\0\0")),
+    REJECT("ready id 0: value 1048576 not below 1048576 (byte 9)", HDR(TC_WIRE_CYCLE, 0, 0),
+           CYCLE_HEAD0, U8(1), VAR(TC_WIRE_MAX_CACHE), RAW("\0\0")),
+    ACCEPT(HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_HEAD0, U8(0), U8(1), VAR(TC_WIRE_MAX_CACHE - 1),
+           RAW("\0\0")),
+    REJECT("some id 0: value 1048576 not below 1048576 (byte 10)", HDR(TC_WIRE_CYCLE, 0, 0),
+           CYCLE_HEAD0, U8(0), U8(1), VAR(TC_WIRE_MAX_CACHE), RAW("\0\0")),
     REJECT("stale id 0: value 18446744073709551615 not below 1048576", HDR(TC_WIRE_CYCLE, 0, 0),
-           RAW("\0\0\0"), U8(1), VAR(UINT64_MAX)),
+           CYCLE_HEAD0, RAW("\0\0"), U8(1), VAR(UINT64_MAX)),
     IDS_OK(TC_WIRE_MAX_CACHE - 2, 0),
     IDS_REFUSED(TC_WIRE_MAX_CACHE - 2, 1),
     IDS_REFUSED(TC_WIRE_MAX_CACHE - 1, 0),
@@ -1693,18 +1811,25 @@ static const malformed_t malformed[] = {
     IDS_REFUSED(5, ((uint64_t)1 << 32) - 6), /* 0 in 32 bits */
     IDS_REFUSED(5, (uint64_t)1 << 63),
     /* the error names the distance and the id it follows */
-    REJECT("ready id 2: delta 1048576 after id 11 reaches 1048576 or more (byte 10)",
-           HDR(TC_WIRE_CYCLE, 0, 0), RAW("\0\0"), U8(3), VAR(10), VAR(0),
-           VAR(TC_WIRE_MAX_CACHE), U8(0)),
+    REJECT("ready id 2: delta 1048576 after id 11 reaches 1048576 or more (byte 11)",
+           HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_HEAD0, U8(3), VAR(10), VAR(0),
+           VAR(TC_WIRE_MAX_CACHE), RAW("\0\0")),
+    REJECT("some id 1: delta 268435455 after id 5 reaches 1048576 or more (byte 11)",
+           HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_HEAD0, U8(0), U8(2), VAR(5), VAR((1u << 28) - 1),
+           RAW("\0\0")),
     /* truncated inside a list */
-    REJECT("ready id 1: truncated reading delta", HDR(TC_WIRE_CYCLE, 0, 0), RAW("\0\0"), U8(3),
+    REJECT("ready id 1: truncated reading delta", HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_HEAD0, U8(3),
            RAW("\0\x80\x80")),
-    REJECT("stale id 1: truncated reading delta", HDR(TC_WIRE_CYCLE, 0, 0), RAW("\0\0\0"), U8(2),
-           RAW("\x05\xFF")),
-    REJECT("ready id 0: truncated reading value (byte 8)", HDR(TC_WIRE_CYCLE, 0, 0), RAW("\0\0"),
+    REJECT("some id 1: truncated reading delta (byte 11)", HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_HEAD0,
+           U8(0), U8(2), RAW("\x05\xFF")),
+    REJECT("stale id 1: truncated reading delta", HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_HEAD0,
+           RAW("\0\0"), U8(2), RAW("\x05\xFF")),
+    REJECT("ready id 0: truncated reading value (byte 9)", HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_HEAD0,
            U8(1), U8(0x80)),
-    REJECT("ready id 1: delta: varint above 2^64-1", HDR(TC_WIRE_CYCLE, 0, 0), RAW("\0\0"), U8(2),
-           U8(0), REP(9, 0xFF), U8(0x02), U8(0)),
+    REJECT("ready id 1: delta: varint above 2^64-1", HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_HEAD0, U8(2),
+           U8(0), REP(9, 0xFF), U8(0x02), RAW("\0\0")),
+    REJECT("some id 0: value: varint longer than 10 bytes", HDR(TC_WIRE_CYCLE, 0, 0),
+           CYCLE_HEAD0, U8(0), U8(1), REP(10, 0x80), U8(0), RAW("\0\0")),
 
     /* ---- terminate record: after the cycle record ---- */
     REJECT("truncated reading terminate status", HDR(TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 0),
@@ -1725,13 +1850,16 @@ static const malformed_t malformed[] = {
     REJECT(NULL, HDR(TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 0), U8(TC_ERR_SHUTDOWN), STR("x")),
 
     /* ---- REQUESTS and BYE have no cycle record: bytes for one are trailing ---- */
-    REJECT("5 trailing bytes", HDR(TC_WIRE_BYE, 0, 0), CYCLE0),
-    REJECT("5 trailing bytes", HDR(TC_WIRE_REQUESTS, 0, 1), REQ(0, 0, 0, 0, 0, 0, "a"), CYCLE0),
-    REJECT("8 trailing bytes", HDR(TC_WIRE_REQUESTS, 0, 1), REQ(0, 0, 0, 0, 0, 0, "a"),
+    REJECT("7 trailing bytes", HDR(TC_WIRE_BYE, 0, 0), CYCLE0),
+    REJECT("7 trailing bytes", HDR(TC_WIRE_REQUESTS, 0, 1), REQ(0, 0, 0, 0, 0, 0, "a"), CYCLE0),
+    REJECT("10 trailing bytes", HDR(TC_WIRE_REQUESTS, 0, 1), REQ(0, 0, 0, 0, 0, 0, "a"),
            CYCLE_IDS0, U8(1), EAGER(0, 1, 0x11)),
+    /* nor a round after a REQUESTS' seq */
+    REJECT("wire: 1 trailing bytes after the message (byte 6)",
+           HDR(TC_WIRE_REQUESTS, TC_WIRE_F_SEQ, 0), U8(3), U8(2)),
 
     /* ---- the eager record: each message a CYCLE with no responses and an empty
-     * cycle record up to the eager record, whose count is byte 9 ---- */
+     * cycle record up to the eager record, whose count is byte 11 ---- */
     /* valid: none; two at 3 bytes each (the fewest), ids 0 and 1; one of the
      * largest at the largest id; padded varints for id and len */
     ACCEPT(HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_IDS0, U8(0)),
@@ -1744,7 +1872,7 @@ static const malformed_t malformed[] = {
                 RAW("\x82\x00"),     /* len 2, padded */
                 RAW("\x01\x02")),
     /* count: at most TC_WIRE_MAX_CACHE, and 3 bytes an input at least */
-    REJECT("wire: eager count 1048577 above 1048576 (byte 9)", HDR(TC_WIRE_CYCLE, 0, 0),
+    REJECT("wire: eager count 1048577 above 1048576 (byte 11)", HDR(TC_WIRE_CYCLE, 0, 0),
            CYCLE_IDS0, VAR(TC_WIRE_MAX_CACHE + 1), EAGER(0, 1, 0xAA)),
     REJECT("eager count 18446744073709551615 above 1048576", HDR(TC_WIRE_CYCLE, 0, 0),
            CYCLE_IDS0, VAR(UINT64_MAX)),
@@ -1752,7 +1880,7 @@ static const malformed_t malformed[] = {
            REP(9, 0xFF), U8(0x02)),
     REJECT("eager count 1048576 cannot fit in the 6 bytes left", HDR(TC_WIRE_CYCLE, 0, 0),
            CYCLE_IDS0, VAR(TC_WIRE_MAX_CACHE), EAGER(0, 1, 0xAA), EAGER(0, 1, 0xAA)),
-    REJECT("eager count 1 cannot fit in the 2 bytes left (byte 10)", HDR(TC_WIRE_CYCLE, 0, 0),
+    REJECT("eager count 1 cannot fit in the 2 bytes left (byte 12)", HDR(TC_WIRE_CYCLE, 0, 0),
            CYCLE_IDS0, U8(1), RAW("\0\1")),
     REJECT("eager count 2 cannot fit in the 5 bytes left", HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_IDS0,
            U8(2), EAGER(0, 1, 0xAA), RAW("\0\1")),
@@ -1763,7 +1891,7 @@ static const malformed_t malformed[] = {
     ACCEPT(HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_IDS0, U8(2), EAGER(0, 2, 0xAA), EAGER(0, 2, 0xAA)),
     /* ids: the first one at or past the limit directly, a later one through
      * its distance, including distances that wrap a 64-bit or 32-bit sum */
-    REJECT("wire: eager input 0: id value 1048576 reaches 1048576 or more (byte 10)",
+    REJECT("wire: eager input 0: id value 1048576 reaches 1048576 or more (byte 12)",
            HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_IDS0, U8(1), EAGER(TC_WIRE_MAX_CACHE, 1, 0xAA)),
     REJECT("eager input 0: id value 18446744073709551615 reaches", HDR(TC_WIRE_CYCLE, 0, 0),
            CYCLE_IDS0, U8(1), EAGER(UINT64_MAX, 1, 0xAA)),
@@ -1778,15 +1906,15 @@ static const malformed_t malformed[] = {
     REJECT("eager input 1: id delta ", EAGER_PAIR(5, (uint64_t)1 << 32)), /* 6 in 32 bits */
     REJECT("eager input 1: id delta ", EAGER_PAIR(5, ((uint64_t)1 << 32) - 6)), /* 0 in 32 */
     REJECT("eager input 1: id delta ", EAGER_PAIR(5, (uint64_t)1 << 63)),
-    /* id 10 at byte 10, then len and 1 byte; id 11 at byte 13; 11 + 1 + the
+    /* id 10 at byte 12, then len and 1 byte; id 11 at byte 15; 11 + 1 + the
      * last distance is the limit */
-    REJECT("wire: eager input 2: id delta 1048564 reaches 1048576 or more (byte 16)",
+    REJECT("wire: eager input 2: id delta 1048564 reaches 1048576 or more (byte 18)",
            HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_IDS0, U8(3), EAGER(10, 1, 0xAA), EAGER(0, 1, 0xAA),
            EAGER(TC_WIRE_MAX_CACHE - 12, 1, 0xAA)),
     /* len: 1..TC_WIRE_MAX_EAGER, and no more than the bytes left */
-    REJECT("wire: eager input 0: len 0 outside 1..65536 (byte 11)", HDR(TC_WIRE_CYCLE, 0, 0),
+    REJECT("wire: eager input 0: len 0 outside 1..65536 (byte 13)", HDR(TC_WIRE_CYCLE, 0, 0),
            CYCLE_IDS0, U8(1), RAW("\0\0\xAA")),
-    REJECT("eager input 0: len 65537 outside 1..65536 (byte 11)", HDR(TC_WIRE_CYCLE, 0, 0),
+    REJECT("eager input 0: len 65537 outside 1..65536 (byte 13)", HDR(TC_WIRE_CYCLE, 0, 0),
            CYCLE_IDS0, U8(1), U8(0), VAR(TC_WIRE_MAX_EAGER + 1), RAW("\xAA")),
     REJECT("eager input 0: len 18446744073709551615 outside", HDR(TC_WIRE_CYCLE, 0, 0),
            CYCLE_IDS0, U8(1), U8(0), VAR(UINT64_MAX)),
@@ -1805,20 +1933,20 @@ static const malformed_t malformed[] = {
     REJECT("wire: truncated reading terminate status", HDR(TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 0),
            CYCLE_IDS0, U8(1), RAW("\0\4"), RAW("\1\2"), U8(TC_ERR_SHUTDOWN), U8(0)),
     /* truncated inside the record */
-    REJECT("eager input 0: truncated reading id (byte 10)", HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_IDS0,
+    REJECT("eager input 0: truncated reading id (byte 12)", HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_IDS0,
            U8(1), RAW("\x80\x80\x80")),
-    REJECT("eager input 0: truncated reading len (byte 11)", HDR(TC_WIRE_CYCLE, 0, 0),
+    REJECT("eager input 0: truncated reading len (byte 13)", HDR(TC_WIRE_CYCLE, 0, 0),
            CYCLE_IDS0, U8(1), RAW("\x05\x80\x80")),
-    REJECT("eager input 1: truncated reading id delta (byte 13)", HDR(TC_WIRE_CYCLE, 0, 0),
+    REJECT("eager input 1: truncated reading id delta (byte 15)", HDR(TC_WIRE_CYCLE, 0, 0),
            CYCLE_IDS0, U8(2), EAGER(0, 1, 0xAA), RAW("\x80\x80\x80")),
     REJECT("eager input 0: id: varint longer than 10 bytes", HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_IDS0,
            U8(1), REP(10, 0x80), U8(0), RAW("\1\xAA")),
     /* trailing bytes after the record (a zero; a second eager record), with
      * and without a terminate record */
     ACCEPT(HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_IDS0, U8(1), EAGER(7, 2, 0xAA)),
-    REJECT("wire: 1 trailing bytes after the message (byte 14)", HDR(TC_WIRE_CYCLE, 0, 0),
+    REJECT("wire: 1 trailing bytes after the message (byte 16)", HDR(TC_WIRE_CYCLE, 0, 0),
            CYCLE_IDS0, U8(1), EAGER(7, 2, 0xAA), U8(0)),
-    REJECT("wire: 4 trailing bytes after the message (byte 14)", HDR(TC_WIRE_CYCLE, 0, 0),
+    REJECT("wire: 4 trailing bytes after the message (byte 16)", HDR(TC_WIRE_CYCLE, 0, 0),
            CYCLE_IDS0, U8(1), EAGER(7, 2, 0xAA), U8(1), EAGER(8, 1, 0xAA)),
     ACCEPT(HDR(TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 0), CYCLE_IDS0, U8(1), EAGER(7, 2, 0xAA),
            U8(TC_ERR_SHUTDOWN), STR("x")),
@@ -1936,10 +2064,10 @@ TC_CASE(encode_rejects)
 
     m = (tc_wire_msg_t){.type = 0};
     EXPECT_ENCODE_REJECT(&m, "unknown message type 0");
+    m.type = 4; /* UP until version 3 */
+    EXPECT_ENCODE_REJECT(&m, "unknown message type 4");
     m.type = 5;
     EXPECT_ENCODE_REJECT(&m, "unknown message type 5");
-    m = (tc_wire_msg_t){.type = TC_WIRE_UP, .count = 1, .reqs = r};
-    EXPECT_ENCODE_REJECT(&m, "UP with count 1");
     m = (tc_wire_msg_t){.type = TC_WIRE_BYE, .flags = TC_WIRE_F_SHUTDOWN};
     EXPECT_ENCODE_REJECT(&m, "flags");
     m = (tc_wire_msg_t){.type = TC_WIRE_BYE, .count = 1, .reqs = r};
@@ -1954,6 +2082,56 @@ TC_CASE(encode_rejects)
     EXPECT_ENCODE_REJECT(&m, "NULL entries");
     m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .count = 1};
     EXPECT_ENCODE_REJECT(&m, "NULL entries");
+
+    /* round and some are CYCLE's alone: refused on REQUESTS and BYE, like a
+     * flag that does not fit (whereas their other cycle fields are ignored) */
+    {
+        static const uint32_t ids[] = {3, 9};
+        tc_wire_request_t ok_req = {.name = "q", .name_len = 1};
+        int t;
+        for (t = 0; t < 3; t++) {
+            uint8_t type = t == 0 ? TC_WIRE_BYE : TC_WIRE_REQUESTS;
+            char needle[96];
+            m = (tc_wire_msg_t){.type = type, .round = 1};
+            if (t == 1) {
+                m.count = 1;
+                m.reqs = &ok_req;
+            } else if (t == 2) {
+                m.flags = TC_WIRE_F_SEQ;
+                m.seq = 5;
+            }
+            snprintf(needle, sizeof(needle), "round 1 not allowed on message type %u (CYCLE only)",
+                     type);
+            EXPECT_ENCODE_REJECT(&m, needle);
+            m.round = TC_WIRE_MAX_ROUND;
+            EXPECT_ENCODE_REJECT(&m, "round 64 not allowed");
+            m.round = 0;
+            m.nsome = 2;
+            m.some = ids;
+            snprintf(needle, sizeof(needle),
+                     "some list (nsome 2) not allowed on message type %u (CYCLE only)", type);
+            EXPECT_ENCODE_REJECT(&m, needle);
+            m.some = NULL; /* a count without its array, or beyond the limit, all the same */
+            EXPECT_ENCODE_REJECT(&m, "some list (nsome 2) not allowed");
+            m.nsome = UINT32_MAX;
+            EXPECT_ENCODE_REJECT(&m, "some list (nsome 4294967295) not allowed");
+            /* an array without a count is no list: ignored, like the other
+             * cycle fields there */
+            m.nsome = 0;
+            m.some = ids;
+            roundtrip(&m);
+        }
+        /* the same fields are fine on a CYCLE, round up to its limit */
+        m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .round = TC_WIRE_MAX_ROUND, .nsome = 2,
+                            .some = ids};
+        roundtrip(&m);
+        m.round = TC_WIRE_MAX_ROUND + 1;
+        EXPECT_ENCODE_REJECT(&m, "round 65 above 64");
+        m.round = 128;
+        EXPECT_ENCODE_REJECT(&m, "round 128 above 64");
+        m.round = UINT32_MAX;
+        EXPECT_ENCODE_REJECT(&m, "round 4294967295 above 64");
+    }
 
     /* requests: the bad one is the second, after a valid first */
     m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .count = 2, .reqs = r};
@@ -2034,7 +2212,7 @@ TC_CASE(encode_rejects)
         static const struct {
             uint32_t n;
             const uint32_t *ids;
-            const char *needle; /* with "<list>" for "ready"/"stale" */
+            const char *needle; /* with "<list>" for "ready"/"some"/"stale" */
         } cases[] = {
             {TC_WIRE_MAX_CACHE + 1, ok, "n%s 1048577 above 1048576"},
             {UINT32_MAX, ok, "n%s 4294967295 above 1048576"},
@@ -2053,14 +2231,18 @@ TC_CASE(encode_rejects)
         s[0].name = "ok";
         s[0].name_len = 2;
         for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-            for (list = 0; list < 2; list++) {
-                const char *what = list == 0 ? "ready" : "stale";
-                /* a valid response before, the other list valid and non-empty */
+            for (list = 0; list < 3; list++) {
+                const char *what = list == 0 ? "ready" : list == 1 ? "some" : "stale";
+                /* a valid response before, the other lists valid and non-empty */
                 m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .count = 1, .resps = s, .seq = 1,
-                                    .nready = 3, .ready = ok, .nstale = 3, .stale = ok};
+                                    .round = 3, .nready = 3, .ready = ok, .nsome = 3,
+                                    .some = ok, .nstale = 3, .stale = ok};
                 if (list == 0) {
                     m.nready = cases[c].n;
                     m.ready = cases[c].ids;
+                } else if (list == 1) {
+                    m.nsome = cases[c].n;
+                    m.some = cases[c].ids;
                 } else {
                     m.nstale = cases[c].n;
                     m.stale = cases[c].ids;

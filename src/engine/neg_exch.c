@@ -1,0 +1,736 @@
+/*
+ * neg_exch.c - the exchange rounds of a negotiation cycle: this rank's
+ * snapshot, its partners' parts merged round by round in a fixed order, the
+ * extra ranks of a size that is not a power of two, and rank 0's decisions
+ * (docs/negotiation.md, "The exchange"). Never calls MPI or reads the clock.
+ */
+#define _GNU_SOURCE
+#include "engine/neg_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/kinds.h"
+
+int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int has_id(const uint32_t *ids, uint32_t count, uint32_t id)
+{
+    return count > 0 && bsearch(&id, ids, count, sizeof(id), cmp_u32) != NULL;
+}
+
+static const tc_wire_eager_t *find_eager(const tc_wire_eager_t *e, uint32_t count, uint32_t id)
+{
+    uint32_t lo = 0, hi = count;
+
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (e[mid].id == id) {
+            return &e[mid];
+        }
+        if (e[mid].id < id) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return NULL;
+}
+
+/* ---- rank 0's stall clocks ------------------------------------------------- */
+
+idst_t *neg_idst(tc_neg_t *n, uint32_t id)
+{
+    if (id >= n->nids) {
+        uint32_t cap = n->nids < 64 ? 64 : n->nids;
+        idst_t *v;
+        while (cap <= id) {
+            cap *= 2;
+        }
+        v = realloc(n->ids, (size_t)cap * sizeof(*v));
+        if (v == NULL) {
+            neg_fail(n, TC_ERR_NOMEM, "out of memory tracking cached tensors");
+            return NULL;
+        }
+        memset(v + n->nids, 0, (size_t)(cap - n->nids) * sizeof(*v));
+        n->ids = v;
+        n->nids = cap;
+    }
+    return &n->ids[id];
+}
+
+/* The id ran or was dropped: its stall clock stops. */
+void neg_id_reset(tc_neg_t *n, uint32_t id)
+{
+    if (id < n->nids) {
+        n->ids[id].since_ns = 0;
+    }
+}
+
+/* ---- parts ------------------------------------------------------------------ */
+
+static void part_free(part_t *pt)
+{
+    uint32_t i;
+
+    for (i = 0; i < pt->neager; i++) {
+        free((void *)pt->eager[i].data);
+    }
+    free(pt->ready);
+    free(pt->some);
+    free(pt->stale);
+    free(pt->eager);
+    tc__wire_msg_free(&pt->r0);
+    memset(pt, 0, sizeof(*pt));
+}
+
+static void msg_clear(tc_wire_msg_t *m)
+{
+    tc__wire_msg_free(m);
+    memset(m, 0, sizeof(*m));
+}
+
+/* A copy of src that owns its storage (through the codec). -1 after a failure. */
+static int msg_copy(tc_neg_t *n, const tc_wire_msg_t *src, tc_wire_msg_t *dst)
+{
+    tc_wire_buf_t b = {0};
+    char err[200];
+    tc_status_t st = tc__wire_encode(src, &b);
+
+    if (st == TC_OK) {
+        st = tc__wire_decode(b.data, b.len, dst, err, sizeof(err));
+    }
+    tc__wire_buf_free(&b);
+    if (st != TC_OK) {
+        neg_fail(n, st == TC_ERR_NOMEM ? TC_ERR_NOMEM : TC_ERR_TRANSPORT,
+                 "cannot keep a negotiation message (%s)",
+                 st == TC_ERR_NOMEM ? "out of memory" : "internal error");
+        return -1;
+    }
+    return 0;
+}
+
+/* Whether a message carries rank 0's part. */
+static int has_r0(const tc_wire_msg_t *m)
+{
+    return m->type == TC_WIRE_CYCLE && (m->count > 0 || (m->flags & TC_WIRE_F_TERMINATE));
+}
+
+/* The message that sends part pt (to a partner, an extra, or as a snapshot). */
+static void part_msg(const tc_neg_t *n, const part_t *pt, uint32_t round, tc_wire_msg_t *m)
+{
+    memset(m, 0, sizeof(*m));
+    m->type = TC_WIRE_CYCLE;
+    m->seq = n->ncycles;
+    m->round = round;
+    m->cache_gen = n->cache.gen;
+    m->nready = pt->nready;
+    m->ready = pt->ready;
+    m->nsome = pt->nsome;
+    m->some = pt->some;
+    m->nstale = pt->nstale;
+    m->stale = pt->stale;
+    m->neager = pt->neager;
+    m->eager = pt->eager;
+    if (has_r0(&pt->r0)) {
+        m->count = pt->r0.count;
+        m->resps = pt->r0.resps;
+        m->flags = pt->r0.flags & TC_WIRE_F_TERMINATE;
+        m->term_status = pt->r0.term_status;
+        m->term_text = pt->r0.term_text;
+        m->term_text_len = pt->r0.term_text_len;
+    }
+}
+
+/* Sorted, duplicate-free. */
+static uint32_t sort_unique(uint32_t *v, uint32_t count)
+{
+    uint32_t i, k = 0;
+
+    qsort(v, count, sizeof(*v), cmp_u32);
+    for (i = 0; i < count; i++) {
+        if (k == 0 || v[k - 1] != v[i]) {
+            v[k++] = v[i];
+        }
+    }
+    return k;
+}
+
+/* This rank's own part: its cached submissions now. -1 after a failure. */
+static int snapshot(tc_neg_t *n, part_t *pt)
+{
+    uint32_t cap = n->ncached, i;
+
+    memset(pt, 0, sizeof(*pt));
+    n->want = 0;
+    if (cap == 0) {
+        return 0;
+    }
+    pt->ready = malloc(cap * sizeof(uint32_t));
+    pt->stale = malloc(cap * sizeof(uint32_t));
+    pt->eager = malloc(cap * sizeof(*pt->eager));
+    if (pt->ready == NULL || pt->stale == NULL || pt->eager == NULL) {
+        goto nomem;
+    }
+    for (i = 0; i < n->cache.nslots && pt->nready + pt->nstale < cap; i++) {
+        const tc_cache_entry_t *ce = n->cache.slots[i]; /* slots are in id order */
+        size_t bytes;
+        void *d;
+        if (ce == NULL || ce->pending == NULL) {
+            continue;
+        }
+        if (ce->stale) {
+            pt->stale[pt->nstale++] = ce->id;
+            continue;
+        }
+        pt->ready[pt->nready++] = ce->id;
+        if (neg_is_eager(n, &ce->desc, &bytes) &&
+            (!((sub_t *)ce->pending)->eager_sent || ((sub_t *)ce->pending)->promoted)) {
+            if ((d = malloc(bytes)) == NULL) {
+                goto nomem;
+            }
+            ((sub_t *)ce->pending)->eager_sent = 1;
+            memcpy(d, ((const sub_t *)ce->pending)->data, bytes);
+            pt->eager[pt->neager++] = (tc_wire_eager_t){ce->id, (uint32_t)bytes, d};
+        }
+    }
+    return 0;
+nomem:
+    part_free(pt);
+    neg_fail(n, TC_ERR_NOMEM, "out of memory composing a negotiation message");
+    return -1;
+}
+
+/* ---- rank 0's decisions ------------------------------------------------------ */
+
+static void forget_evicted(tc_neg_t *n, const char *name, uint32_t len)
+{
+    free(tc__hmap_remove(&n->evicted, name, len));
+}
+
+/* An expired name: submissions of it that a rank sent before completing the
+ * cycle that carries the expiry (cycle n->ncycles) crossed it and fail there. */
+static void note_expiry(tc_neg_t *n, const tc_wire_response_t *r)
+{
+    uint64_t *at = tc__hmap_get(&n->expired, r->name, r->name_len);
+
+    if (at == NULL) {
+        if ((at = malloc(sizeof(*at))) == NULL) {
+            return; /* a crossing submission would then wait as a stall */
+        }
+        if (tc__hmap_put(&n->expired, r->name, r->name_len, at) != 0) {
+            free(at);
+            return;
+        }
+    }
+    *at = n->ncycles + 1;
+}
+
+/* Rank 0: the coordinator's decisions, with cache ids. Taken only when a
+ * cycle starts, when every earlier cycle has filed its ids (cache.h). */
+static int take_decisions(tc_neg_t *n, tc_coord_batch_t *b)
+{
+    uint32_t i;
+
+    if (tc__coord_take_ready(n->coord, b) != TC_OK) {
+        neg_fail(n, TC_ERR_NOMEM, "rank 0 ran out of memory scheduling tensors");
+        return -1;
+    }
+    for (i = 0; i < b->count; i++) {
+        tc_wire_response_t *r = &b->resps[i];
+        if (r->rtype == TC_WIRE_RUN) {
+            r->cache_ref = tc__cache_assign(&n->cache, n->p.cache_capacity);
+        }
+        forget_evicted(n, r->name, r->name_len);
+        if (r->rtype == TC_WIRE_ERROR && r->status == TC_ERR_TIMEOUT) {
+            note_expiry(n, r);
+        } else {
+            free(tc__hmap_remove(&n->expired, r->name, r->name_len));
+        }
+    }
+    return 0;
+}
+
+/* Rank 0 adds to its snapshot what only it says: the ids to drop (stalled),
+ * the first-time names decided, and TERMINATE. -1 after a failure. */
+static int rank0_part(tc_neg_t *n, part_t *pt)
+{
+    tc_wire_msg_t m = {.type = TC_WIRE_CYCLE};
+    tc_coord_batch_t batch = {0};
+    int terminate = n->shutdown_from >= 0 && !n->term_sent, rc = 0;
+    char term[128];
+
+    if (n->ndrops > 0) {
+        uint32_t *v = realloc(pt->stale, ((size_t)pt->nstale + n->ndrops) * sizeof(*v));
+        uint32_t i, k = pt->nstale;
+        if (v == NULL) {
+            neg_fail(n, TC_ERR_NOMEM, "out of memory composing a negotiation message");
+            return -1;
+        }
+        for (i = 0; i < n->ndrops; i++) { /* a cycle since the eviction may have dropped it */
+            if (tc__cache_get(&n->cache, n->drops[i]) != NULL) {
+                v[k++] = n->drops[i];
+            }
+        }
+        pt->stale = v;
+        pt->nstale = sort_unique(v, k);
+        n->ndrops = 0;
+    }
+    if (take_decisions(n, &batch) != 0) {
+        return -1;
+    }
+    if (batch.count > 0 || terminate) {
+        m.count = batch.count;
+        m.resps = batch.resps;
+        if (terminate) {
+            int len = snprintf(term, sizeof(term), "tcoll was shut down (tc_shutdown called on "
+                               "rank %d)", n->shutdown_from);
+            n->term_sent = 1;
+            m.flags = TC_WIRE_F_TERMINATE;
+            m.term_status = TC_ERR_SHUTDOWN;
+            m.term_text = term;
+            m.term_text_len = (uint32_t)len;
+        }
+        rc = msg_copy(n, &m, &pt->r0);
+    }
+    tc__coord_batch_free(&batch);
+    return rc;
+}
+
+/* ---- merging two groups' parts --------------------------------------------- */
+
+/* Checks a part that came from rank src: the cycle's cache generation, ids
+ * this rank has filed, eager partials only of the right size for eager ids
+ * among its ready ones. */
+static int check_part(tc_neg_t *n, int src, const tc_wire_msg_t *m)
+{
+    uint32_t i;
+
+    if (m->cache_gen != n->cache.gen) {
+        neg_fail(n, TC_ERR_TRANSPORT, "protocol error: rank %d's part of cycle %llu has cache "
+                 "generation %llu, this rank %llu", src, (unsigned long long)m->seq,
+                 (unsigned long long)m->cache_gen, (unsigned long long)n->cache.gen);
+        return -1;
+    }
+    for (i = 0; i < m->nready + m->nsome + m->nstale; i++) {
+        uint32_t id = i < m->nready ? m->ready[i]
+                      : i < m->nready + m->nsome ? m->some[i - m->nready]
+                                                 : m->stale[i - m->nready - m->nsome];
+        if (tc__cache_get(&n->cache, id) == NULL) {
+            neg_fail(n, TC_ERR_TRANSPORT, "protocol error: rank %d lists cache id %u, which "
+                     "this rank does not have", src, id);
+            return -1;
+        }
+    }
+    for (i = 0; i < m->neager; i++) {
+        const tc_cache_entry_t *ce = tc__cache_get(&n->cache, m->eager[i].id);
+        size_t bytes;
+        if (ce == NULL || !has_id(m->ready, m->nready, m->eager[i].id) ||
+            !neg_is_eager(n, &ce->desc, &bytes) || m->eager[i].len != bytes) {
+            neg_fail(n, TC_ERR_TRANSPORT, "protocol error: rank %d sent a partial result for "
+                     "cache id %u, which is not a ready small allreduce of %u bytes", src,
+                     m->eager[i].id, m->eager[i].len);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* a AND b, a OR b of two ascending lists, into out (room for na + nb). */
+static uint32_t ids_and(const uint32_t *a, uint32_t na, const uint32_t *b, uint32_t nb,
+                        uint32_t *out)
+{
+    uint32_t i = 0, j = 0, k = 0;
+
+    while (i < na && j < nb) {
+        if (a[i] == b[j]) {
+            out[k++] = a[i];
+            i++;
+            j++;
+        } else if (a[i] < b[j]) {
+            i++;
+        } else {
+            j++;
+        }
+    }
+    return k;
+}
+
+static uint32_t ids_or(const uint32_t *a, uint32_t na, const uint32_t *b, uint32_t nb,
+                       uint32_t *out)
+{
+    uint32_t i = 0, j = 0, k = 0;
+
+    while (i < na || j < nb) {
+        if (j == nb || (i < na && a[i] < b[j])) {
+            out[k++] = a[i++];
+        } else if (i == na || b[j] < a[i]) {
+            out[k++] = b[j++];
+        } else {
+            out[k++] = a[i];
+            i++;
+            j++;
+        }
+    }
+    return k;
+}
+
+/* The group's part merged with another group's (m, from rank src). The
+ * partial result of an eager id is the lower group's combined with the
+ * higher group's, in that order, so both partners of a round compute the
+ * same bits (docs/negotiation.md). -1 after a failure. */
+static int merge(tc_neg_t *n, const tc_wire_msg_t *m, int src)
+{
+    part_t *mine = &n->part, out = {0};
+    const int other_low = src < n->p.rank;
+    uint32_t cap = mine->nready + mine->nsome + m->nready + m->nsome + 1, i, *t1, *t2;
+    uint32_t n1, n2;
+
+    if (check_part(n, src, m) != 0) {
+        return -1;
+    }
+    if (has_r0(m) && (src == n->extra || (src >> m->round) != 0)) {
+        neg_fail(n, TC_ERR_TRANSPORT, "protocol error: rank %d's part of cycle %llu carries rank "
+                 "0's decisions, but its group does not hold rank 0", src,
+                 (unsigned long long)m->seq);
+        return -1;
+    }
+    if (has_r0(&mine->r0) && has_r0(m)) {
+        neg_fail(n, TC_ERR_TRANSPORT, "protocol error: rank %d's part of cycle %llu holds rank "
+                 "0's decisions, and so does this rank's", src, (unsigned long long)m->seq);
+        return -1;
+    }
+    out.ready = malloc(cap * sizeof(uint32_t));
+    out.some = malloc(cap * sizeof(uint32_t));
+    out.stale = malloc(((size_t)mine->nstale + m->nstale + 1) * sizeof(uint32_t));
+    out.eager = malloc(((size_t)mine->neager + 1) * sizeof(*out.eager));
+    t1 = malloc(cap * sizeof(uint32_t));
+    t2 = malloc(cap * sizeof(uint32_t));
+    if (out.ready == NULL || out.some == NULL || out.stale == NULL || out.eager == NULL ||
+        t1 == NULL || t2 == NULL) {
+        goto nomem;
+    }
+    out.nready = ids_and(mine->ready, mine->nready, m->ready, m->nready, out.ready);
+    n1 = ids_or(mine->ready, mine->nready, mine->some, mine->nsome, t1);
+    n2 = ids_or(m->ready, m->nready, m->some, m->nsome, t2);
+    n1 = ids_or(t1, n1, t2, n2, out.some); /* waiting somewhere ... */
+    for (i = 0, n2 = 0; i < n1; i++) {     /* ... but not everywhere */
+        if (!has_id(out.ready, out.nready, out.some[i])) {
+            out.some[n2++] = out.some[i];
+        }
+    }
+    out.nsome = n2;
+    out.nstale = ids_or(mine->stale, mine->nstale, m->stale, m->nstale, out.stale);
+    for (i = 0; i < mine->neager; i++) {
+        tc_wire_eager_t *a = &mine->eager[i];
+        const tc_wire_eager_t *b = find_eager(m->eager, m->neager, a->id);
+        const tc_cache_entry_t *ce = tc__cache_get(&n->cache, a->id);
+        const tc_kind_desc_t *kd = tc__kind_get(ce->desc.kind);
+        const tc_dtype_t dt = (tc_dtype_t)ce->desc.dtype;
+        void *acc;
+        if (b == NULL || !has_id(out.ready, out.nready, a->id)) {
+            continue; /* not every rank of the other group has it, or sent its input */
+        }
+        if (other_low) {
+            if ((acc = malloc(a->len)) == NULL) {
+                goto nomem;
+            }
+            memcpy(acc, b->data, a->len);
+            kd->eager_combine(dt, (tc_op_t)ce->desc.op, acc, a->data, a->len / tc_dtype_size(dt));
+            free((void *)a->data);
+        } else {
+            acc = (void *)a->data;
+            kd->eager_combine(dt, (tc_op_t)ce->desc.op, acc, b->data, a->len / tc_dtype_size(dt));
+        }
+        a->data = NULL; /* moved */
+        out.eager[out.neager++] = (tc_wire_eager_t){a->id, a->len, acc};
+    }
+    if (has_r0(&mine->r0)) {
+        out.r0 = mine->r0;
+        memset(&mine->r0, 0, sizeof(mine->r0));
+    } else if (has_r0(m)) {
+        tc_wire_msg_t r0 = {.type = TC_WIRE_CYCLE, .flags = m->flags & TC_WIRE_F_TERMINATE,
+                            .count = m->count, .resps = m->resps, .term_status = m->term_status,
+                            .term_text = m->term_text, .term_text_len = m->term_text_len};
+        if (msg_copy(n, &r0, &out.r0) != 0) {
+            goto fail;
+        }
+    }
+    free(t1);
+    free(t2);
+    part_free(mine);
+    *mine = out;
+    return 0;
+nomem:
+    neg_fail(n, TC_ERR_NOMEM, "out of memory merging negotiation parts");
+fail:
+    free(t1);
+    free(t2);
+    part_free(&out);
+    return -1;
+}
+
+/* ---- the cycle ------------------------------------------------------------- */
+
+void neg_exch_init(tc_neg_t *n)
+{
+    int core = 1;
+
+    n->nrounds = 0;
+    while (core <= n->p.size / 2) {
+        core *= 2;
+        n->nrounds++;
+    }
+    n->extra = n->p.rank < core && n->p.rank + core < n->p.size ? n->p.rank + core : -1;
+    n->host = n->p.rank >= core ? n->p.rank - core : -1;
+}
+
+void neg_exch_free(tc_neg_t *n)
+{
+    int k, j;
+
+    part_free(&n->part);
+    for (k = 0; k < 2; k++) {
+        for (j = 0; j < NEG_MAX_ROUNDS; j++) {
+            tc__wire_msg_free(&n->slot[k][j]);
+        }
+    }
+    tc__wire_msg_free(&n->xsnap);
+    free(n->ids);
+    n->ids = NULL;
+    n->nids = 0;
+}
+
+/* Whether a core rank that takes part in no cycle starts the next one. */
+static int wants_cycle(const tc_neg_t *n)
+{
+    int k;
+
+    if (n->want || n->extra_want) {
+        return 1;
+    }
+    for (k = 0; k < n->nrounds; k++) {
+        if (n->slot[0][k].type != 0) {
+            return 1; /* a partner has started it */
+        }
+    }
+    return n->p.rank == 0 && (tc__coord_nready(n->coord) > 0 || n->ndrops > 0 ||
+                              (n->shutdown_from >= 0 && !n->term_sent));
+}
+
+static void enter_cycle(tc_neg_t *n)
+{
+    part_t pt;
+
+    if (snapshot(n, &pt) != 0) {
+        return;
+    }
+    if (n->p.rank == 0 && rank0_part(n, &pt) != 0) {
+        part_free(&pt);
+        return;
+    }
+    part_free(&n->part);
+    n->part = pt;
+    n->in_cycle = 1;
+    n->extra_want = 0;
+    n->round = n->extra >= 0 ? -1 : 0;
+    n->round_sent = 0;
+}
+
+/* The last round merged: the extra gets the result, and every rank
+ * processes it alike. */
+static void finish_cycle(tc_neg_t *n, uint64_t now)
+{
+    tc_wire_msg_t g;
+    int j;
+
+    part_msg(n, &n->part, 0, &g);
+    if (n->extra >= 0) {
+        neg_send_to(n, &g, TC_NEG_TAG_CYCLE, n->extra);
+    }
+    n->in_cycle = 0;
+    neg_run_cycle(n, &g, now);
+    part_free(&n->part);
+    for (j = 0; j < NEG_MAX_ROUNDS; j++) {
+        tc__wire_msg_free(&n->slot[0][j]);
+        n->slot[0][j] = n->slot[1][j];
+        memset(&n->slot[1][j], 0, sizeof(n->slot[1][j]));
+    }
+}
+
+/* Takes the cycle as far as what has arrived allows: the extra's snapshot,
+ * then each round (send this group's part, merge the partner's). */
+static int advance(tc_neg_t *n, uint64_t now)
+{
+    int progress = 0;
+
+    while (n->in_cycle && n->state == TC_NEG_RUNNING) {
+        int partner;
+        if (n->round < 0) {
+            if (n->xsnap.type != TC_WIRE_CYCLE || n->xsnap.seq != n->ncycles) {
+                return progress;
+            }
+            merge(n, &n->xsnap, n->extra);
+            msg_clear(&n->xsnap);
+            n->round = 0;
+            n->round_sent = 0;
+            progress = 1;
+            continue;
+        }
+        if (n->round == n->nrounds) {
+            finish_cycle(n, now);
+            return 1;
+        }
+        partner = n->p.rank ^ (1 << n->round);
+        if (!n->round_sent) {
+            tc_wire_msg_t m;
+            part_msg(n, &n->part, (uint32_t)n->round, &m);
+            neg_send_to(n, &m, TC_NEG_TAG_CYCLE, partner);
+            n->round_sent = 1;
+            progress = 1;
+        }
+        if (n->slot[0][n->round].type == 0) {
+            return progress;
+        }
+        merge(n, &n->slot[0][n->round], partner);
+        msg_clear(&n->slot[0][n->round]);
+        n->round++;
+        n->round_sent = 0;
+        progress = 1;
+    }
+    return progress;
+}
+
+/* An extra rank's snapshot to its host; news: it asks for a cycle. */
+static void send_snapshot(tc_neg_t *n, int news)
+{
+    tc_wire_msg_t m;
+    part_t pt;
+
+    if (snapshot(n, &pt) != 0) {
+        return;
+    }
+    part_msg(n, &pt, news ? 1 : 0, &m);
+    neg_send_to(n, &m, TC_NEG_TAG_CYCLE, n->host);
+    part_free(&pt);
+    n->pushed = news;
+}
+
+/* A host: its extra's snapshot. Only the latest one for the coming cycle is
+ * used; news that came too late for a cycle asks for the next one. */
+static void receive_snapshot(tc_neg_t *n, const tc_wire_msg_t *m, uint64_t now)
+{
+    const int news = m->round != 0;
+
+    if (m->round > 1 || m->seq > n->ncycles || has_r0(m)) {
+        neg_fail(n, TC_ERR_TRANSPORT, "protocol error: rank %d's snapshot for cycle %llu "
+                 "(round %u) at cycle %llu", n->extra, (unsigned long long)m->seq, m->round,
+                 (unsigned long long)n->ncycles);
+        return;
+    }
+    if (m->seq < n->ncycles || (n->in_cycle && n->round >= 0)) {
+        n->extra_want |= news; /* the next snapshot has it */
+        return;
+    }
+    msg_clear(&n->xsnap);
+    if (msg_copy(n, m, &n->xsnap) != 0) {
+        return;
+    }
+    n->extra_want |= news && !n->in_cycle;
+    advance(n, now);
+}
+
+/* A core rank: a partner's part for round m->round of cycle m->seq. */
+static void receive_part(tc_neg_t *n, int src, const tc_wire_msg_t *m, uint64_t now)
+{
+    const uint32_t k = m->round;
+    int next;
+
+    if (k >= (uint32_t)n->nrounds || src != (n->p.rank ^ (1 << k)) ||
+        (m->seq != n->ncycles && !(m->seq == n->ncycles + 1 && n->in_cycle))) {
+        neg_fail(n, TC_ERR_TRANSPORT, "protocol error: rank %d sent its part of cycle %llu, "
+                 "round %u; this rank is at cycle %llu", src, (unsigned long long)m->seq, k,
+                 (unsigned long long)n->ncycles);
+        return;
+    }
+    next = m->seq != n->ncycles;
+    if (!next && !n->in_cycle) {
+        enter_cycle(n); /* a partner started the cycle */
+        advance(n, now);
+    }
+    if (!next && n->in_cycle && n->round == (int)k && n->round_sent) {
+        if (merge(n, m, src) == 0) { /* the usual case: no copy */
+            n->round++;
+            n->round_sent = 0;
+            advance(n, now);
+        }
+        return;
+    }
+    if ((!next && n->round > (int)k) || n->slot[next][k].type != 0) {
+        neg_fail(n, TC_ERR_TRANSPORT, "protocol error: rank %d sent its part of cycle %llu, "
+                 "round %u twice", src, (unsigned long long)m->seq, k);
+        return;
+    }
+    if (msg_copy(n, m, &n->slot[next][k]) == 0 && !next) {
+        advance(n, now);
+    }
+}
+
+void neg_receive_cycle(tc_neg_t *n, int src, const tc_wire_msg_t *m, uint64_t now)
+{
+    n->last_progress_ns = now;
+    if (n->state != TC_NEG_RUNNING) {
+        return; /* after TERMINATE: an extra's late snapshot */
+    }
+    if (src == n->extra) {
+        receive_snapshot(n, m, now);
+    } else if (src == n->host) {
+        if (m->seq != n->ncycles || m->round != 0) {
+            neg_fail(n, TC_ERR_TRANSPORT, "protocol error: the result of cycle %llu from rank "
+                     "%d; this rank is at cycle %llu", (unsigned long long)m->seq, src,
+                     (unsigned long long)n->ncycles);
+            return;
+        }
+        if (check_part(n, src, m) == 0) {
+            neg_run_cycle(n, m, now);
+        }
+        if (n->state == TC_NEG_RUNNING) {
+            send_snapshot(n, n->want);
+        }
+    } else if (n->host < 0) {
+        receive_part(n, src, m, now);
+    } else {
+        neg_fail(n, TC_ERR_TRANSPORT, "protocol error: rank %d sent a negotiation part to "
+                 "extra rank %d", src, n->p.rank);
+    }
+}
+
+int neg_exch_step(tc_neg_t *n, uint64_t now)
+{
+    int progress = 0, guard;
+
+    if (n->state != TC_NEG_RUNNING) {
+        return 0;
+    }
+    if (n->host >= 0) { /* an extra rank: snapshots to the host */
+        if (!n->snap0_sent || (n->want && !n->pushed)) {
+            send_snapshot(n, n->want);
+            n->snap0_sent = 1;
+            return 1;
+        }
+        return 0;
+    }
+    progress |= advance(n, now);
+    for (guard = 0; guard < 4 && !n->in_cycle && n->state == TC_NEG_RUNNING &&
+                    wants_cycle(n); guard++) {
+        enter_cycle(n);
+        advance(n, now);
+        progress = 1;
+    }
+    return progress;
+}
