@@ -28,6 +28,7 @@ static const int k_sizes[] = {9408, 64, 64, 4096, 64, 64, 36864, 64, 64, 16384, 
                               32768, 128, 128, 147456, 128, 128, 65536, 512, 512, 131072, 512,
                               512, 2048000, 1000};
 #define NSIZES (sizeof(k_sizes) / sizeof(k_sizes[0]))
+#define EAGER_BYTES 16384 /* TCOLL_EAGER_BYTES's default */
 
 typedef struct event {
     uint64_t t, order;
@@ -66,6 +67,7 @@ static struct {
     char **names;
     uint64_t measure_from_cycle, measured; /* rank 0's cycles when steady state began */
     int measuring, failures, bad_results;
+    uint64_t eager_done, eager_run; /* steady state: small allreduces done eagerly, or run */
     uint64_t msgs_total, bytes_total;
     uint64_t now;
 } S;
@@ -203,8 +205,12 @@ static void drain(int q)
                 fprintf(stderr, "tcoll-negsim: rank %d: tensor %d failed: %s\n", q, tensor,
                         it->resp.text);
             }
+        } else if (it->action == TC_NEG_RUN && S.measuring &&
+                   (size_t)k_sizes[(size_t)tensor % NSIZES] * sizeof(float) <= EAGER_BYTES) {
+            S.eager_run++; /* its input waited past the eager tries: run as a collective */
         } else if (it->action == TC_NEG_DONE) {
             const float *res = it->result;
+            S.eager_done += S.measuring != 0;
             float want = (float)S.ranks * (float)(S.ranks + 1) / 2.0f;
             for (k = 0; k < it->result_len / sizeof(float); k++) {
                 if (res[k] != want) {
@@ -276,7 +282,7 @@ static int setup(void)
     }
     p.size = S.ranks;
     p.cache_capacity = 1024;
-    p.eager_bytes = 16384;
+    p.eager_bytes = EAGER_BYTES;
     p.peer_timeout_ns = 60ull * 1000000000ull;
     p.probe_grace_ns = 2ull * 1000000000ull;
     for (q = 0; q < S.ranks; q++) {
@@ -339,7 +345,7 @@ int main(int argc, char **argv)
         {"json", no_argument, NULL, 'j'},         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     uint64_t steady_steps, cycles, peak_msgs = 0, peak_bytes = 0;
-    double max_msgs = 0, max_bytes = 0, r0_msgs, r0_bytes;
+    double max_msgs = 0, max_bytes = 0, r0_msgs, r0_bytes, eager_share;
     int c, q, agree = 1, steady_from;
 
     S.ranks = 8;
@@ -419,6 +425,8 @@ int main(int argc, char **argv)
         max_bytes = b > max_bytes ? b : max_bytes;
     }
     r0_msgs = cycles > 0 ? (double)S.r[0].msgs / (double)cycles : 0;
+    eager_share = S.eager_done + S.eager_run > 0
+                      ? (double)S.eager_done / (double)(S.eager_done + S.eager_run) : 0.0;
     r0_bytes = cycles > 0 ? (double)S.r[0].bytes / (double)cycles : 0;
     if (S.json) {
         printf("{\"ranks\": %d, \"tensors\": %d, \"steps\": %d, \"seed\": %" PRIu64
@@ -427,10 +435,11 @@ int main(int argc, char **argv)
                ", \"rank0_msgs_per_cycle\": %.2f, \"rank0_bytes_per_cycle\": %.0f"
                ", \"peak_msgs_per_rank_in_one_cycle\": %" PRIu64
                ", \"peak_bytes_per_rank_in_one_cycle\": %" PRIu64
-               ", \"alltoall_msgs_per_rank_per_cycle\": %d, \"order_agrees\": %s}\n",
+               ", \"alltoall_msgs_per_rank_per_cycle\": %d, \"eager_share\": %.3f"
+               ", \"order_agrees\": %s}\n",
                S.ranks, S.tensors, S.steps, S.seed, cycles,
                steady_steps ? (double)cycles / (double)steady_steps : 0.0, max_msgs, max_bytes,
-               r0_msgs, r0_bytes, peak_msgs, peak_bytes, 2 * (S.ranks - 1),
+               r0_msgs, r0_bytes, peak_msgs, peak_bytes, 2 * (S.ranks - 1), eager_share,
                agree ? "true" : "false");
     } else {
         printf("tcoll-negsim: %d ranks, %d tensors, %d steps (seed %" PRIu64 ")\n", S.ranks,
@@ -443,6 +452,8 @@ int main(int argc, char **argv)
                max_msgs, r0_msgs, 2 * (S.ranks - 1), peak_msgs);
         printf("  bytes sent + received per cycle: most by one rank %.0f, rank 0 %.0f; peak in "
                "one cycle %" PRIu64 "\n", max_bytes, r0_bytes, peak_bytes);
+        printf("  small allreduces completed eagerly (the rest ran as collectives): %.1f%%\n",
+               100.0 * eager_share);
         printf("  every rank ran the same collectives in the same order: %s\n",
                agree ? "yes" : "NO");
     }
