@@ -80,10 +80,11 @@ static const knob_t knobs[] = {
      "Largest fused group (KiB); the buffer is kept between steps."},
     {"TCOLL_EAGER_BYTES", KNOB_INT, OFF(eager_bytes), "16384", 0, 65536, KNOB_AGREE,
      "A cached allreduce of at most this many bytes travels inside the "
-     "negotiation messages: each rank adds its children's partial results to "
-     "its own input, in a fixed order, on the way up the negotiation tree, "
-     "and the result comes down with the decision to run it (the same bits on "
-     "every rank): no separate transfer. 0 turns this off."},
+     "negotiation messages: in each exchange round the partial results of two "
+     "groups of ranks are combined, the lower group's first, so every rank "
+     "gets the same bits with the decision to run it: no separate transfer. "
+     "An input that waited for other ranks rides once more, in the cycle "
+     "after every rank has it. 0 turns this off."},
     {"TCOLL_CACHE_CAPACITY", KNOB_INT, OFF(cache_capacity), "1024", 0, 1048576, KNOB_AGREE,
      "Names the response cache holds: a name negotiated once is filed on every "
      "rank, and later submissions with the same parameters skip rank 0's "
@@ -101,7 +102,7 @@ static const knob_t knobs[] = {
      "goes on. 0 (the default) never fails a stalled tensor."},
     {"TCOLL_PEER_TIMEOUT_S", KNOB_INT, OFF(peer_timeout_s), "60", 1, 86400, KNOB_LOCAL,
      "A rank with work pending that hears nothing from the negotiation for "
-     "half this many seconds asks its neighbours in the negotiation tree "
+     "half this many seconds asks its neighbours in a tree of the ranks "
      "whether they are alive, and the question spreads over the tree; inside "
      "a transfer, a peer that sends nothing this long is asked too. A rank "
      "that does not answer within 2 s is lost: pending requests fail with "
