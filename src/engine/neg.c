@@ -305,24 +305,6 @@ static int send_fresh(tc_neg_t *n, uint64_t now)
 
 /* ---- the end of a cycle: the same processing on every rank ---------------- */
 
-static const tc_wire_eager_t *find_eager(const tc_wire_msg_t *msg, uint32_t id)
-{
-    uint32_t lo = 0, hi = msg->neager;
-
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (msg->eager[mid].id == id) {
-            return &msg->eager[mid];
-        }
-        if (msg->eager[mid].id < id) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    return NULL;
-}
-
 /* Drops the cache entries of ids; this rank's submissions of those names
  * are negotiated in full next (before newer ones). */
 static void drop_ids(tc_neg_t *n, const uint32_t *ids, uint32_t count)
@@ -407,11 +389,6 @@ static void run_responses(tc_neg_t *n, const tc_wire_msg_t *msg)
     }
 }
 
-static int listed(const uint32_t *ids, uint32_t count, uint32_t id)
-{
-    return count > 0 && bsearch(&id, ids, count, sizeof(id), cmp_u32) != NULL;
-}
-
 static void run_cached(tc_neg_t *n, const tc_wire_msg_t *msg)
 {
     uint32_t i;
@@ -425,7 +402,7 @@ static void run_cached(tc_neg_t *n, const tc_wire_msg_t *msg)
         size_t bytes;
         int eager;
 
-        if (listed(msg->stale, msg->nstale, id)) {
+        if (neg_has_id(msg->stale, msg->nstale, id)) {
             continue; /* dropped: it goes back to full negotiation */
         }
         if (ce == NULL || ce->pending == NULL || ce->stale) {
@@ -435,7 +412,7 @@ static void run_cached(tc_neg_t *n, const tc_wire_msg_t *msg)
         }
         s = ce->pending;
         eager = neg_is_eager(n, &s->w, &bytes);
-        x = eager ? find_eager(msg, id) : NULL;
+        x = eager ? neg_find_eager(msg->eager, msg->neager, id) : NULL;
         if (eager && x == NULL && !s->promoted && !(msg->flags & TC_WIRE_F_TERMINATE)) {
             /* a small allreduce whose inputs did not all come: every rank
              * sends its input in the next cycle, which completes it (the

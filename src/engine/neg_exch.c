@@ -19,12 +19,12 @@ int cmp_u32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static int has_id(const uint32_t *ids, uint32_t count, uint32_t id)
+int neg_has_id(const uint32_t *ids, uint32_t count, uint32_t id)
 {
     return count > 0 && bsearch(&id, ids, count, sizeof(id), cmp_u32) != NULL;
 }
 
-static const tc_wire_eager_t *find_eager(const tc_wire_eager_t *e, uint32_t count, uint32_t id)
+const tc_wire_eager_t *neg_find_eager(const tc_wire_eager_t *e, uint32_t count, uint32_t id)
 {
     uint32_t lo = 0, hi = count;
 
@@ -330,7 +330,7 @@ static int check_part(tc_neg_t *n, int src, const tc_wire_msg_t *m)
     for (i = 0; i < m->neager; i++) {
         const tc_cache_entry_t *ce = tc__cache_get(&n->cache, m->eager[i].id);
         size_t bytes;
-        if (ce == NULL || !has_id(m->ready, m->nready, m->eager[i].id) ||
+        if (ce == NULL || !neg_has_id(m->ready, m->nready, m->eager[i].id) ||
             !neg_is_eager(n, &ce->desc, &bytes) || m->eager[i].len != bytes) {
             neg_fail(n, TC_ERR_TRANSPORT, "protocol error: rank %d sent a partial result for "
                      "cache id %u, which is not a ready small allreduce of %u bytes", src,
@@ -420,7 +420,7 @@ static int merge(tc_neg_t *n, const tc_wire_msg_t *m, int src)
     n2 = ids_or(m->ready, m->nready, m->some, m->nsome, t2);
     n1 = ids_or(t1, n1, t2, n2, out.some); /* waiting somewhere ... */
     for (i = 0, n2 = 0; i < n1; i++) {     /* ... but not everywhere */
-        if (!has_id(out.ready, out.nready, out.some[i])) {
+        if (!neg_has_id(out.ready, out.nready, out.some[i])) {
             out.some[n2++] = out.some[i];
         }
     }
@@ -428,12 +428,12 @@ static int merge(tc_neg_t *n, const tc_wire_msg_t *m, int src)
     out.nstale = ids_or(mine->stale, mine->nstale, m->stale, m->nstale, out.stale);
     for (i = 0; i < mine->neager; i++) {
         tc_wire_eager_t *a = &mine->eager[i];
-        const tc_wire_eager_t *b = find_eager(m->eager, m->neager, a->id);
+        const tc_wire_eager_t *b = neg_find_eager(m->eager, m->neager, a->id);
         const tc_cache_entry_t *ce = tc__cache_get(&n->cache, a->id);
         const tc_kind_desc_t *kd = tc__kind_get(ce->desc.kind);
         const tc_dtype_t dt = (tc_dtype_t)ce->desc.dtype;
         void *acc;
-        if (b == NULL || !has_id(out.ready, out.nready, a->id)) {
+        if (b == NULL || !neg_has_id(out.ready, out.nready, a->id)) {
             continue; /* not every rank of the other group has it, or sent its input */
         }
         if (other_low) {

@@ -141,6 +141,10 @@ void neg_exch_free(tc_neg_t *n);
 void neg_receive_cycle(tc_neg_t *n, int src, const tc_wire_msg_t *msg, uint64_t now);
 int neg_exch_step(tc_neg_t *n, uint64_t now);
 int cmp_u32(const void *a, const void *b);
+/* Whether id is in the ascending list ids[0..count); the eager entry of id
+ * in the list e[0..count) ascending by id, or NULL. */
+int neg_has_id(const uint32_t *ids, uint32_t count, uint32_t id);
+const tc_wire_eager_t *neg_find_eager(const tc_wire_eager_t *e, uint32_t count, uint32_t id);
 
 /* neg_watch.c */
 void neg_stall_check(tc_neg_t *n, uint64_t now);

@@ -333,14 +333,9 @@ static tc_status_t gather_parts(MPI_Comm comm, int size, tc_tl_part_t *mine,
 
     if (heads == NULL || reqs == NULL || sts == NULL || infos == NULL || has == NULL ||
         chunk == NULL) {
-        free(heads);
-        free(reqs);
-        free(sts);
-        free(infos);
-        free(has);
-        free(chunk);
         put_err(why, len, "gathering the job-wide timeline: out of memory");
-        return TC_ERR_NOMEM; /* the workers time out and keep their parts */
+        st = TC_ERR_NOMEM; /* the workers time out and keep their parts */
+        goto out;
     }
 
     /* Step 4a: every worker's HEAD. */
