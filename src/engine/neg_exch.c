@@ -74,19 +74,50 @@ void neg_id_reset(tc_neg_t *n, uint32_t id)
 
 /* ---- parts ------------------------------------------------------------------ */
 
-static void part_free(part_t *pt)
+/* Empties pt for the next cycle: its partial results and rank 0's part are
+ * freed, its arrays keep their room (a cycle allocates nothing for its id
+ * lists once they are large enough). */
+static void part_clear(part_t *pt)
 {
     uint32_t i;
 
     for (i = 0; i < pt->neager; i++) {
         free((void *)pt->eager[i].data);
     }
+    tc__wire_msg_free(&pt->r0);
+    memset(&pt->r0, 0, sizeof(pt->r0));
+    pt->nready = pt->nsome = pt->nstale = pt->neager = 0;
+}
+
+static void part_free(part_t *pt)
+{
+    part_clear(pt);
     free(pt->ready);
     free(pt->some);
     free(pt->stale);
     free(pt->eager);
-    tc__wire_msg_free(&pt->r0);
     memset(pt, 0, sizeof(*pt));
+}
+
+/* Room for count elements of es bytes in *v (room for *cap now). -1: out of
+ * memory, *v unchanged. */
+static int grow(void *v, uint32_t *cap, size_t count, size_t es)
+{
+    void **pv = v, *p;
+    size_t c = *cap > 0 ? *cap : 16;
+
+    if (count <= *cap) {
+        return 0;
+    }
+    while (c < count) {
+        c *= 2;
+    }
+    if ((p = realloc(*pv, c * es)) == NULL) {
+        return -1;
+    }
+    *pv = p;
+    *cap = (uint32_t)c;
+    return 0;
 }
 
 static void msg_clear(tc_wire_msg_t *m)
@@ -161,20 +192,20 @@ static uint32_t sort_unique(uint32_t *v, uint32_t count)
     return k;
 }
 
-/* This rank's own part: its cached submissions now. -1 after a failure. */
+/* This rank's own part, into pt: its cached submissions now. -1 after a
+ * failure. */
 static int snapshot(tc_neg_t *n, part_t *pt)
 {
     uint32_t cap = n->ncached, i;
 
-    memset(pt, 0, sizeof(*pt));
+    part_clear(pt);
     n->want = 0;
     if (cap == 0) {
         return 0;
     }
-    pt->ready = malloc(cap * sizeof(uint32_t));
-    pt->stale = malloc(cap * sizeof(uint32_t));
-    pt->eager = malloc(cap * sizeof(*pt->eager));
-    if (pt->ready == NULL || pt->stale == NULL || pt->eager == NULL) {
+    if (grow(&pt->ready, &pt->cap_ready, cap, sizeof(uint32_t)) != 0 ||
+        grow(&pt->stale, &pt->cap_stale, cap, sizeof(uint32_t)) != 0 ||
+        grow(&pt->eager, &pt->cap_eager, cap, sizeof(*pt->eager)) != 0) {
         goto nomem;
     }
     for (i = 0; i < n->cache.nslots && pt->nready + pt->nstale < cap; i++) {
@@ -201,7 +232,7 @@ static int snapshot(tc_neg_t *n, part_t *pt)
     }
     return 0;
 nomem:
-    part_free(pt);
+    part_clear(pt);
     neg_fail(n, TC_ERR_NOMEM, "out of memory composing a negotiation message");
     return -1;
 }
@@ -266,19 +297,18 @@ static int rank0_part(tc_neg_t *n, part_t *pt)
     char term[128];
 
     if (n->ndrops > 0) {
-        uint32_t *v = realloc(pt->stale, ((size_t)pt->nstale + n->ndrops) * sizeof(*v));
         uint32_t i, k = pt->nstale;
-        if (v == NULL) {
+        if (grow(&pt->stale, &pt->cap_stale, (size_t)pt->nstale + n->ndrops,
+                 sizeof(uint32_t)) != 0) {
             neg_fail(n, TC_ERR_NOMEM, "out of memory composing a negotiation message");
             return -1;
         }
         for (i = 0; i < n->ndrops; i++) { /* a cycle since the eviction may have dropped it */
             if (tc__cache_get(&n->cache, n->drops[i]) != NULL) {
-                v[k++] = n->drops[i];
+                pt->stale[k++] = n->drops[i];
             }
         }
-        pt->stale = v;
-        pt->nstale = sort_unique(v, k);
+        pt->nstale = sort_unique(pt->stale, k);
         n->ndrops = 0;
     }
     if (take_decisions(n, &batch) != 0) {
@@ -386,7 +416,7 @@ static uint32_t ids_or(const uint32_t *a, uint32_t na, const uint32_t *b, uint32
  * same bits (docs/negotiation.md). -1 after a failure. */
 static int merge(tc_neg_t *n, const tc_wire_msg_t *m, int src)
 {
-    part_t *mine = &n->part, out = {0};
+    part_t *mine = &n->part, *out = &n->spare, swap;
     const int other_low = src < n->p.rank;
     uint32_t cap = mine->nready + mine->nsome + m->nready + m->nsome + 1, i, *t1, *t2;
     uint32_t n1, n2;
@@ -405,27 +435,28 @@ static int merge(tc_neg_t *n, const tc_wire_msg_t *m, int src)
                  "0's decisions, and so does this rank's", src, (unsigned long long)m->seq);
         return -1;
     }
-    out.ready = malloc(cap * sizeof(uint32_t));
-    out.some = malloc(cap * sizeof(uint32_t));
-    out.stale = malloc(((size_t)mine->nstale + m->nstale + 1) * sizeof(uint32_t));
-    out.eager = malloc(((size_t)mine->neager + 1) * sizeof(*out.eager));
-    t1 = malloc(cap * sizeof(uint32_t));
-    t2 = malloc(cap * sizeof(uint32_t));
-    if (out.ready == NULL || out.some == NULL || out.stale == NULL || out.eager == NULL ||
-        t1 == NULL || t2 == NULL) {
+    part_clear(out);
+    if (grow(&out->ready, &out->cap_ready, cap, sizeof(uint32_t)) != 0 ||
+        grow(&out->some, &out->cap_some, cap, sizeof(uint32_t)) != 0 ||
+        grow(&out->stale, &out->cap_stale, (size_t)mine->nstale + m->nstale + 1,
+             sizeof(uint32_t)) != 0 ||
+        grow(&out->eager, &out->cap_eager, (size_t)mine->neager + 1, sizeof(*out->eager)) != 0 ||
+        grow(&n->tmp, &n->cap_tmp, 2 * (size_t)cap, sizeof(uint32_t)) != 0) {
         goto nomem;
     }
-    out.nready = ids_and(mine->ready, mine->nready, m->ready, m->nready, out.ready);
+    t1 = n->tmp;
+    t2 = n->tmp + cap;
+    out->nready = ids_and(mine->ready, mine->nready, m->ready, m->nready, out->ready);
     n1 = ids_or(mine->ready, mine->nready, mine->some, mine->nsome, t1);
     n2 = ids_or(m->ready, m->nready, m->some, m->nsome, t2);
-    n1 = ids_or(t1, n1, t2, n2, out.some); /* waiting somewhere ... */
-    for (i = 0, n2 = 0; i < n1; i++) {     /* ... but not everywhere */
-        if (!neg_has_id(out.ready, out.nready, out.some[i])) {
-            out.some[n2++] = out.some[i];
+    n1 = ids_or(t1, n1, t2, n2, out->some); /* waiting somewhere ... */
+    for (i = 0, n2 = 0; i < n1; i++) {      /* ... but not everywhere */
+        if (!neg_has_id(out->ready, out->nready, out->some[i])) {
+            out->some[n2++] = out->some[i];
         }
     }
-    out.nsome = n2;
-    out.nstale = ids_or(mine->stale, mine->nstale, m->stale, m->nstale, out.stale);
+    out->nsome = n2;
+    out->nstale = ids_or(mine->stale, mine->nstale, m->stale, m->nstale, out->stale);
     for (i = 0; i < mine->neager; i++) {
         tc_wire_eager_t *a = &mine->eager[i];
         const tc_wire_eager_t *b = neg_find_eager(m->eager, m->neager, a->id);
@@ -433,7 +464,7 @@ static int merge(tc_neg_t *n, const tc_wire_msg_t *m, int src)
         const tc_kind_desc_t *kd = tc__kind_get(ce->desc.kind);
         const tc_dtype_t dt = (tc_dtype_t)ce->desc.dtype;
         void *acc;
-        if (b == NULL || !neg_has_id(out.ready, out.nready, a->id)) {
+        if (b == NULL || !neg_has_id(out->ready, out->nready, a->id)) {
             continue; /* not every rank of the other group has it, or sent its input */
         }
         if (other_low) {
@@ -448,30 +479,28 @@ static int merge(tc_neg_t *n, const tc_wire_msg_t *m, int src)
             kd->eager_combine(dt, (tc_op_t)ce->desc.op, acc, b->data, a->len / tc_dtype_size(dt));
         }
         a->data = NULL; /* moved */
-        out.eager[out.neager++] = (tc_wire_eager_t){a->id, a->len, acc};
+        out->eager[out->neager++] = (tc_wire_eager_t){a->id, a->len, acc};
     }
     if (has_r0(&mine->r0)) {
-        out.r0 = mine->r0;
+        out->r0 = mine->r0;
         memset(&mine->r0, 0, sizeof(mine->r0));
     } else if (has_r0(m)) {
         tc_wire_msg_t r0 = {.type = TC_WIRE_CYCLE, .flags = m->flags & TC_WIRE_F_TERMINATE,
                             .count = m->count, .resps = m->resps, .term_status = m->term_status,
                             .term_text = m->term_text, .term_text_len = m->term_text_len};
-        if (msg_copy(n, &r0, &out.r0) != 0) {
+        if (msg_copy(n, &r0, &out->r0) != 0) {
             goto fail;
         }
     }
-    free(t1);
-    free(t2);
-    part_free(mine);
-    *mine = out;
+    swap = *mine; /* the merged part becomes the group's; the old one, emptied, the spare */
+    *mine = *out;
+    *out = swap;
+    part_clear(out);
     return 0;
 nomem:
     neg_fail(n, TC_ERR_NOMEM, "out of memory merging negotiation parts");
 fail:
-    free(t1);
-    free(t2);
-    part_free(&out);
+    part_clear(out);
     return -1;
 }
 
@@ -495,6 +524,10 @@ void neg_exch_free(tc_neg_t *n)
     int k, j;
 
     part_free(&n->part);
+    part_free(&n->spare);
+    free(n->tmp);
+    n->tmp = NULL;
+    n->cap_tmp = 0;
     for (k = 0; k < 2; k++) {
         for (j = 0; j < NEG_MAX_ROUNDS; j++) {
             tc__wire_msg_free(&n->slot[k][j]);
@@ -525,17 +558,13 @@ static int wants_cycle(const tc_neg_t *n)
 
 static void enter_cycle(tc_neg_t *n)
 {
-    part_t pt;
-
-    if (snapshot(n, &pt) != 0) {
+    if (snapshot(n, &n->part) != 0) {
         return;
     }
-    if (n->p.rank == 0 && rank0_part(n, &pt) != 0) {
-        part_free(&pt);
+    if (n->p.rank == 0 && rank0_part(n, &n->part) != 0) {
+        part_clear(&n->part);
         return;
     }
-    part_free(&n->part);
-    n->part = pt;
     n->in_cycle = 1;
     n->extra_want = 0;
     n->round = n->extra >= 0 ? -1 : 0;
@@ -555,11 +584,13 @@ static void finish_cycle(tc_neg_t *n, uint64_t now)
     }
     n->in_cycle = 0;
     neg_run_cycle(n, &g, now);
-    part_free(&n->part);
-    for (j = 0; j < NEG_MAX_ROUNDS; j++) {
+    part_clear(&n->part);
+    for (j = 0; j < n->nrounds; j++) { /* no slot past nrounds is ever filled */
         tc__wire_msg_free(&n->slot[0][j]);
         n->slot[0][j] = n->slot[1][j];
-        memset(&n->slot[1][j], 0, sizeof(n->slot[1][j]));
+        if (n->slot[1][j].type != 0) {
+            memset(&n->slot[1][j], 0, sizeof(n->slot[1][j]));
+        }
     }
 }
 
@@ -610,14 +641,13 @@ static int advance(tc_neg_t *n, uint64_t now)
 static void send_snapshot(tc_neg_t *n, int news)
 {
     tc_wire_msg_t m;
-    part_t pt;
 
-    if (snapshot(n, &pt) != 0) {
+    if (snapshot(n, &n->spare) != 0) { /* an extra never merges: the spare is free */
         return;
     }
-    part_msg(n, &pt, news ? 1 : 0, &m);
+    part_msg(n, &n->spare, news ? 1 : 0, &m);
     neg_send_to(n, &m, TC_NEG_TAG_CYCLE, n->host);
-    part_free(&pt);
+    part_clear(&n->spare);
     n->pushed = news;
 }
 

@@ -48,6 +48,8 @@ typedef struct {
     uint32_t neager;
     tc_wire_msg_t r0; /* rank 0's part (responses, terminate), decoder-owned;
                        * r0.type 0: the group does not hold rank 0, or it had nothing */
+    uint32_t cap_ready, cap_some, cap_stale, cap_eager; /* room in the arrays, kept
+                                                         * from cycle to cycle */
 } part_t;
 
 #define NEG_MAX_ROUNDS 32
@@ -83,6 +85,10 @@ struct tc_neg {
     int round_sent;   /* this rank's part for that round is sent */
     int want;         /* something new since this rank's last snapshot */
     part_t part;      /* the group's part so far */
+    part_t spare;     /* what a merge writes, then swapped with part (an extra:
+                       * its snapshot) */
+    uint32_t *tmp;    /* a merge's scratch id lists */
+    uint32_t cap_tmp;
     tc_wire_msg_t slot[2][NEG_MAX_ROUNDS]; /* partners' parts that came early:
                                             * [0] this cycle, [1] the next */
     /* a host: its extra's latest snapshot for cycle ncycles */
