@@ -132,11 +132,14 @@ int tc__nego_take_submissions(engine_t *e)
     return n > 0 || local_shutdown;
 }
 
-/* Hands the state machine every control message of tag that is there. */
+/* Hands the state machine the control messages of tag that are there; for
+ * the cycle tag, up to the first that completes a cycle, whose collectives
+ * (an eager result above all) then run before the next probe of MPI. */
 static int receive_tag(engine_t *e, int tag, uint64_t now)
 {
     tc_wire_msg_t msg;
     int src, got = 0;
+    size_t nitems;
 
     while (!eng_broken() && tc__ctrl_recv(e, MPI_ANY_SOURCE, tag, &msg, &src) == 1) {
         uint32_t i;
@@ -153,6 +156,10 @@ static int receive_tag(engine_t *e, int tag, uint64_t now)
         tc__neg_receive(e->nego.neg, src, tag, &msg, now);
         tc__wire_msg_free(&msg);
         got = 1;
+        tc__neg_items(e->nego.neg, &nitems);
+        if (tag == TC_NEG_TAG_CYCLE && nitems > 0) {
+            break; /* a cycle completed: run it first, read on in the next step */
+        }
     }
     return got;
 }
@@ -236,20 +243,25 @@ static void run_items(engine_t *e)
 }
 
 /* One negotiation step: messages in, the state machine's step, its messages
- * out, then what it decided. Returns whether anything happened. */
+ * out, then what it decided. Returns whether anything happened.
+ * Liveness probes are looked for at most every ENG_POLL_NS: they have
+ * seconds to be answered, and every probe of an empty tag costs a turn of
+ * MPI's progress engine on the path of every cycle. */
 int tc__nego_step(engine_t *e)
 {
-    static const int tags[] = {TC_NEG_TAG_REQ, TC_NEG_TAG_CYCLE,
-                               TC_NEG_TAG_PING, TC_NEG_TAG_PONG};
     tc_neg_t *neg = e->nego.neg;
     uint64_t now = tc__now_ns();
     int progress = 0;
-    size_t t, nitems;
+    size_t nitems;
 
-    for (t = 0; t < sizeof(tags) / sizeof(tags[0]); t++) {
-        if (tags[t] != TC_NEG_TAG_REQ || e->rank == 0) {
-            progress |= receive_tag(e, tags[t], now);
-        }
+    if (e->rank == 0) {
+        progress |= receive_tag(e, TC_NEG_TAG_REQ, now);
+    }
+    progress |= receive_tag(e, TC_NEG_TAG_CYCLE, now);
+    if (now >= e->nego.next_probe_ns) {
+        e->nego.next_probe_ns = now + ENG_POLL_NS;
+        progress |= receive_tag(e, TC_NEG_TAG_PING, now);
+        progress |= receive_tag(e, TC_NEG_TAG_PONG, now);
     }
     progress |= tc__neg_step(neg, now);
     post_sends(e);
