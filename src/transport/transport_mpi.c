@@ -121,23 +121,23 @@ static tc_status_t mpi_sendrecv(tc_transport_t *t, const void *sbuf, size_t sbyt
             return TC_ERR_NOMEM;
         }
     }
-    for (i = 0; i < nr && rc == MPI_SUCCESS; i++) {
-        size_t off = i * PIECE_BYTES;
-        size_t len = rbytes - off < PIECE_BYTES ? rbytes - off : PIECE_BYTES;
-        rc = MPI_Irecv((char *)rbuf + off, (int)len, MPI_BYTE, src, DATA_TAG, m->comm, &reqs[n]);
-        if (rc == MPI_SUCCESS) {
-            n++;
-        }
-    }
+    /* Sends first: when the partner's data is already waiting, posting the
+     * receive may copy it at once (a single-copy rendezvous), and this
+     * rank's own data would leave only after that copy; posted first, it
+     * is copied by the partner at the same time. The receives still take
+     * reqs[0..nr-1], as tc__mpi_wait_all expects. */
     for (i = 0; i < ns && rc == MPI_SUCCESS; i++) {
         size_t off = i * PIECE_BYTES;
         size_t len = sbytes - off < PIECE_BYTES ? sbytes - off : PIECE_BYTES;
         rc = MPI_Isend((const char *)sbuf + off, (int)len, MPI_BYTE, dst, DATA_TAG, m->comm,
-                       &reqs[n]);
-        if (rc == MPI_SUCCESS) {
-            n++;
-        }
+                       &reqs[nr + i]);
     }
+    for (i = 0; i < nr && rc == MPI_SUCCESS; i++) {
+        size_t off = i * PIECE_BYTES;
+        size_t len = rbytes - off < PIECE_BYTES ? rbytes - off : PIECE_BYTES;
+        rc = MPI_Irecv((char *)rbuf + off, (int)len, MPI_BYTE, src, DATA_TAG, m->comm, &reqs[i]);
+    }
+    n = nr + ns;
     if (rc == MPI_SUCCESS) {
         rc = tc__mpi_wait_all(m, (int)n, reqs, (int)nr, src, dst, t->err, sizeof(t->err));
     }
