@@ -176,6 +176,7 @@ typedef struct engine {
         size_t posted;             /* its sends of this step already posted */
         int shutdown_seen;         /* this rank's tc_shutdown was handed to it */
         uint64_t next_probe_ns;    /* when to look for liveness probes again */
+        int took;                  /* submissions were handed over in this step */
         tc_wire_response_t *resps; /* what it decided, for the executor */
         tc_request_t **reqs;
         size_t cap;

@@ -129,6 +129,7 @@ int tc__nego_take_submissions(engine_t *e)
         e->life.shutdown_t0 = tc__now_ns();
         tc__neg_shutdown(e->nego.neg);
     }
+    e->nego.took = n > 0;
     return n > 0 || local_shutdown;
 }
 
@@ -244,9 +245,12 @@ static void run_items(engine_t *e)
 
 /* One negotiation step: messages in, the state machine's step, its messages
  * out, then what it decided. Returns whether anything happened.
- * Liveness probes are looked for at most every ENG_POLL_NS: they have
- * seconds to be answered, and every probe of an empty tag costs a turn of
- * MPI's progress engine on the path of every cycle. */
+ * New submissions are stepped on first, so that the part they start goes
+ * out before this rank merges the parts waiting for it: the partners wait
+ * for that part, not for this rank's merge. Liveness probes are looked for
+ * at most every ENG_POLL_NS: they have seconds to be answered, and every
+ * probe of an empty tag costs a turn of MPI's progress engine on the path
+ * of every cycle. */
 int tc__nego_step(engine_t *e)
 {
     tc_neg_t *neg = e->nego.neg;
@@ -254,6 +258,11 @@ int tc__nego_step(engine_t *e)
     int progress = 0;
     size_t nitems;
 
+    if (e->nego.took) {
+        e->nego.took = 0;
+        progress |= tc__neg_step(neg, now);
+        post_sends(e);
+    }
     if (e->rank == 0) {
         progress |= receive_tag(e, TC_NEG_TAG_REQ, now);
     }
