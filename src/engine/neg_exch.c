@@ -220,8 +220,8 @@ static int snapshot(tc_neg_t *n, part_t *pt)
             continue;
         }
         pt->ready[pt->nready++] = ce->id;
-        if (neg_is_eager(n, &ce->desc, &bytes) &&
-            (!((sub_t *)ce->pending)->eager_sent || ((sub_t *)ce->pending)->promoted)) {
+        if ((!((sub_t *)ce->pending)->eager_sent || ((sub_t *)ce->pending)->promoted) &&
+            neg_is_eager(n, &ce->desc, &bytes)) {
             if ((d = malloc(bytes)) == NULL) {
                 goto nomem;
             }
