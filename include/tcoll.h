@@ -151,6 +151,39 @@ tc_status_t tc_allgather(const char *name, const tc_tensor_t *send, tc_request_t
 /* Copies root's buf into buf on every other rank (same shape and dtype). */
 tc_status_t tc_broadcast(const char *name, tc_tensor_t *buf, int root, tc_request_t **req_p);
 
+/*
+ * Options several calls share, in one struct that grows at its end without
+ * breaking callers compiled against an older header. Start from
+ * TC_OPTS_INIT (it records the size the caller was compiled with), then set
+ * what you need; a NULL opts means TC_OPTS_INIT. Fields a call does not use
+ * must keep their TC_OPTS_INIT values (TC_ERR_ARG otherwise), so a setting
+ * is never silently ignored.
+ *
+ * prescale, postscale (allreduce; 1.0: none): each rank's input is multiplied
+ * by prescale before the reduction, the result by postscale after it (avg
+ * divides by the number of ranks first). Every rank must pass the same
+ * factors (TC_ERR_MISMATCH otherwise); they must be finite. Floating dtypes
+ * scale in their own precision (float16 and bfloat16 in float32, rounded to
+ * the nearest even); integer dtypes scale in double, truncate toward zero and
+ * saturate at the dtype's range.
+ */
+typedef struct {
+    size_t size; /* sizeof(tc_opts_t) where the caller was compiled: TC_OPTS_INIT sets it */
+    double prescale;
+    double postscale;
+} tc_opts_t;
+
+#define TC_OPTS_INIT {sizeof(tc_opts_t), 1.0, 1.0}
+
+/* tc_allreduce, tc_allgather and tc_broadcast with options (see tc_opts_t).
+ * opts is read during the call only. */
+tc_status_t tc_allreduce_ex(const char *name, const tc_tensor_t *send, void *recv, tc_op_t op,
+                            const tc_opts_t *opts, tc_request_t **req_p);
+tc_status_t tc_allgather_ex(const char *name, const tc_tensor_t *send, const tc_opts_t *opts,
+                            tc_request_t **req_p);
+tc_status_t tc_broadcast_ex(const char *name, tc_tensor_t *buf, int root, const tc_opts_t *opts,
+                            tc_request_t **req_p);
+
 /* Blocks until req completes; returns the operation's status. */
 tc_status_t tc_wait(tc_request_t *req);
 

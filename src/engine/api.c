@@ -28,9 +28,10 @@
 /* Validates a submission and builds its request; nothing is shared yet. */
 tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name,
                              const tc_tensor_t *t, void *recv, tc_op_t op, int root,
-                             tc_request_t **req_p, tc_request_t **out_p)
+                             const tc_opts_t *opts, tc_request_t **req_p, tc_request_t **out_p)
 {
     const tc_kind_desc_t *kd = tc__kind_get(kind);
+    tc_opts_t o;
     tc_request_t *req;
     size_t len, es, count = 1;
     int d, has_zero = 0;
@@ -91,6 +92,9 @@ tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name,
     if (kd->output == TC_OUT_RECV && recv == NULL && count > 0) {
         return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': recv is NULL", fn, name);
     }
+    if (tc__opts_read(fn, name, kd, opts, &o) != TC_OK) {
+        return TC_ERR_ARG;
+    }
     req = calloc(1, sizeof(*req));
     if (req == NULL || (req->name = strdup(name)) == NULL) {
         free(req);
@@ -104,6 +108,9 @@ tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name,
     req->ndim = t->ndim;
     memcpy(req->shape, t->shape, (size_t)t->ndim * sizeof(t->shape[0]));
     req->count = count;
+    req->scaled = (uint8_t)tc__opts_scaled(&o);
+    req->prescale = o.prescale;
+    req->postscale = o.postscale;
     req->send = t->data;
     req->recv = kd->output == TC_OUT_RECV ? recv : kd->output == TC_OUT_IN_PLACE ? t->data : NULL;
     *out_p = req;
@@ -161,30 +168,53 @@ static tc_status_t submit(const char *fn, tc_request_t *req, tc_request_t **req_
 /* The submission path of every collective: checks, then queues. */
 static tc_status_t submit_kind(const char *fn, tc_kind_t kind, const char *name,
                                const tc_tensor_t *t, void *recv, tc_op_t op, int root,
-                               tc_request_t **req_p)
+                               const tc_opts_t *opts, tc_request_t **req_p)
 {
     tc_request_t *req = NULL;
     tc_status_t st;
 
     tc__clear_error();
-    st = tc__request_make(fn, kind, name, t, recv, op, root, req_p, &req);
+    st = tc__request_make(fn, kind, name, t, recv, op, root, opts, req_p, &req);
     return st != TC_OK ? st : submit(fn, req, req_p);
 }
 
 tc_status_t tc_allreduce(const char *name, const tc_tensor_t *send, void *recv, tc_op_t op,
                          tc_request_t **req_p)
 {
-    return submit_kind("tc_allreduce", TC_KIND_ALLREDUCE, name, send, recv, op, 0, req_p);
+    return submit_kind("tc_allreduce", TC_KIND_ALLREDUCE, name, send, recv, op, 0, NULL, req_p);
+}
+
+tc_status_t tc_allreduce_ex(const char *name, const tc_tensor_t *send, void *recv, tc_op_t op,
+                            const tc_opts_t *opts, tc_request_t **req_p)
+{
+    return submit_kind("tc_allreduce_ex", TC_KIND_ALLREDUCE, name, send, recv, op, 0, opts,
+                       req_p);
 }
 
 tc_status_t tc_allgather(const char *name, const tc_tensor_t *send, tc_request_t **req_p)
 {
-    return submit_kind("tc_allgather", TC_KIND_ALLGATHER, name, send, NULL, TC_SUM, 0, req_p);
+    return submit_kind("tc_allgather", TC_KIND_ALLGATHER, name, send, NULL, TC_SUM, 0, NULL,
+                       req_p);
+}
+
+tc_status_t tc_allgather_ex(const char *name, const tc_tensor_t *send, const tc_opts_t *opts,
+                            tc_request_t **req_p)
+{
+    return submit_kind("tc_allgather_ex", TC_KIND_ALLGATHER, name, send, NULL, TC_SUM, 0, opts,
+                       req_p);
 }
 
 tc_status_t tc_broadcast(const char *name, tc_tensor_t *buf, int root, tc_request_t **req_p)
 {
-    return submit_kind("tc_broadcast", TC_KIND_BROADCAST, name, buf, NULL, TC_SUM, root, req_p);
+    return submit_kind("tc_broadcast", TC_KIND_BROADCAST, name, buf, NULL, TC_SUM, root, NULL,
+                       req_p);
+}
+
+tc_status_t tc_broadcast_ex(const char *name, tc_tensor_t *buf, int root, const tc_opts_t *opts,
+                            tc_request_t **req_p)
+{
+    return submit_kind("tc_broadcast_ex", TC_KIND_BROADCAST, name, buf, NULL, TC_SUM, root, opts,
+                       req_p);
 }
 
 int tc_rank(void)

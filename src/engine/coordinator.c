@@ -301,6 +301,8 @@ static int field_differs(int f, const tc_wire_request_t *a, const tc_wire_reques
         return shape_differs(a, b, 0);
     case TC_AGREE_INDEX_SHAPE_TAIL:
         return shape_differs(a, b, 1);
+    case TC_AGREE_INDEX_SCALE:
+        return !tc__wire_scales_equal(a, b);
     }
     return 0;
 }
@@ -348,6 +350,9 @@ static int format_value(char *buf, size_t len, int f, const tc_wire_request_t *r
         }
         append(buf, len, &pos, "]");
         return (int)pos;
+    case TC_AGREE_INDEX_SCALE:
+        return snprintf(buf, len, "prescale %.17g postscale %.17g", r->scaled ? r->prescale : 1.0,
+                        r->scaled ? r->postscale : 1.0);
     }
     return snprintf(buf, len, "?");
 }

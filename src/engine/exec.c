@@ -17,6 +17,7 @@
 
 #include "engine/engine_internal.h"
 #include "engine/kinds.h"
+#include "reduce/reduce.h"
 #include "util/backoff.h"
 #include "util/log.h"
 #include "util/timeline.h"
@@ -57,8 +58,13 @@ static tc_status_t run_fused(engine_t *e, tc_request_t **reqs, uint32_t n, size_
              reqs[0]->name);
     buf = e->exec.fusion.data;
     t0 = tc__tl_active() ? tc__now_ns() : 0;
-    for (k = 0; k < n; k++) {
-        memcpy(buf + off, reqs[k]->send, reqs[k]->count * es);
+    for (k = 0; k < n; k++) { /* each input times its prescale (kinds.h) */
+        if (reqs[k]->scaled && reqs[k]->prescale != 1.0) {
+            tc__scale(reqs[k]->dtype, buf + off, reqs[k]->send, reqs[k]->count,
+                      reqs[k]->prescale);
+        } else {
+            memcpy(buf + off, reqs[k]->send, reqs[k]->count * es);
+        }
         off += reqs[k]->count * es;
     }
     if (t0 != 0) {
@@ -74,6 +80,9 @@ static tc_status_t run_fused(engine_t *e, tc_request_t **reqs, uint32_t n, size_
     for (k = 0, off = 0; k < n; k++) {
         tc_request_t *req = reqs[k];
         memcpy(req->recv, buf + off, req->count * es);
+        if (req->scaled && req->postscale != 1.0) {
+            tc__scale(req->dtype, req->recv, req->recv, req->count, req->postscale);
+        }
         off += req->count * es;
         tc__request_set_output(req, req->recv, -1);
     }

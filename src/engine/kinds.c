@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include "engine/kinds.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,14 +45,41 @@ static tc_status_t allreduce_validate(const tc_kind_args_t *a, char *why, size_t
     return TC_OK;
 }
 
+static int is_one(double f)
+{
+    return f == 1.0 && !signbit(f);
+}
+
+/* The factors as they apply: 1 when the request has none. */
+static double prescale_of(const tc_request_t *req)
+{
+    return req->scaled ? req->prescale : 1.0;
+}
+
+static double postscale_of(const tc_request_t *req)
+{
+    return req->scaled ? req->postscale : 1.0;
+}
+
+/* A prescaled input goes to recv first, and the ring runs in place there. */
 static tc_status_t allreduce_run(const tc_kind_ctx_t *x, tc_request_t *req,
                                  const tc_wire_response_t *r, char *msg, size_t len)
 {
-    tc_status_t st = tc__ring_allreduce(x->tp, req->send, req->recv, req->count, req->dtype,
-                                        req->op, x->chunk_bytes, x->scratch);
+    const void *src = req->send;
+    tc_status_t st;
 
+    (void)r;
+    if (!is_one(prescale_of(req))) {
+        tc__scale(req->dtype, req->recv, req->send, req->count, req->prescale);
+        src = req->recv;
+    }
+    st = tc__ring_allreduce(x->tp, src, req->recv, req->count, req->dtype, req->op,
+                            x->chunk_bytes, x->scratch);
     if (st != TC_OK) {
         return run_failed(x, req, st, msg, len);
+    }
+    if (!is_one(postscale_of(req))) {
+        tc__scale(req->dtype, req->recv, req->recv, req->count, req->postscale);
     }
     tc__request_set_output(req, req->recv, -1);
     return TC_OK;
@@ -63,29 +91,42 @@ static tc_status_t allreduce_packed(const tc_kind_ctx_t *x, void *buf, size_t co
     return tc__ring_allreduce(x->tp, NULL, buf, count, dtype, op, x->chunk_bytes, x->scratch);
 }
 
-/* Eager inputs are reduced in the negotiation's exchange rounds, two groups'
- * partial results at a time in a fixed order (docs/negotiation.md), then avg
- * divides. */
+/* Eager inputs ride prescaled, are reduced in the negotiation's exchange
+ * rounds, two groups' partial results at a time in a fixed order
+ * (docs/negotiation.md), then avg divides and postscale multiplies. */
+static void allreduce_prepare(const tc_wire_request_t *w, void *dst, const void *src,
+                              size_t count)
+{
+    if (w->scaled && !is_one(w->prescale)) {
+        tc__scale((tc_dtype_t)w->dtype, dst, src, count, w->prescale);
+    } else {
+        memcpy(dst, src, count * tc_dtype_size((tc_dtype_t)w->dtype));
+    }
+}
+
 static void allreduce_combine(tc_dtype_t dtype, tc_op_t op, void *dst, const void *src,
                               size_t count)
 {
     tc__reduce(dtype, op, dst, src, count);
 }
 
-static void allreduce_finish(tc_dtype_t dtype, tc_op_t op, void *buf, size_t count, int n)
+static void allreduce_finish(const tc_wire_request_t *w, void *buf, size_t count, int n)
 {
-    if (op == TC_AVG) {
-        tc__reduce_avg_finish(dtype, buf, count, n);
+    if (w->op == TC_AVG) {
+        tc__reduce_avg_finish((tc_dtype_t)w->dtype, buf, count, n);
+    }
+    if (w->scaled && !is_one(w->postscale)) {
+        tc__scale((tc_dtype_t)w->dtype, buf, buf, count, w->postscale);
     }
 }
 
 #define ALLREDUCE_DESC                                                                    \
-    .params = TC_PARAM_OP, .output = TC_OUT_RECV,                                         \
-    .agree = TC_AGREE_DTYPE | TC_AGREE_OP | TC_AGREE_SHAPE,                               \
+    .params = TC_PARAM_OP | TC_PARAM_SCALE, .output = TC_OUT_RECV,                        \
+    .agree = TC_AGREE_DTYPE | TC_AGREE_OP | TC_AGREE_SHAPE | TC_AGREE_SCALE,              \
     .validate = allreduce_validate, .run = allreduce_run, .algo = "ring",                 \
     .run_packed = allreduce_packed, .algo_packed = "ring, fused",                          \
-    .eager_combine = allreduce_combine, .eager_finish = allreduce_finish,                 \
-    .algo_eager = "eager (inputs in the cycle messages)"
+    .eager_prepare = allreduce_prepare, .eager_combine = allreduce_combine,               \
+    .eager_finish = allreduce_finish, .algo_eager = "eager (inputs in the cycle messages)"
 
 /* ---- allgather: ring allgatherv (coll/ring_allgatherv.c) ----------------- */
 
@@ -163,7 +204,8 @@ err_free_bytes:
     .params = 0, .output = TC_OUT_GATHERED,                                             \
     .agree = TC_AGREE_DTYPE | TC_AGREE_NDIM | TC_AGREE_SHAPE_TAIL,                      \
     .validate = allgather_validate, .run = allgather_run, .algo = "ring allgatherv",   \
-    .run_packed = NULL, .algo_packed = NULL, .eager_combine = NULL, .eager_finish = NULL,  \
+    .run_packed = NULL, .algo_packed = NULL, .eager_prepare = NULL, .eager_combine = NULL, \
+    .eager_finish = NULL,                                                               \
     .algo_eager = NULL
 
 /* ---- broadcast: binomial tree (coll/bcast.c) ------------------------------ */
@@ -188,7 +230,8 @@ static tc_status_t broadcast_run(const tc_kind_ctx_t *x, tc_request_t *req,
     .params = TC_PARAM_ROOT, .output = TC_OUT_IN_PLACE,                                 \
     .agree = TC_AGREE_DTYPE | TC_AGREE_ROOT | TC_AGREE_SHAPE,                           \
     .validate = NULL, .run = broadcast_run, .algo = "binomial tree",                    \
-    .run_packed = NULL, .algo_packed = NULL, .eager_combine = NULL, .eager_finish = NULL,  \
+    .run_packed = NULL, .algo_packed = NULL, .eager_prepare = NULL, .eager_combine = NULL, \
+    .eager_finish = NULL,                                                               \
     .algo_eager = NULL
 
 /* ---- the table ------------------------------------------------------------ */

@@ -48,6 +48,7 @@
  * the fields every kind carries on the wire compare equal. */
 #define TC_PARAM_OP 0x1u   /* a reduction op */
 #define TC_PARAM_ROOT 0x2u /* a root rank: must be in 0..size-1 */
+#define TC_PARAM_SCALE 0x4u /* prescale and postscale factors (tc_opts_t) */
 
 /* Where a request's output lands (tc_kind_desc_t.output). */
 typedef enum {
@@ -71,7 +72,8 @@ typedef enum {
     X(ROOT, "root", "")                                \
     X(NDIM, "ndim", "")                                \
     X(SHAPE, "shape", "")                              \
-    X(SHAPE_TAIL, "shape", " (dims after the first)")
+    X(SHAPE_TAIL, "shape", " (dims after the first)")  \
+    X(SCALE, "scaling factor", "")
 
 typedef enum {
 #define TC_AGREE_INDEX_(name, text, note) TC_AGREE_INDEX_##name,
@@ -104,7 +106,7 @@ typedef struct {
     tc_scratch_t *scratch; /* reused across runs */
 } tc_kind_ctx_t;
 
-typedef struct {
+typedef struct tc_kind_desc {
     tc_kind_t kind;
     const char *name;  /* "allreduce": messages, the timeline's kind argument */
     const char *upper; /* "ALLREDUCE": the timeline's event for the collective */
@@ -125,21 +127,24 @@ typedef struct {
 
     /* Fusion (NULL: never fused): runs count elements packed into buf, in
      * place, for a group of consecutive small requests of this kind with one
-     * dtype and op. The engine packs their inputs (send) and unpacks the
-     * result into each request's recv. */
+     * dtype and op. The engine packs their inputs (send, times its prescale)
+     * and unpacks the result into each request's recv (times its
+     * postscale). */
     tc_status_t (*run_packed)(const tc_kind_ctx_t *x, void *buf, size_t count, tc_dtype_t dtype,
                               tc_op_t op);
     const char *algo_packed;
 
     /* Eager inputs (NULL: never eager): a small cached tensor of this kind
      * rides in the negotiation messages and is combined in each exchange
-     * round (docs/negotiation.md, "The exchange"): combine folds src into dst
-     * (count elements), always in the same order; finish turns the
-     * combination of all n ranks' inputs into the result, on every rank at
-     * the end of the cycle that runs it. Pure. */
+     * round (docs/negotiation.md, "The exchange"): prepare copies this rank's
+     * input src into dst as it rides (prescaled: w is the submission);
+     * combine folds src into dst (count elements), always in the same order;
+     * finish turns the combination of all n ranks' inputs into the result, on
+     * every rank at the end of the cycle that runs it. Pure. */
+    void (*eager_prepare)(const tc_wire_request_t *w, void *dst, const void *src, size_t count);
     void (*eager_combine)(tc_dtype_t dtype, tc_op_t op, void *dst, const void *src,
                           size_t count);
-    void (*eager_finish)(tc_dtype_t dtype, tc_op_t op, void *buf, size_t count, int n);
+    void (*eager_finish)(const tc_wire_request_t *w, void *buf, size_t count, int n);
     const char *algo_eager; /* the timeline's label for a result that came that way */
 } tc_kind_desc_t;
 

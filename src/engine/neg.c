@@ -436,8 +436,8 @@ static void run_cached(tc_neg_t *n, const tc_wire_msg_t *msg)
                 tc_dtype_t dt = (tc_dtype_t)ce->desc.dtype;
                 it->result_len = x->len;
                 tc__kind_get(ce->desc.kind)
-                    ->eager_finish(dt, (tc_op_t)ce->desc.op, (void *)it->result,
-                                   x->len / tc_dtype_size(dt), n->p.size);
+                    ->eager_finish(&ce->desc, (void *)it->result, x->len / tc_dtype_size(dt),
+                                   n->p.size);
             }
         } else {
             it = neg_add_item(n, TC_NEG_RUN, s->req);

@@ -226,7 +226,9 @@ static int snapshot(tc_neg_t *n, part_t *pt)
                 goto nomem;
             }
             ((sub_t *)ce->pending)->eager_sent = 1;
-            memcpy(d, ((const sub_t *)ce->pending)->data, bytes);
+            tc__kind_get(ce->desc.kind)
+                ->eager_prepare(&ce->desc, d, ((const sub_t *)ce->pending)->data,
+                                bytes / tc_dtype_size((tc_dtype_t)ce->desc.dtype));
             pt->eager[pt->neager++] = (tc_wire_eager_t){ce->id, (uint32_t)bytes, d};
         }
     }

@@ -101,6 +101,9 @@ static void to_wire(const tc_request_t *req, tc_wire_request_t *w)
     w->root = req->root;
     w->ndim = (uint8_t)req->ndim;
     memcpy(w->shape, req->shape, sizeof(w->shape));
+    w->scaled = req->scaled;
+    w->prescale = req->prescale;
+    w->postscale = req->postscale;
 }
 
 /* Hands what application threads queued to the state machine. */

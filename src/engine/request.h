@@ -28,6 +28,8 @@ struct tc_request {
     int ndim;
     int64_t shape[TC_MAX_DIMS];
     size_t count;     /* elements */
+    uint8_t scaled;   /* 0: prescale and postscale are 1 (tc_opts_t) */
+    double prescale, postscale;
     uint64_t submit_ns; /* when it was queued (tc__now_ns), for the timeline */
     const void *send; /* allreduce/allgather input */
     void *recv;       /* allreduce output, broadcast buffer */

@@ -24,6 +24,12 @@ void tc__reduce(tc_dtype_t dtype, tc_op_t op, void *dst, const void *src, size_t
  * one rounding); integer dtypes are left unchanged. */
 void tc__reduce_avg_finish(tc_dtype_t dtype, void *buf, size_t count, int n);
 
+/* dst[i] = src[i] * factor (dst may equal src): floating dtypes in their own
+ * precision (float16/bfloat16 via float32, one rounding to nearest-even),
+ * integer dtypes in double, truncated toward zero and saturated at the
+ * dtype's range. factor must be finite. Invalid dtype: no-op. */
+void tc__scale(tc_dtype_t dtype, void *dst, const void *src, size_t count, double factor);
+
 /* Conversions with round-to-nearest-even; NaN stays NaN, overflow gives inf. */
 float tc__f16_to_f32(uint16_t h);
 uint16_t tc__f32_to_f16(float f);

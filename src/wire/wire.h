@@ -14,7 +14,7 @@
  * zigzag-encoded varints; a varint longer than 10 bytes or above 2^64-1 is
  * rejected):
  *
- *   message   := magic:u8(0x7C) version:u8(4) type:u8 flags:u8 count entry{count}
+ *   message   := magic:u8(0x7C) version:u8(5) type:u8 flags:u8 count entry{count}
  *                [cycle] [terminate]
  *   type      := 1 REQUESTS (worker -> coordinator: first-time submissions),
  *                2 CYCLE (one rank's part of an exchange round of a negotiation cycle:
@@ -34,8 +34,11 @@
  *                bit 1 TERMINATE (CYCLE: a terminate record follows the cycle record;
  *                                 BYE: a terminate record follows the header)
  *                other bits must be 0; a flag that does not fit the type is rejected
- *   request   := kind:u8 dtype:u8 op:u8 root:zigzag ndim:u8 shape{ndim} name
- *                (shape values must be 0..INT64_MAX; kind/dtype/op/ndim in range)
+ *   request   := kind:u8 dtype:u8 op:u8 root:zigzag ndim:u8 shape{ndim} name extras:u8
+ *                [prescale:f64 postscale:f64]
+ *                (shape values must be 0..INT64_MAX; kind/dtype/op/ndim in range;
+ *                extras bit 0 SCALES: the two factors follow, IEEE 754 binary64
+ *                little-endian, both finite, not both 1; other bits must be 0)
  *   name      := len (1..TC_MAX_NAME_LEN) bytes{len} (no 0x00 byte)
  *   response  := rtype:u8 name body
  *                rtype 0 RUN:   ndim0 (0..TC_WIRE_MAX_RANKS) dim0{ndim0} (allgather: rows per
@@ -58,11 +61,12 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "tcoll.h"
 
 #define TC_WIRE_MAGIC 0x7C
-#define TC_WIRE_VERSION 4
+#define TC_WIRE_VERSION 5
 #define TC_WIRE_MAX_TEXT 2048
 #define TC_WIRE_MAX_RANKS (1 << 24)
 #define TC_WIRE_MAX_CACHE (1u << 20) /* cache ids are 0..TC_WIRE_MAX_CACHE-1 */
@@ -113,7 +117,28 @@ typedef struct {
     uint8_t ndim;
     int32_t root;
     int64_t shape[TC_MAX_DIMS];
+    /* Scaling factors (tcoll.h, tc_opts_t): scaled 0 means both are 1 and
+     * the fields are ignored, so a zeroed request has none. */
+    uint8_t scaled;
+    double prescale, postscale;
 } tc_wire_request_t;
+
+/* Whether two requests scale alike: neither does, or both with the same
+ * factors, bit for bit (-0.0 is not 0.0: it flips signs of zeros). */
+static inline int tc__wire_scales_equal(const tc_wire_request_t *a, const tc_wire_request_t *b)
+{
+    double fa[2] = {1.0, 1.0}, fb[2] = {1.0, 1.0};
+
+    if (a->scaled) {
+        fa[0] = a->prescale;
+        fa[1] = a->postscale;
+    }
+    if (b->scaled) {
+        fb[0] = b->prescale;
+        fb[1] = b->postscale;
+    }
+    return memcmp(fa, fb, sizeof(fa)) == 0;
+}
 
 typedef enum { TC_WIRE_RUN = 0, TC_WIRE_ERROR = 1 } tc_wire_rtype_t;
 

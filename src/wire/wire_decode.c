@@ -19,19 +19,21 @@
  * decides what to say), or know anything about MPI.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/le.h"
 #include "wire/wire_internal.h"
 
 /* The fewest bytes an entry or record can take: used to bound a count by the
  * bytes left before anything is sized by it. */
 enum {
-    /* kind dtype op root(1) ndim(1) name_len(1) name(1) */
-    WIRE_MIN_REQUEST = 7,
+    /* kind dtype op root(1) ndim(1) name_len(1) name(1) extras */
+    WIRE_MIN_REQUEST = 8,
     /* RUN: rtype name_len(1) name(1) ndim0(1) cache_ref(1);
      * ERROR: rtype name_len(1) name(1) status text_len(1); both 5 */
     WIRE_MIN_RESPONSE = 5,
@@ -229,7 +231,7 @@ static tc_status_t rd_status(wire_reader_t *rd, const char *what, uint8_t *v_p)
 
 static tc_status_t rd_request(wire_reader_t *rd, wire_arena_t *a, tc_wire_request_t *r)
 {
-    uint8_t kind = 0, dtype = 0, op = 0, ndim = 0;
+    uint8_t kind = 0, dtype = 0, op = 0, ndim = 0, extras = 0;
     uint64_t zz = 0, dim = 0;
     unsigned d;
     tc_status_t st;
@@ -276,6 +278,35 @@ static tc_status_t rd_request(wire_reader_t *rd, wire_arena_t *a, tc_wire_reques
     }
     if ((st = rd_string(rd, a, "name", 1, TC_MAX_NAME_LEN, &r->name, &r->name_len)) != TC_OK) {
         return st;
+    }
+    if ((st = rd_u8(rd, "extras", &extras)) != TC_OK) {
+        return st;
+    }
+    if (extras & ~WIRE_EXTRA_SCALES) {
+        rd->p--;
+        return rd_fail(rd, "unknown extras bits 0x%02x", extras & ~WIRE_EXTRA_SCALES);
+    }
+    if (extras & WIRE_EXTRA_SCALES) {
+        double f[2];
+        int k;
+        for (k = 0; k < 2; k++) {
+            uint64_t bits;
+            if (rd_left(rd) < 8) {
+                return rd_fail(rd, "truncated reading %s", k == 0 ? "prescale" : "postscale");
+            }
+            bits = tc__le_get64(rd->p);
+            memcpy(&f[k], &bits, sizeof(f[k]));
+            if (!isfinite(f[k])) {
+                return rd_fail(rd, "%s is not finite", k == 0 ? "prescale" : "postscale");
+            }
+            rd->p += 8;
+        }
+        if (f[0] == 1.0 && f[1] == 1.0 && !signbit(f[0]) && !signbit(f[1])) {
+            return rd_fail(rd, "scaling factors of 1 must be left out");
+        }
+        r->scaled = 1;
+        r->prescale = f[0];
+        r->postscale = f[1];
     }
     r->kind = kind;
     r->dtype = dtype;

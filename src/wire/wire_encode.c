@@ -11,11 +11,13 @@
  * tc__set_error; the caller decides what to say), or know anything about MPI.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/le.h"
 #include "wire/wire_internal.h"
 
 /* With out == NULL it only counts bytes (the sizing pass). */
@@ -97,8 +99,11 @@ static tc_status_t wr_status(wire_writer_t *w, const char *where, uint32_t i, co
 
 static tc_status_t wr_request(wire_writer_t *w, uint32_t i, const tc_wire_request_t *r)
 {
+    unsigned char f64[8];
+    uint64_t bits;
     uint32_t zz;
     unsigned d;
+    tc_status_t st;
 
     if (r->kind >= TC_KIND_COUNT) {
         return enc_fail("request", i, "kind %u not in 0..%d", r->kind, TC_KIND_COUNT - 1);
@@ -125,7 +130,26 @@ static tc_status_t wr_request(wire_writer_t *w, uint32_t i, const tc_wire_reques
         }
         wr_varint(w, (uint64_t)r->shape[d]);
     }
-    return wr_string(w, "request", i, "name", r->name, r->name_len, 1, TC_MAX_NAME_LEN);
+    st = wr_string(w, "request", i, "name", r->name, r->name_len, 1, TC_MAX_NAME_LEN);
+    if (st != TC_OK) {
+        return st;
+    }
+    if (!r->scaled || (r->prescale == 1.0 && r->postscale == 1.0 && !signbit(r->prescale) &&
+                       !signbit(r->postscale))) {
+        wr_u8(w, 0);
+        return TC_OK;
+    }
+    if (!isfinite(r->prescale) || !isfinite(r->postscale)) {
+        return enc_fail("request", i, "a scaling factor is not finite");
+    }
+    wr_u8(w, WIRE_EXTRA_SCALES);
+    memcpy(&bits, &r->prescale, sizeof(bits));
+    tc__le_put64(f64, bits);
+    wr_bytes(w, f64, sizeof(f64));
+    memcpy(&bits, &r->postscale, sizeof(bits));
+    tc__le_put64(f64, bits);
+    wr_bytes(w, f64, sizeof(f64));
+    return TC_OK;
 }
 
 /* RUN ignores status and text; ERROR ignores ndim0, dim0 and cache_ref. */

@@ -24,6 +24,9 @@
 #include "util/status.h"
 #include "wire/wire.h"
 
+/* A request's extras byte (wire.h): bit 0, two scaling factors follow. */
+#define WIRE_EXTRA_SCALES 0x1u
+
 /* The largest status a message may carry (ERROR responses, terminate
  * records): 1..WIRE_STATUS_MAX, 0 (TC_OK) is not an error. */
 #define WIRE_STATUS_MAX ((unsigned)TC_ERR_TIMEOUT)

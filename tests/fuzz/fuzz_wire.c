@@ -88,6 +88,9 @@ static const char *first_difference(const tc_wire_msg_t *a, const tc_wire_msg_t 
         if (!same_bytes(x->name, x->name_len, y->name, y->name_len)) {
             return "request name";
         }
+        if (!tc__wire_scales_equal(x, y)) {
+            return "request scaling factors";
+        }
     }
     for (i = 0; i < a->count && a->type == TC_WIRE_CYCLE; i++) {
         const tc_wire_response_t *x = &a->resps[i], *y = &b->resps[i];

@@ -17,6 +17,12 @@ int main()
         std::printf("unexpected status\n");
         return 1;
     }
+    tc_opts_t o = TC_OPTS_INIT; // the options initializer is valid C++ too
+    o.postscale = 0.5;
+    if (o.size != sizeof(tc_opts_t) || o.prescale != 1.0 ||
+        tc_allreduce_ex("x", &t, &x, TC_SUM, &o, &req) != TC_ERR_STATE || req != nullptr) {
+        return 1;
+    }
     if (std::strcmp(tc_status_string(TC_OK), "success") != 0 || tc_dtype_size(TC_FLOAT64) != 8) {
         return 1;
     }

@@ -109,7 +109,7 @@ static tc_request_t *make(int kind, const tc_tensor_t *t, void *recv, tc_op_t op
     static char mark;
     tc_request_t *req = NULL, *sentinel = (tc_request_t *)(void *)&mark, *out = sentinel;
 
-    *st_p = tc__request_make("fn", (tc_kind_t)kind, "x", t, recv, op, root, &req, &out);
+    *st_p = tc__request_make("fn", (tc_kind_t)kind, "x", t, recv, op, root, NULL, &req, &out);
     if (*st_p != TC_OK) {
         CHECK(out == sentinel); /* untouched */
         CHECK(tc_last_error()[0] != '\0');
@@ -195,11 +195,15 @@ TC_CASE(request_make)
 TC_CASE(eager)
 {
     const tc_kind_desc_t *d = tc__kind_get(TC_KIND_ALLREDUCE);
+    tc_wire_request_t wsum = {.kind = TC_KIND_ALLREDUCE, .dtype = TC_INT32, .op = TC_SUM};
+    tc_wire_request_t wavg = {.kind = TC_KIND_ALLREDUCE, .dtype = TC_FLOAT32, .op = TC_AVG};
+    tc_wire_request_t wscl = wavg;
     int32_t in[3][4], acc[4];
     float fin[2][2] = {{1, 2}, {3, 5}}, facc[2];
     int q, i;
 
-    CHECK(d->eager_combine != NULL && d->eager_finish != NULL && d->algo_eager != NULL);
+    CHECK(d->eager_prepare != NULL && d->eager_combine != NULL && d->eager_finish != NULL &&
+          d->algo_eager != NULL);
     CHECK(tc__kind_get(TC_KIND_ALLGATHER)->eager_combine == NULL);
     CHECK(tc__kind_get(TC_KIND_BROADCAST)->eager_combine == NULL);
     for (q = 0; q < 3; q++) {
@@ -208,10 +212,11 @@ TC_CASE(eager)
         }
     }
     /* sum: fold the inputs one by one; finish changes nothing */
-    memcpy(acc, in[0], sizeof(acc));
+    d->eager_prepare(&wsum, acc, in[0], 4);
+    CHECK(memcmp(acc, in[0], sizeof(acc)) == 0); /* no prescale: a copy */
     d->eager_combine(TC_INT32, TC_SUM, acc, in[1], 4);
     d->eager_combine(TC_INT32, TC_SUM, acc, in[2], 4);
-    d->eager_finish(TC_INT32, TC_SUM, acc, 4, 3);
+    d->eager_finish(&wsum, acc, 4, 3);
     for (i = 0; i < 4; i++) {
         CHECK_EQ(acc[i], 30 + 3 * i);
     }
@@ -219,8 +224,17 @@ TC_CASE(eager)
     memcpy(facc, fin[0], sizeof(facc));
     d->eager_combine(TC_FLOAT32, TC_AVG, facc, fin[1], 2);
     CHECK(facc[0] == 4.0f && facc[1] == 7.0f);
-    d->eager_finish(TC_FLOAT32, TC_AVG, facc, 2, 2);
+    d->eager_finish(&wavg, facc, 2, 2);
     CHECK(facc[0] == 2.0f && facc[1] == 3.5f);
+    /* scaled: prepare multiplies by prescale, finish divides, then postscale */
+    wscl.scaled = 1;
+    wscl.prescale = 2.0;
+    wscl.postscale = 0.5;
+    d->eager_prepare(&wscl, facc, fin[0], 2);
+    CHECK(facc[0] == 2.0f && facc[1] == 4.0f);
+    d->eager_combine(TC_FLOAT32, TC_AVG, facc, fin[1], 2); /* 2+3, 4+5 */
+    d->eager_finish(&wscl, facc, 2, 2);                    /* /2, *0.5 */
+    CHECK(facc[0] == 1.25f && facc[1] == 2.25f);
 }
 
 static tc_wire_request_t base_request(int kind)
@@ -306,6 +320,8 @@ TC_CASE(agreement)
             case TC_AGREE_INDEX_NDIM: alt.ndim = 3; alt.shape[2] = 1; break;
             case TC_AGREE_INDEX_SHAPE: alt.shape[0] = 5; break; /* dim 0 alone */
             case TC_AGREE_INDEX_SHAPE_TAIL: alt.shape[1] = 5; break; /* dim 1 alone */
+            case TC_AGREE_INDEX_SCALE: alt.scaled = 1; alt.prescale = 1.0; alt.postscale = 0.5;
+                break;
             }
             text = decide(base, alt);
             if (d->agree & bit) {

@@ -22,6 +22,7 @@
 #include "tc_test.h"
 #include "util/status.h"
 #include "wire/wire.h"
+#include "wire_testutil.h"
 
 /* check.h names the rank through tc_rank(); a program linked without the
  * engine gets this one. The library's definition wins where it is linked. */
@@ -77,6 +78,7 @@ static void check_same(const tc_wire_msg_t *a, const tc_wire_msg_t *b)
         }
         CHECK_EQ(x->name_len, y->name_len);
         CHECK(memcmp(x->name, y->name, x->name_len) == 0);
+        CHECK(tc__wire_scales_equal(x, y));
     }
     for (i = 0; i < a->count && a->type == TC_WIRE_CYCLE; i++) {
         const tc_wire_response_t *x = &a->resps[i], *y = &b->resps[i];
@@ -661,16 +663,16 @@ TC_CASE(kind_names)
 /* Exact bytes for a few small messages, worked out by hand from wire.h. */
 TC_CASE(golden)
 {
-    static const uint8_t bye[] = {0x7C, 0x04, 0x03, 0x00, 0x00};
+    static const uint8_t bye[] = {0x7C, 0x05, 0x03, 0x00, 0x00};
     /* broadcast float32 sum, root -2 (zigzag 3), shape {300, 0}, name "ab" */
-    static const uint8_t req[] = {0x7C, 0x04, 0x01, 0x01, 0x01, 0x02, 0x06, 0x00,
-                                  0x03, 0x02, 0xAC, 0x02, 0x00, 0x02, 0x61, 0x62};
+    static const uint8_t req[] = {0x7C, 0x05, 0x01, 0x01, 0x01, 0x02, 0x06, 0x00,
+                                  0x03, 0x02, 0xAC, 0x02, 0x00, 0x02, 0x61, 0x62, 0x00};
     /* RUN "x" dim0 {1, 128} cache_ref 129; seq 300, round 64, cache_gen 0,
      * ready {0, 5, 200} (0, then 5-0-1 = 4, then 200-5-1 = 194), some {7, 1000}
      * (7, then 1000-7-1 = 992), stale {2^20-1}, eager inputs id 5 {DE AD 00 FF}
      * and id 200 {80} (5 as is, then 200-5-1 = 194, each with its len, then
      * the raw bytes: a 0x00 is fine there); terminate TC_ERR_SHUTDOWN "bye" */
-    static const uint8_t cycle[] = {0x7C, 0x04, 0x02, 0x02, 0x01,                   /* header */
+    static const uint8_t cycle[] = {0x7C, 0x05, 0x02, 0x02, 0x01,                   /* header */
                                     0x00, 0x01, 0x78, 0x02, 0x01, 0x80, 0x01, 0x81, 0x01, /* RUN */
                                     0xAC, 0x02, 0x40, 0x00,       /* seq, round, cache_gen */
                                     0x03, 0x00, 0x04, 0xC2, 0x01,       /* ready */
@@ -682,11 +684,11 @@ TC_CASE(golden)
                                     0x05, 0x03, 0x62, 0x79, 0x65};      /* terminate */
     /* an empty CYCLE: no responses, seq 0, round 0, cache_gen 0, no ids, no
      * eager inputs */
-    static const uint8_t empty_cycle[] = {0x7C, 0x04, 0x02, 0x00, 0x00, 0x00,
+    static const uint8_t empty_cycle[] = {0x7C, 0x05, 0x02, 0x00, 0x00, 0x00,
                                           0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
     /* the largest eager input, alone at the largest id: count 1, id 2^20-1,
      * len 2^16 (3 varint bytes each), then the bytes */
-    static const uint8_t big_eager_head[] = {0x7C, 0x04, 0x02, 0x00, 0x00, 0x00,
+    static const uint8_t big_eager_head[] = {0x7C, 0x05, 0x02, 0x00, 0x00, 0x00,
                                              0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
                                              0xFF, 0xFF, 0x3F, 0x80, 0x80, 0x04};
     static const int64_t dim0[] = {1, 128};
@@ -844,6 +846,42 @@ TC_CASE(requests_roundtrip)
             roundtrip(&m);
         }
     }
+}
+
+/* Scaling factors: kept bit for bit (-0.0 too); factors of 1 are written
+ * as none, and read back as none. */
+TC_CASE(scales_roundtrip)
+{
+    tc_wire_request_t r[4];
+    tc_wire_msg_t m = {.type = TC_WIRE_REQUESTS, .count = 4, .reqs = r};
+    size_t plain, len;
+    int i;
+
+    for (i = 0; i < 4; i++) {
+        r[i] = mk("s", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 3, 0);
+    }
+    m.count = 1;
+    plain = roundtrip(&m);
+    r[1].scaled = 1; /* both 1: the same bytes as none */
+    r[1].prescale = 1.0;
+    r[1].postscale = 1.0;
+    r[2].scaled = 1;
+    r[2].prescale = -0.0;
+    r[2].postscale = 1e300;
+    r[3].scaled = 1;
+    r[3].prescale = 0.125;
+    r[3].postscale = -3.5;
+    m.reqs = &r[1];
+    CHECK_EQ(roundtrip(&m), plain);
+    m.reqs = r;
+    m.count = 4;
+    len = roundtrip(&m);
+    CHECK_EQ(len, 4 * plain - 3 * 5 + 2 * 16); /* one 5-byte header; two with 16 bytes more */
+    CHECK(!tc__wire_scales_equal(&r[0], &r[2]) && !tc__wire_scales_equal(&r[2], &r[3]));
+    CHECK(tc__wire_scales_equal(&r[0], &r[1]));
+    r[1].prescale = 0.0; /* ignored while scaled is 0 */
+    r[1].scaled = 0;
+    CHECK(tc__wire_scales_equal(&r[0], &r[1]));
 }
 
 TC_CASE(cycle_roundtrip)
@@ -1194,7 +1232,7 @@ TC_CASE(large)
      * tighter than the format */
     m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .count = N, .reqs = r};
     len = roundtrip(&m);
-    CHECK_EQ(len, 4 + 3 + (size_t)N * 7); /* minimal requests: 7 bytes each */
+    CHECK_EQ(len, 4 + 3 + (size_t)N * 8); /* minimal requests: 8 bytes each */
     m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .count = N, .resps = s};
     len = roundtrip(&m);
     /* minimal responses: 5 bytes each; then a 7-byte cycle record */
@@ -1456,8 +1494,19 @@ typedef struct {
 /* seq 0, round 0, cache_gen 0: the cycle record up to its id lists (the ready
  * count is then byte 8 of a CYCLE with no responses) */
 #define CYCLE_HEAD0 RAW("\0\0\0")
+/* Scaling factors as written: IEEE 754 binary64, little-endian. */
+#define F64_1 "\0\0\0\0\0\0\xF0\x3F"
+#define F64_NEG1 "\0\0\0\0\0\0\xF0\xBF"
+#define F64_NEG0 "\0\0\0\0\0\0\0\x80"
+#define F64_2 "\0\0\0\0\0\0\0\x40"
+#define F64_HALF "\0\0\0\0\0\0\xE0\x3F"
+#define F64_INF "\0\0\0\0\0\0\xF0\x7F"
+#define F64_NAN "\0\0\0\0\0\0\xF8\x7F"
 /* A request with every one of its ndim shape values dim. */
 #define REQ(kind, dtype, op, zz_root, ndim, dim, name)                                  \
+    U8(kind), U8(dtype), U8(op), VAR(zz_root), U8(ndim), VARS(ndim, dim), STR(name), U8(0)
+/* The same up to its name: the extras byte (and its factors) follow. */
+#define REQ_NOX(kind, dtype, op, zz_root, ndim, dim, name)                              \
     U8(kind), U8(dtype), U8(op), VAR(zz_root), U8(ndim), VARS(ndim, dim), STR(name)
 /* One eager input as written: the id (or distance), then len bytes of c. */
 #define EAGER(id_or_delta, len, c) VAR(id_or_delta), FILL(len, c)
@@ -1518,6 +1567,11 @@ static void root_is_int32_max(const tc_wire_msg_t *d)
     CHECK_EQ(d->reqs[0].root, INT32_MAX);
 }
 
+static void scales_are_2_and_half(const tc_wire_msg_t *d)
+{
+    CHECK(d->reqs[0].scaled && d->reqs[0].prescale == 2.0 && d->reqs[0].postscale == 0.5);
+}
+
 static void seq_round_and_gen_max(const tc_wire_msg_t *d)
 {
     CHECK(d->seq == UINT64_MAX && d->round == TC_WIRE_MAX_ROUND && d->cache_gen == UINT64_MAX);
@@ -1558,16 +1612,18 @@ static const malformed_t malformed[] = {
     REJECT("magic", U8(0x00), U8(TC_WIRE_VERSION), U8(TC_WIRE_BYE), U8(0), U8(0)),
     REJECT("version", U8(TC_WIRE_MAGIC), U8(0), U8(TC_WIRE_BYE), U8(0), U8(0)),
     /* the old formats: a v1, v2 or v3 message is refused, not misread */
-    REJECT("unsupported version 1, want 4", U8(TC_WIRE_MAGIC), U8(1), U8(TC_WIRE_BYE), U8(0),
+    REJECT("unsupported version 1, want 5", U8(TC_WIRE_MAGIC), U8(1), U8(TC_WIRE_BYE), U8(0),
            U8(0)),
-    REJECT("unsupported version 2, want 4", U8(TC_WIRE_MAGIC), U8(2), U8(TC_WIRE_BYE), U8(0),
+    REJECT("unsupported version 2, want 5", U8(TC_WIRE_MAGIC), U8(2), U8(TC_WIRE_BYE), U8(0),
            U8(0)),
-    REJECT("unsupported version 3, want 4 (byte 1)", U8(TC_WIRE_MAGIC), U8(3), U8(TC_WIRE_BYE),
+    REJECT("unsupported version 3, want 5 (byte 1)", U8(TC_WIRE_MAGIC), U8(3), U8(TC_WIRE_BYE),
            U8(0), U8(0)),
     /* a v3 UP: seq 1, cache_gen 2, empty ready, some and stale lists, no eager inputs */
-    REJECT("unsupported version 3, want 4", U8(TC_WIRE_MAGIC), U8(3), U8(4), U8(0), U8(0),
+    REJECT("unsupported version 3, want 5", U8(TC_WIRE_MAGIC), U8(3), U8(4), U8(0), U8(0),
            RAW("\1\2\0\0\0\0")),
-    REJECT("version", U8(TC_WIRE_MAGIC), U8(5), U8(TC_WIRE_BYE), U8(0), U8(0)),
+    REJECT("unsupported version 4, want 5", U8(TC_WIRE_MAGIC), U8(4), U8(TC_WIRE_BYE), U8(0),
+           U8(0)),
+    REJECT("version", U8(TC_WIRE_MAGIC), U8(6), U8(TC_WIRE_BYE), U8(0), U8(0)),
     REJECT_EACH_BUT(TC_WIRE_REQUESTS, TC_WIRE_BYE, "unknown message type", HDR(EACH, 0, 0)),
     /* type 4 was UP until version 3: now unknown like any other, whatever follows */
     REJECT("wire: unknown message type 4 (byte 2)", HDR(4, 0, 0)),
@@ -1598,7 +1654,7 @@ static const malformed_t malformed[] = {
     REJECT("cannot fit", HDR(TC_WIRE_CYCLE, 0, UINT32_MAX)),
     REJECT("request 1: truncated reading kind", HDR(TC_WIRE_REQUESTS, 0, 2),
            REQ(0, 0, 0, 0, 0, 0, "abcdefghij")),
-    /* 7 bytes per request at least: 13 cannot hold 2 */
+    /* 8 bytes per request at least: 14 cannot hold 2 */
     REJECT("cannot fit", HDR(TC_WIRE_REQUESTS, 0, 2), REQ(0, 0, 0, 0, 0, 0, "abcdefg")),
 
     /* ---- varints (the count of a BYE) ---- */
@@ -1609,7 +1665,7 @@ static const malformed_t malformed[] = {
     ACCEPT(HEAD(TC_WIRE_BYE, 0), REP(9, 0x80), U8(0x00)),
     ACCEPT(HDR(TC_WIRE_REQUESTS, 0, 1), U8(0), U8(0), U8(0),
            RAW("\x80\x00"), /* root 0, padded */
-           U8(0), RAW("\x81\x00"), U8('z')), /* name length 1, padded */
+           U8(0), RAW("\x81\x00"), U8('z'), U8(0)), /* name length 1, padded */
 
     /* ---- request fields ---- */
     ACCEPT(HDR(TC_WIRE_REQUESTS, 0, 1),
@@ -1631,11 +1687,36 @@ static const malformed_t malformed[] = {
     REJECT("root", HDR(TC_WIRE_REQUESTS, 0, 1), REQ(0, 0, 0, (uint64_t)UINT32_MAX + 1, 0, 0, "k")),
     REJECT("root", HDR(TC_WIRE_REQUESTS, 0, 1), REQ(0, 0, 0, UINT64_MAX, 0, 0, "k")),
 
+    /* ---- scaling factors: extras bit 0, then two little-endian binary64 ---- */
+    ACCEPT_THEN(scales_are_2_and_half, HDR(TC_WIRE_REQUESTS, 0, 1),
+                REQ_NOX(0, TC_FLOAT32, 0, 0, 0, 0, "s"), U8(1), RAW(F64_2), RAW(F64_HALF)),
+    ACCEPT(HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, TC_FLOAT32, 0, 0, 0, 0, "s"), U8(1),
+           RAW(F64_1), RAW(F64_NEG1)),
+    ACCEPT(HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, TC_FLOAT32, 0, 0, 0, 0, "s"), U8(1),
+           RAW(F64_NEG0), RAW(F64_1)),
+    REJECT("request 0: scaling factors of 1 must be left out", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(1), RAW(F64_1), RAW(F64_1)),
+    REJECT("request 0: prescale is not finite", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(1), RAW(F64_INF), RAW(F64_1)),
+    REJECT("request 0: postscale is not finite", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(1), RAW(F64_1), RAW(F64_NAN)),
+    REJECT("truncated reading prescale", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(1), RAW("\0\0\0")),
+    REJECT("truncated reading postscale", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(1), RAW(F64_2), RAW("\0\0\0\0\0\0\0")),
+    REJECT("request 0: unknown extras bits 0x02", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(2)),
+    REJECT("unknown extras bits 0x80", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(0x81), RAW(F64_2), RAW(F64_2)),
+    /* a name one byte longer so that the count bound is not what fails */
+    REJECT("request 0: truncated reading extras", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "ss")),
+
     /* ---- names ---- */
     /* one more byte so that the count bound is not what fails */
     REJECT("name length 0 not in 1..1024", HDR(TC_WIRE_REQUESTS, 0, 1),
            REQ(0, 0, 0, 0, 0, 0, ""), U8(0)),
-    ACCEPT(HDR(TC_WIRE_REQUESTS, 0, 1), RAW("\0\0\0\0\0"), FILL(TC_MAX_NAME_LEN, 0xFF)),
+    ACCEPT(HDR(TC_WIRE_REQUESTS, 0, 1), RAW("\0\0\0\0\0"), FILL(TC_MAX_NAME_LEN, 0xFF), U8(0)),
     REJECT("name length 1025", HDR(TC_WIRE_REQUESTS, 0, 1), RAW("\0\0\0\0\0"),
            FILL(TC_MAX_NAME_LEN + 1, 'a')),
     /* a 0x00 byte first, in the middle, last */
