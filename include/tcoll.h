@@ -184,6 +184,15 @@ tc_status_t tc_allgather_ex(const char *name, const tc_tensor_t *send, const tc_
 tc_status_t tc_broadcast_ex(const char *name, tc_tensor_t *buf, int root, const tc_opts_t *opts,
                             tc_request_t **req_p);
 
+/* Completes on every rank once every rank has called it (its k-th call on
+ * each rank meets the others' k-th), and on this rank only after every
+ * request this rank submitted before it has completed. No tensor, no name
+ * (tcoll names it; names starting with "tcoll/barrier/" are reserved: other
+ * calls refuse them with TC_ERR_ARG). The output is an empty tensor.
+ * tc_barrier_ex takes options (none of tc_opts_t's fields apply yet). */
+tc_status_t tc_barrier(tc_request_t **req_p);
+tc_status_t tc_barrier_ex(const tc_opts_t *opts, tc_request_t **req_p);
+
 /* Blocks until req completes; returns the operation's status. */
 tc_status_t tc_wait(tc_request_t *req);
 

@@ -46,6 +46,11 @@ tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name,
     if (len == 0) {
         return tc__set_error(TC_ERR_ARG, "%s: name is empty", fn);
     }
+    if (!(kd->params & TC_PARAM_NONE_TENSOR) &&
+        strncmp(name, TC_AUTO_NAME_PREFIX, strlen(TC_AUTO_NAME_PREFIX)) == 0) {
+        return tc__set_error(TC_ERR_ARG, "%s: name '%s': names starting with '%s' are tcoll's",
+                             fn, name, TC_AUTO_NAME_PREFIX);
+    }
     if (len > TC_MAX_NAME_LEN) {
         return tc__set_error(TC_ERR_ARG, "%s: name is longer than %d bytes", fn, TC_MAX_NAME_LEN);
     }
@@ -117,6 +122,24 @@ tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name,
     return TC_OK;
 }
 
+/* A call without a tensor takes the name TC_AUTO_NAME_PREFIX + k for its
+ * k-th call on this rank (counted only when queued), so that the k-th calls
+ * of all ranks meet. */
+static int name_call(tc_request_t *req, uint64_t k)
+{
+    char buf[64];
+    int n = snprintf(buf, sizeof(buf), TC_AUTO_NAME_PREFIX "%llu", (unsigned long long)k);
+    char *name = strdup(buf);
+
+    if (name == NULL) {
+        return -1;
+    }
+    free(req->name);
+    req->name = name;
+    req->name_len = (uint32_t)n;
+    return 0;
+}
+
 /* Queues req for the engine thread, or fails it at once. */
 static tc_status_t submit(const char *fn, tc_request_t *req, tc_request_t **req_p)
 {
@@ -125,7 +148,9 @@ static tc_status_t submit(const char *fn, tc_request_t *req, tc_request_t **req_
     tc_status_t st = TC_OK;
 
     pthread_mutex_lock(&sh->mu);
-    if (sh->life == ENG_LIFE_NONE || sh->life == ENG_LIFE_STARTING) {
+    if ((tc__kind_of(req)->params & TC_PARAM_NONE_TENSOR) && name_call(req, sh->nbarriers) != 0) {
+        st = tc__set_error(TC_ERR_NOMEM, "%s: out of memory", fn);
+    } else if (sh->life == ENG_LIFE_NONE || sh->life == ENG_LIFE_STARTING) {
         st = tc__set_error(TC_ERR_STATE, "%s: tc_init has not been called", fn);
     } else if (sh->shutdown_requested) {
         st = tc__set_error(TC_ERR_SHUTDOWN, "%s: tc_shutdown was called on this rank", fn);
@@ -145,6 +170,8 @@ static tc_status_t submit(const char *fn, tc_request_t *req, tc_request_t **req_
         st = tc__set_error(TC_ERR_NOMEM, "%s: out of memory", fn);
     } else {
         req->submit_ns = tc__now_ns();
+        req->seq = sh->next_seq++;
+        sh->nbarriers += (tc__kind_of(req)->params & TC_PARAM_NONE_TENSOR) != 0;
         req->next = NULL;
         if (sh->q_tail != NULL) {
             sh->q_tail->next = req;
@@ -217,6 +244,21 @@ tc_status_t tc_broadcast_ex(const char *name, tc_tensor_t *buf, int root, const 
                        req_p);
 }
 
+/* No tensor: an empty one stands in, and submit names the call. */
+static const tc_tensor_t no_tensor = {NULL, TC_UINT8, 1, {0}};
+
+tc_status_t tc_barrier(tc_request_t **req_p)
+{
+    return submit_kind("tc_barrier", TC_KIND_BARRIER, TC_AUTO_NAME_PREFIX, &no_tensor, NULL,
+                       TC_SUM, 0, NULL, req_p);
+}
+
+tc_status_t tc_barrier_ex(const tc_opts_t *opts, tc_request_t **req_p)
+{
+    return submit_kind("tc_barrier_ex", TC_KIND_BARRIER, TC_AUTO_NAME_PREFIX, &no_tensor, NULL,
+                       TC_SUM, 0, opts, req_p);
+}
+
 int tc_rank(void)
 {
     return atomic_load_explicit(&tc__engine_shared.rank, memory_order_relaxed);
@@ -270,6 +312,29 @@ void tc__queue_finish(tc_request_t *req, tc_status_t st, const char *msg)
     tc__hmap_remove(&sh->inflight, req->name, req->name_len);
     pthread_mutex_unlock(&sh->mu);
     tc__request_complete(req, st, msg);
+}
+
+static void oldest(const char *key, size_t len, void *val, void *arg)
+{
+    const tc_request_t *req = val;
+    uint64_t *min = arg;
+
+    (void)key;
+    (void)len;
+    if (req->seq < *min) {
+        *min = req->seq;
+    }
+}
+
+uint64_t tc__queue_oldest_seq(void)
+{
+    eng_shared_t *sh = &tc__engine_shared;
+    uint64_t min = UINT64_MAX;
+
+    pthread_mutex_lock(&sh->mu);
+    tc__hmap_foreach(&sh->inflight, oldest, &min);
+    pthread_mutex_unlock(&sh->mu);
+    return min;
 }
 
 /* Requests in flight on this rank: submitted, not completed. */

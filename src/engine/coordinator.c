@@ -443,12 +443,16 @@ tc_status_t tc__coord_take_ready(tc_coord_t *c, tc_coord_batch_t *batch_p)
         return TC_OK;
     }
     b.resps = calloc(c->nready, sizeof(*b.resps));
-    if (b.resps == NULL) {
+    b.kinds = calloc(c->nready, 1);
+    if (b.resps == NULL || b.kinds == NULL) {
+        free(b.resps);
+        free(b.kinds);
         return TC_ERR_NOMEM;
     }
     for (e = c->ready_head; e != NULL; e = e->next_ready) {
-        tc_wire_response_t *r = &b.resps[i++];
+        tc_wire_response_t *r = &b.resps[i];
         const tc_wire_request_t *ref = &e->reqs[0];
+        b.kinds[i++] = ref->kind;
         r->name = e->name;
         r->name_len = e->name_len;
         if (e->fail_status != TC_OK) {
@@ -503,6 +507,7 @@ void tc__coord_batch_free(tc_coord_batch_t *b)
         e = next;
     }
     free(b->resps);
+    free(b->kinds);
     memset(b, 0, sizeof(*b));
 }
 

@@ -19,6 +19,7 @@ typedef struct tc_coord tc_coord_t;
 
 typedef struct {
     tc_wire_response_t *resps;
+    uint8_t *kinds; /* [count]: the kind of each response's name (rank 0's submission) */
     uint32_t count;
     void *entries; /* internal: storage the responses point into */
 } tc_coord_batch_t;

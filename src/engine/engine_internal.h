@@ -113,6 +113,8 @@ typedef struct {
     char stop_msg[ENG_MSG_MAX];
     tc_request_t *q_head, *q_tail; /* submitted, not yet taken by the engine thread */
     tc_hmap_t inflight;            /* name -> request, from submission until completion */
+    uint64_t next_seq;             /* the next queued request's seq (request.h) */
+    uint64_t nbarriers;            /* barriers queued: the next one's name (kinds.h) */
     pthread_t thread;
     /* Written once by the engine thread during start-up, before life leaves
      * STARTING; read by any thread with relaxed loads (a value is
@@ -169,6 +171,8 @@ typedef struct engine {
         tc_scratch_t fusion; /* persistent buffer that fused small tensors share */
         uint64_t cycle;      /* the cycle whose collectives run (the timeline's) */
         uint64_t ready_ns;   /* when that cycle became complete */
+        tc_request_t **deferred; /* ran, waiting for this rank's earlier requests */
+        size_t ndeferred, capdeferred;
     } exec;
 
     struct { /* negotiate.c */
@@ -215,6 +219,7 @@ const char *tc__life_name(eng_life_t s);
 size_t tc__queue_take(tc_request_t **head_p, int *shutdown_p);
 void tc__queue_finish(tc_request_t *req, tc_status_t st, const char *msg);
 size_t tc__queue_inflight(void);
+uint64_t tc__queue_oldest_seq(void); /* the smallest seq in flight, UINT64_MAX if none */
 void tc__queue_fail_all(tc_status_t st, const char *msg);
 /* api.c: a submission's checks and its request (any thread; pure) */
 tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name,
@@ -256,6 +261,7 @@ void tc__nego_goodbye(engine_t *e);
 
 /* exec.c */
 void tc__exec_run(engine_t *e, const tc_wire_response_t *resps, tc_request_t **reqs, uint32_t n);
+int tc__exec_deferred(engine_t *e);
 
 /* loop.c */
 void tc__loop_run(engine_t *e);

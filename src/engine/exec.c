@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/engine_internal.h"
@@ -112,6 +113,23 @@ static uint32_t fusion_group(const engine_t *e, const tc_wire_response_t *resps,
     return j;
 }
 
+/* req ran; it completes once this rank's earlier requests have
+ * (tc__exec_deferred). Out of memory to remember it: it completes now. */
+static void defer(engine_t *e, tc_request_t *req)
+{
+    if (e->exec.ndeferred == e->exec.capdeferred) {
+        size_t cap = e->exec.capdeferred < 8 ? 8 : e->exec.capdeferred * 2;
+        tc_request_t **v = realloc(e->exec.deferred, cap * sizeof(*v));
+        if (v == NULL) {
+            tc__queue_finish(req, TC_OK, NULL);
+            return;
+        }
+        e->exec.deferred = v;
+        e->exec.capdeferred = cap;
+    }
+    e->exec.deferred[e->exec.ndeferred++] = req;
+}
+
 /* Runs resps[i] for reqs[i], in order (see the file comment). reqs[i] is
  * NULL for an ERROR about a name this rank never submitted (a stalled
  * tensor rank 0 gave up on). */
@@ -167,7 +185,34 @@ void tc__exec_run(engine_t *e, const tc_wire_response_t *resps, tc_request_t **r
             tc__engine_fail(e, st, "%s; tcoll stops on this rank", msg);
         }
         for (k = i; k < j; k++) {
-            tc__queue_finish(reqs[k], st, msg);
+            if (st == TC_OK && tc__kind_of(reqs[k])->after_earlier) {
+                defer(e, reqs[k]);
+            } else {
+                tc__queue_finish(reqs[k], st, msg);
+            }
         }
     }
+}
+
+/* Completes the deferred requests whose earlier requests (this rank's, by
+ * seq) have all completed, oldest first. Returns whether one completed. */
+int tc__exec_deferred(engine_t *e)
+{
+    size_t i = 0, k;
+    int done = 0;
+
+    while (i < e->exec.ndeferred) {
+        tc_request_t *req = e->exec.deferred[i];
+        if (tc__queue_oldest_seq() < req->seq) {
+            i++;
+            continue;
+        }
+        for (k = i + 1; k < e->exec.ndeferred; k++) {
+            e->exec.deferred[k - 1] = e->exec.deferred[k];
+        }
+        e->exec.ndeferred--;
+        tc__queue_finish(req, TC_OK, NULL);
+        done = 1;
+    }
+    return done;
 }

@@ -234,6 +234,27 @@ static tc_status_t broadcast_run(const tc_kind_ctx_t *x, tc_request_t *req,
     .eager_finish = NULL,                                                               \
     .algo_eager = NULL
 
+/* ---- barrier: nothing to move ------------------------------------------------ */
+
+/* Every rank submitted it (that is what running it means): nothing is left
+ * to do but wait for this rank's earlier requests (after_earlier). */
+static tc_status_t barrier_run(const tc_kind_ctx_t *x, tc_request_t *req,
+                               const tc_wire_response_t *r, char *msg, size_t len)
+{
+    (void)x;
+    (void)r;
+    (void)msg;
+    (void)len;
+    tc__request_set_output(req, NULL, -1);
+    return TC_OK;
+}
+
+#define BARRIER_DESC                                                                    \
+    .params = TC_PARAM_NONE_TENSOR, .output = TC_OUT_NONE, .agree = 0,                  \
+    .validate = NULL, .run = barrier_run, .algo = "negotiation (every rank reached it)", \
+    .run_packed = NULL, .algo_packed = NULL, .eager_prepare = NULL, .eager_combine = NULL, \
+    .eager_finish = NULL, .algo_eager = NULL, .uncached = 1, .after_earlier = 1
+
 /* ---- the table ------------------------------------------------------------ */
 
 /* One row per entry of TC_KIND_MAP (wire/wire.h), which gives the kind's

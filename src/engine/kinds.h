@@ -49,14 +49,20 @@
 #define TC_PARAM_OP 0x1u   /* a reduction op */
 #define TC_PARAM_ROOT 0x2u /* a root rank: must be in 0..size-1 */
 #define TC_PARAM_SCALE 0x4u /* prescale and postscale factors (tc_opts_t) */
+#define TC_PARAM_NONE_TENSOR 0x8u /* takes no tensor: tcoll names each call
+                                   * (TC_AUTO_NAME_PREFIX + a per-rank count) */
+
+/* Names of calls that take none (tc_barrier): reserved, refused from users. */
+#define TC_AUTO_NAME_PREFIX "tcoll/barrier/"
 
 /* Where a request's output lands (tc_kind_desc_t.output). */
 typedef enum {
     TC_OUT_RECV,     /* the caller's recv buffer: same dtype and shape as the input */
     TC_OUT_IN_PLACE, /* the input buffer itself */
-    TC_OUT_GATHERED  /* a buffer tcoll allocates: every rank's input stacked along
+    TC_OUT_GATHERED, /* a buffer tcoll allocates: every rank's input stacked along
                       * dim 0 in rank order; rank 0's RUN response carries each
                       * rank's dim 0 */
+    TC_OUT_NONE      /* no tensor (barrier): the output is an empty tensor */
 } tc_kind_output_t;
 
 /*
@@ -146,6 +152,13 @@ typedef struct tc_kind_desc {
                           size_t count);
     void (*eager_finish)(const tc_wire_request_t *w, void *buf, size_t count, int n);
     const char *algo_eager; /* the timeline's label for a result that came that way */
+
+    /* Never given a cache id: every call negotiates in full (a kind whose
+     * names are used once, like the barrier's). */
+    int uncached;
+    /* Completes on this rank only once every request this rank submitted
+     * before it has completed (exec.c), whatever the order they run in. */
+    int after_earlier;
 } tc_kind_desc_t;
 
 /* The descriptor of kind (a tc_kind_t), or NULL when it is out of range. */

@@ -249,6 +249,7 @@ static void engine_free(engine_t *e)
     tc__nego_destroy(e);
     tc__scratch_free(&e->exec.scratch);
     tc__scratch_free(&e->exec.fusion);
+    free(e->exec.deferred);
     free(e->ctrl.v);
     free(e);
 }
@@ -283,6 +284,7 @@ static void *engine_main(void *arg)
         return NULL;
     }
     tc__loop_run(e); /* until the engine leaves RUNNING */
+    e->exec.ndeferred = 0; /* deferred requests are in flight: failed with the rest */
     tc__queue_fail_all(e->life.status, e->life.msg);
     if (eng_life() == ENG_LIFE_FAILED) {
         tc__fail_send_abort(e);

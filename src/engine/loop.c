@@ -48,6 +48,9 @@ static int engine_step(engine_t *e)
     if (eng_running()) {
         progress |= tc__nego_step(e);
     }
+    if (eng_running() && e->exec.ndeferred > 0) {
+        progress |= tc__exec_deferred(e);
+    }
     if (eng_running()) {
         periodic(e);
     }

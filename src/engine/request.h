@@ -31,6 +31,7 @@ struct tc_request {
     uint8_t scaled;   /* 0: prescale and postscale are 1 (tc_opts_t) */
     double prescale, postscale;
     uint64_t submit_ns; /* when it was queued (tc__now_ns), for the timeline */
+    uint64_t seq;       /* its place among this rank's queued requests (after_earlier) */
     const void *send; /* allreduce/allgather input */
     void *recv;       /* allreduce output, broadcast buffer */
 

@@ -82,7 +82,8 @@
 #define TC_KIND_MAP(X)      \
     X(ALLREDUCE, allreduce) \
     X(ALLGATHER, allgather) \
-    X(BROADCAST, broadcast)
+    X(BROADCAST, broadcast) \
+    X(BARRIER, barrier)
 
 typedef enum {
 #define TC_KIND_ENUM_(upper, lower) TC_KIND_##upper,

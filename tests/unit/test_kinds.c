@@ -41,6 +41,14 @@ TC_CASE(table)
         /* an op or root the ranks need not agree on would run differently */
         CHECK_EQ((d->params & TC_PARAM_OP) != 0, (d->agree & TC_AGREE_OP) != 0);
         CHECK_EQ((d->params & TC_PARAM_ROOT) != 0, (d->agree & TC_AGREE_ROOT) != 0);
+        /* an op's scaling factors must agree too */
+        CHECK_EQ((d->params & TC_PARAM_SCALE) != 0, (d->agree & TC_AGREE_SCALE) != 0);
+        if (d->params & TC_PARAM_NONE_TENSOR) { /* no tensor: nothing of one to agree on */
+            CHECK_EQ(d->agree, 0);
+            CHECK_EQ(d->output, TC_OUT_NONE);
+            CHECK(d->uncached); /* its names are used once */
+            continue;
+        }
         /* exactly one shape rule */
         CHECK_EQ(((d->agree & TC_AGREE_SHAPE) != 0) + ((d->agree & TC_AGREE_SHAPE_TAIL) != 0), 1);
         CHECK(d->agree & TC_AGREE_DTYPE);
@@ -329,7 +337,8 @@ TC_CASE(agreement)
                 CHECK_MSG(text != NULL && strncmp(text, want, strlen(want)) == 0,
                           "kind %s field %d: got '%s', want '%s...'", d->name, f,
                           text ? text : "(RUN)", want);
-            } else if (f == TC_AGREE_INDEX_NDIM || f == TC_AGREE_INDEX_SHAPE_TAIL) {
+            } else if ((f == TC_AGREE_INDEX_NDIM || f == TC_AGREE_INDEX_SHAPE_TAIL) &&
+                       !(d->params & TC_PARAM_NONE_TENSOR)) {
                 /* outside the mask, a changed ndim or dim 1 is still caught
                  * by the kind's shape rule */
                 CHECK_MSG(text != NULL && strstr(text, " shape mismatch") != NULL,

@@ -66,6 +66,50 @@ TC_CASE(eager)
     }
 }
 
+/* A kind whose names are used once (the barrier's) never takes a cache
+ * slot: with room for one name, the allreduce gets it, however many barrier
+ * rounds run first, and every barrier round negotiates in full. */
+TC_CASE(uncached_kind)
+{
+    static const spec_t specs[] = {
+        {"b", TC_KIND_BARRIER, TC_UINT8, TC_SUM, 0, 1, {0, 0}},
+        {"a", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, {64, 0}},
+    };
+    tc_neg_params_t p = params(3);
+    sim_t *s;
+    size_t i;
+    int r, k, cached_a = 0;
+
+    p.cache_capacity = 1;
+    s = sim_new(&p, 5);
+    s->specs = specs;
+    s->nspecs = 2;
+    for (r = 0; r < 3; r++) {
+        for (k = 0; k < 4; k++) {
+            mkplan(s, r, 0, k, 0);
+        }
+        for (k = 0; k < 3; k++) {
+            mkplan(s, r, 1, k, 0);
+        }
+    }
+    run(s);
+    check_settled(s);
+    check_agreement(s);
+    for (r = 0; r < 3; r++) {
+        for (i = 0; i < s->nlog[r]; i++) {
+            const rec_t *e = &s->log[r][i];
+            if (e->name[0] == 'b') {
+                CHECK_EQ(e->action, TC_NEG_RUN);
+                CHECK_EQ(e->cache_ref, 0); /* negotiated in full, never filed */
+            } else {
+                cached_a += e->action == TC_NEG_DONE || e->cache_ref != 0;
+            }
+        }
+    }
+    CHECK_EQ(cached_a, 3 * 3); /* filed at once, then cached on every rank */
+    sim_free(s);
+}
+
 /* ---- stale cache entries ------------------------------------------------------ */
 
 static const spec_t stale_specs[] = {
