@@ -28,6 +28,12 @@ void tc__scratch_free(tc_scratch_t *s);
  * count % n segments get one element more. Segment i starts at *off_p. */
 void tc__segment(size_t count, int n, int i, size_t *off_p, size_t *len_p);
 
+/* Split rows rows of row_elems elements each into n blocks of whole rows, as
+ * tc__segment splits elements: the first rows % n blocks get one row more.
+ * Block i starts at element *off_p and is *len_p elements long (0 when it has
+ * no rows). rows * row_elems must fit in a size_t (it is an element count). */
+void tc__row_block(size_t rows, size_t row_elems, int n, int i, size_t *off_p, size_t *len_p);
+
 /* Ring allreduce of count elements of dtype into buf, from src (NULL or buf:
  * in place; otherwise src must not overlap buf). TC_AVG divides by the group
  * size. Reduce-scatter steps move chunk_bytes at a time (every rank must pass
@@ -35,6 +41,21 @@ void tc__segment(size_t count, int n, int i, size_t *off_p, size_t *len_p);
 tc_status_t tc__ring_allreduce(tc_transport_t *t, const void *src, void *buf, size_t count,
                                tc_dtype_t dtype, tc_op_t op, size_t chunk_bytes,
                                tc_scratch_t *scratch);
+
+/* Ring reduce-scatter by row blocks. src holds rows rows of row_elems
+ * elements of dtype on every rank; the rows are cut into n blocks as
+ * tc__row_block cuts them (block i to rank i; blocks may be empty), and out
+ * receives this rank's block, tc__row_block(rows, row_elems, n, rank) long,
+ * reduced with op over all ranks' src. TC_AVG sums, then divides by the
+ * group size once, as tc__ring_allreduce does. The reduction order is fixed
+ * (ring_reducescatter.c), so the same inputs always give the same bits.
+ * src is only read; out must not overlap src (or scratch). Extra memory: two
+ * chunks of chunk_bytes in scratch (none for n <= 2), never a copy of the
+ * input. Collective: every rank must pass the same rows, row_elems, dtype,
+ * op and chunk_bytes; it makes nchunks x (n-1) sendrecv calls. */
+tc_status_t tc__ring_reducescatter(tc_transport_t *t, const void *src, void *out, size_t rows,
+                                   size_t row_elems, tc_dtype_t dtype, tc_op_t op,
+                                   size_t chunk_bytes, tc_scratch_t *scratch);
 
 /* Ring allgather with variable block sizes: block i (bytes[i] bytes) starts at
  * displs[i] of out; this rank's block must already be in place. */
