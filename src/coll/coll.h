@@ -10,6 +10,7 @@
 #define TC_COLL_COLL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "tcoll.h"
 #include "transport/transport.h"
@@ -61,6 +62,27 @@ tc_status_t tc__ring_reducescatter(tc_transport_t *t, const void *src, void *out
  * displs[i] of out; this rank's block must already be in place. */
 tc_status_t tc__ring_allgatherv(tc_transport_t *t, void *out, const size_t *bytes,
                                 const size_t *displs);
+
+/* Alltoallv by pairwise exchange: this rank's block for rank i is
+ * send_bytes[i] bytes at send + send_displs[i]; the block from rank i lands
+ * at recv + recv_displs[i] and must be recv_bytes[i] bytes, exactly what rank
+ * i sends this rank (learn them first with tc__alltoall_counts). Blocks may
+ * be empty. send and recv must not overlap; blocks within recv must not
+ * either. n-1 sendrecv calls (alltoallv.c), then this rank's own block is a
+ * memcpy: send_bytes[rank] != recv_bytes[rank] gives TC_ERR_ARG (after the
+ * exchange, so the other ranks are not left waiting). recv is written only
+ * inside its blocks. Collective: every rank calls it, with matching sizes. */
+tc_status_t tc__alltoallv(tc_transport_t *t, const void *send, const size_t *send_bytes,
+                          const size_t *send_displs, void *recv, const size_t *recv_bytes,
+                          const size_t *recv_displs);
+
+/* Exchange one count per rank pair: recv_counts[i] = rank i's
+ * send_counts[this rank]; recv_counts[rank] = send_counts[rank]. Arrays of n
+ * counts, in host byte order (every rank of a job runs the same ABI). The
+ * same schedule as tc__alltoallv with 8-byte blocks in rank order, which is
+ * what it runs; it allocates nothing. Collective. */
+tc_status_t tc__alltoall_counts(tc_transport_t *t, const uint64_t *send_counts,
+                                uint64_t *recv_counts);
 
 /* Binomial-tree broadcast of bytes from root: ceil(log2 n) rounds. */
 tc_status_t tc__bcast_binomial(tc_transport_t *t, void *buf, size_t bytes, int root);
