@@ -10,6 +10,7 @@
 #define TC_COLL_COLL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "tcoll.h"
 #include "transport/transport.h"
@@ -28,6 +29,12 @@ void tc__scratch_free(tc_scratch_t *s);
  * count % n segments get one element more. Segment i starts at *off_p. */
 void tc__segment(size_t count, int n, int i, size_t *off_p, size_t *len_p);
 
+/* Split rows rows of row_elems elements each into n blocks of whole rows, as
+ * tc__segment splits elements: the first rows % n blocks get one row more.
+ * Block i starts at element *off_p and is *len_p elements long (0 when it has
+ * no rows). rows * row_elems must fit in a size_t (it is an element count). */
+void tc__row_block(size_t rows, size_t row_elems, int n, int i, size_t *off_p, size_t *len_p);
+
 /* Ring allreduce of count elements of dtype into buf, from src (NULL or buf:
  * in place; otherwise src must not overlap buf). TC_AVG divides by the group
  * size. Reduce-scatter steps move chunk_bytes at a time (every rank must pass
@@ -36,10 +43,46 @@ tc_status_t tc__ring_allreduce(tc_transport_t *t, const void *src, void *buf, si
                                tc_dtype_t dtype, tc_op_t op, size_t chunk_bytes,
                                tc_scratch_t *scratch);
 
+/* Ring reduce-scatter by row blocks. src holds rows rows of row_elems
+ * elements of dtype on every rank; the rows are cut into n blocks as
+ * tc__row_block cuts them (block i to rank i; blocks may be empty), and out
+ * receives this rank's block, tc__row_block(rows, row_elems, n, rank) long,
+ * reduced with op over all ranks' src. TC_AVG sums, then divides by the
+ * group size once, as tc__ring_allreduce does. The reduction order is fixed
+ * (ring_reducescatter.c), so the same inputs always give the same bits.
+ * src is only read; out must not overlap src (or scratch). Extra memory: two
+ * chunks of chunk_bytes in scratch (none for n <= 2), never a copy of the
+ * input. Collective: every rank must pass the same rows, row_elems, dtype,
+ * op and chunk_bytes; it makes nchunks x (n-1) sendrecv calls. */
+tc_status_t tc__ring_reducescatter(tc_transport_t *t, const void *src, void *out, size_t rows,
+                                   size_t row_elems, tc_dtype_t dtype, tc_op_t op,
+                                   size_t chunk_bytes, tc_scratch_t *scratch);
+
 /* Ring allgather with variable block sizes: block i (bytes[i] bytes) starts at
  * displs[i] of out; this rank's block must already be in place. */
 tc_status_t tc__ring_allgatherv(tc_transport_t *t, void *out, const size_t *bytes,
                                 const size_t *displs);
+
+/* Alltoallv by pairwise exchange: this rank's block for rank i is
+ * send_bytes[i] bytes at send + send_displs[i]; the block from rank i lands
+ * at recv + recv_displs[i] and must be recv_bytes[i] bytes, exactly what rank
+ * i sends this rank (learn them first with tc__alltoall_counts). Blocks may
+ * be empty. send and recv must not overlap; blocks within recv must not
+ * either. n-1 sendrecv calls (alltoallv.c), then this rank's own block is a
+ * memcpy: send_bytes[rank] != recv_bytes[rank] gives TC_ERR_ARG (after the
+ * exchange, so the other ranks are not left waiting). recv is written only
+ * inside its blocks. Collective: every rank calls it, with matching sizes. */
+tc_status_t tc__alltoallv(tc_transport_t *t, const void *send, const size_t *send_bytes,
+                          const size_t *send_displs, void *recv, const size_t *recv_bytes,
+                          const size_t *recv_displs);
+
+/* Exchange one count per rank pair: recv_counts[i] = rank i's
+ * send_counts[this rank]; recv_counts[rank] = send_counts[rank]. Arrays of n
+ * counts, in host byte order (every rank of a job runs the same ABI). The
+ * same schedule as tc__alltoallv with 8-byte blocks in rank order, which is
+ * what it runs; it allocates nothing. Collective. */
+tc_status_t tc__alltoall_counts(tc_transport_t *t, const uint64_t *send_counts,
+                                uint64_t *recv_counts);
 
 /* Binomial-tree broadcast of bytes from root: ceil(log2 n) rounds. */
 tc_status_t tc__bcast_binomial(tc_transport_t *t, void *buf, size_t bytes, int root);

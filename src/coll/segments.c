@@ -1,7 +1,7 @@
 /*
- * segments.c - how a buffer is cut into per-rank segments, and the scratch
- * buffer the algorithms share. Pure arithmetic: no transport, no allocation
- * beyond the scratch buffer.
+ * segments.c - how a buffer is cut into per-rank segments (of elements, or of
+ * whole rows), and the scratch buffer the algorithms share. Pure arithmetic:
+ * no transport, no allocation beyond the scratch buffer.
  */
 #define _GNU_SOURCE
 #include "coll/coll.h"
@@ -17,6 +17,15 @@ void tc__segment(size_t count, int n, int i, size_t *off_p, size_t *len_p)
 
     *off_p = idx * base + (idx < rem ? idx : rem);
     *len_p = base + (idx < rem ? 1 : 0);
+}
+
+void tc__row_block(size_t rows, size_t row_elems, int n, int i, size_t *off_p, size_t *len_p)
+{
+    size_t row_off, row_len;
+
+    tc__segment(rows, n, i, &row_off, &row_len);
+    *off_p = row_off * row_elems;
+    *len_p = row_len * row_elems;
 }
 
 tc_status_t tc__scratch_reserve(tc_scratch_t *s, size_t bytes)

@@ -1,74 +1,21 @@
 /*
  * test_coll.c - the ring allreduce, ring allgatherv and binomial broadcast on
  * 1..8 "ranks" that are threads of this process, joined by an in-memory
- * transport (buffered sends, blocking receives). No MPI. Checks exact values
- * and that every rank ends with identical bits.
+ * transport (test_coll_ranks.h). No MPI. Checks exact values and that every
+ * rank ends with identical bits.
  */
 #define _GNU_SOURCE
 #include "check.h"
 #include "tc_test.h"
+#include "test_coll_ranks.h"
 #include "coll/coll.h"
 #include "reduce/reduce.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 
-#define MAXN 8
+#define MAXN COLL_MAXN
 
-typedef struct msg {
-    struct msg *next;
-    size_t len;
-    unsigned char data[];
-} msg_t;
-
-typedef struct {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    msg_t *head, *tail;
-} chan_t;
-
-static chan_t chans[MAXN][MAXN]; /* [src][dst] */
-static int g_runs;                /* collective runs checked, for the summary line */
-
-static tc_status_t fake_sendrecv(tc_transport_t *t, const void *sbuf, size_t sbytes, int dst,
-                                 void *rbuf, size_t rbytes, int src)
-{
-    if (dst >= 0 && sbytes > 0) {
-        chan_t *c = &chans[t->rank][dst];
-        msg_t *m = malloc(sizeof(*m) + sbytes);
-        CHECK(m != NULL);
-        m->next = NULL;
-        m->len = sbytes;
-        memcpy(m->data, sbuf, sbytes);
-        pthread_mutex_lock(&c->mu);
-        if (c->tail) {
-            c->tail->next = m;
-        } else {
-            c->head = m;
-        }
-        c->tail = m;
-        pthread_cond_signal(&c->cv);
-        pthread_mutex_unlock(&c->mu);
-    }
-    if (src >= 0 && rbytes > 0) {
-        chan_t *c = &chans[src][t->rank];
-        msg_t *m;
-        pthread_mutex_lock(&c->mu);
-        while (c->head == NULL) {
-            pthread_cond_wait(&c->cv, &c->mu);
-        }
-        m = c->head;
-        c->head = m->next;
-        if (c->head == NULL) {
-            c->tail = NULL;
-        }
-        pthread_mutex_unlock(&c->mu);
-        CHECK_EQ(m->len, rbytes);
-        memcpy(rbuf, m->data, rbytes);
-        free(m);
-    }
-    return TC_OK;
-}
+static int g_runs; /* collective runs checked, for the summary line */
 
 typedef struct {
     int rank, n;
@@ -83,71 +30,24 @@ typedef struct {
     size_t *bytes, *displs;
 } job_t;
 
-static void *rank_main(void *arg)
+static void rank_main(tc_transport_t *t, void *arg)
 {
     job_t *j = arg;
-    tc_transport_t t = {0};
     tc_scratch_t scratch = {0};
 
-    t.rank = j->rank;
-    t.size = j->n;
-    t.sendrecv = fake_sendrecv;
     if (j->what == 0) {
-        CHECK_OK(tc__ring_allreduce(&t, j->src, j->buf, j->count, j->dtype, j->op, j->chunk, &scratch));
+        CHECK_OK(tc__ring_allreduce(t, j->src, j->buf, j->count, j->dtype, j->op, j->chunk, &scratch));
     } else if (j->what == 1) {
-        CHECK_OK(tc__ring_allgatherv(&t, j->buf, j->bytes, j->displs));
+        CHECK_OK(tc__ring_allgatherv(t, j->buf, j->bytes, j->displs));
     } else {
-        CHECK_OK(tc__bcast_binomial(&t, j->buf, j->count, j->root));
+        CHECK_OK(tc__bcast_binomial(t, j->buf, j->count, j->root));
     }
     tc__scratch_free(&scratch);
-    return NULL;
 }
 
 static void run_all(job_t *jobs, int n)
 {
-    pthread_t th[MAXN];
-    int r;
-
-    for (r = 0; r < n; r++) {
-        CHECK_EQ(pthread_create(&th[r], NULL, rank_main, &jobs[r]), 0);
-    }
-    for (r = 0; r < n; r++) {
-        pthread_join(th[r], NULL);
-    }
-}
-
-/* Integer-valued input of rank r at element i, exact in every dtype used. */
-static double input(int r, size_t i, tc_op_t op)
-{
-    if (op == TC_PROD) {
-        return (i + (size_t)r) % 5 == 0 ? 2.0 : 1.0;
-    }
-    return (double)((int)((i * 7 + (size_t)r * 13) % 23) - 11);
-}
-
-static void store(tc_dtype_t dt, void *buf, size_t i, double v)
-{
-    switch (dt) {
-    case TC_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
-    case TC_FLOAT32: ((float *)buf)[i] = (float)v; break;
-    case TC_FLOAT64: ((double *)buf)[i] = v; break;
-    case TC_FLOAT16: ((uint16_t *)buf)[i] = tc__f32_to_f16((float)v); break;
-    case TC_BFLOAT16: ((uint16_t *)buf)[i] = tc__f32_to_bf16((float)v); break;
-    default: CHECK(0);
-    }
-}
-
-static double load(tc_dtype_t dt, const void *buf, size_t i)
-{
-    switch (dt) {
-    case TC_INT32: return ((const int32_t *)buf)[i];
-    case TC_FLOAT32: return ((const float *)buf)[i];
-    case TC_FLOAT64: return ((const double *)buf)[i];
-    case TC_FLOAT16: return tc__f16_to_f32(((const uint16_t *)buf)[i]);
-    case TC_BFLOAT16: return tc__bf16_to_f32(((const uint16_t *)buf)[i]);
-    default: CHECK(0);
-    }
-    return 0;
+    coll_run(n, rank_main, jobs, sizeof(*jobs));
 }
 
 /* Out of place (oop), the output starts as garbage and the input must come
@@ -166,7 +66,7 @@ static void test_allreduce_mode(int n, size_t count, tc_dtype_t dt, tc_op_t op, 
         jobs[r].buf = malloc(count * es + 1);
         in[r] = oop ? malloc(count * es + 1) : jobs[r].buf;
         for (i = 0; i < count; i++) {
-            store(dt, in[r], i, input(r, i, op));
+            coll_store(dt, in[r], i, coll_input(r, i, op));
         }
         if (oop) {
             memset(jobs[r].buf, 0xAB, count * es + 1);
@@ -176,31 +76,13 @@ static void test_allreduce_mode(int n, size_t count, tc_dtype_t dt, tc_op_t op, 
     run_all(jobs, n);
     for (r = 0; r < n && oop; r++) {
         for (i = 0; i < count; i++) {
-            CHECK_MSG(load(dt, in[r], i) == input(r, i, op), "n=%d count=%zu: rank %d's input "
-                      "changed at [%zu]", n, count, r, i);
+            CHECK_MSG(coll_load(dt, in[r], i) == coll_input(r, i, op), "n=%d count=%zu: rank "
+                      "%d's input changed at [%zu]", n, count, r, i);
         }
         free(in[r]);
     }
     for (i = 0; i < count; i++) {
-        double want = op == TC_PROD ? 1 : (op == TC_MIN ? 1e300 : (op == TC_MAX ? -1e300 : 0));
-        double got = load(dt, jobs[0].buf, i);
-        for (r = 0; r < n; r++) {
-            double v = input(r, i, op);
-            if (op == TC_SUM || op == TC_AVG) want += v;
-            if (op == TC_PROD) want *= v;
-            if (op == TC_MIN) want = v < want ? v : want;
-            if (op == TC_MAX) want = v > want ? v : want;
-        }
-        if (op == TC_AVG) {
-            /* one rounding of the quotient: half an ulp of the dtype */
-            double tol = (want < 0 ? -want : want) / n * (dt == TC_BFLOAT16 ? 1.0 / 256 : 1.0 / 2048);
-            CHECK_MSG(got >= want / n - tol - 1e-12 && got <= want / n + tol + 1e-12,
-                      "n=%d count=%zu %s avg [%zu]: got %g want %g", n, count, tc_dtype_name(dt), i,
-                      got, want / n);
-        } else {
-            CHECK_MSG(got == want, "n=%d count=%zu %s %s [%zu]: got %g want %g", n, count,
-                      tc_dtype_name(dt), tc_op_name(op), i, got, want);
-        }
+        coll_check_value(dt, op, n, coll_load(dt, jobs[0].buf, i), i, "allreduce", count);
     }
     for (r = 1; r < n; r++) {
         CHECK_MSG(count == 0 || memcmp(jobs[0].buf, jobs[r].buf, count * es) == 0,
@@ -355,14 +237,6 @@ TC_CASE(bcast_every_root)
 
 int main(int argc, char **argv)
 {
-    int n, c;
-
-    for (n = 0; n < MAXN; n++) {
-        for (c = 0; c < MAXN; c++) {
-            pthread_mutex_init(&chans[n][c].mu, NULL);
-            pthread_cond_init(&chans[n][c].cv, NULL);
-        }
-    }
     tc_test_main(argc, argv, NULL);
     printf("test_coll: %d collective runs ok\n", g_runs);
     return 0;

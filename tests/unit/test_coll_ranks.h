@@ -1,0 +1,43 @@
+/*
+ * test_coll_ranks.h - what the tests of the collective algorithms
+ * (test_coll*.c) share: 1..COLL_MAXN "ranks" that are threads of this
+ * process, joined by an in-memory transport (buffered sends, blocking
+ * receives), with a log of every sendrecv call; and inputs whose reductions
+ * are exact in every dtype used, with their reduction computed naively.
+ * No MPI.
+ */
+#ifndef TC_TEST_COLL_RANKS_H
+#define TC_TEST_COLL_RANKS_H
+
+#include <stddef.h>
+
+#include "coll/coll.h"
+
+#define COLL_MAXN 8
+
+/* Runs fn(t, arg of rank r) on n threads, rank r's arg at args + r * arg_size,
+ * t a transport of rank r in a group of n; returns when all have returned.
+ * Clears the call log first. Called from the main thread only. */
+void coll_run(int n, void (*fn)(tc_transport_t *t, void *arg), void *args, size_t arg_size);
+
+/* After coll_run: every rank made the same number of sendrecv calls, and in
+ * each call a rank's send meets the receive its destination made in the same
+ * call, with the same size. Holds for the ring and pairwise algorithms (not
+ * for the binomial broadcast). Returns the number of calls per rank. */
+size_t coll_check_calls_paired(int n);
+
+/* Integer-valued input of rank r at element i, exact in every dtype used. */
+double coll_input(int r, size_t i, tc_op_t op);
+
+/* Element i of buf as a double, and back (int8, int32, float16, bfloat16,
+ * float32, float64). */
+void coll_store(tc_dtype_t dt, void *buf, size_t i, double v);
+double coll_load(tc_dtype_t dt, const void *buf, size_t i);
+
+/* got, element i (of count) of what a collective named what left, must be
+ * the reduction of coll_input(0..n-1, i, op) computed in double (exact for
+ * these inputs), or for TC_AVG its quotient by n within one rounding. */
+void coll_check_value(tc_dtype_t dt, tc_op_t op, int n, double got, size_t i, const char *what,
+                      size_t count);
+
+#endif
