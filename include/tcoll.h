@@ -159,7 +159,7 @@ tc_status_t tc_broadcast(const char *name, tc_tensor_t *buf, int root, tc_reques
  * must keep their TC_OPTS_INIT values (TC_ERR_ARG otherwise), so a setting
  * is never silently ignored.
  *
- * prescale, postscale (allreduce; 1.0: none): each rank's input is multiplied
+ * prescale, postscale (allreduce, reducescatter; 1.0: none): each rank's input is multiplied
  * by prescale before the reduction, the result by postscale after it (avg
  * divides by the number of ranks first). Every rank must pass the same
  * factors (TC_ERR_MISMATCH otherwise); they must be finite. Floating dtypes
@@ -184,6 +184,30 @@ tc_status_t tc_allgather_ex(const char *name, const tc_tensor_t *send, const tc_
 tc_status_t tc_broadcast_ex(const char *name, tc_tensor_t *buf, int root, const tc_opts_t *opts,
                             tc_request_t **req_p);
 
+/* Reduces send across ranks (op; TC_AVG needs a floating dtype), then rank r
+ * keeps block r of dimension 0: rows are split as evenly as possible, the
+ * first (rows mod n) ranks getting one more row. Every rank passes the same
+ * shape (ndim >= 1). The output is allocated by tcoll: read it with
+ * tc_request_output (shape[0] is this rank's rows); valid until
+ * tc_request_free. tc_reducescatter_ex takes prescale and postscale. */
+tc_status_t tc_reducescatter(const char *name, const tc_tensor_t *send, tc_op_t op,
+                             tc_request_t **req_p);
+tc_status_t tc_reducescatter_ex(const char *name, const tc_tensor_t *send, tc_op_t op,
+                                const tc_opts_t *opts, tc_request_t **req_p);
+
+/* Rank r sends splits[j] rows of send's dimension 0 to rank j, in order
+ * (rows splits[0] first to rank 0, and so on); splits has tc_size() entries,
+ * each >= 0, adding up to shape[0]. splits NULL: shape[0] / tc_size() rows to
+ * every rank (shape[0] must be divisible). The dtype and the dims after the
+ * first must agree across ranks. The output, allocated by tcoll, stacks the
+ * rows received from each rank in rank order (tc_request_output); how many
+ * came from each rank: tc_request_splits. splits is read during the call
+ * only. */
+tc_status_t tc_alltoall(const char *name, const tc_tensor_t *send, const int64_t *splits,
+                        tc_request_t **req_p);
+tc_status_t tc_alltoall_ex(const char *name, const tc_tensor_t *send, const int64_t *splits,
+                           const tc_opts_t *opts, tc_request_t **req_p);
+
 /* Completes on every rank once every rank has called it (its k-th call on
  * each rank meets the others' k-th), and on this rank only after every
  * request this rank submitted before it has completed. No tensor, no name
@@ -207,6 +231,12 @@ const char *tc_request_error(const tc_request_t *req);
  * tcoll allocated; for allreduce the recv buffer; for broadcast the buffer.
  * TC_ERR_STATE if not complete yet; the request's status if it failed. */
 tc_status_t tc_request_output(const tc_request_t *req, tc_tensor_t *out_p);
+
+/* After a successful alltoall or allgather: how many rows of dimension 0
+ * came from each rank (*count_p = the number of ranks; the array lives until
+ * tc_request_free). TC_ERR_STATE while pending; the request's status if it
+ * failed; TC_ERR_ARG for other kinds. */
+tc_status_t tc_request_splits(const tc_request_t *req, const int64_t **splits_p, int *count_p);
 
 /* Waits for req if it has not completed, then releases it and any output. NULL is ignored. */
 void tc_request_free(tc_request_t *req);

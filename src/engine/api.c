@@ -28,7 +28,8 @@
 /* Validates a submission and builds its request; nothing is shared yet. */
 tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name,
                              const tc_tensor_t *t, void *recv, tc_op_t op, int root,
-                             const tc_opts_t *opts, tc_request_t **req_p, tc_request_t **out_p)
+                             const int64_t *splits, const tc_opts_t *opts, tc_request_t **req_p,
+                             tc_request_t **out_p)
 {
     const tc_kind_desc_t *kd = tc__kind_get(kind);
     tc_opts_t o;
@@ -88,7 +89,8 @@ tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name,
         return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': data is NULL", fn, name);
     }
     if (kd->validate != NULL) {
-        tc_kind_args_t a = {t, count, recv, op, root};
+        tc_kind_args_t a = {t, count, recv, op, root, splits,
+                            atomic_load_explicit(&tc__engine_shared.size, memory_order_relaxed)};
         char why[256];
         if (kd->validate(&a, why, sizeof(why)) != TC_OK) {
             return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': %s", fn, name, why);
@@ -118,6 +120,19 @@ tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name,
     req->postscale = o.postscale;
     req->send = t->data;
     req->recv = kd->output == TC_OUT_RECV ? recv : kd->output == TC_OUT_IN_PLACE ? t->data : NULL;
+    if ((kd->params & TC_PARAM_SPLITS) && splits != NULL) {
+        /* validate checked them against the size, which is known by now */
+        int n = atomic_load_explicit(&tc__engine_shared.size, memory_order_relaxed);
+        req->splits = n > 0 ? malloc((size_t)n * sizeof(*splits)) : NULL;
+        if (req->splits == NULL && n > 0) {
+            tc__request_destroy(req);
+            return tc__set_error(TC_ERR_NOMEM, "%s: out of memory", fn);
+        }
+        if (n > 0) {
+            memcpy(req->splits, splits, (size_t)n * sizeof(*splits));
+            req->nsplits = n;
+        }
+    }
     *out_p = req;
     return TC_OK;
 }
@@ -193,16 +208,24 @@ static tc_status_t submit(const char *fn, tc_request_t *req, tc_request_t **req_
 }
 
 /* The submission path of every collective: checks, then queues. */
-static tc_status_t submit_kind(const char *fn, tc_kind_t kind, const char *name,
-                               const tc_tensor_t *t, void *recv, tc_op_t op, int root,
-                               const tc_opts_t *opts, tc_request_t **req_p)
+static tc_status_t submit_split(const char *fn, tc_kind_t kind, const char *name,
+                                const tc_tensor_t *t, void *recv, tc_op_t op, int root,
+                                const int64_t *splits, const tc_opts_t *opts,
+                                tc_request_t **req_p)
 {
     tc_request_t *req = NULL;
     tc_status_t st;
 
     tc__clear_error();
-    st = tc__request_make(fn, kind, name, t, recv, op, root, opts, req_p, &req);
+    st = tc__request_make(fn, kind, name, t, recv, op, root, splits, opts, req_p, &req);
     return st != TC_OK ? st : submit(fn, req, req_p);
+}
+
+static tc_status_t submit_kind(const char *fn, tc_kind_t kind, const char *name,
+                               const tc_tensor_t *t, void *recv, tc_op_t op, int root,
+                               const tc_opts_t *opts, tc_request_t **req_p)
+{
+    return submit_split(fn, kind, name, t, recv, op, root, NULL, opts, req_p);
 }
 
 tc_status_t tc_allreduce(const char *name, const tc_tensor_t *send, void *recv, tc_op_t op,
@@ -242,6 +265,34 @@ tc_status_t tc_broadcast_ex(const char *name, tc_tensor_t *buf, int root, const 
 {
     return submit_kind("tc_broadcast_ex", TC_KIND_BROADCAST, name, buf, NULL, TC_SUM, root, opts,
                        req_p);
+}
+
+tc_status_t tc_reducescatter(const char *name, const tc_tensor_t *send, tc_op_t op,
+                             tc_request_t **req_p)
+{
+    return submit_kind("tc_reducescatter", TC_KIND_REDUCESCATTER, name, send, NULL, op, 0, NULL,
+                       req_p);
+}
+
+tc_status_t tc_reducescatter_ex(const char *name, const tc_tensor_t *send, tc_op_t op,
+                                const tc_opts_t *opts, tc_request_t **req_p)
+{
+    return submit_kind("tc_reducescatter_ex", TC_KIND_REDUCESCATTER, name, send, NULL, op, 0,
+                       opts, req_p);
+}
+
+tc_status_t tc_alltoall(const char *name, const tc_tensor_t *send, const int64_t *splits,
+                        tc_request_t **req_p)
+{
+    return submit_split("tc_alltoall", TC_KIND_ALLTOALL, name, send, NULL, TC_SUM, 0, splits,
+                        NULL, req_p);
+}
+
+tc_status_t tc_alltoall_ex(const char *name, const tc_tensor_t *send, const int64_t *splits,
+                           const tc_opts_t *opts, tc_request_t **req_p)
+{
+    return submit_split("tc_alltoall_ex", TC_KIND_ALLTOALL, name, send, NULL, TC_SUM, 0, splits,
+                        opts, req_p);
 }
 
 /* No tensor: an empty one stands in, and submit names the call. */

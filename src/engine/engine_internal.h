@@ -224,7 +224,8 @@ void tc__queue_fail_all(tc_status_t st, const char *msg);
 /* api.c: a submission's checks and its request (any thread; pure) */
 tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name,
                              const tc_tensor_t *t, void *recv, tc_op_t op, int root,
-                             const tc_opts_t *opts, tc_request_t **req_p, tc_request_t **out_p);
+                             const int64_t *splits, const tc_opts_t *opts, tc_request_t **req_p,
+                             tc_request_t **out_p);
 /* opts.c: the options a call was given (NULL: TC_OPTS_INIT), checked against
  * what kind kd takes; TC_ERR_ARG with the thread's error set otherwise */
 struct tc_kind_desc;

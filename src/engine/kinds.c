@@ -192,6 +192,11 @@ static tc_status_t allgather_run(const tc_kind_ctx_t *x, tc_request_t *req,
         goto err_free_bytes;
     }
     free(bytes);
+    req->out_splits = malloc((size_t)size * sizeof(*req->out_splits));
+    if (req->out_splits != NULL) { /* without it, tc_request_splits says none: not fatal */
+        memcpy(req->out_splits, r->dim0, (size_t)size * sizeof(*req->out_splits));
+        req->nout_splits = size;
+    }
     tc__request_set_output(req, req->owned_output, rows);
     return TC_OK;
 
@@ -233,6 +238,197 @@ static tc_status_t broadcast_run(const tc_kind_ctx_t *x, tc_request_t *req,
     .run_packed = NULL, .algo_packed = NULL, .eager_prepare = NULL, .eager_combine = NULL, \
     .eager_finish = NULL,                                                               \
     .algo_eager = NULL
+
+/* ---- reducescatter: ring reduce-scatter (coll/ring_reducescatter.c) ------ */
+
+static tc_status_t reducescatter_validate(const tc_kind_args_t *a, char *why, size_t len)
+{
+    if (a->tensor->ndim == 0) {
+        snprintf(why, len, "reducescatter needs ndim >= 1 (it splits dimension 0 across ranks)");
+        return TC_ERR_ARG;
+    }
+    return allreduce_validate(a, why, len);
+}
+
+/* Rows of block i when rows are cut into n blocks (tc__row_block's rule). */
+static size_t block_rows(size_t rows, int n, int i)
+{
+    return rows / (size_t)n + ((size_t)i < rows % (size_t)n);
+}
+
+/* Rank r keeps block r of dim 0 (coll.h, tc__row_block), in a buffer tcoll
+ * allocates; a prescaled input is a scaled copy first. */
+static tc_status_t reducescatter_run(const tc_kind_ctx_t *x, tc_request_t *req,
+                                     const tc_wire_response_t *r, char *msg, size_t len)
+{
+    const int rank = x->tp->rank, size = x->tp->size;
+    const size_t es = tc_dtype_size(req->dtype);
+    size_t rows = (size_t)req->shape[0], row = 1, off, elems;
+    void *scaled = NULL;
+    const void *src = req->send;
+    tc_status_t st;
+    int d;
+
+    (void)r;
+    for (d = 1; d < req->ndim; d++) {
+        row *= (size_t)req->shape[d]; /* fits: validated at submission */
+    }
+    tc__row_block(rows, row, size, rank, &off, &elems);
+    req->owned_output = tc__output_alloc(elems * es, &req->owned_cap);
+    if (req->owned_output == NULL) {
+        snprintf(msg, len, "tensor '%s': cannot allocate %zu bytes for the reducescatter output",
+                 req->name, elems * es);
+        return TC_ERR_NOMEM;
+    }
+    if (!is_one(prescale_of(req)) && req->count > 0) {
+        if ((scaled = malloc(req->count * es)) == NULL) {
+            snprintf(msg, len, "tensor '%s': out of memory for the prescaled input", req->name);
+            return TC_ERR_NOMEM;
+        }
+        tc__scale(req->dtype, scaled, req->send, req->count, req->prescale);
+        src = scaled;
+    }
+    st = tc__ring_reducescatter(x->tp, src, req->owned_output, rows, row, req->dtype, req->op,
+                                x->chunk_bytes, x->scratch);
+    free(scaled);
+    if (st != TC_OK) {
+        return run_failed(x, req, st, msg, len);
+    }
+    if (!is_one(postscale_of(req))) {
+        tc__scale(req->dtype, req->owned_output, req->owned_output, elems, req->postscale);
+    }
+    tc__request_set_output(req, req->owned_output, (int64_t)block_rows(rows, size, rank));
+    return TC_OK;
+}
+
+#define REDUCESCATTER_DESC                                                              \
+    .params = TC_PARAM_OP | TC_PARAM_SCALE, .output = TC_OUT_ALLOCATED,                 \
+    .agree = TC_AGREE_DTYPE | TC_AGREE_OP | TC_AGREE_SHAPE | TC_AGREE_SCALE,            \
+    .validate = reducescatter_validate, .run = reducescatter_run,                       \
+    .algo = "ring reduce-scatter", .run_packed = NULL, .algo_packed = NULL,             \
+    .eager_prepare = NULL, .eager_combine = NULL, .eager_finish = NULL, .algo_eager = NULL
+
+/* ---- alltoall: pairwise exchange (coll/alltoallv.c) ----------------------- */
+
+static tc_status_t alltoall_validate(const tc_kind_args_t *a, char *why, size_t len)
+{
+    int64_t sum = 0;
+    int q;
+
+    if (a->tensor->ndim == 0) {
+        snprintf(why, len, "alltoall needs ndim >= 1 (it sends rows of dimension 0)");
+        return TC_ERR_ARG;
+    }
+    if (a->size <= 0) {
+        return TC_OK; /* before tc_init: the submission fails with TC_ERR_STATE */
+    }
+    if (a->splits == NULL) {
+        if (a->tensor->shape[0] % a->size != 0) {
+            snprintf(why, len, "dimension 0 (%lld) is not divisible by the %d ranks (pass splits "
+                     "for uneven rows)", (long long)a->tensor->shape[0], a->size);
+            return TC_ERR_ARG;
+        }
+        return TC_OK;
+    }
+    for (q = 0; q < a->size; q++) {
+        if (a->splits[q] < 0) {
+            snprintf(why, len, "splits[%d] is negative (%lld)", q, (long long)a->splits[q]);
+            return TC_ERR_ARG;
+        }
+        if (a->splits[q] > a->tensor->shape[0] - sum) {
+            break;
+        }
+        sum += a->splits[q];
+    }
+    if (q < a->size || sum != a->tensor->shape[0]) {
+        snprintf(why, len, "splits do not add up to dimension 0 (%lld): %s%lld over %d ranks",
+                 (long long)a->tensor->shape[0], q < a->size ? "more than " : "",
+                 (long long)sum, a->size);
+        return TC_ERR_ARG;
+    }
+    return TC_OK;
+}
+
+/* The ranks first exchange how many rows each sends each (8 bytes a pair),
+ * then the rows; the output (tcoll's) stacks what came, in rank order. */
+static tc_status_t alltoall_run(const tc_kind_ctx_t *x, tc_request_t *req,
+                                const tc_wire_response_t *r, char *msg, size_t len)
+{
+    const int size = x->tp->size;
+    size_t row = tc_dtype_size(req->dtype), total = 0, off = 0;
+    uint64_t *counts;
+    size_t *sb, *sd, *rb, *rd;
+    int64_t rows = 0;
+    tc_status_t st = TC_ERR_NOMEM;
+    int q, d;
+
+    (void)r;
+    for (d = 1; d < req->ndim; d++) {
+        row *= (size_t)req->shape[d];
+    }
+    counts = malloc(2 * (size_t)size * sizeof(*counts));
+    sb = malloc(4 * (size_t)size * sizeof(*sb));
+    req->out_splits = malloc((size_t)size * sizeof(*req->out_splits));
+    if (counts == NULL || sb == NULL || req->out_splits == NULL) {
+        snprintf(msg, len, "tensor '%s': out of memory", req->name);
+        goto out;
+    }
+    sd = sb + size;
+    rb = sd + size;
+    rd = rb + size;
+    for (q = 0; q < size; q++) {
+        int64_t n = req->splits != NULL ? req->splits[q] : req->shape[0] / size;
+        counts[q] = (uint64_t)n;
+        sb[q] = (size_t)n * row;
+        sd[q] = off;
+        off += sb[q];
+    }
+    st = tc__alltoall_counts(x->tp, counts, counts + size);
+    if (st != TC_OK) {
+        snprintf(msg, len, "tensor '%s': alltoall failed exchanging row counts: %s", req->name,
+                 st == TC_ERR_NOMEM ? "out of memory" : x->tp->err);
+        goto out;
+    }
+    for (q = 0; q < size; q++) {
+        uint64_t n = counts[size + q];
+        if (n > (uint64_t)INT64_MAX || (row != 0 && n > (SIZE_MAX - total) / row)) {
+            snprintf(msg, len, "tensor '%s': alltoall output does not fit in memory", req->name);
+            st = TC_ERR_NOMEM;
+            goto out;
+        }
+        req->out_splits[q] = (int64_t)n;
+        rb[q] = (size_t)n * row;
+        rd[q] = total;
+        total += rb[q];
+        rows += (int64_t)n;
+    }
+    req->nout_splits = size;
+    req->owned_output = tc__output_alloc(total, &req->owned_cap);
+    if (req->owned_output == NULL) {
+        snprintf(msg, len, "tensor '%s': cannot allocate %zu bytes for the alltoall output",
+                 req->name, total);
+        st = TC_ERR_NOMEM;
+        goto out;
+    }
+    st = tc__alltoallv(x->tp, req->send, sb, sd, req->owned_output, rb, rd);
+    if (st != TC_OK) {
+        snprintf(msg, len, "tensor '%s': alltoall failed: %s", req->name, x->tp->err);
+        goto out;
+    }
+    tc__request_set_output(req, req->owned_output, rows);
+
+out:
+    free(counts);
+    free(sb);
+    return st;
+}
+
+#define ALLTOALL_DESC                                                                   \
+    .params = TC_PARAM_SPLITS, .output = TC_OUT_ALLOCATED,                              \
+    .agree = TC_AGREE_DTYPE | TC_AGREE_NDIM | TC_AGREE_SHAPE_TAIL,                      \
+    .validate = alltoall_validate, .run = alltoall_run, .algo = "pairwise exchange",   \
+    .run_packed = NULL, .algo_packed = NULL, .eager_prepare = NULL, .eager_combine = NULL, \
+    .eager_finish = NULL, .algo_eager = NULL
 
 /* ---- barrier: nothing to move ------------------------------------------------ */
 

@@ -49,6 +49,7 @@
 #define TC_PARAM_OP 0x1u   /* a reduction op */
 #define TC_PARAM_ROOT 0x2u /* a root rank: must be in 0..size-1 */
 #define TC_PARAM_SCALE 0x4u /* prescale and postscale factors (tc_opts_t) */
+#define TC_PARAM_SPLITS 0x10u /* rows of dim 0 to each rank (alltoall; optional) */
 #define TC_PARAM_NONE_TENSOR 0x8u /* takes no tensor: tcoll names each call
                                    * (TC_AUTO_NAME_PREFIX + a per-rank count) */
 
@@ -62,7 +63,9 @@ typedef enum {
     TC_OUT_GATHERED, /* a buffer tcoll allocates: every rank's input stacked along
                       * dim 0 in rank order; rank 0's RUN response carries each
                       * rank's dim 0 */
-    TC_OUT_NONE      /* no tensor (barrier): the output is an empty tensor */
+    TC_OUT_NONE,     /* no tensor (barrier): the output is an empty tensor */
+    TC_OUT_ALLOCATED /* a buffer tcoll allocates, shaped by the kind's run (its rows
+                      * of dim 0 may differ from the input's) */
 } tc_kind_output_t;
 
 /*
@@ -103,6 +106,8 @@ typedef struct {
     const void *recv;
     tc_op_t op;
     int root;
+    const int64_t *splits; /* TC_PARAM_SPLITS: NULL, or size entries */
+    int size;              /* the job's size, or -1 before tc_init (then size checks wait) */
 } tc_kind_args_t;
 
 /* What a kind's run function runs with (the engine thread's). */

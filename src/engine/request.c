@@ -128,6 +128,8 @@ void tc__request_destroy(tc_request_t *req)
     }
     free(req->name);
     free(req->error);
+    free(req->splits);
+    free(req->out_splits);
     tc__output_release(req->owned_output, req->owned_cap);
     free(req);
 }
@@ -202,6 +204,28 @@ tc_status_t tc_request_output(const tc_request_t *req, tc_tensor_t *out_p)
         return tc__set_error(req->status, "%s", req->error != NULL ? req->error : "");
     }
     *out_p = req->output;
+    return TC_OK;
+}
+
+tc_status_t tc_request_splits(const tc_request_t *req, const int64_t **splits_p, int *count_p)
+{
+    if (req == NULL || splits_p == NULL || count_p == NULL) {
+        return tc__set_error(TC_ERR_ARG, "tc_request_splits: %s is NULL",
+                             req == NULL ? "request" : splits_p == NULL ? "splits_p" : "count_p");
+    }
+    if (!is_done(req)) {
+        return tc__set_error(TC_ERR_STATE, "tc_request_splits: tensor '%s' has not completed",
+                             req->name);
+    }
+    if (req->status != TC_OK) {
+        return tc__set_error(req->status, "%s", req->error != NULL ? req->error : "");
+    }
+    if (req->out_splits == NULL) {
+        return tc__set_error(TC_ERR_ARG, "tc_request_splits: tensor '%s' is not an alltoall or "
+                             "an allgather", req->name);
+    }
+    *splits_p = req->out_splits;
+    *count_p = req->nout_splits;
     return TC_OK;
 }
 

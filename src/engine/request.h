@@ -39,6 +39,10 @@ struct tc_request {
     tc_status_t status;
     char *error; /* NULL on success */
     tc_tensor_t output;
+    int64_t *splits;    /* alltoall: rows to each rank (n), NULL: dim 0 / n each */
+    int nsplits;
+    int64_t *out_splits; /* allgather, alltoall: rows from each rank (n), once done */
+    int nout_splits;
     void *owned_output; /* allgather output, returned to the pool with the request */
     size_t owned_cap;   /* its capacity in bytes */
     _Atomic int done;   /* 0 -> 1 once, release by the engine (tc__request_complete),

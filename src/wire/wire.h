@@ -83,7 +83,9 @@
     X(ALLREDUCE, allreduce) \
     X(ALLGATHER, allgather) \
     X(BROADCAST, broadcast) \
-    X(BARRIER, barrier)
+    X(BARRIER, barrier)     \
+    X(REDUCESCATTER, reducescatter) \
+    X(ALLTOALL, alltoall)
 
 typedef enum {
 #define TC_KIND_ENUM_(upper, lower) TC_KIND_##upper,

@@ -67,7 +67,7 @@ static tc_status_t validate(int kind, tc_dtype_t dtype, int ndim, tc_op_t op, ch
     const tc_kind_desc_t *d = tc__kind_get(kind);
     float data[4] = {0};
     tc_tensor_t t = {data, dtype, ndim, {4}};
-    tc_kind_args_t a = {&t, ndim == 0 ? 1 : 4, data, op, 0};
+    tc_kind_args_t a = {&t, ndim == 0 ? 1 : 4, data, op, 0, NULL, 2};
 
     why[0] = '\0';
     return d->validate != NULL ? d->validate(&a, why, len) : TC_OK;
@@ -117,7 +117,8 @@ static tc_request_t *make(int kind, const tc_tensor_t *t, void *recv, tc_op_t op
     static char mark;
     tc_request_t *req = NULL, *sentinel = (tc_request_t *)(void *)&mark, *out = sentinel;
 
-    *st_p = tc__request_make("fn", (tc_kind_t)kind, "x", t, recv, op, root, NULL, &req, &out);
+    *st_p = tc__request_make("fn", (tc_kind_t)kind, "x", t, recv, op, root, NULL, NULL, &req,
+                             &out);
     if (*st_p != TC_OK) {
         CHECK(out == sentinel); /* untouched */
         CHECK(tc_last_error()[0] != '\0');

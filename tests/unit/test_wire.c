@@ -1670,7 +1670,7 @@ static const malformed_t malformed[] = {
     /* ---- request fields ---- */
     ACCEPT(HDR(TC_WIRE_REQUESTS, 0, 1),
            REQ(TC_KIND_BROADCAST, TC_FLOAT64, TC_PROD, 0, TC_MAX_DIMS, INT64_MAX, "ok")),
-    REJECT("request 0: kind 4", HDR(TC_WIRE_REQUESTS, 0, 1),
+    REJECT("request 0: kind 6", HDR(TC_WIRE_REQUESTS, 0, 1),
            REQ(TC_KIND_COUNT, 0, 0, 0, 0, 0, "k")),
     REJECT("kind 255", HDR(TC_WIRE_REQUESTS, 0, 1), REQ(255, 0, 0, 0, 0, 0, "k")),
     REJECT("unknown dtype 8", HDR(TC_WIRE_REQUESTS, 0, 1), REQ(0, TC_FLOAT64 + 1, 0, 0, 0, 0, "k")),
@@ -2218,7 +2218,7 @@ TC_CASE(encode_rejects)
     m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .count = 2, .reqs = r};
     for (i = 0; i < 12; i++) {
         static const char *const needles[] = {
-            "kind 4", "unknown dtype 8", "unknown op 5", "ndim 9", "shape[1] = -1",
+            "kind 6", "unknown dtype 8", "unknown op 5", "ndim 9", "shape[1] = -1",
             "name length 0", "name length 1025", "name is NULL", "name contains a 0x00",
             "shape[0] = -9223372036854775808", "kind 255", "unknown op 255"};
         memset(r, 0, sizeof(r));
