@@ -208,6 +208,28 @@ tc_status_t tc_alltoall(const char *name, const tc_tensor_t *send, const int64_t
 tc_status_t tc_alltoall_ex(const char *name, const tc_tensor_t *send, const int64_t *splits,
                            const tc_opts_t *opts, tc_request_t **req_p);
 
+/*
+ * Grouped calls: count tensors submitted as one unit (1..65536 members,
+ * names[i], sends[i], recvs[i] for the i-th; op and opts for all). The
+ * members are negotiated and run together (small ones fused where they
+ * can be), or, when any member disagrees across ranks, every member fails
+ * on every rank with that member's TC_ERR_MISMATCH message. Every rank
+ * must group the same names in the same order (a name grouped differently
+ * is a "group mismatch"). Each member gets its own request in reqs[i],
+ * completed like a single call's. A bad member refuses the whole group at
+ * once, and nothing is queued (reqs is written only on success). Grouped
+ * names are not cached: each group is negotiated by rank 0.
+ */
+tc_status_t tc_grouped_allreduce(int count, const char *const names[],
+                                 const tc_tensor_t sends[], void *const recvs[], tc_op_t op,
+                                 const tc_opts_t *opts, tc_request_t *reqs[]);
+tc_status_t tc_grouped_allgather(int count, const char *const names[],
+                                 const tc_tensor_t sends[], const tc_opts_t *opts,
+                                 tc_request_t *reqs[]);
+tc_status_t tc_grouped_reducescatter(int count, const char *const names[],
+                                     const tc_tensor_t sends[], tc_op_t op,
+                                     const tc_opts_t *opts, tc_request_t *reqs[]);
+
 /* Completes on every rank once every rank has called it (its k-th call on
  * each rank meets the others' k-th), and on this rank only after every
  * request this rank submitted before it has completed. No tensor, no name

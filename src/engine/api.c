@@ -156,47 +156,62 @@ static int name_call(tc_request_t *req, uint64_t k)
 }
 
 /* Queues req for the engine thread, or fails it at once. */
+/* Checks req against the engine's state and queues it; sh->mu held. */
+static tc_status_t submit_locked(eng_shared_t *sh, const char *fn, tc_request_t *req)
+{
+    const int size = atomic_load_explicit(&sh->size, memory_order_relaxed);
+
+    if ((tc__kind_of(req)->params & TC_PARAM_NONE_TENSOR) && name_call(req, sh->nbarriers) != 0) {
+        return tc__set_error(TC_ERR_NOMEM, "%s: out of memory", fn);
+    }
+    if (sh->life == ENG_LIFE_NONE || sh->life == ENG_LIFE_STARTING) {
+        return tc__set_error(TC_ERR_STATE, "%s: tc_init has not been called", fn);
+    }
+    if (sh->shutdown_requested) {
+        return tc__set_error(TC_ERR_SHUTDOWN, "%s: tc_shutdown was called on this rank", fn);
+    }
+    if (sh->life == ENG_LIFE_START_FAILED) {
+        return tc__set_error(TC_ERR_STATE, "%s: tc_init failed", fn);
+    }
+    if (sh->life != ENG_LIFE_RUNNING) { /* stopping or stopped: says why */
+        return tc__set_error(sh->stop_status, "%s: %s", fn, sh->stop_msg);
+    }
+    if ((tc__kind_of(req)->params & TC_PARAM_ROOT) && (req->root < 0 || req->root >= size)) {
+        return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': root %d is outside 0..%d", fn,
+                             req->name, req->root, size - 1);
+    }
+    if (tc__hmap_get(&sh->inflight, req->name, req->name_len) != NULL) {
+        return tc__set_error(TC_ERR_DUPLICATE,
+                             "%s: tensor '%s' is already in flight on rank %d; wait for it "
+                             "before submitting the name again", fn, req->name,
+                             atomic_load_explicit(&sh->rank, memory_order_relaxed));
+    }
+    if (tc__hmap_put(&sh->inflight, req->name, req->name_len, req) != 0) {
+        return tc__set_error(TC_ERR_NOMEM, "%s: out of memory", fn);
+    }
+    req->submit_ns = tc__now_ns();
+    req->seq = sh->next_seq++;
+    sh->nbarriers += (tc__kind_of(req)->params & TC_PARAM_NONE_TENSOR) != 0;
+    req->next = NULL;
+    if (sh->q_tail != NULL) {
+        sh->q_tail->next = req;
+    } else {
+        sh->q_head = req;
+    }
+    sh->q_tail = req;
+    return TC_OK;
+}
+
+/* Queues req for the engine thread, or fails it at once (and frees it). */
 static tc_status_t submit(const char *fn, tc_request_t *req, tc_request_t **req_p)
 {
     eng_shared_t *sh = &tc__engine_shared;
-    const int size = atomic_load_explicit(&sh->size, memory_order_relaxed);
-    tc_status_t st = TC_OK;
+    tc_status_t st;
 
     pthread_mutex_lock(&sh->mu);
-    if ((tc__kind_of(req)->params & TC_PARAM_NONE_TENSOR) && name_call(req, sh->nbarriers) != 0) {
-        st = tc__set_error(TC_ERR_NOMEM, "%s: out of memory", fn);
-    } else if (sh->life == ENG_LIFE_NONE || sh->life == ENG_LIFE_STARTING) {
-        st = tc__set_error(TC_ERR_STATE, "%s: tc_init has not been called", fn);
-    } else if (sh->shutdown_requested) {
-        st = tc__set_error(TC_ERR_SHUTDOWN, "%s: tc_shutdown was called on this rank", fn);
-    } else if (sh->life == ENG_LIFE_START_FAILED) {
-        st = tc__set_error(TC_ERR_STATE, "%s: tc_init failed", fn);
-    } else if (sh->life != ENG_LIFE_RUNNING) { /* stopping or stopped: says why */
-        st = tc__set_error(sh->stop_status, "%s: %s", fn, sh->stop_msg);
-    } else if ((tc__kind_of(req)->params & TC_PARAM_ROOT) && (req->root < 0 || req->root >= size)) {
-        st = tc__set_error(TC_ERR_ARG, "%s: tensor '%s': root %d is outside 0..%d", fn, req->name,
-                           req->root, size - 1);
-    } else if (tc__hmap_get(&sh->inflight, req->name, req->name_len) != NULL) {
-        st = tc__set_error(TC_ERR_DUPLICATE,
-                           "%s: tensor '%s' is already in flight on rank %d; wait for it before "
-                           "submitting the name again", fn, req->name,
-                           atomic_load_explicit(&sh->rank, memory_order_relaxed));
-    } else if (tc__hmap_put(&sh->inflight, req->name, req->name_len, req) != 0) {
-        st = tc__set_error(TC_ERR_NOMEM, "%s: out of memory", fn);
-    } else {
-        req->submit_ns = tc__now_ns();
-        req->seq = sh->next_seq++;
-        sh->nbarriers += (tc__kind_of(req)->params & TC_PARAM_NONE_TENSOR) != 0;
-        req->next = NULL;
-        if (sh->q_tail != NULL) {
-            sh->q_tail->next = req;
-        } else {
-            sh->q_head = req;
-        }
-        sh->q_tail = req;
-        if (sh->engine_sleeping) {
-            pthread_cond_signal(&sh->wake);
-        }
+    st = submit_locked(sh, fn, req);
+    if (st == TC_OK && sh->engine_sleeping) {
+        pthread_cond_signal(&sh->wake);
     }
     pthread_mutex_unlock(&sh->mu);
     if (st != TC_OK) {
@@ -205,6 +220,43 @@ static tc_status_t submit(const char *fn, tc_request_t *req, tc_request_t **req_
     }
     *req_p = req;
     return TC_OK;
+}
+
+/* Queues reqs[0..n-1] together, all or none: on a failure the members
+ * already queued are taken back (the engine thread takes the queue under
+ * the same lock, so it has seen none of them) and every request is freed. */
+tc_status_t tc__queue_submit_all(const char *fn, tc_request_t **reqs, int n)
+{
+    eng_shared_t *sh = &tc__engine_shared;
+    tc_request_t *tail;
+    tc_status_t st = TC_OK;
+    int i, k;
+
+    pthread_mutex_lock(&sh->mu);
+    tail = sh->q_tail;
+    for (i = 0; i < n && st == TC_OK; i++) {
+        st = submit_locked(sh, fn, reqs[i]);
+    }
+    if (st != TC_OK) {
+        for (k = 0; k < i - 1; k++) {
+            tc__hmap_remove(&sh->inflight, reqs[k]->name, reqs[k]->name_len);
+        }
+        sh->q_tail = tail;
+        if (tail != NULL) {
+            tail->next = NULL;
+        } else {
+            sh->q_head = NULL;
+        }
+    } else if (sh->engine_sleeping) {
+        pthread_cond_signal(&sh->wake);
+    }
+    pthread_mutex_unlock(&sh->mu);
+    if (st != TC_OK) {
+        for (k = 0; k < n; k++) {
+            tc__request_destroy(reqs[k]);
+        }
+    }
+    return st;
 }
 
 /* The submission path of every collective: checks, then queues. */

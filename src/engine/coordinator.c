@@ -38,11 +38,25 @@ typedef struct entry {
     char *text;              /* ERROR text */
     uint64_t since_ns;       /* when the first rank's submission arrived */
     tc_status_t fail_status; /* set by tc__coord_expire: fail with text */
+    int size;
+    char **gkeys; /* [size] or NULL: each rank's group key (reqs[q].group_key), owned */
 } entry_t;
+
+/* A grouped submission's members that every rank has submitted, waiting
+ * for the rest of the group: they become ready together, in member order,
+ * or, when one disagrees or expires, all fail with its message. */
+typedef struct {
+    char *key; /* NUL-terminated: the first member's name */
+    uint32_t size, nin;
+    entry_t **members; /* [size] */
+    tc_status_t fail_status; /* once a member expired: every later one fails too */
+    char *fail_text;
+} group_t;
 
 struct tc_coord {
     int size;
     tc_hmap_t table;
+    tc_hmap_t groups; /* key -> group_t */
     entry_t *ready_head, *ready_tail;
     size_t nready;
 };
@@ -60,12 +74,15 @@ tc_status_t tc__coord_create(int size, tc_coord_t **coord_p)
     }
     c->size = size;
     tc__hmap_init(&c->table);
+    tc__hmap_init(&c->groups);
     *coord_p = c;
     return TC_OK;
 }
 
 static void entry_free(entry_t *e)
 {
+    int q;
+
     if (e == NULL) {
         return;
     }
@@ -74,7 +91,32 @@ static void entry_free(entry_t *e)
     free(e->reqs);
     free(e->dim0);
     free(e->text);
+    for (q = 0; e->gkeys != NULL && q < e->size; q++) {
+        free(e->gkeys[q]);
+    }
+    free(e->gkeys);
     free(e);
+}
+
+static void group_free(group_t *g)
+{
+    uint32_t i;
+
+    for (i = 0; i < g->size; i++) {
+        entry_free(g->members[i]);
+    }
+    free(g->members);
+    free(g->fail_text);
+    free(g->key);
+    free(g);
+}
+
+static void free_group(const char *key, size_t len, void *val, void *arg)
+{
+    (void)key;
+    (void)len;
+    (void)arg;
+    group_free(val);
 }
 
 static void free_table_entry(const char *key, size_t len, void *val, void *arg)
@@ -94,6 +136,8 @@ void tc__coord_destroy(tc_coord_t *c)
     }
     tc__hmap_foreach(&c->table, free_table_entry, NULL);
     tc__hmap_destroy(&c->table);
+    tc__hmap_foreach(&c->groups, free_group, NULL);
+    tc__hmap_destroy(&c->groups);
     while ((e = c->ready_head) != NULL) {
         c->ready_head = e->next_ready;
         entry_free(e);
@@ -111,10 +155,9 @@ size_t tc__coord_pending(const tc_coord_t *c)
     return c->table.count;
 }
 
-/* Moves a waiting entry from the table to the end of the ready list. */
-static void make_ready(tc_coord_t *c, entry_t *e)
+static void push_ready(tc_coord_t *c, entry_t *e)
 {
-    tc__hmap_remove(&c->table, e->name, e->name_len);
+    e->next_ready = NULL;
     if (c->ready_tail != NULL) {
         c->ready_tail->next_ready = e;
     } else {
@@ -122,6 +165,119 @@ static void make_ready(tc_coord_t *c, entry_t *e)
     }
     c->ready_tail = e;
     c->nready++;
+}
+
+/* The group info of e as the lowest rank that submitted it gave it. */
+static const tc_wire_request_t *group_ref(const entry_t *e)
+{
+    int q;
+
+    for (q = 0; q < e->size; q++) {
+        if (e->have[q]) {
+            return &e->reqs[q];
+        }
+    }
+    return &e->reqs[0];
+}
+
+static group_t *group_get(tc_coord_t *c, const tc_wire_request_t *r)
+{
+    group_t *g = tc__hmap_get(&c->groups, r->group_key, r->group_key_len);
+
+    if (g != NULL) {
+        return g;
+    }
+    g = calloc(1, sizeof(*g));
+    if (g == NULL || (g->key = strndup(r->group_key, r->group_key_len)) == NULL ||
+        (g->members = calloc(r->group_size, sizeof(*g->members))) == NULL ||
+        tc__hmap_put(&c->groups, g->key, r->group_key_len, g) != 0) {
+        if (g != NULL) {
+            free(g->members);
+            free(g->key);
+            free(g);
+        }
+        return NULL;
+    }
+    g->size = r->group_size;
+    return g;
+}
+
+static char *check_agreement(const tc_coord_t *c, const entry_t *e);
+
+/* Every member is in: the first disagreeing member's message (in member
+ * order) fails them all; then they become ready in member order. */
+static void group_complete(tc_coord_t *c, group_t *g)
+{
+    const char *first = NULL;
+    uint32_t i;
+
+    for (i = 0; i < g->size; i++) {
+        entry_t *e = g->members[i];
+        if (e->fail_status == TC_OK && e->text == NULL) {
+            e->text = check_agreement(c, e);
+        }
+        if (first == NULL && e->text != NULL) {
+            first = e->text;
+        }
+    }
+    for (i = 0; i < g->size; i++) {
+        entry_t *e = g->members[i];
+        if (first != NULL && e->text != first) {
+            free(e->text);
+            e->text = strdup(first); /* NULL: fails with a generic text below */
+            e->fail_status = TC_ERR_MISMATCH;
+        } else if (first != NULL) {
+            e->fail_status = TC_ERR_MISMATCH;
+        }
+        push_ready(c, e);
+        g->members[i] = NULL;
+    }
+    tc__hmap_remove(&c->groups, g->key, strlen(g->key));
+    group_free(g);
+}
+
+/* Moves a waiting entry from the table to the end of the ready list; a
+ * group's member waits for the rest of its group first. */
+static void make_ready(tc_coord_t *c, entry_t *e)
+{
+    const tc_wire_request_t *r = group_ref(e);
+    group_t *g;
+
+    tc__hmap_remove(&c->table, e->name, e->name_len);
+    if (r->group_size == 0 || (g = group_get(c, r)) == NULL || g->size != r->group_size ||
+        r->group_index >= g->size || g->members[r->group_index] != NULL) {
+        push_ready(c, e); /* not grouped, or a group the ranks do not agree on: checked then */
+        return;
+    }
+    if (g->fail_status != TC_OK) { /* a member expired: the rest fail with it */
+        if (e->fail_status == TC_OK) {
+            free(e->text);
+            e->text = g->fail_text != NULL ? strdup(g->fail_text) : NULL;
+            e->fail_status = g->fail_status;
+        }
+        push_ready(c, e);
+        return;
+    }
+    if (e->fail_status != TC_OK) { /* expired: every member fails with it, now or later */
+        uint32_t i;
+        g->fail_status = e->fail_status;
+        g->fail_text = e->text != NULL ? strdup(e->text) : NULL;
+        push_ready(c, e);
+        for (i = 0; i < g->size; i++) {
+            if (g->members[i] != NULL) {
+                free(g->members[i]->text);
+                g->members[i]->text = g->fail_text != NULL ? strdup(g->fail_text) : NULL;
+                g->members[i]->fail_status = g->fail_status;
+                push_ready(c, g->members[i]);
+                g->members[i] = NULL;
+            }
+        }
+        return;
+    }
+    g->members[r->group_index] = e;
+    if (++g->nin == g->size) {
+        group_complete(c, g);
+    }
 }
 
 typedef struct {
@@ -199,6 +355,7 @@ static entry_t *entry_new(int size, const char *name, uint32_t len, uint64_t now
     e->name[len] = '\0';
     e->name_len = len;
     e->since_ns = now;
+    e->size = size;
     return e;
 }
 
@@ -242,10 +399,27 @@ tc_status_t tc__coord_add_at(tc_coord_t *c, int rank, const tc_wire_request_t *r
         snprintf(err, errlen, "rank %d submitted tensor '%s' twice", rank, e->name);
         return TC_ERR_ARG;
     }
-    (void)created;
+    if (req->group_size > 0) { /* the key lives in the message: keep a copy */
+        char *key = strndup(req->group_key, req->group_key_len);
+        if (e->gkeys == NULL) {
+            e->gkeys = calloc((size_t)c->size, sizeof(*e->gkeys));
+        }
+        if (key == NULL || e->gkeys == NULL) {
+            free(key);
+            if (created) {
+                tc__hmap_remove(&c->table, e->name, e->name_len);
+                entry_free(e);
+            }
+            return TC_ERR_NOMEM;
+        }
+        e->gkeys[rank] = key;
+    }
     e->have[rank] = 1;
     e->reqs[rank] = *req;
     e->reqs[rank].name = e->name;
+    if (req->group_size > 0) {
+        e->reqs[rank].group_key = e->gkeys[rank];
+    }
     e->nsub++;
     if (e->nsub == c->size) {
         make_ready(c, e);
@@ -258,6 +432,7 @@ tc_status_t tc__coord_add_at(tc_coord_t *c, int rank, const tc_wire_request_t *r
 /* The fields a disagreement is reported on: the kind, then the fields of
  * TC_AGREE_MAP (engine/kinds.h) that the kind's descriptor asks for. */
 #define F_KIND TC_AGREE_NFIELDS
+#define F_GROUP (TC_AGREE_NFIELDS + 1)
 
 static const struct {
     const char *name; /* in "<kind> <name> mismatch" */
@@ -267,6 +442,7 @@ static const struct {
     TC_AGREE_MAP(FIELD)
 #undef FIELD
     [F_KIND] = {"collective", ""},
+    [F_GROUP] = {"group", ""},
 };
 
 static int shape_differs(const tc_wire_request_t *a, const tc_wire_request_t *b, int first)
@@ -289,6 +465,8 @@ static int field_differs(int f, const tc_wire_request_t *a, const tc_wire_reques
     switch (f) {
     case F_KIND:
         return a->kind != b->kind;
+    case F_GROUP:
+        return !tc__wire_groups_equal(a, b);
     case TC_AGREE_INDEX_DTYPE:
         return a->dtype != b->dtype;
     case TC_AGREE_INDEX_OP:
@@ -334,6 +512,13 @@ static int format_value(char *buf, size_t len, int f, const tc_wire_request_t *r
     switch (f) {
     case F_KIND:
         return snprintf(buf, len, "%s", tc__kind_name(r->kind));
+    case F_GROUP:
+        if (r->group_size == 0) {
+            return snprintf(buf, len, "no group");
+        }
+        return snprintf(buf, len, "member %u of %u of group '%.*s'", r->group_index + 1,
+                        r->group_size, (int)(r->group_key_len > 64 ? 64 : r->group_key_len),
+                        r->group_key);
     case TC_AGREE_INDEX_DTYPE:
         return snprintf(buf, len, "%s", tc_dtype_name((tc_dtype_t)r->dtype));
     case TC_AGREE_INDEX_OP:
@@ -369,6 +554,12 @@ static int first_difference(const tc_coord_t *c, const entry_t *e, int *q_p)
         if (field_differs(F_KIND, ref, &e->reqs[q])) {
             *q_p = q;
             return F_KIND;
+        }
+    }
+    for (q = 1; q < c->size; q++) {
+        if (field_differs(F_GROUP, ref, &e->reqs[q])) {
+            *q_p = q;
+            return F_GROUP;
         }
     }
     for (f = 0; f < TC_AGREE_NFIELDS; f++) {
@@ -451,15 +642,17 @@ tc_status_t tc__coord_take_ready(tc_coord_t *c, tc_coord_batch_t *batch_p)
     }
     for (e = c->ready_head; e != NULL; e = e->next_ready) {
         tc_wire_response_t *r = &b.resps[i];
-        const tc_wire_request_t *ref = &e->reqs[0];
-        b.kinds[i++] = ref->kind;
+        const tc_wire_request_t *ref = group_ref(e);
+        /* grouped names run as a unit through rank 0 every time: not cached */
+        b.kinds[i++] = ref->group_size > 0 ? TC_COORD_NOCACHE : ref->kind;
         r->name = e->name;
         r->name_len = e->name_len;
         if (e->fail_status != TC_OK) {
             r->rtype = TC_WIRE_ERROR;
             r->status = (uint8_t)e->fail_status;
-            r->text = e->text;
-            r->text_len = (uint32_t)strlen(e->text);
+            r->text = e->text != NULL ? e->text : "failed with its group (out of memory for "
+                                                  "the message)";
+            r->text_len = (uint32_t)strlen(r->text);
             continue;
         }
         e->text = check_agreement(c, e);

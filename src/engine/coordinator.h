@@ -17,9 +17,12 @@
 
 typedef struct tc_coord tc_coord_t;
 
+#define TC_COORD_NOCACHE 0xFFu
+
 typedef struct {
     tc_wire_response_t *resps;
-    uint8_t *kinds; /* [count]: the kind of each response's name (rank 0's submission) */
+    uint8_t *kinds; /* [count]: the kind of each response's name (rank 0's submission),
+                     * or TC_COORD_NOCACHE: a grouped name, never cached */
     uint32_t count;
     void *entries; /* internal: storage the responses point into */
 } tc_coord_batch_t;

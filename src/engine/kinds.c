@@ -126,7 +126,8 @@ static void allreduce_finish(const tc_wire_request_t *w, void *buf, size_t count
     .validate = allreduce_validate, .run = allreduce_run, .algo = "ring",                 \
     .run_packed = allreduce_packed, .algo_packed = "ring, fused",                          \
     .eager_prepare = allreduce_prepare, .eager_combine = allreduce_combine,               \
-    .eager_finish = allreduce_finish, .algo_eager = "eager (inputs in the cycle messages)"
+    .eager_finish = allreduce_finish, .algo_eager = "eager (inputs in the cycle messages)", \
+    .groupable = 1
 
 /* ---- allgather: ring allgatherv (coll/ring_allgatherv.c) ----------------- */
 
@@ -211,7 +212,7 @@ err_free_bytes:
     .validate = allgather_validate, .run = allgather_run, .algo = "ring allgatherv",   \
     .run_packed = NULL, .algo_packed = NULL, .eager_prepare = NULL, .eager_combine = NULL, \
     .eager_finish = NULL,                                                               \
-    .algo_eager = NULL
+    .algo_eager = NULL, .groupable = 1
 
 /* ---- broadcast: binomial tree (coll/bcast.c) ------------------------------ */
 
@@ -306,7 +307,8 @@ static tc_status_t reducescatter_run(const tc_kind_ctx_t *x, tc_request_t *req,
     .agree = TC_AGREE_DTYPE | TC_AGREE_OP | TC_AGREE_SHAPE | TC_AGREE_SCALE,            \
     .validate = reducescatter_validate, .run = reducescatter_run,                       \
     .algo = "ring reduce-scatter", .run_packed = NULL, .algo_packed = NULL,             \
-    .eager_prepare = NULL, .eager_combine = NULL, .eager_finish = NULL, .algo_eager = NULL
+    .eager_prepare = NULL, .eager_combine = NULL, .eager_finish = NULL, .algo_eager = NULL, \
+    .groupable = 1
 
 /* ---- alltoall: pairwise exchange (coll/alltoallv.c) ----------------------- */
 

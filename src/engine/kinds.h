@@ -164,6 +164,9 @@ typedef struct tc_kind_desc {
     /* Completes on this rank only once every request this rank submitted
      * before it has completed (exec.c), whatever the order they run in. */
     int after_earlier;
+    /* May be submitted in a group (tc_grouped_*): negotiated and run as a
+     * unit with the group's other members. */
+    int groupable;
 } tc_kind_desc_t;
 
 /* The descriptor of kind (a tc_kind_t), or NULL when it is out of range. */

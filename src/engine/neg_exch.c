@@ -276,7 +276,8 @@ static int take_decisions(tc_neg_t *n, tc_coord_batch_t *b)
     }
     for (i = 0; i < b->count; i++) {
         tc_wire_response_t *r = &b->resps[i];
-        if (r->rtype == TC_WIRE_RUN && !tc__kind_get(b->kinds[i])->uncached) {
+        if (r->rtype == TC_WIRE_RUN && b->kinds[i] != TC_COORD_NOCACHE &&
+            !tc__kind_get(b->kinds[i])->uncached) {
             r->cache_ref = tc__cache_assign(&n->cache, n->p.cache_capacity);
         }
         forget_evicted(n, r->name, r->name_len);

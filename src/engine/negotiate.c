@@ -104,6 +104,10 @@ static void to_wire(const tc_request_t *req, tc_wire_request_t *w)
     w->scaled = req->scaled;
     w->prescale = req->prescale;
     w->postscale = req->postscale;
+    w->group_size = req->group_size;
+    w->group_index = req->group_index;
+    w->group_key = req->group_key;
+    w->group_key_len = req->group_key_len;
 }
 
 /* Hands what application threads queued to the state machine. */

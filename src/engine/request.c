@@ -130,6 +130,7 @@ void tc__request_destroy(tc_request_t *req)
     free(req->error);
     free(req->splits);
     free(req->out_splits);
+    free(req->group_key);
     tc__output_release(req->owned_output, req->owned_cap);
     free(req);
 }

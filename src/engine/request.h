@@ -39,6 +39,8 @@ struct tc_request {
     tc_status_t status;
     char *error; /* NULL on success */
     tc_tensor_t output;
+    char *group_key;    /* tc_grouped_*: the first member's name (owned), or NULL */
+    uint32_t group_key_len, group_size, group_index;
     int64_t *splits;    /* alltoall: rows to each rank (n), NULL: dim 0 / n each */
     int nsplits;
     int64_t *out_splits; /* allgather, alltoall: rows from each rank (n), once done */

@@ -35,10 +35,13 @@
  *                                 BYE: a terminate record follows the header)
  *                other bits must be 0; a flag that does not fit the type is rejected
  *   request   := kind:u8 dtype:u8 op:u8 root:zigzag ndim:u8 shape{ndim} name extras:u8
- *                [prescale:f64 postscale:f64]
+ *                [prescale:f64 postscale:f64] [group_size group_index group_key:name]
  *                (shape values must be 0..INT64_MAX; kind/dtype/op/ndim in range;
  *                extras bit 0 SCALES: the two factors follow, IEEE 754 binary64
- *                little-endian, both finite, not both 1; other bits must be 0)
+ *                little-endian, both finite, not both 1; bit 1 GROUP: the request
+ *                is member group_index (below group_size, 1..TC_WIRE_MAX_GROUP) of
+ *                the group named group_key (its first member's name); other bits
+ *                must be 0)
  *   name      := len (1..TC_MAX_NAME_LEN) bytes{len} (no 0x00 byte)
  *   response  := rtype:u8 name body
  *                rtype 0 RUN:   ndim0 (0..TC_WIRE_MAX_RANKS) dim0{ndim0} (allgather: rows per
@@ -72,6 +75,7 @@
 #define TC_WIRE_MAX_CACHE (1u << 20) /* cache ids are 0..TC_WIRE_MAX_CACHE-1 */
 #define TC_WIRE_MAX_EAGER (1u << 16) /* bytes of one eager input */
 #define TC_WIRE_MAX_ROUND 64         /* a CYCLE's round is 0..TC_WIRE_MAX_ROUND */
+#define TC_WIRE_MAX_GROUP (1u << 16) /* members of one grouped submission */
 
 /*
  * The collective kinds: one list gives the kind byte of a request (its
@@ -124,7 +128,22 @@ typedef struct {
      * the fields are ignored, so a zeroed request has none. */
     uint8_t scaled;
     double prescale, postscale;
+    /* A grouped submission (tc_grouped_*): member group_index of group_size,
+     * the group named by its first member's name; group_size 0: not grouped. */
+    uint32_t group_size, group_index;
+    const char *group_key; /* not NUL-terminated on decode: use group_key_len */
+    uint32_t group_key_len;
 } tc_wire_request_t;
+
+/* Whether two requests are grouped alike: neither, or the same member of
+ * the same group. */
+static inline int tc__wire_groups_equal(const tc_wire_request_t *a, const tc_wire_request_t *b)
+{
+    return a->group_size == b->group_size &&
+           (a->group_size == 0 ||
+            (a->group_index == b->group_index && a->group_key_len == b->group_key_len &&
+             memcmp(a->group_key, b->group_key, a->group_key_len) == 0));
+}
 
 /* Whether two requests scale alike: neither does, or both with the same
  * factors, bit for bit (-0.0 is not 0.0: it flips signs of zeros). */

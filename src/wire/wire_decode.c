@@ -282,9 +282,9 @@ static tc_status_t rd_request(wire_reader_t *rd, wire_arena_t *a, tc_wire_reques
     if ((st = rd_u8(rd, "extras", &extras)) != TC_OK) {
         return st;
     }
-    if (extras & ~WIRE_EXTRA_SCALES) {
+    if (extras & ~WIRE_EXTRAS_ALL) {
         rd->p--;
-        return rd_fail(rd, "unknown extras bits 0x%02x", extras & ~WIRE_EXTRA_SCALES);
+        return rd_fail(rd, "unknown extras bits 0x%02x", extras & ~WIRE_EXTRAS_ALL);
     }
     if (extras & WIRE_EXTRA_SCALES) {
         double f[2];
@@ -307,6 +307,22 @@ static tc_status_t rd_request(wire_reader_t *rd, wire_arena_t *a, tc_wire_reques
         r->scaled = 1;
         r->prescale = f[0];
         r->postscale = f[1];
+    }
+    if (extras & WIRE_EXTRA_GROUP) {
+        uint64_t gs = 0, gi = 0;
+        if ((st = rd_varint_max(rd, "group size", TC_WIRE_MAX_GROUP, &gs)) != TC_OK ||
+            (st = rd_varint_max(rd, "group index", TC_WIRE_MAX_GROUP, &gi)) != TC_OK) {
+            return st;
+        }
+        if (gs == 0 || gi >= gs) {
+            return rd_fail(rd, "group member %" PRIu64 " of %" PRIu64, gi, gs);
+        }
+        if ((st = rd_string(rd, a, "group key", 1, TC_MAX_NAME_LEN, &r->group_key,
+                            &r->group_key_len)) != TC_OK) {
+            return st;
+        }
+        r->group_size = (uint32_t)gs;
+        r->group_index = (uint32_t)gi;
     }
     r->kind = kind;
     r->dtype = dtype;

@@ -103,6 +103,7 @@ static tc_status_t wr_request(wire_writer_t *w, uint32_t i, const tc_wire_reques
     uint64_t bits;
     uint32_t zz;
     unsigned d;
+    int scales;
     tc_status_t st;
 
     if (r->kind >= TC_KIND_COUNT) {
@@ -134,21 +135,30 @@ static tc_status_t wr_request(wire_writer_t *w, uint32_t i, const tc_wire_reques
     if (st != TC_OK) {
         return st;
     }
-    if (!r->scaled || (r->prescale == 1.0 && r->postscale == 1.0 && !signbit(r->prescale) &&
-                       !signbit(r->postscale))) {
-        wr_u8(w, 0);
-        return TC_OK;
-    }
-    if (!isfinite(r->prescale) || !isfinite(r->postscale)) {
+    scales = r->scaled && !(r->prescale == 1.0 && r->postscale == 1.0);
+    if (scales && (!isfinite(r->prescale) || !isfinite(r->postscale))) {
         return enc_fail("request", i, "a scaling factor is not finite");
     }
-    wr_u8(w, WIRE_EXTRA_SCALES);
-    memcpy(&bits, &r->prescale, sizeof(bits));
-    tc__le_put64(f64, bits);
-    wr_bytes(w, f64, sizeof(f64));
-    memcpy(&bits, &r->postscale, sizeof(bits));
-    tc__le_put64(f64, bits);
-    wr_bytes(w, f64, sizeof(f64));
+    if (r->group_size > TC_WIRE_MAX_GROUP ||
+        (r->group_size > 0 && r->group_index >= r->group_size)) {
+        return enc_fail("request", i, "group member %u of %u", r->group_index, r->group_size);
+    }
+    wr_u8(w, (uint8_t)((scales ? WIRE_EXTRA_SCALES : 0u) |
+                       (r->group_size > 0 ? WIRE_EXTRA_GROUP : 0u)));
+    if (scales) {
+        memcpy(&bits, &r->prescale, sizeof(bits));
+        tc__le_put64(f64, bits);
+        wr_bytes(w, f64, sizeof(f64));
+        memcpy(&bits, &r->postscale, sizeof(bits));
+        tc__le_put64(f64, bits);
+        wr_bytes(w, f64, sizeof(f64));
+    }
+    if (r->group_size > 0) {
+        wr_varint(w, r->group_size);
+        wr_varint(w, r->group_index);
+        return wr_string(w, "request", i, "group key", r->group_key, r->group_key_len, 1,
+                         TC_MAX_NAME_LEN);
+    }
     return TC_OK;
 }
 

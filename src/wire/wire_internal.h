@@ -26,6 +26,8 @@
 
 /* A request's extras byte (wire.h): bit 0, two scaling factors follow. */
 #define WIRE_EXTRA_SCALES 0x1u
+#define WIRE_EXTRA_GROUP 0x2u
+#define WIRE_EXTRAS_ALL (WIRE_EXTRA_SCALES | WIRE_EXTRA_GROUP)
 
 /* The largest status a message may carry (ERROR responses, terminate
  * records): 1..WIRE_STATUS_MAX, 0 (TC_OK) is not an error. */

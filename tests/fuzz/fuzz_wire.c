@@ -91,6 +91,9 @@ static const char *first_difference(const tc_wire_msg_t *a, const tc_wire_msg_t 
         if (!tc__wire_scales_equal(x, y)) {
             return "request scaling factors";
         }
+        if (!tc__wire_groups_equal(x, y)) {
+            return "request group";
+        }
     }
     for (i = 0; i < a->count && a->type == TC_WIRE_CYCLE; i++) {
         const tc_wire_response_t *x = &a->resps[i], *y = &b->resps[i];

@@ -118,7 +118,8 @@ int main(int argc, char **argv)
     reqs[0] = (tc_wire_request_t){.kind = TC_KIND_ALLREDUCE, .dtype = TC_FLOAT32, .op = TC_SUM,
                                   .ndim = 2, .shape = {1024, 3}, .name = "layer1.weight.grad",
                                   .name_len = 18, .scaled = 1, .prescale = 0.125,
-                                  .postscale = -2.0};
+                                  .postscale = -2.0, .group_size = 2, .group_index = 1,
+                                  .group_key = "layer1.bias.grad", .group_key_len = 16};
     reqs[1] = (tc_wire_request_t){.kind = TC_KIND_ALLGATHER, .dtype = TC_INT64, .op = TC_SUM,
                                   .ndim = 1, .shape = {17}, .name = "ids", .name_len = 3};
     reqs[2] = (tc_wire_request_t){.kind = TC_KIND_BROADCAST, .dtype = TC_BFLOAT16, .op = TC_SUM,

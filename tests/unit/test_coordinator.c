@@ -223,6 +223,98 @@ TC_CASE(stall_view_and_expiry)
     tc__coord_destroy(c);
 }
 
+/* Member i of a group of n named key. */
+static tc_wire_request_t member(const char *name, const char *key, int i, int n)
+{
+    tc_wire_request_t r = mk(name, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 3, 0);
+    r.group_size = (uint32_t)n;
+    r.group_index = (uint32_t)i;
+    r.group_key = key;
+    r.group_key_len = (uint32_t)strlen(key);
+    return r;
+}
+
+/* A group's members wait for each other, come out in member order, are
+ * never cached; one disagreeing member fails them all with its message;
+ * one expiring member fails them all, even those still to come. */
+TC_CASE(groups)
+{
+    tc_coord_t *c;
+    tc_coord_batch_t b;
+    char err[256];
+    tc_wire_request_t g0 = member("g0", "g0", 0, 3), g1 = member("g1", "g0", 1, 3),
+                      g2 = member("g2", "g0", 2, 3), bad = g1, solo;
+    int r;
+
+    CHECK_OK(tc__coord_create(2, &c));
+    for (r = 0; r < 2; r++) { /* members 2 and 0 complete first: nothing ready */
+        CHECK_OK(tc__coord_add(c, r, &g2, err, sizeof(err)));
+        CHECK_OK(tc__coord_add(c, r, &g0, err, sizeof(err)));
+    }
+    CHECK_EQ(tc__coord_nready(c), 0);
+    CHECK_OK(tc__coord_add(c, 0, &g1, err, sizeof(err)));
+    CHECK_EQ(tc__coord_nready(c), 0);
+    CHECK_OK(tc__coord_add(c, 1, &g1, err, sizeof(err)));
+    CHECK_EQ(tc__coord_nready(c), 3);
+    CHECK_OK(tc__coord_take_ready(c, &b));
+    CHECK_EQ(b.count, 3);
+    for (r = 0; r < 3; r++) {
+        char want[4];
+        snprintf(want, sizeof(want), "g%d", r);
+        CHECK_EQ(b.resps[r].rtype, TC_WIRE_RUN);
+        CHECK(b.resps[r].name_len == 2 && memcmp(b.resps[r].name, want, 2) == 0);
+        CHECK_EQ(b.kinds[r], TC_COORD_NOCACHE);
+    }
+    tc__coord_batch_free(&b);
+    /* member 1's shape differs on rank 1: all three fail with its message */
+    bad.shape[0] = 4;
+    for (r = 0; r < 2; r++) {
+        CHECK_OK(tc__coord_add(c, r, &g0, err, sizeof(err)));
+        CHECK_OK(tc__coord_add(c, r, r ? &bad : &g1, err, sizeof(err)));
+        CHECK_OK(tc__coord_add(c, r, &g2, err, sizeof(err)));
+    }
+    CHECK_OK(tc__coord_take_ready(c, &b));
+    CHECK_EQ(b.count, 3);
+    for (r = 0; r < 3; r++) {
+        CHECK_EQ(b.resps[r].rtype, TC_WIRE_ERROR);
+        CHECK_EQ(b.resps[r].status, TC_ERR_MISMATCH);
+        CHECK_STR_CONTAINS(b.resps[r].text, "tensor 'g1': allreduce shape mismatch");
+    }
+    tc__coord_batch_free(&b);
+    /* member 0 complete, member 1 expires: both fail; member 2 fails when
+     * it completes */
+    for (r = 0; r < 2; r++) {
+        CHECK_OK(tc__coord_add(c, r, &g0, err, sizeof(err)));
+    }
+    CHECK_OK(tc__coord_add(c, 0, &g1, err, sizeof(err)));
+    CHECK_OK(tc__coord_expire(c, "g1", 2, TC_ERR_TIMEOUT, "tensor 'g1' stalled"));
+    CHECK_OK(tc__coord_take_ready(c, &b));
+    CHECK_EQ(b.count, 2);
+    for (r = 0; r < 2; r++) {
+        CHECK_EQ(b.resps[r].status, TC_ERR_TIMEOUT);
+        CHECK_STR_CONTAINS(b.resps[r].text, "tensor 'g1' stalled");
+    }
+    tc__coord_batch_free(&b);
+    for (r = 0; r < 2; r++) {
+        CHECK_OK(tc__coord_add(c, r, &g2, err, sizeof(err)));
+    }
+    CHECK_OK(tc__coord_take_ready(c, &b));
+    CHECK_EQ(b.count, 1);
+    CHECK_EQ(b.resps[0].status, TC_ERR_TIMEOUT);
+    tc__coord_batch_free(&b);
+    /* a name grouped on one rank and not on the other: a group mismatch */
+    solo = mk("g9", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 3, 0);
+    g0 = member("g9", "g9", 0, 1);
+    CHECK_OK(tc__coord_add(c, 0, &g0, err, sizeof(err)));
+    CHECK_OK(tc__coord_add(c, 1, &solo, err, sizeof(err)));
+    CHECK_OK(tc__coord_take_ready(c, &b));
+    CHECK_EQ(b.count, 1);
+    CHECK_STR_CONTAINS(b.resps[0].text, "tensor 'g9': allreduce group mismatch: rank 0 has member "
+                                        "1 of 1 of group 'g9', rank 1 has no group");
+    tc__coord_batch_free(&b);
+    tc__coord_destroy(c);
+}
+
 int main(int argc, char **argv)
 {
     tc_test_main(argc, argv, NULL);

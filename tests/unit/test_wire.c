@@ -79,6 +79,7 @@ static void check_same(const tc_wire_msg_t *a, const tc_wire_msg_t *b)
         CHECK_EQ(x->name_len, y->name_len);
         CHECK(memcmp(x->name, y->name, x->name_len) == 0);
         CHECK(tc__wire_scales_equal(x, y));
+        CHECK(tc__wire_groups_equal(x, y));
     }
     for (i = 0; i < a->count && a->type == TC_WIRE_CYCLE; i++) {
         const tc_wire_response_t *x = &a->resps[i], *y = &b->resps[i];
@@ -882,6 +883,16 @@ TC_CASE(scales_roundtrip)
     r[1].prescale = 0.0; /* ignored while scaled is 0 */
     r[1].scaled = 0;
     CHECK(tc__wire_scales_equal(&r[0], &r[1]));
+    /* grouped, with and without factors: size, index and key travel */
+    r[1].group_size = 2;
+    r[1].group_index = 1;
+    r[1].group_key = "first";
+    r[1].group_key_len = 5;
+    r[3].group_size = 1;
+    r[3].group_key = "s";
+    r[3].group_key_len = 1;
+    CHECK_EQ(roundtrip(&m), len + (1 + 1 + 1 + 5) + (1 + 1 + 1 + 1));
+    CHECK(!tc__wire_groups_equal(&r[0], &r[1]) && tc__wire_groups_equal(&r[0], &r[2]));
 }
 
 TC_CASE(cycle_roundtrip)
@@ -1567,6 +1578,13 @@ static void root_is_int32_max(const tc_wire_msg_t *d)
     CHECK_EQ(d->reqs[0].root, INT32_MAX);
 }
 
+static void member_1_of_3(const tc_wire_msg_t *d)
+{
+    const tc_wire_request_t *r = &d->reqs[0];
+    CHECK(r->group_size == 3 && r->group_index == 1 && r->group_key_len == 3 &&
+          memcmp(r->group_key, "key", 3) == 0 && !r->scaled);
+}
+
 static void scales_are_2_and_half(const tc_wire_msg_t *d)
 {
     CHECK(d->reqs[0].scaled && d->reqs[0].prescale == 2.0 && d->reqs[0].postscale == 0.5);
@@ -1704,8 +1722,23 @@ static const malformed_t malformed[] = {
            REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(1), RAW("\0\0\0")),
     REJECT("truncated reading postscale", HDR(TC_WIRE_REQUESTS, 0, 1),
            REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(1), RAW(F64_2), RAW("\0\0\0\0\0\0\0")),
-    REJECT("request 0: unknown extras bits 0x02", HDR(TC_WIRE_REQUESTS, 0, 1),
-           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(2)),
+    REJECT("request 0: unknown extras bits 0x04", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(4)),
+    /* ---- groups: extras bit 1, then size, index and the group's key ---- */
+    ACCEPT_THEN(member_1_of_3, HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(2),
+                U8(3), U8(1), STR("key")),
+    ACCEPT(HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(3), RAW(F64_2),
+           RAW(F64_2), VAR(TC_WIRE_MAX_GROUP), VAR(TC_WIRE_MAX_GROUP - 1), STR("k")),
+    REJECT("request 0: group member 3 of 3", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(2), U8(3), U8(3), STR("k")),
+    REJECT("request 0: group member 0 of 0", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(2), U8(0), U8(0), STR("k")),
+    REJECT("group size 65537 above 65536", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(2), VAR(TC_WIRE_MAX_GROUP + 1), U8(0), STR("k")),
+    REJECT("group key length 0", HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"),
+           U8(2), U8(2), U8(0), U8(0), U8(0)),
+    REJECT("truncated reading group key", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(2), U8(2), U8(0), U8(5), RAW("ab")),
     REJECT("unknown extras bits 0x80", HDR(TC_WIRE_REQUESTS, 0, 1),
            REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(0x81), RAW(F64_2), RAW(F64_2)),
     /* a name one byte longer so that the count bound is not what fails */
