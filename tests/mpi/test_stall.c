@@ -149,6 +149,42 @@ static void withheld(const char *name, long delay_ms, int expect_timeout)
     tc_request_free(req);
 }
 
+/* The kinds beyond allreduce stall and expire the same way: a
+ * reducescatter, an alltoall and a grouped pair the last rank never
+ * submits; every member of the group fails. */
+static void withheld_new_kinds(void)
+{
+    const int L = tt_size - 1;
+    float in[64] = {0};
+    tc_tensor_t t = {in, TC_FLOAT32, 1, {tt_size}};
+    const char *gnames[2] = {"st/g/0", "st/g/1"};
+    tc_tensor_t gt[2] = {t, t};
+    float gout[2][64];
+    void *grecv[2] = {gout[0], gout[1]};
+    tc_request_t *req[4];
+    static const char *const what[4][2] = {{"st/rs", "reducescatter"},
+                                           {"st/a2a", "alltoall"},
+                                           {"st/g/0", "allreduce"},
+                                           {"st/g/1", "allreduce"}};
+    char want[160];
+    int k;
+
+    if (tt_rank == L) {
+        tt_sleep_ms((ABORT_S + 1) * 1000);
+        return;
+    }
+    CHECK_OK(tc_reducescatter("st/rs", &t, TC_SUM, &req[0]));
+    CHECK_OK(tc_alltoall("st/a2a", &t, NULL, &req[1]));
+    CHECK_OK(tc_grouped_allreduce(2, gnames, gt, grecv, TC_SUM, NULL, &req[2]));
+    for (k = 0; k < 4; k++) {
+        CHECK_EQ(tc_wait(req[k]), TC_ERR_TIMEOUT);
+        snprintf(want, sizeof want, "tensor '%s' (%s) stalled for", what[k][0], what[k][1]);
+        CHECK_MSG(strstr(tc_request_error(req[k]), want) != NULL, "'%s': message '%s'",
+                  what[k][0], tc_request_error(req[k]));
+        tc_request_free(req[k]);
+    }
+}
+
 static void check_warned(const char *log, const char *name)
 {
     char want[160], who[64], *at;
@@ -211,6 +247,8 @@ TC_CASE(abort)
     good("st/after-2");
     good("st/cached"); /* everyone again: it works as before */
     good("st/first-time");
+    withheld_new_kinds();
+    good("st/after-3");
     if (tt_rank == 0) {
         char *log = read_log();
         CHECK_MSG(strstr(log, "failing it with TC_ERR_TIMEOUT") != NULL,
