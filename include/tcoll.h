@@ -60,11 +60,14 @@ const char *tc_version(void);
 /* Tensors                                                                   */
 /* ------------------------------------------------------------------------ */
 
+/* The numeric values are part of the ABI and of the wire format: new dtypes
+ * are only ever appended. */
 typedef enum {
     TC_UINT8, TC_INT8, TC_INT32, TC_INT64,
     TC_FLOAT16,   /* IEEE 754 binary16 */
     TC_BFLOAT16,  /* bfloat16 (upper half of a binary32) */
-    TC_FLOAT32, TC_FLOAT64
+    TC_FLOAT32, TC_FLOAT64,
+    TC_INT16, TC_UINT16
 } tc_dtype_t;
 
 typedef enum { TC_SUM, TC_AVG, TC_MIN, TC_MAX, TC_PROD } tc_op_t;

@@ -9,6 +9,11 @@ if(TCOLL_BUILD_TESTS AND TARGET tcoll-perf)
     ARGS -b 8 -e 64K -f 8 -n 3 -w 1 -c 1)
   tc_mpi_run(mpi.tcoll_perf_workload_smoke.np2 NP 2 TIMEOUT 120 PROGRAM $<TARGET_FILE:tcoll-perf>
     ARGS -m workload --workload ${CMAKE_CURRENT_LIST_DIR}/data/tiny_workload.tsv -n 2 -w 1 -c 1)
+  # The 16-bit integers: products with negative factors, unsigned maxima.
+  tc_mpi_run(mpi.tcoll_perf_int16_smoke.np2 NP 2 TIMEOUT 120 PROGRAM $<TARGET_FILE:tcoll-perf>
+    ARGS -d int16 -o prod -b 2 -e 64K -f 8 -n 3 -w 1 -c 1)
+  tc_mpi_run(mpi.tcoll_perf_uint16_smoke.np3 NP 3 TIMEOUT 120 PROGRAM $<TARGET_FILE:tcoll-perf>
+    ARGS -d uint16 -o max -b 2 -e 64K -f 8 -n 3 -w 1 -c 1)
   # Allgathers of 1-4 MiB outputs, freed and reused through the output pool.
   tc_mpi_run(mpi.tcoll_perf_allgather_smoke.np3 NP 3 TIMEOUT 120 PROGRAM $<TARGET_FILE:tcoll-perf>
     ARGS -m allgather -b 1M -e 4M -f 2 -n 4 -w 1 -c 1)

@@ -319,6 +319,8 @@ static void put_int(tc_dtype_t dt, void *buf, size_t i, int64_t v)
     switch (dt) {
     case TC_UINT8:
     case TC_INT8: ((uint8_t *)buf)[i] = (uint8_t)u; break;
+    case TC_UINT16:
+    case TC_INT16: ((uint16_t *)buf)[i] = (uint16_t)u; break;
     case TC_INT32: ((uint32_t *)buf)[i] = (uint32_t)u; break;
     case TC_INT64: ((uint64_t *)buf)[i] = u; break;
     case TC_FLOAT16: ((uint16_t *)buf)[i] = f32_to_f16((float)v); break;
@@ -333,6 +335,7 @@ static double int_meaning(tc_dtype_t dt, uint64_t bits)
 {
     switch (dt) {
     case TC_INT8: return (double)(bits >= 0x80u ? (int64_t)bits - 0x100 : (int64_t)bits);
+    case TC_INT16: return (double)(bits >= 0x8000u ? (int64_t)bits - 0x10000 : (int64_t)bits);
     case TC_INT32:
         return (double)(bits >= 0x80000000u ? (int64_t)bits - 0x100000000 : (int64_t)bits);
     case TC_INT64: {
@@ -355,6 +358,8 @@ static int elem_is(tc_dtype_t dt, const void *buf, size_t i, int64_t v, double *
     switch (dt) {
     case TC_UINT8:
     case TC_INT8: g = ((const uint8_t *)buf)[i]; u &= 0xffu; break;
+    case TC_UINT16:
+    case TC_INT16: g = ((const uint16_t *)buf)[i]; u &= 0xffffu; break;
     case TC_INT32: g = ((const uint32_t *)buf)[i]; u &= 0xffffffffu; break;
     case TC_INT64: g = ((const uint64_t *)buf)[i]; break;
     case TC_FLOAT16: d = f16_to_f32(((const uint16_t *)buf)[i]); break;
@@ -379,6 +384,8 @@ static MPI_Datatype mpi_dtype(tc_dtype_t dt)
     switch (dt) {
     case TC_UINT8: return MPI_UINT8_T;
     case TC_INT8: return MPI_INT8_T;
+    case TC_UINT16: return MPI_UINT16_T;
+    case TC_INT16: return MPI_INT16_T;
     case TC_INT32: return MPI_INT32_T;
     case TC_INT64: return MPI_INT64_T;
     case TC_FLOAT16:
@@ -502,8 +509,8 @@ typedef struct {
 
 static int64_t ar_value(const ar_scheme_t *s, int r, unsigned h)
 {
-    int n = g_size, sgn = dt_is_float(s->dt) || s->dt == TC_INT8 || s->dt == TC_INT32 ||
-                          s->dt == TC_INT64;
+    int n = g_size, sgn = dt_is_float(s->dt) || s->dt == TC_INT8 || s->dt == TC_INT16 ||
+                          s->dt == TC_INT32 || s->dt == TC_INT64;
     switch (s->op) {
     case TC_SUM: return (int64_t)((h + 7u * (unsigned)r) % (unsigned)s->k) - (sgn ? s->k / 2 : 0);
     case TC_AVG:
@@ -1629,8 +1636,8 @@ static void usage(FILE *f)
 "  -o, --op OP           sum | avg | min | max | prod (default sum; allreduce\n"
 "                        and workload only)\n"
 "  -d, --datatype T      float32 | float64 | float16 | bfloat16 | int32 |\n"
-"                        int64 | int8 | uint8 (default float32; workload:\n"
-"                        float32 only)\n"
+"                        int64 | int16 | uint16 | int8 | uint8 (default\n"
+"                        float32; workload: float32 only)\n"
 "  -r, --root R          broadcast root (default 0)\n"
 "  -c, --check 0|1       check each result against exact values (default 1)\n"
 "  -n, --iters N         timed iterations per size (default 100 up to 5 MiB,\n"
@@ -1732,9 +1739,11 @@ static int parse_options(int argc, char **argv, perf_opts_t *o)
     static const char *const op_names[] = {"sum", "avg", "min", "max", "prod"};
     static const tc_op_t ops[] = {TC_SUM, TC_AVG, TC_MIN, TC_MAX, TC_PROD};
     static const char *const dt_names[] = {"uint8",   "int8",     "int32",   "int64",
-                                           "float16", "bfloat16", "float32", "float64"};
+                                           "float16", "bfloat16", "float32", "float64",
+                                           "int16",   "uint16"};
     static const tc_dtype_t dts[] = {TC_UINT8,   TC_INT8,     TC_INT32,   TC_INT64,
-                                     TC_FLOAT16, TC_BFLOAT16, TC_FLOAT32, TC_FLOAT64};
+                                     TC_FLOAT16, TC_BFLOAT16, TC_FLOAT32, TC_FLOAT64,
+                                     TC_INT16,   TC_UINT16};
     static const struct option longopts[] = {
         {"mode", required_argument, NULL, 'm'},       {"minbytes", required_argument, NULL, 'b'},
         {"maxbytes", required_argument, NULL, 'e'},   {"stepfactor", required_argument, NULL, 'f'},
@@ -1790,10 +1799,11 @@ static int parse_options(int argc, char **argv, perf_opts_t *o)
             o->op_set = 1;
             break;
         case 'd':
-            if ((i = parse_name(optarg, dt_names, 8)) < 0) {
+            i = parse_name(optarg, dt_names, (int)(sizeof dt_names / sizeof dt_names[0]));
+            if (i < 0) {
                 snprintf(err, sizeof err,
                          "-d '%s': expected float32, float64, float16, bfloat16, int32, int64, "
-                         "int8 or uint8",
+                         "int16, uint16, int8 or uint8",
                          optarg);
             }
             o->dtype = dts[i < 0 ? 0 : i];

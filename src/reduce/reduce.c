@@ -170,6 +170,12 @@ static inline uint8_t min_u8(uint8_t a, uint8_t b) { return a < b ? a : b; }
 static inline uint8_t max_u8(uint8_t a, uint8_t b) { return a > b ? a : b; }
 static inline int8_t min_i8(int8_t a, int8_t b) { return a < b ? a : b; }
 static inline int8_t max_i8(int8_t a, int8_t b) { return a > b ? a : b; }
+static inline uint16_t add_u16(uint16_t a, uint16_t b) { return (uint16_t)(a + 0u + b); }
+static inline uint16_t mul_u16(uint16_t a, uint16_t b) { return (uint16_t)((a + 0u) * b); }
+static inline uint16_t min_u16(uint16_t a, uint16_t b) { return a < b ? a : b; }
+static inline uint16_t max_u16(uint16_t a, uint16_t b) { return a > b ? a : b; }
+static inline int16_t min_i16(int16_t a, int16_t b) { return a < b ? a : b; }
+static inline int16_t max_i16(int16_t a, int16_t b) { return a > b ? a : b; }
 static inline uint32_t add_u32(uint32_t a, uint32_t b) { return (uint32_t)(a + 0u + b); }
 static inline uint32_t mul_u32(uint32_t a, uint32_t b) { return (uint32_t)((a + 0u) * b); }
 static inline int32_t min_i32(int32_t a, int32_t b) { return a < b ? a : b; }
@@ -288,6 +294,12 @@ TC_DEFINE_KERNEL(k_min_u8, uint8_t, min_u8)
 TC_DEFINE_KERNEL(k_max_u8, uint8_t, max_u8)
 TC_DEFINE_KERNEL(k_min_i8, int8_t, min_i8)
 TC_DEFINE_KERNEL(k_max_i8, int8_t, max_i8)
+TC_DEFINE_KERNEL(k_sum_u16, uint16_t, add_u16)
+TC_DEFINE_KERNEL(k_prod_u16, uint16_t, mul_u16)
+TC_DEFINE_KERNEL(k_min_u16, uint16_t, min_u16)
+TC_DEFINE_KERNEL(k_max_u16, uint16_t, max_u16)
+TC_DEFINE_KERNEL(k_min_i16, int16_t, min_i16)
+TC_DEFINE_KERNEL(k_max_i16, int16_t, max_i16)
 TC_DEFINE_KERNEL(k_sum_i32, uint32_t, add_u32)
 TC_DEFINE_KERNEL(k_prod_i32, uint32_t, mul_u32)
 TC_DEFINE_KERNEL(k_min_i32, int32_t, min_i32)
@@ -456,7 +468,7 @@ TC_F16C static void avg_f16_f16c(unsigned char *buf, size_t count, float nf, dou
 
 typedef void (*tc_avg_t)(unsigned char *buf, size_t count, float nf, double nd);
 
-#define TC_NUM_DTYPES ((int)TC_FLOAT64 + 1)
+#define TC_NUM_DTYPES ((int)TC_UINT16 + 1)
 #define TC_NUM_OPS ((int)TC_PROD + 1)
 
 /* One path's kernels: [dtype][op] (TC_AVG reduces as TC_SUM), and the AVG
@@ -481,7 +493,10 @@ typedef struct {
                    [TC_FLOAT16] = TC_ROW(f16, F16),                                         \
                    [TC_BFLOAT16] = TC_ROW(bf16, S),                                         \
                    [TC_FLOAT32] = TC_ROW(f32, S),                                           \
-                   [TC_FLOAT64] = TC_ROW(f64, S)},                                          \
+                   [TC_FLOAT64] = TC_ROW(f64, S),                                           \
+                   [TC_INT16] = {k_sum_u16##S, k_sum_u16##S, k_min_i16##S, k_max_i16##S,    \
+                                 k_prod_u16##S},                                            \
+                   [TC_UINT16] = TC_ROW(u16, S)},                                           \
         .avg = {[TC_FLOAT16] = avg_f16##F16, [TC_BFLOAT16] = avg_bf16##S,                   \
                 [TC_FLOAT32] = avg_f32##S, [TC_FLOAT64] = avg_f64##S},                      \
     }

@@ -71,6 +71,12 @@ void tc__scale(tc_dtype_t dtype, void *dst, const void *src, size_t count, doubl
     case TC_INT8:
         SCALE_INT(int8_t, INT8_MIN, INT8_MAX);
         return;
+    case TC_UINT16:
+        SCALE_INT(uint16_t, 0, UINT16_MAX);
+        return;
+    case TC_INT16:
+        SCALE_INT(int16_t, INT16_MIN, INT16_MAX);
+        return;
     case TC_INT32:
         SCALE_INT(int32_t, INT32_MIN, INT32_MAX);
         return;

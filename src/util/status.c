@@ -1,8 +1,9 @@
 /*
  * status.c - status strings, dtype/op names and the per-thread last error.
  *
- * The status strings come from one X-macro list so they cannot drift from the
- * enum order; a static assertion checks the count. Never allocates.
+ * The status strings and the dtype names and sizes each come from one X-macro
+ * list so they cannot drift from the enum order; static assertions check the
+ * counts. Never allocates.
  */
 #define _GNU_SOURCE
 #include "util/status.h"
@@ -44,12 +45,18 @@ const char *tc_status_string(tc_status_t status)
     X(TC_FLOAT16, "float16", 2)                                                     \
     X(TC_BFLOAT16, "bfloat16", 2)                                                   \
     X(TC_FLOAT32, "float32", 4)                                                     \
-    X(TC_FLOAT64, "float64", 8)
+    X(TC_FLOAT64, "float64", 8)                                                     \
+    X(TC_INT16, "int16", 2)                                                         \
+    X(TC_UINT16, "uint16", 2)
 
 #define TC_DTYPE_NAME(code, text, size) [code] = text,
 #define TC_DTYPE_SIZE(code, text, size) [code] = size,
 static const char *const dtype_names[] = {TC_DTYPE_MAP(TC_DTYPE_NAME)};
 static const size_t dtype_sizes[] = {TC_DTYPE_MAP(TC_DTYPE_SIZE)};
+#define TC_DTYPE_ONE(code, text, size) +1
+_Static_assert(sizeof(dtype_sizes) / sizeof(dtype_sizes[0]) == 0 TC_DTYPE_MAP(TC_DTYPE_ONE),
+               "dtype map has a gap");
+_Static_assert(TC_UINT16 + 1 == 0 TC_DTYPE_MAP(TC_DTYPE_ONE), "dtype map out of date");
 
 int tc__dtype_valid(int dtype)
 {

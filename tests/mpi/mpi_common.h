@@ -33,7 +33,7 @@
 #include "tc_test.h"
 #include "tcoll.h"
 
-#define TT_NDTYPES 8
+#define TT_NDTYPES 10
 #define TT_NOPS 5
 
 /* A request pointer value no library would return: calls that must fail
@@ -60,7 +60,8 @@
 static inline tc_dtype_t tt_dtype(int i)
 {
     static const tc_dtype_t all[TT_NDTYPES] = { TC_UINT8,   TC_INT8,     TC_INT32,   TC_INT64,
-                                                TC_FLOAT16, TC_BFLOAT16, TC_FLOAT32, TC_FLOAT64 };
+                                                TC_FLOAT16, TC_BFLOAT16, TC_FLOAT32, TC_FLOAT64,
+                                                TC_INT16,   TC_UINT16 };
     return all[i];
 }
 
@@ -82,6 +83,8 @@ static inline const char *tt_dtype_str(tc_dtype_t dt)
     case TC_BFLOAT16: return "bfloat16";
     case TC_FLOAT32: return "float32";
     case TC_FLOAT64: return "float64";
+    case TC_INT16: return "int16";
+    case TC_UINT16: return "uint16";
     }
     return "?";
 }
@@ -103,6 +106,8 @@ static inline size_t tt_dtype_bytes(tc_dtype_t dt)
     switch (dt) {
     case TC_UINT8:
     case TC_INT8: return 1;
+    case TC_INT16:
+    case TC_UINT16:
     case TC_FLOAT16:
     case TC_BFLOAT16: return 2;
     case TC_INT32:
@@ -211,6 +216,12 @@ static inline void tt_store(tc_dtype_t dt, void *buf, int64_t i, int64_t v)
         memcpy(p, &b, 1);
         break;
     }
+    case TC_INT16:
+    case TC_UINT16: {
+        uint16_t s = (uint16_t)u;
+        memcpy(p, &s, 2);
+        break;
+    }
     case TC_INT32: {
         uint32_t w = (uint32_t)u;
         memcpy(p, &w, 4);
@@ -265,7 +276,8 @@ static inline void tt_store_real(tc_dtype_t dt, void *buf, int64_t i, double v)
     }
 }
 
-/* u reduced to the dtype's width, read back signed (or unsigned for uint8). */
+/* u reduced to the dtype's width, read back signed (or unsigned for uint8 and
+ * uint16). */
 static inline int64_t tt_wrap(tc_dtype_t dt, uint64_t u)
 {
     switch (dt) {
@@ -273,6 +285,11 @@ static inline int64_t tt_wrap(tc_dtype_t dt, uint64_t u)
     case TC_INT8: {
         int64_t x = (int64_t)(u & 0xffu);
         return x >= 128 ? x - 256 : x;
+    }
+    case TC_UINT16: return (int64_t)(u & 0xffffu);
+    case TC_INT16: {
+        int64_t x = (int64_t)(u & 0xffffu);
+        return x >= 32768 ? x - 65536 : x;
     }
     case TC_INT32: {
         int64_t x = (int64_t)(u & 0xffffffffu);
@@ -297,6 +314,12 @@ static inline double tt_load(tc_dtype_t dt, const void *buf, int64_t i)
         uint8_t b;
         memcpy(&b, p, 1);
         return (double)tt_wrap(dt, b);
+    }
+    case TC_INT16:
+    case TC_UINT16: {
+        uint16_t s;
+        memcpy(&s, p, 2);
+        return (double)tt_wrap(dt, s);
     }
     case TC_INT32: {
         uint32_t w;

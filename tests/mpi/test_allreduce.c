@@ -7,6 +7,7 @@
  * [1,1]), size-1, size+1, the prime 7919, multi-dimensional shapes, plus two
  * large tensors (a 3 MiB float32 sum out of place, a 1 MiB int32 sum in place).
  * Integer-valued data keeps every floating result exact (see mpi_common.h).
+ * And int16/uint16 on values at the ends of their ranges.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -223,6 +224,70 @@ TC_CASE(every_dtype_op_shape_from_threads)
     }
     tt_say("test_allreduce: %d allreduces OK on %d ranks from %d threads (%.2f s)\n", g_ntasks,
            tt_size, NTHREADS, dt);
+}
+
+/*
+ * int16 and uint16 at the ends of their ranges, every op but avg, out of
+ * place and in place: element i of rank r is ext[(i + 3r) % NEXT], so sums
+ * and products wrap and min/max meet both ends on every rank count. The
+ * expected values are worked out here with 64-bit arithmetic and cut to 16
+ * bits, not with the mpi_common.h helpers.
+ */
+TC_CASE(int16_uint16_extremes)
+{
+    enum { NEXT = 9, COUNT = 2 * NEXT + 1 };
+    static const int64_t i16[NEXT] = { INT16_MIN, INT16_MIN + 1, -256, -1, 0,
+                                       1,         181,           INT16_MAX - 1, INT16_MAX };
+    static const int64_t u16[NEXT] = { 0,     1,     2,     255,          256,
+                                       32767, 32768, UINT16_MAX - 1, UINT16_MAX };
+    static const tc_op_t ops[] = { TC_SUM, TC_MIN, TC_MAX, TC_PROD };
+    int runs = 0;
+
+    for (int uns = 0; uns < 2; uns++) {
+        tc_dtype_t dt = uns ? TC_UINT16 : TC_INT16;
+        const int64_t *ext = uns ? u16 : i16;
+        for (int oi = 0; oi < 4; oi++) {
+            for (int inplace = 0; inplace < 2; inplace++) {
+                tc_op_t op = ops[oi];
+                uint16_t send[COUNT], recv[COUNT];
+                char name[64];
+                tc_request_t *req = NULL;
+
+                for (int i = 0; i < COUNT; i++) {
+                    send[i] = (uint16_t)(uint64_t)ext[(i + 3 * tt_rank) % NEXT];
+                    recv[i] = 0xa5a5u;
+                }
+                snprintf(name, sizeof name, "ar/extremes/%s/%s/%s", tt_dtype_str(dt),
+                         tt_op_str(op), inplace ? "in" : "out");
+                tc_tensor_t t = { send, dt, 1, { COUNT } };
+                CHECK_OK(tc_allreduce(name, &t, inplace ? (void *)send : (void *)recv, op, &req));
+                CHECK_OK(tc_wait(req));
+                tc_request_free(req);
+
+                const uint16_t *got = inplace ? send : recv;
+                for (int i = 0; i < COUNT; i++) {
+                    /* sum and product modulo 2^64 keep their low 16 bits right */
+                    uint64_t acc = (uint64_t)ext[i % NEXT];
+                    int64_t best = ext[i % NEXT];
+                    for (int r = 1; r < tt_size; r++) {
+                        int64_t v = ext[(i + 3 * r) % NEXT];
+                        if (op == TC_SUM) acc += (uint64_t)v;
+                        if (op == TC_PROD) acc *= (uint64_t)v;
+                        if (op == TC_MIN) best = v < best ? v : best;
+                        if (op == TC_MAX) best = v > best ? v : best;
+                    }
+                    uint16_t want = (op == TC_MIN || op == TC_MAX) ? (uint16_t)(uint64_t)best
+                                                                   : (uint16_t)acc;
+                    CHECK_MSG(got[i] == want, "%s (np %d): element %d is %lld, want %lld", name,
+                              tt_size, i, (long long)tt_wrap(dt, got[i]),
+                              (long long)tt_wrap(dt, want));
+                }
+                runs++;
+            }
+        }
+    }
+    tt_say("test_allreduce: %d int16/uint16 allreduces at the range ends OK on %d ranks\n", runs,
+           tt_size);
 }
 
 int main(int argc, char **argv)

@@ -122,6 +122,12 @@ TC_CASE(rank_size_and_names)
                   tt_dtype_str(tt_dtype(i)));
     }
     CHECK_EQ(tc_dtype_size((tc_dtype_t)99), 0);
+    /* appended dtypes keep the older values (ABI); the next one is unknown */
+    CHECK_EQ((int)TC_FLOAT64, 7);
+    CHECK_EQ((int)TC_INT16, 8);
+    CHECK_EQ((int)TC_UINT16, 9);
+    CHECK_EQ(tc_dtype_size((tc_dtype_t)(TC_UINT16 + 1)), 0);
+    CHECK_EQ(strcmp(tc_dtype_name((tc_dtype_t)(TC_UINT16 + 1)), "?"), 0);
     for (int i = 0; i < TT_NOPS; i++) {
         CHECK_EQ(strcmp(tc_op_name(tt_op(i)), tt_op_str(tt_op(i))), 0);
     }
@@ -195,8 +201,8 @@ TC_CASE(bad_arguments_fail_at_once)
         EXPECT_IMMEDIATE(TC_ERR_ARG, tc_broadcast("a", &t, 0, &req));
     }
 
-    /* unknown dtype */
-    const int bad_dtypes[] = { 99, -1, TC_FLOAT64 + 1 };
+    /* unknown dtype (TC_UINT16 is the last one) */
+    const int bad_dtypes[] = { 99, -1, TC_UINT16 + 1 };
     for (int i = 0; i < 3; i++) {
         t = good;
         t.dtype = (tc_dtype_t)bad_dtypes[i];
@@ -213,8 +219,8 @@ TC_CASE(bad_arguments_fail_at_once)
 
     /* TC_AVG on integers */
     int64_t iv[4] = { 1, 2, 3, 4 }, io[4];
-    const tc_dtype_t ints[4] = { TC_UINT8, TC_INT8, TC_INT32, TC_INT64 };
-    for (int i = 0; i < 4; i++) {
+    const tc_dtype_t ints[6] = { TC_UINT8, TC_INT8, TC_INT32, TC_INT64, TC_INT16, TC_UINT16 };
+    for (int i = 0; i < 6; i++) {
         tc_tensor_t ti = { iv, ints[i], 1, { 2 } };
         EXPECT_IMMEDIATE(TC_ERR_ARG, tc_allreduce("a", &ti, io, TC_AVG, &req));
     }

@@ -13,7 +13,8 @@
 
 #include <unistd.h>
 
-#define NT 240
+#define NT_MIXED 240 /* the runs over dts[] below */
+#define NT (NT_MIXED + 64) /* then 8 runs of int16 and uint16 */
 
 typedef struct {
     char name[64];
@@ -48,14 +49,22 @@ TC_CASE(small_allreduces_in_runs)
 {
     static const tc_dtype_t dts[] = {TC_FLOAT32, TC_INT32, TC_FLOAT16, TC_FLOAT64, TC_BFLOAT16};
     static const tc_op_t ops[] = {TC_SUM, TC_MAX, TC_AVG, TC_MIN, TC_PROD};
+    static const tc_dtype_t dts16[] = {TC_INT16, TC_UINT16};
+    static const tc_op_t ops16[] = {TC_SUM, TC_MAX, TC_MIN, TC_PROD};
     int rank = tt_rank, size = tt_size, i;
 
     g_mismatches = 0;
     for (i = 0; i < NT; i++) {
         item_t *it = &items[i];
         int run = i / 8; /* runs of 8 with one dtype and op */
-        it->dt = dts[run % 5];
-        it->op = ops[(run / 5) % 5];
+        if (i < NT_MIXED) {
+            it->dt = dts[run % 5];
+            it->op = ops[(run / 5) % 5];
+        } else { /* every op but avg on both 16-bit integer dtypes */
+            int k = run - NT_MIXED / 8;
+            it->dt = dts16[k % 2];
+            it->op = ops16[(k / 2) % 4];
+        }
         if (it->op == TC_AVG && !tt_is_float(it->dt)) {
             it->op = TC_SUM;
         }

@@ -168,6 +168,10 @@ TC_CASE(every_mismatch_kind_on_every_rank)
     add_bad("mm/dtype", tt_params(TT_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 4, 0, 0),
             tt_params(TT_ALLREDUCE, TC_INT32, TC_SUM, 0, 1, 4, 0, 0), L, "dtype mismatch", "float32",
             "int32");
+    /* same element size, different dtype */
+    add_bad("mm/dtype16", tt_params(TT_ALLREDUCE, TC_INT16, TC_MAX, 0, 1, 4, 0, 0),
+            tt_params(TT_ALLREDUCE, TC_UINT16, TC_MAX, 0, 1, 4, 0, 0), L, "dtype mismatch", "int16",
+            "uint16");
     add_bad("mm/op", tt_params(TT_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 4, 0, 0),
             tt_params(TT_ALLREDUCE, TC_FLOAT32, TC_MAX, 0, 1, 4, 0, 0), L, "op mismatch", "sum", "max");
     add_bad("mm/op-avg-prod", tt_params(TT_ALLREDUCE, TC_FLOAT64, TC_AVG, 0, 1, 3, 0, 0),

@@ -33,23 +33,25 @@ static task_t g_tasks[MAX_TASKS];
 static int g_ntasks;
 
 static const tc_dtype_t dtypes[] = {TC_UINT8,   TC_INT8,     TC_INT32,   TC_INT64,
-                                    TC_FLOAT16, TC_BFLOAT16, TC_FLOAT32, TC_FLOAT64};
+                                    TC_FLOAT16, TC_BFLOAT16, TC_FLOAT32, TC_FLOAT64,
+                                    TC_INT16,   TC_UINT16};
 static const tc_op_t ops[] = {TC_SUM, TC_AVG, TC_MIN, TC_MAX, TC_PROD};
 
-/* Rank r's element i: a small integer (0..100 for uint8, |v| <= 30 for
- * bfloat16, whose 8 bits must hold every halved partial sum; PROD keeps to
- * 1..3 in size so that products stay exact in every float dtype). */
+/* Rank r's element i: a small integer (0..100 for uint8 and uint16, |v| <= 30
+ * for bfloat16, whose 8 bits must hold every halved partial sum; PROD keeps
+ * to 1..3 in size so that products stay exact in every float dtype). */
 static int64_t input(const task_t *t, int r, int64_t i)
 {
     uint64_t h = tt_key(tt_hash_str(t->name), (uint64_t)r, (uint64_t)i);
     if (t->op == TC_PROD) {
         static const int64_t v[6] = {1, 2, 3, -1, -2, -3};
-        return t->dt == TC_UINT8 ? v[h % 3] : v[h % 6];
+        return t->dt == TC_UINT8 || t->dt == TC_UINT16 ? v[h % 3] : v[h % 6];
     }
     if (t->dt == TC_BFLOAT16) {
         return (int64_t)(h % 61) - 30;
     }
-    return t->dt == TC_UINT8 ? (int64_t)(h % 101) : (int64_t)(h % 201) - 100;
+    return t->dt == TC_UINT8 || t->dt == TC_UINT16 ? (int64_t)(h % 101)
+                                                   : (int64_t)(h % 201) - 100;
 }
 
 static double int_lo(tc_dtype_t dt)
@@ -57,6 +59,8 @@ static double int_lo(tc_dtype_t dt)
     switch (dt) {
     case TC_UINT8: return 0;
     case TC_INT8: return -128;
+    case TC_UINT16: return 0;
+    case TC_INT16: return -32768;
     case TC_INT32: return -2147483648.0;
     default: return -9223372036854775808.0;
     }
@@ -67,6 +71,8 @@ static double int_hi(tc_dtype_t dt)
     switch (dt) {
     case TC_UINT8: return 255;
     case TC_INT8: return 127;
+    case TC_UINT16: return 65535;
+    case TC_INT16: return 32767;
     case TC_INT32: return 2147483647.0;
     default: return 9223372036854775807.0;
     }

@@ -180,6 +180,7 @@ void coll_store(tc_dtype_t dt, void *buf, size_t i, double v)
 {
     switch (dt) {
     case TC_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
+    case TC_INT16: ((int16_t *)buf)[i] = (int16_t)v; break;
     case TC_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
     case TC_FLOAT32: ((float *)buf)[i] = (float)v; break;
     case TC_FLOAT64: ((double *)buf)[i] = v; break;
@@ -193,6 +194,7 @@ double coll_load(tc_dtype_t dt, const void *buf, size_t i)
 {
     switch (dt) {
     case TC_INT8: return ((const int8_t *)buf)[i];
+    case TC_INT16: return ((const int16_t *)buf)[i];
     case TC_INT32: return ((const int32_t *)buf)[i];
     case TC_FLOAT32: return ((const float *)buf)[i];
     case TC_FLOAT64: return ((const double *)buf)[i];

@@ -29,8 +29,8 @@ size_t coll_check_calls_paired(int n);
 /* Integer-valued input of rank r at element i, exact in every dtype used. */
 double coll_input(int r, size_t i, tc_op_t op);
 
-/* Element i of buf as a double, and back (int8, int32, float16, bfloat16,
- * float32, float64). */
+/* Element i of buf as a double, and back (int8, int16, int32, float16,
+ * bfloat16, float32, float64). */
 void coll_store(tc_dtype_t dt, void *buf, size_t i, double v);
 double coll_load(tc_dtype_t dt, const void *buf, size_t i);
 

@@ -192,8 +192,8 @@ TC_CASE(row_blocks_cover_rows)
     }
 }
 
-static const tc_dtype_t rs_dtypes[] = {TC_INT8, TC_INT32, TC_FLOAT16, TC_BFLOAT16, TC_FLOAT32,
-                                       TC_FLOAT64};
+static const tc_dtype_t rs_dtypes[] = {TC_INT8,     TC_INT32,   TC_FLOAT16, TC_BFLOAT16,
+                                       TC_FLOAT32,  TC_FLOAT64, TC_INT16};
 
 /* Row counts for n ranks: none, fewer than n (blocks empty), n - 1, n,
  * n + 1 (one block longer), 2n + 3, and a prime. */
@@ -215,7 +215,8 @@ TC_CASE(reducescatter_every_dtype_op_rows)
                 for (d = 0; d < sizeof(rs_dtypes) / sizeof(rs_dtypes[0]); d++) {
                     for (o = 0; o < sizeof(all_ops) / sizeof(all_ops[0]); o++) {
                         if (all_ops[o] == TC_AVG &&
-                            (rs_dtypes[d] == TC_INT8 || rs_dtypes[d] == TC_INT32)) {
+                            (rs_dtypes[d] == TC_INT8 || rs_dtypes[d] == TC_INT16 ||
+                             rs_dtypes[d] == TC_INT32)) {
                             continue;
                         }
                         test_reducescatter(n, rows[c], elems[e], rs_dtypes[d], all_ops[o],

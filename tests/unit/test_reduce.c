@@ -34,8 +34,9 @@ __attribute__((weak)) int tc_rank(void)
 #define F32_QNAN 0x7fc00000u
 #define F64_QNAN UINT64_C(0x7ff8000000000000)
 
-static const tc_dtype_t all_dtypes[] = {TC_UINT8,    TC_INT8,     TC_INT32,   TC_INT64,
-                                        TC_FLOAT16,  TC_BFLOAT16, TC_FLOAT32, TC_FLOAT64};
+static const tc_dtype_t all_dtypes[] = {TC_UINT8,   TC_INT8,     TC_INT32,   TC_INT64,
+                                        TC_FLOAT16, TC_BFLOAT16, TC_FLOAT32, TC_FLOAT64,
+                                        TC_INT16,   TC_UINT16};
 static const tc_op_t all_ops[] = {TC_SUM, TC_AVG, TC_MIN, TC_MAX, TC_PROD};
 
 #define NELEMS(a) (sizeof(a) / sizeof((a)[0]))
@@ -151,6 +152,11 @@ static int64_t sign_extend(uint64_t bits, size_t sz)
 static int is_float(tc_dtype_t dt)
 {
     return dt == TC_FLOAT16 || dt == TC_BFLOAT16 || dt == TC_FLOAT32 || dt == TC_FLOAT64;
+}
+
+static int is_unsigned(tc_dtype_t dt)
+{
+    return dt == TC_UINT8 || dt == TC_UINT16;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -500,8 +506,8 @@ static uint64_t ref_op(tc_dtype_t dt, tc_op_t op, uint64_t a, uint64_t b)
             }
         }
         /* Narrower: the exact result fits int64; keep its low bits. */
-        int64_t sa = dt == TC_UINT8 ? (int64_t)a : sign_extend(a, sz);
-        int64_t sb = dt == TC_UINT8 ? (int64_t)b : sign_extend(b, sz);
+        int64_t sa = is_unsigned(dt) ? (int64_t)a : sign_extend(a, sz);
+        int64_t sb = is_unsigned(dt) ? (int64_t)b : sign_extend(b, sz);
         int64_t r;
         switch (op) {
         case TC_SUM: case TC_AVG: r = sa + sb; break;
@@ -653,6 +659,34 @@ static void test_int_edges(void)
         {TC_INT8, TC_MIN, -128, 127, -128},
         {TC_INT8, TC_MAX, -1, 0, 0},
         {TC_INT8, TC_MAX, -5, -3, -3},
+        {TC_UINT16, TC_SUM, 65535, 1, 0},
+        {TC_UINT16, TC_SUM, 40000, 30000, 4464},
+        {TC_UINT16, TC_AVG, 65535, 65535, 65534}, /* avg reduces as sum */
+        {TC_UINT16, TC_PROD, 256, 256, 0},
+        {TC_UINT16, TC_PROD, 65535, 65535, 1}, /* 4294836225 would overflow int */
+        {TC_UINT16, TC_PROD, 300, 300, 24464},
+        {TC_UINT16, TC_PROD, 40000, 2, 14464},
+        {TC_UINT16, TC_MIN, 0, 65535, 0},
+        {TC_UINT16, TC_MAX, 0, 65535, 65535},
+        {TC_UINT16, TC_MAX, 32768, 32767, 32768}, /* unsigned compare */
+        {TC_UINT16, TC_MIN, 32768, 32767, 32767},
+        {TC_INT16, TC_SUM, INT16_MAX, 1, INT16_MIN},
+        {TC_INT16, TC_SUM, INT16_MIN, -1, INT16_MAX},
+        {TC_INT16, TC_SUM, INT16_MIN, INT16_MIN, 0},
+        {TC_INT16, TC_SUM, -5, 3, -2},
+        {TC_INT16, TC_AVG, INT16_MAX, INT16_MAX, -2},
+        {TC_INT16, TC_PROD, INT16_MIN, -1, INT16_MIN},
+        {TC_INT16, TC_PROD, INT16_MIN, INT16_MIN, 0},
+        {TC_INT16, TC_PROD, INT16_MAX, INT16_MAX, 1},
+        {TC_INT16, TC_PROD, 256, 256, 0},
+        {TC_INT16, TC_PROD, 181, 181, 32761},
+        {TC_INT16, TC_PROD, 182, 182, -32412},
+        {TC_INT16, TC_PROD, -7, 9, -63},
+        {TC_INT16, TC_MIN, INT16_MIN, INT16_MAX, INT16_MIN},
+        {TC_INT16, TC_MAX, INT16_MIN, INT16_MAX, INT16_MAX},
+        {TC_INT16, TC_MAX, -1, 0, 0},
+        {TC_INT16, TC_MIN, -5, -3, -5},
+        {TC_INT16, TC_MAX, -5, -3, -3},
         {TC_INT32, TC_SUM, INT32_MAX, 1, INT32_MIN},
         {TC_INT32, TC_SUM, INT32_MIN, -1, INT32_MAX},
         {TC_INT32, TC_SUM, -5, 3, -2},
@@ -682,7 +716,7 @@ static void test_int_edges(void)
         put_bits(c->dt, b + 1, 0, (uint64_t)c->b & dtype_mask(c->dt));
         tc__reduce(c->dt, c->op, a + 1, b + 1, 1);
         uint64_t got = get_bits(c->dt, a + 1, 0);
-        int64_t sgot = c->dt == TC_UINT8 ? (int64_t)got : sign_extend(got, sz);
+        int64_t sgot = is_unsigned(c->dt) ? (int64_t)got : sign_extend(got, sz);
         CHECK_MSG(sgot == c->want, "%s: %lld %s %lld = %lld, want %lld", tc_dtype_name(c->dt),
                   (long long)c->a, tc_op_name(c->op), (long long)c->b, (long long)sgot,
                   (long long)c->want);
@@ -700,10 +734,12 @@ static void test_invalid(void)
     memcpy(copy, dst, sizeof(dst));
     tc__reduce((tc_dtype_t)99, TC_SUM, dst, src, 4);
     tc__reduce((tc_dtype_t)-1, TC_SUM, dst, src, 4);
+    tc__reduce((tc_dtype_t)(TC_UINT16 + 1), TC_SUM, dst, src, 4); /* first unknown */
     tc__reduce(TC_FLOAT32, (tc_op_t)99, dst, src, 4);
     tc__reduce(TC_FLOAT32, (tc_op_t)-1, dst, src, 4);
     tc__reduce(TC_FLOAT32, TC_SUM, dst, src, 0);
     tc__reduce_avg_finish((tc_dtype_t)99, dst, 4, 3);
+    tc__reduce_avg_finish((tc_dtype_t)(TC_UINT16 + 1), dst, 4, 3);
     CHECK(memcmp(dst, copy, sizeof(dst)) == 0);
 }
 
@@ -882,8 +918,11 @@ static void test_avg_finish(void)
     free(h2);
 
     /* Integers are left alone. */
-    for (size_t dd = 0; dd < 4; dd++) {
+    for (size_t dd = 0; dd < NELEMS(all_dtypes); dd++) {
         unsigned char ib[32], copy[32];
+        if (is_float(all_dtypes[dd])) {
+            continue;
+        }
         for (int i = 0; i < 32; i++) {
             ib[i] = (unsigned char)(i * 29 + 3);
         }

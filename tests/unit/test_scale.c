@@ -72,6 +72,8 @@ TC_CASE(integers)
     uint8_t u8[3] = {10, 200, 255}, o8[3];
     int8_t s8[3] = {-100, 100, 5}, p8[3];
     int64_t i64[3] = {INT64_MAX, INT64_MIN, 1000000007}, o64[3];
+    uint16_t u16[4] = {2, 32768, UINT16_MAX, 60000}, o16[4];
+    int16_t s16[4] = {-15, 15, INT16_MIN, INT16_MAX}, p16[4];
 
     tc__scale(TC_INT32, o32, i32, 5, 0.5); /* 3.5 -> 3, -3.5 -> -3 (toward zero) */
     CHECK(o32[0] == 3 && o32[1] == -3 && o32[2] == 1);
@@ -84,6 +86,14 @@ TC_CASE(integers)
     CHECK(o8[0] == 0 && o8[1] == 0 && o8[2] == 0);
     tc__scale(TC_INT8, p8, s8, 3, 2.0);
     CHECK(p8[0] == INT8_MIN && p8[1] == INT8_MAX && p8[2] == 10);
+    tc__scale(TC_UINT16, o16, u16, 4, 1.5); /* 3; 49152; 65535 * 1.5 and 60000 * 1.5 -> 65535 */
+    CHECK(o16[0] == 3 && o16[1] == 49152 && o16[2] == UINT16_MAX && o16[3] == UINT16_MAX);
+    tc__scale(TC_UINT16, o16, u16, 4, -0.5); /* below the range: 0 */
+    CHECK(o16[0] == 0 && o16[1] == 0 && o16[2] == 0 && o16[3] == 0);
+    tc__scale(TC_INT16, p16, s16, 4, 0.5); /* -7.5 -> -7, toward zero */
+    CHECK(p16[0] == -7 && p16[1] == 7 && p16[2] == INT16_MIN / 2 && p16[3] == INT16_MAX / 2);
+    tc__scale(TC_INT16, p16, s16, 4, -2.0); /* 65536 -> INT16_MAX, -65534 -> INT16_MIN */
+    CHECK(p16[0] == 30 && p16[1] == -30 && p16[2] == INT16_MAX && p16[3] == INT16_MIN);
     tc__scale(TC_INT64, o64, i64, 3, 2.0);
     CHECK(o64[0] == INT64_MAX && o64[1] == INT64_MIN && o64[2] == 2000000014);
     tc__scale(TC_INT64, o64, i64, 3, 1.0); /* through double: INT64_MAX rounds to 2^63 */

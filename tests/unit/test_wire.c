@@ -593,7 +593,7 @@ static const tc_wire_msg_t *gen_msg(unsigned max_entries, int big)
             tc_wire_request_t *r = &gen.reqs[i];
             memset(r, 0, sizeof(*r));
             r->kind = (uint8_t)rng_below(TC_KIND_COUNT);
-            r->dtype = (uint8_t)rng_below(TC_FLOAT64 + 1);
+            r->dtype = (uint8_t)rng_below(TC_UINT16 + 1);
             r->op = (uint8_t)rng_below(TC_PROD + 1);
             r->root = rand_root();
             r->ndim = (uint8_t)rng_below(TC_MAX_DIMS + 1);
@@ -790,7 +790,7 @@ TC_CASE(requests_roundtrip)
                                    INT64_MAX - 1, INT64_MAX};
     static const int32_t roots[] = {0, 1, -1, 63, -64, 64, INT32_MAX, INT32_MIN, INT32_MIN + 1};
     static char name_max[TC_MAX_NAME_LEN];
-    static tc_wire_request_t reqs[TC_KIND_COUNT * 8 * 5];
+    static tc_wire_request_t reqs[TC_KIND_COUNT * (TC_UINT16 + 1) * 5];
     tc_wire_msg_t m = {0};
     uint32_t n = 0, i;
     int kind, dtype, op, ndim, flags;
@@ -800,7 +800,7 @@ TC_CASE(requests_roundtrip)
     }
     /* every kind x dtype x op, ndim cycling 0..8, shapes and roots cycling */
     for (kind = 0; kind < TC_KIND_COUNT; kind++) {
-        for (dtype = TC_UINT8; dtype <= TC_FLOAT64; dtype++) {
+        for (dtype = TC_UINT8; dtype <= TC_UINT16; dtype++) {
             for (op = TC_SUM; op <= TC_PROD; op++) {
                 tc_wire_request_t *r = &reqs[n];
                 memset(r, 0, sizeof(*r));
@@ -1622,6 +1622,9 @@ static void padded_id_and_len(const tc_wire_msg_t *d)
     CHECK(memcmp(d->eager[0].data, "\x01\x02", 2) == 0);
 }
 
+/* The dtype byte is the tc_dtype_t value; the table below spells it out. */
+_Static_assert(TC_INT16 == 8 && TC_UINT16 == 9, "dtype values on the wire changed");
+
 static const malformed_t malformed[] = {
     /* ---- header ---- */
     REJECT("truncated reading magic", END),
@@ -1691,7 +1694,10 @@ static const malformed_t malformed[] = {
     REJECT("request 0: kind 6", HDR(TC_WIRE_REQUESTS, 0, 1),
            REQ(TC_KIND_COUNT, 0, 0, 0, 0, 0, "k")),
     REJECT("kind 255", HDR(TC_WIRE_REQUESTS, 0, 1), REQ(255, 0, 0, 0, 0, 0, "k")),
-    REJECT("unknown dtype 8", HDR(TC_WIRE_REQUESTS, 0, 1), REQ(0, TC_FLOAT64 + 1, 0, 0, 0, 0, "k")),
+    /* dtype bytes 8 and 9 are int16 and uint16; 10 is the first unknown one */
+    ACCEPT(HDR(TC_WIRE_REQUESTS, 0, 1), REQ(TC_KIND_ALLREDUCE, 8, TC_MIN, 0, 1, 3, "i16")),
+    ACCEPT(HDR(TC_WIRE_REQUESTS, 0, 1), REQ(TC_KIND_ALLREDUCE, 9, TC_PROD, 0, 1, 3, "u16")),
+    REJECT("unknown dtype 10", HDR(TC_WIRE_REQUESTS, 0, 1), REQ(0, 10, 0, 0, 0, 0, "k")),
     REJECT("unknown op 5", HDR(TC_WIRE_REQUESTS, 0, 1), REQ(0, 0, TC_PROD + 1, 0, 0, 0, "k")),
     REJECT("ndim 9", HDR(TC_WIRE_REQUESTS, 0, 1), REQ(0, 0, 0, 0, TC_MAX_DIMS + 1, 1, "k")),
     REJECT("shape value 9223372036854775808 above", HDR(TC_WIRE_REQUESTS, 0, 1),
@@ -2251,7 +2257,7 @@ TC_CASE(encode_rejects)
     m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .count = 2, .reqs = r};
     for (i = 0; i < 12; i++) {
         static const char *const needles[] = {
-            "kind 6", "unknown dtype 8", "unknown op 5", "ndim 9", "shape[1] = -1",
+            "kind 6", "unknown dtype 10", "unknown op 5", "ndim 9", "shape[1] = -1",
             "name length 0", "name length 1025", "name is NULL", "name contains a 0x00",
             "shape[0] = -9223372036854775808", "kind 255", "unknown op 255"};
         memset(r, 0, sizeof(r));
@@ -2259,7 +2265,7 @@ TC_CASE(encode_rejects)
         r[0].name_len = r[1].name_len = 2;
         switch (i) {
         case 0: r[1].kind = TC_KIND_COUNT; break;
-        case 1: r[1].dtype = TC_FLOAT64 + 1; break;
+        case 1: r[1].dtype = TC_UINT16 + 1; break;
         case 2: r[1].op = TC_PROD + 1; break;
         case 3: r[1].ndim = TC_MAX_DIMS + 1; break;
         case 4: r[1].ndim = 2; r[1].shape[0] = 5; r[1].shape[1] = -1; break;
