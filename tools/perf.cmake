@@ -2,7 +2,18 @@
 # through the public async API, side by side with MPI_Allreduce/Allgather/Bcast
 # on the same buffers, plus a workload mode that replays data/resnet50.tsv.
 # It calls MPI itself (MPI_THREAD_MULTIPLE), so it links MPI directly.
-add_executable(tcoll-perf ${CMAKE_CURRENT_LIST_DIR}/tcoll_perf.c)
+# The sources: tools/perf/perf.h says which file does what.
+add_executable(tcoll-perf
+  ${CMAKE_CURRENT_LIST_DIR}/perf/main.c
+  ${CMAKE_CURRENT_LIST_DIR}/perf/options.c
+  ${CMAKE_CURRENT_LIST_DIR}/perf/util.c
+  ${CMAKE_CURRENT_LIST_DIR}/perf/dtype.c
+  ${CMAKE_CURRENT_LIST_DIR}/perf/data.c
+  ${CMAKE_CURRENT_LIST_DIR}/perf/sweep.c
+  ${CMAKE_CURRENT_LIST_DIR}/perf/mode_reduce.c
+  ${CMAKE_CURRENT_LIST_DIR}/perf/mode_copy.c
+  ${CMAKE_CURRENT_LIST_DIR}/perf/workload.c
+  ${CMAKE_CURRENT_LIST_DIR}/perf/output.c)
 target_compile_options(tcoll-perf PRIVATE ${TCOLL_WARN_FLAGS})
 target_link_libraries(tcoll-perf PRIVATE tcoll MPI::MPI_C Threads::Threads m)
 

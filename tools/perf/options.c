@@ -1,0 +1,299 @@
+/*
+ * options.c - tcoll-perf's command line: --help, and parsing into
+ * perf_opts_t. Every rank parses the same arguments; only rank 0 says what
+ * is wrong. A bad value, or options that do not go together, must stop the
+ * program before anything runs (exit status 2, one line naming the option).
+ */
+#include "perf.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const perf_mode_names[PERF_NMODES] = {
+#define PERF_MODE_NAME(id, name) name,
+    PERF_MODE_LIST(PERF_MODE_NAME)
+#undef PERF_MODE_NAME
+};
+
+
+void perf_usage(FILE *f)
+{
+    fprintf(f,
+"Usage: mpiexec -n N tcoll-perf [options]\n"
+"\n"
+"Times tcoll's collectives through its public async API (submit, tc_wait,\n"
+"tc_request_free; one fixed tensor name per size) and, in the same run and on\n"
+"the same buffers, the MPI call a user would make instead; prints one row per\n"
+"size. Only rank 0 prints.\n"
+"\n"
+"  -m, --mode MODE       allreduce | allgather | broadcast | workload\n"
+"                        (default allreduce)\n"
+"  -b, --minbytes SIZE   smallest size (default 8)\n"
+"  -e, --maxbytes SIZE   largest size, always the last row (default 64M)\n"
+"  -f, --stepfactor F    multiply the size by F from row to row (default 4)\n"
+"  -o, --op OP           sum | avg | min | max | prod (default sum; allreduce\n"
+"                        and workload only)\n"
+"  -d, --datatype T      float32 | float64 | float16 | bfloat16 | int32 |\n"
+"                        int64 | int16 | uint16 | int8 | uint8 (default\n"
+"                        float32; workload: float32 only)\n"
+"  -r, --root R          broadcast root (default 0)\n"
+"  -c, --check 0|1       check each result against exact values (default 1)\n"
+"  -n, --iters N         timed iterations per size (default 100 up to 5 MiB,\n"
+"                        then 512 MiB/size, at least 5); workload: timed\n"
+"                        steps (default 20)\n"
+"  -w, --warmup N        untimed iterations first (default iters/10, at\n"
+"                        least 2; workload 3)\n"
+"      --workload FILE   tensors to replay (implies -m workload): lines\n"
+"                        'name<TAB>elements<TAB>shape', e.g.\n"
+"                        'conv1.weight<TAB>9408<TAB>64x3x7x7'; '#' starts a\n"
+"                        comment. Default: ResNet-50's 161 gradients\n"
+"                        (resnet50.tsv, installed under share/tcoll)\n"
+"      --json FILE       also write every row to FILE as a JSON array\n"
+"      --plot FILE.png   draw busbw against size for tcoll and MPI with\n"
+"                        gnuplot (sweeps only; a note if gnuplot is missing)\n"
+"  -h, --help            this text\n"
+"\n"
+"SIZE: bytes, with an optional K, M or G suffix (powers of 1024): 8, 1K, 256M.\n"
+"\n"
+"Columns (sweeps): size = bytes of the result on each rank (allgather: the whole\n"
+"gathered output, each rank sends size/n); count = its elements; then for tcoll\n"
+"and for MPI (MPI_Allreduce, MPI_Allgather, MPI_Bcast; avg = MPI_SUM, then a\n"
+"division): time = median over iterations of the slowest rank's time (us),\n"
+"algbw = size/time (GB/s), busbw = algbw x 2(n-1)/n for allreduce, x (n-1)/n\n"
+"for allgather, x 1 for broadcast; wrong = elements differing from the exact\n"
+"result, summed over ranks ('-' with -c 0). ratio = tcoll busbw / MPI busbw:\n"
+"> 1 means tcoll is faster.\n"
+"\n"
+"Workload mode: every step submits each tensor as a float32 allreduce in\n"
+"backprop order (last line first) and waits for all; ms per step for tcoll,\n"
+"for one MPI_Allreduce per tensor, and for packing into one buffer + one\n"
+"MPI_Allreduce + unpacking (copies included); ratio = that ms / tcoll's ms.\n"
+"\n"
+"Exit status: 0 all results right; 1 a call failed or a result was wrong;\n"
+"2 bad options or workload file.\n");
+}
+
+/* "8", "1K", "256M", "1G" (optionally followed by B or iB) -> bytes. */
+static int parse_size(const char *s, uint64_t *v_p)
+{
+    char *end;
+    unsigned long long v;
+    uint64_t mult = 1;
+    if (*s == '\0' || *s == '-' || *s == '+') {
+        return -1;
+    }
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno != 0 || end == s) {
+        return -1;
+    }
+    switch (*end) {
+    case 'k':
+    case 'K': mult = 1ull << 10; end++; break;
+    case 'm':
+    case 'M': mult = 1ull << 20; end++; break;
+    case 'g':
+    case 'G': mult = 1ull << 30; end++; break;
+    default: break;
+    }
+    if (mult > 1 && strcmp(end, "iB") == 0) {
+        end += 2;
+    } else if (*end == 'B' || *end == 'b') {
+        end++;
+    }
+    if (*end != '\0' || v > UINT64_MAX / mult) {
+        return -1;
+    }
+    *v_p = v * mult;
+    return 0;
+}
+
+static int parse_int(const char *s, int lo, int hi, int *v_p)
+{
+    char *end;
+    long v;
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi) {
+        return -1;
+    }
+    *v_p = (int)v;
+    return 0;
+}
+
+static int parse_name(const char *s, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (strcmp(s, names[i]) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* Returns 0 to run, 1 for --help, -1 after printing (rank 0) what is wrong. */
+int perf_parse_options(int argc, char **argv, perf_opts_t *o)
+{
+    static const char *const op_names[] = {"sum", "avg", "min", "max", "prod"};
+    static const tc_op_t ops[] = {TC_SUM, TC_AVG, TC_MIN, TC_MAX, TC_PROD};
+    static const char *const dt_names[] = {"uint8",   "int8",     "int32",   "int64",
+                                           "float16", "bfloat16", "float32", "float64",
+                                           "int16",   "uint16"};
+    static const tc_dtype_t dts[] = {TC_UINT8,   TC_INT8,     TC_INT32,   TC_INT64,
+                                     TC_FLOAT16, TC_BFLOAT16, TC_FLOAT32, TC_FLOAT64,
+                                     TC_INT16,   TC_UINT16};
+    static const struct option longopts[] = {
+        {"mode", required_argument, NULL, 'm'},       {"minbytes", required_argument, NULL, 'b'},
+        {"maxbytes", required_argument, NULL, 'e'},   {"stepfactor", required_argument, NULL, 'f'},
+        {"op", required_argument, NULL, 'o'},         {"datatype", required_argument, NULL, 'd'},
+        {"root", required_argument, NULL, 'r'},       {"check", required_argument, NULL, 'c'},
+        {"iters", required_argument, NULL, 'n'},      {"warmup", required_argument, NULL, 'w'},
+        {"workload", required_argument, NULL, 'W'},   {"json", required_argument, NULL, 'J'},
+        {"plot", required_argument, NULL, 'P'},       {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    char err[512] = "";
+    int c, i;
+
+    memset(o, 0, sizeof *o);
+    o->mode = PERF_MODE_ALLREDUCE;
+    o->min_bytes = 8;
+    o->max_bytes = 64ull << 20;
+    o->factor = 4;
+    o->op = TC_SUM;
+    o->dtype = TC_FLOAT32;
+    o->check = 1;
+    o->warmup = -1;
+    opterr = 0;
+    while (err[0] == '\0' &&
+           (c = getopt_long(argc, argv, ":m:b:e:f:o:d:r:c:n:w:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'm':
+            if ((i = parse_name(optarg, perf_mode_names, PERF_NMODES)) < 0) {
+                snprintf(err, sizeof err,
+                         "-m '%s': expected allreduce, allgather, broadcast or workload", optarg);
+            }
+            o->mode = (perf_mode_t)(i < 0 ? 0 : i);
+            o->mode_set = 1;
+            break;
+        case 'b':
+        case 'e':
+            if (parse_size(optarg, c == 'b' ? &o->min_bytes : &o->max_bytes) != 0) {
+                snprintf(err, sizeof err, "-%c '%s': expected a size such as 8, 1K, 256M or 1G", c,
+                         optarg);
+            }
+            break;
+        case 'f':
+            if (parse_int(optarg, 2, 1024, &i) != 0) {
+                snprintf(err, sizeof err, "-f '%s': expected an integer factor from 2 to 1024",
+                         optarg);
+            }
+            o->factor = i < 2 ? 2 : (uint64_t)i;
+            break;
+        case 'o':
+            if ((i = parse_name(optarg, op_names, 5)) < 0) {
+                snprintf(err, sizeof err, "-o '%s': expected sum, avg, min, max or prod", optarg);
+            }
+            o->op = ops[i < 0 ? 0 : i];
+            o->op_set = 1;
+            break;
+        case 'd':
+            i = parse_name(optarg, dt_names, (int)(sizeof dt_names / sizeof dt_names[0]));
+            if (i < 0) {
+                snprintf(err, sizeof err,
+                         "-d '%s': expected float32, float64, float16, bfloat16, int32, int64, "
+                         "int16, uint16, int8 or uint8",
+                         optarg);
+            }
+            o->dtype = dts[i < 0 ? 0 : i];
+            o->dtype_set = 1;
+            break;
+        case 'r':
+            if (parse_int(optarg, 0, perf_size - 1, &o->root) != 0) {
+                snprintf(err, sizeof err, "-r '%s': expected a rank from 0 to %d", optarg,
+                         perf_size - 1);
+            }
+            break;
+        case 'c':
+            if (parse_int(optarg, 0, 1, &o->check) != 0) {
+                snprintf(err, sizeof err, "-c '%s': expected 0 or 1", optarg);
+            }
+            break;
+        case 'n':
+            if (parse_int(optarg, 1, 1000000, &o->iters) != 0) {
+                snprintf(err, sizeof err, "-n '%s': expected an iteration count from 1 to 1000000",
+                         optarg);
+            }
+            break;
+        case 'w':
+            if (parse_int(optarg, 0, 1000000, &o->warmup) != 0) {
+                snprintf(err, sizeof err, "-w '%s': expected a warmup count from 0 to 1000000",
+                         optarg);
+            }
+            break;
+        case 'W': o->workload = optarg; break;
+        case 'J': o->json = optarg; break;
+        case 'P': o->plot = optarg; break;
+        case 'h': return 1;
+        case ':':
+            snprintf(err, sizeof err, "option '%s' needs a value", argv[optind - 1]);
+            break;
+        default:
+            if (optopt != 0) {
+                snprintf(err, sizeof err, "unknown option '-%c'", optopt);
+            } else {
+                snprintf(err, sizeof err, "unknown option '%s'", argv[optind - 1]);
+            }
+            break;
+        }
+    }
+    if (err[0] == '\0' && optind < argc) {
+        snprintf(err, sizeof err, "unexpected argument '%s'", argv[optind]);
+    }
+    if (err[0] == '\0' && o->workload != NULL) {
+        if (o->mode_set && o->mode != PERF_MODE_WORKLOAD) {
+            snprintf(err, sizeof err, "--workload goes with -m workload, not -m %s",
+                     perf_mode_names[o->mode]);
+        }
+        o->mode = PERF_MODE_WORKLOAD;
+    }
+    if (err[0] == '\0') {
+        size_t es = tc_dtype_size(o->dtype);
+        if (o->min_bytes == 0) {
+            snprintf(err, sizeof err, "-b must be at least 1 byte");
+        } else if (o->min_bytes > o->max_bytes) {
+            snprintf(err, sizeof err, "-b %llu is larger than -e %llu",
+                     (unsigned long long)o->min_bytes, (unsigned long long)o->max_bytes);
+        } else if (o->max_bytes / es > INT_MAX) {
+            snprintf(err, sizeof err, "-e %llu gives %llu %s elements, more than an MPI count (%d)",
+                     (unsigned long long)o->max_bytes, (unsigned long long)(o->max_bytes / es),
+                     tc_dtype_name(o->dtype), INT_MAX);
+        } else if (o->op == TC_AVG && !perf_dt_is_float(o->dtype)) {
+            snprintf(err, sizeof err, "-o avg needs a floating-point dtype, not %s",
+                     tc_dtype_name(o->dtype));
+        } else if (o->mode == PERF_MODE_WORKLOAD && o->dtype != TC_FLOAT32) {
+            snprintf(err, sizeof err, "-m workload uses float32, not -d %s",
+                     tc_dtype_name(o->dtype));
+        } else if (o->mode == PERF_MODE_WORKLOAD && o->op != TC_SUM && o->op != TC_AVG) {
+            snprintf(err, sizeof err, "-m workload takes -o sum or avg, not %s",
+                     tc_op_name(o->op));
+        } else if (o->mode == PERF_MODE_WORKLOAD && o->plot != NULL) {
+            snprintf(err, sizeof err, "--plot draws a sweep (busbw against size); it has "
+                                      "nothing to draw with -m workload");
+        } else if (o->op_set && o->mode != PERF_MODE_WORKLOAD &&
+                   !perf_sweep_ops(o->mode)->takes_op) {
+            snprintf(err, sizeof err, "-o has no meaning with -m %s", perf_mode_names[o->mode]);
+        }
+    }
+    if (err[0] != '\0') {
+        if (perf_rank == 0) {
+            fprintf(stderr, "tcoll-perf: %s (see tcoll-perf --help)\n", err);
+        }
+        return -1;
+    }
+    return 0;
+}
+
