@@ -19,7 +19,6 @@ const char *const perf_mode_names[PERF_NMODES] = {
 #undef PERF_MODE_NAME
 };
 
-
 void perf_usage(FILE *f)
 {
     fprintf(f,
@@ -30,13 +29,13 @@ void perf_usage(FILE *f)
 "the same buffers, the MPI call a user would make instead; prints one row per\n"
 "size. Only rank 0 prints.\n"
 "\n"
-"  -m, --mode MODE       allreduce | allgather | broadcast | workload\n"
-"                        (default allreduce)\n"
+"  -m, --mode MODE       allreduce | allgather | broadcast | reducescatter |\n"
+"                        workload (default allreduce)\n"
 "  -b, --minbytes SIZE   smallest size (default 8)\n"
 "  -e, --maxbytes SIZE   largest size, always the last row (default 64M)\n"
 "  -f, --stepfactor F    multiply the size by F from row to row (default 4)\n"
-"  -o, --op OP           sum | avg | min | max | prod (default sum; allreduce\n"
-"                        and workload only)\n"
+"  -o, --op OP           sum | avg | min | max | prod (default sum; allreduce,\n"
+"                        reducescatter and workload only)\n"
 "  -d, --datatype T      float32 | float64 | float16 | bfloat16 | int32 |\n"
 "                        int64 | int16 | uint16 | int8 | uint8 (default\n"
 "                        float32; workload: float32 only)\n"
@@ -60,13 +59,15 @@ void perf_usage(FILE *f)
 "SIZE: bytes, with an optional K, M or G suffix (powers of 1024): 8, 1K, 256M.\n"
 "\n"
 "Columns (sweeps): size = bytes of the result on each rank (allgather: the whole\n"
-"gathered output, each rank sends size/n); count = its elements; then for tcoll\n"
-"and for MPI (MPI_Allreduce, MPI_Allgather, MPI_Bcast; avg = MPI_SUM, then a\n"
-"division): time = median over iterations of the slowest rank's time (us),\n"
-"algbw = size/time (GB/s), busbw = algbw x 2(n-1)/n for allreduce, x (n-1)/n\n"
-"for allgather, x 1 for broadcast; wrong = elements differing from the exact\n"
-"result, summed over ranks ('-' with -c 0). ratio = tcoll busbw / MPI busbw:\n"
-"> 1 means tcoll is faster.\n"
+"gathered output, each rank sends size/n; reducescatter: the whole input, a\n"
+"multiple of n elements, each rank keeps its block of size/n); count = its\n"
+"elements; then for tcoll and for MPI (MPI_Allreduce, MPI_Allgather, MPI_Bcast,\n"
+"MPI_Reduce_scatter_block; avg = MPI_SUM, then a division): time = median over\n"
+"iterations of the slowest rank's time (us), algbw = size/time (GB/s), busbw =\n"
+"algbw x 2(n-1)/n for allreduce, x (n-1)/n for allgather and reducescatter,\n"
+"x 1 for broadcast; wrong = elements differing from the exact result, summed\n"
+"over ranks ('-' with -c 0). ratio = tcoll busbw / MPI busbw: > 1 means tcoll\n"
+"is faster.\n"
 "\n"
 "Workload mode: every step submits each tensor as a float32 allreduce in\n"
 "backprop order (last line first) and waits for all; ms per step for tcoll,\n"
@@ -174,7 +175,9 @@ int perf_parse_options(int argc, char **argv, perf_opts_t *o)
         case 'm':
             if ((i = parse_name(optarg, perf_mode_names, PERF_NMODES)) < 0) {
                 snprintf(err, sizeof err,
-                         "-m '%s': expected allreduce, allgather, broadcast or workload", optarg);
+                         "-m '%s': expected allreduce, allgather, broadcast, reducescatter or "
+                         "workload",
+                         optarg);
             }
             o->mode = (perf_mode_t)(i < 0 ? 0 : i);
             o->mode_set = 1;
@@ -284,7 +287,7 @@ int perf_parse_options(int argc, char **argv, perf_opts_t *o)
             snprintf(err, sizeof err, "--plot draws a sweep (busbw against size); it has "
                                       "nothing to draw with -m workload");
         } else if (o->op_set && o->mode != PERF_MODE_WORKLOAD &&
-                   !perf_sweep_ops(o->mode)->takes_op) {
+                   (perf_sweep_ops(o->mode) == NULL || !perf_sweep_ops(o->mode)->takes_op)) {
             snprintf(err, sizeof err, "-o has no meaning with -m %s", perf_mode_names[o->mode]);
         }
     }

@@ -40,6 +40,7 @@
     X(ALLREDUCE, "allreduce")                                                 \
     X(ALLGATHER, "allgather")                                                 \
     X(BROADCAST, "broadcast")                                                 \
+    X(REDUCESCATTER, "reducescatter")                                         \
     X(WORKLOAD, "workload")
 
 typedef enum {
@@ -145,7 +146,7 @@ typedef struct perf_bench {
     const perf_opts_t *o;
     const perf_ar_scheme_t *ar; /* reductions: the data and expected values */
     uint64_t count;    /* elements of the row (its size / the element size) */
-    uint64_t per;      /* allgather: elements each rank sends */
+    uint64_t per;      /* count/n where blocks are per rank (allgather, reducescatter) */
     uint64_t salt;
     void *send;        /* the input; the broadcast buffer */
     void *recv;        /* MPI's output, and tcoll's when the user provides it */
@@ -182,7 +183,7 @@ typedef struct {
     long long (*mpi_once)(perf_bench_t *b, int check);
 } perf_sweep_ops_t;
 
-extern const perf_sweep_ops_t perf_allreduce_ops;                       /* mode_reduce.c */
+extern const perf_sweep_ops_t perf_allreduce_ops, perf_reducescatter_ops; /* mode_reduce.c */
 extern const perf_sweep_ops_t perf_allgather_ops, perf_broadcast_ops;   /* mode_copy.c */
 
 /* The bytes 0xa5 in an output: a non-integer float, and an unlikely integer. */

@@ -21,6 +21,7 @@ const perf_sweep_ops_t *perf_sweep_ops(perf_mode_t mode)
     case PERF_MODE_ALLREDUCE: return &perf_allreduce_ops;
     case PERF_MODE_ALLGATHER: return &perf_allgather_ops;
     case PERF_MODE_BROADCAST: return &perf_broadcast_ops;
+    case PERF_MODE_REDUCESCATTER: return &perf_reducescatter_ops;
     default: return NULL;
     }
 }
