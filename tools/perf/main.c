@@ -3,24 +3,25 @@
  * through the public asynchronous API (submit, tc_wait, tc_request_free),
  * side by side in the same run and on the same buffers with the MPI call a
  * user would make instead (MPI_Allreduce, MPI_Allgather, MPI_Bcast,
- * MPI_Reduce_scatter_block).
+ * MPI_Reduce_scatter_block, MPI_Alltoallv).
  *
- * Sweep modes (allreduce, allgather, broadcast, reducescatter) print one row
- * per message size:
+ * Sweep modes (allreduce, allgather, broadcast, reducescatter, alltoall)
+ * print one row per message size:
  *
  *   size count dtype | tcoll: time(us) algbw busbw wrong | MPI: same | ratio
  *
  *   size   bytes of the result each rank ends with (allgather: the whole
  *          gathered output; each rank sends size/n of it), or for
- *          reducescatter of the input (each rank keeps size/n of it)
+ *          reducescatter of the input (each rank keeps size/n of it), or
+ *          for alltoall of what each rank sends (size/n to each rank)
  *   count  elements of that
  *   time   median over the timed iterations of the slowest rank's time for
  *          one operation (each iteration is timed alone, between barriers;
  *          the per-iteration maximum over ranks comes from MPI_Allreduce MAX)
  *   algbw  size / time, GB/s (1e9 bytes per second)
- *   busbw  algbw x 2(n-1)/n for allreduce, x (n-1)/n for allgather and
- *          reducescatter, x 1 for broadcast: the bandwidth each rank's link
- *          needs, comparable across n
+ *   busbw  algbw x 2(n-1)/n for allreduce, x (n-1)/n for allgather,
+ *          reducescatter and alltoall, x 1 for broadcast: the bandwidth each
+ *          rank's link needs, comparable across n
  *   wrong  elements that differ from the exact expected value, summed over
  *          ranks, from one extra, untimed operation into a poisoned buffer
  *   ratio  tcoll busbw / MPI busbw (= MPI time / tcoll time): > 1 means tcoll

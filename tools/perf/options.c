@@ -30,7 +30,7 @@ void perf_usage(FILE *f)
 "size. Only rank 0 prints.\n"
 "\n"
 "  -m, --mode MODE       allreduce | allgather | broadcast | reducescatter |\n"
-"                        workload (default allreduce)\n"
+"                        alltoall | workload (default allreduce)\n"
 "  -b, --minbytes SIZE   smallest size (default 8)\n"
 "  -e, --maxbytes SIZE   largest size, always the last row (default 64M)\n"
 "  -f, --stepfactor F    multiply the size by F from row to row (default 4)\n"
@@ -60,14 +60,16 @@ void perf_usage(FILE *f)
 "\n"
 "Columns (sweeps): size = bytes of the result on each rank (allgather: the whole\n"
 "gathered output, each rank sends size/n; reducescatter: the whole input, a\n"
-"multiple of n elements, each rank keeps its block of size/n); count = its\n"
-"elements; then for tcoll and for MPI (MPI_Allreduce, MPI_Allgather, MPI_Bcast,\n"
-"MPI_Reduce_scatter_block; avg = MPI_SUM, then a division): time = median over\n"
-"iterations of the slowest rank's time (us), algbw = size/time (GB/s), busbw =\n"
-"algbw x 2(n-1)/n for allreduce, x (n-1)/n for allgather and reducescatter,\n"
-"x 1 for broadcast; wrong = elements differing from the exact result, summed\n"
-"over ranks ('-' with -c 0). ratio = tcoll busbw / MPI busbw: > 1 means tcoll\n"
-"is faster.\n"
+"multiple of n elements, each rank keeps its block of size/n; alltoall: what\n"
+"each rank sends in all, a multiple of n elements, size/n to each rank);\n"
+"count = its elements; then for tcoll and for MPI (MPI_Allreduce,\n"
+"MPI_Allgather, MPI_Bcast, MPI_Reduce_scatter_block, MPI_Alltoallv with equal\n"
+"counts; avg = MPI_SUM, then a division): time = median over iterations of the\n"
+"slowest rank's time (us), algbw = size/time (GB/s), busbw = algbw x 2(n-1)/n\n"
+"for allreduce, x (n-1)/n for allgather, reducescatter and alltoall, x 1 for\n"
+"broadcast; wrong = elements differing from the exact result, summed over\n"
+"ranks ('-' with -c 0). ratio = tcoll busbw / MPI busbw: > 1 means tcoll is\n"
+"faster.\n"
 "\n"
 "Workload mode: every step submits each tensor as a float32 allreduce in\n"
 "backprop order (last line first) and waits for all; ms per step for tcoll,\n"
@@ -175,8 +177,8 @@ int perf_parse_options(int argc, char **argv, perf_opts_t *o)
         case 'm':
             if ((i = parse_name(optarg, perf_mode_names, PERF_NMODES)) < 0) {
                 snprintf(err, sizeof err,
-                         "-m '%s': expected allreduce, allgather, broadcast, reducescatter or "
-                         "workload",
+                         "-m '%s': expected allreduce, allgather, broadcast, reducescatter, "
+                         "alltoall or workload",
                          optarg);
             }
             o->mode = (perf_mode_t)(i < 0 ? 0 : i);

@@ -41,6 +41,7 @@
     X(ALLGATHER, "allgather")                                                 \
     X(BROADCAST, "broadcast")                                                 \
     X(REDUCESCATTER, "reducescatter")                                         \
+    X(ALLTOALL, "alltoall")                                                   \
     X(WORKLOAD, "workload")
 
 typedef enum {
@@ -146,7 +147,8 @@ typedef struct perf_bench {
     const perf_opts_t *o;
     const perf_ar_scheme_t *ar; /* reductions: the data and expected values */
     uint64_t count;    /* elements of the row (its size / the element size) */
-    uint64_t per;      /* count/n where blocks are per rank (allgather, reducescatter) */
+    uint64_t per;      /* count/n where blocks are per rank (allgather, reducescatter,
+                        * alltoall) */
     uint64_t salt;
     void *send;        /* the input; the broadcast buffer */
     void *recv;        /* MPI's output, and tcoll's when the user provides it */
@@ -154,6 +156,7 @@ typedef struct perf_bench {
     tc_tensor_t tensor;
     MPI_Datatype mdt;
     MPI_Op mop;
+    int *counts, *displs; /* n entries each, for MPI's v-collectives (the mode's setup) */
 } perf_bench_t;
 
 /* The expected value of element i of an output. */
@@ -184,7 +187,8 @@ typedef struct {
 } perf_sweep_ops_t;
 
 extern const perf_sweep_ops_t perf_allreduce_ops, perf_reducescatter_ops; /* mode_reduce.c */
-extern const perf_sweep_ops_t perf_allgather_ops, perf_broadcast_ops;   /* mode_copy.c */
+extern const perf_sweep_ops_t perf_allgather_ops, perf_broadcast_ops,
+    perf_alltoall_ops; /* mode_copy.c */
 
 /* The bytes 0xa5 in an output: a non-integer float, and an unlikely integer. */
 #define PERF_POISON 0xa5

@@ -22,6 +22,7 @@ const perf_sweep_ops_t *perf_sweep_ops(perf_mode_t mode)
     case PERF_MODE_ALLGATHER: return &perf_allgather_ops;
     case PERF_MODE_BROADCAST: return &perf_broadcast_ops;
     case PERF_MODE_REDUCESCATTER: return &perf_reducescatter_ops;
+    case PERF_MODE_ALLTOALL: return &perf_alltoall_ops;
     default: return NULL;
     }
 }
@@ -235,6 +236,8 @@ perf_row_t *perf_run_sweep(const perf_opts_t *o, int *nrows_p, long long *wrong_
     b.recv = recv;
     b.mdt = perf_mpi_dtype(o->dtype);
     b.mop = ops->takes_op ? perf_mpi_op(o->dtype, o->op, &created) : MPI_OP_NULL;
+    b.counts = perf_alloc(sizeof *b.counts * (size_t)perf_size, "counts");
+    b.displs = perf_alloc(sizeof *b.displs * (size_t)perf_size, "displacements");
 
     if (perf_rank == 0) {
         print_sweep_header(o, ops, nsizes);
@@ -280,6 +283,8 @@ perf_row_t *perf_run_sweep(const perf_opts_t *o, int *nrows_p, long long *wrong_
     if (created) {
         MPI_Op_free(&b.mop);
     }
+    free(b.displs);
+    free(b.counts);
     free(ar);
     free(send);
     free(recv);
