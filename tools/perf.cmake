@@ -12,6 +12,7 @@ add_executable(tcoll-perf
   ${CMAKE_CURRENT_LIST_DIR}/perf/sweep.c
   ${CMAKE_CURRENT_LIST_DIR}/perf/mode_reduce.c
   ${CMAKE_CURRENT_LIST_DIR}/perf/mode_copy.c
+  ${CMAKE_CURRENT_LIST_DIR}/perf/mode_barrier.c
   ${CMAKE_CURRENT_LIST_DIR}/perf/workload.c
   ${CMAKE_CURRENT_LIST_DIR}/perf/output.c)
 target_compile_options(tcoll-perf PRIVATE ${TCOLL_WARN_FLAGS})

@@ -3,7 +3,7 @@
  * through the public asynchronous API (submit, tc_wait, tc_request_free),
  * side by side in the same run and on the same buffers with the MPI call a
  * user would make instead (MPI_Allreduce, MPI_Allgather, MPI_Bcast,
- * MPI_Reduce_scatter_block, MPI_Alltoallv).
+ * MPI_Reduce_scatter_block, MPI_Alltoallv, MPI_Barrier).
  *
  * Sweep modes (allreduce, allgather, broadcast, reducescatter, alltoall)
  * print one row per message size:
@@ -28,8 +28,10 @@
  *          is faster
  *
  * The data makes every expected value exact, for float16 and bfloat16 too
- * (data.c). Workload mode (workload.c) replays a list of tensors, by default
- * the ResNet-50 gradients, as one step of allreduces.
+ * (data.c). Barrier mode (mode_barrier.c) prints one row in the same
+ * columns: microseconds per barrier, ratio = MPI time / tcoll time. Workload
+ * mode (workload.c) replays a list of tensors, by default the ResNet-50
+ * gradients, as one step of allreduces.
  *
  * This is a benchmark, not a test: it never judges a time. It must exit
  * nonzero when a result is wrong or a call fails (1) or the options are bad
@@ -135,6 +137,8 @@ int main(int argc, char **argv)
         for (int m = 0; m < PERF_WL_NMODES; m++) {
             wrong += wres.wrong[m] > 0 ? wres.wrong[m] : 0;
         }
+    } else if (o.mode == PERF_MODE_BARRIER) {
+        rows = perf_run_barrier(&o, &nrows, &wrong);
     } else {
         rows = perf_run_sweep(&o, &nrows, &wrong);
     }
@@ -148,8 +152,8 @@ int main(int argc, char **argv)
 
     if (wrong > 0) {
         if (perf_rank == 0) {
-            fprintf(stderr, "tcoll-perf: %lld wrong elements in all (see the 'wrong' columns)\n",
-                    wrong);
+            fprintf(stderr, "tcoll-perf: %lld wrong %s in all (see the 'wrong' columns)\n",
+                    wrong, o.mode == PERF_MODE_BARRIER ? "barriers" : "elements");
         }
         exit_code = PERF_EXIT_FAIL;
     }

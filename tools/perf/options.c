@@ -30,20 +30,22 @@ void perf_usage(FILE *f)
 "size. Only rank 0 prints.\n"
 "\n"
 "  -m, --mode MODE       allreduce | allgather | broadcast | reducescatter |\n"
-"                        alltoall | workload (default allreduce)\n"
-"  -b, --minbytes SIZE   smallest size (default 8)\n"
+"                        alltoall | barrier | workload (default allreduce)\n"
+"  -b, --minbytes SIZE   smallest size (default 8; barrier: no sizes, -b, -e\n"
+"                        and -f do not apply)\n"
 "  -e, --maxbytes SIZE   largest size, always the last row (default 64M)\n"
 "  -f, --stepfactor F    multiply the size by F from row to row (default 4)\n"
 "  -o, --op OP           sum | avg | min | max | prod (default sum; allreduce,\n"
 "                        reducescatter and workload only)\n"
 "  -d, --datatype T      float32 | float64 | float16 | bfloat16 | int32 |\n"
 "                        int64 | int16 | uint16 | int8 | uint8 (default\n"
-"                        float32; workload: float32 only)\n"
+"                        float32; workload: float32 only; not with barrier)\n"
 "  -r, --root R          broadcast root (default 0)\n"
 "  -c, --check 0|1       check each result against exact values (default 1)\n"
 "  -n, --iters N         timed iterations per size (default 100 up to 5 MiB,\n"
-"                        then 512 MiB/size, at least 5); workload: timed\n"
-"                        steps (default 20)\n"
+"                        then 512 MiB/size, at least 5); barrier: timed\n"
+"                        barriers (default 1000); workload: timed steps\n"
+"                        (default 20)\n"
 "  -w, --warmup N        untimed iterations first (default iters/10, at\n"
 "                        least 2; workload 3)\n"
 "      --workload FILE   tensors to replay (implies -m workload): lines\n"
@@ -53,7 +55,8 @@ void perf_usage(FILE *f)
 "                        (resnet50.tsv, installed under share/tcoll)\n"
 "      --json FILE       also write every row to FILE as a JSON array\n"
 "      --plot FILE.png   draw busbw against size for tcoll and MPI with\n"
-"                        gnuplot (sweeps only; a note if gnuplot is missing)\n"
+"                        gnuplot (sweeps only, not barrier; a note if\n"
+"                        gnuplot is missing)\n"
 "  -h, --help            this text\n"
 "\n"
 "SIZE: bytes, with an optional K, M or G suffix (powers of 1024): 8, 1K, 256M.\n"
@@ -69,6 +72,13 @@ void perf_usage(FILE *f)
 "for allreduce, x (n-1)/n for allgather, reducescatter and alltoall, x 1 for\n"
 "broadcast; wrong = elements differing from the exact result, summed over\n"
 "ranks ('-' with -c 0). ratio = tcoll busbw / MPI busbw: > 1 means tcoll is\n"
+"faster.\n"
+"\n"
+"Barrier mode: tc_barrier (then tc_wait, tc_request_free) vs MPI_Barrier, one\n"
+"row: time = median us per barrier of the slowest rank (size, count, type,\n"
+"algbw and busbw do not apply: 0 and -); wrong = ranks whose barrier completed\n"
+"before the last rank called it, checked with one extra barrier that the last\n"
+"rank calls 20 ms late; ratio = MPI time / tcoll time: > 1 means tcoll is\n"
 "faster.\n"
 "\n"
 "Workload mode: every step submits each tensor as a float32 allreduce in\n"
@@ -178,7 +188,7 @@ int perf_parse_options(int argc, char **argv, perf_opts_t *o)
             if ((i = parse_name(optarg, perf_mode_names, PERF_NMODES)) < 0) {
                 snprintf(err, sizeof err,
                          "-m '%s': expected allreduce, allgather, broadcast, reducescatter, "
-                         "alltoall or workload",
+                         "alltoall, barrier or workload",
                          optarg);
             }
             o->mode = (perf_mode_t)(i < 0 ? 0 : i);
@@ -267,12 +277,13 @@ int perf_parse_options(int argc, char **argv, perf_opts_t *o)
     }
     if (err[0] == '\0') {
         size_t es = tc_dtype_size(o->dtype);
-        if (o->min_bytes == 0) {
+        int sized = o->mode != PERF_MODE_BARRIER; /* the barrier ignores -b, -e and -f */
+        if (sized && o->min_bytes == 0) {
             snprintf(err, sizeof err, "-b must be at least 1 byte");
-        } else if (o->min_bytes > o->max_bytes) {
+        } else if (sized && o->min_bytes > o->max_bytes) {
             snprintf(err, sizeof err, "-b %llu is larger than -e %llu",
                      (unsigned long long)o->min_bytes, (unsigned long long)o->max_bytes);
-        } else if (o->max_bytes / es > INT_MAX) {
+        } else if (sized && o->max_bytes / es > INT_MAX) {
             snprintf(err, sizeof err, "-e %llu gives %llu %s elements, more than an MPI count (%d)",
                      (unsigned long long)o->max_bytes, (unsigned long long)(o->max_bytes / es),
                      tc_dtype_name(o->dtype), INT_MAX);
@@ -285,9 +296,13 @@ int perf_parse_options(int argc, char **argv, perf_opts_t *o)
         } else if (o->mode == PERF_MODE_WORKLOAD && o->op != TC_SUM && o->op != TC_AVG) {
             snprintf(err, sizeof err, "-m workload takes -o sum or avg, not %s",
                      tc_op_name(o->op));
-        } else if (o->mode == PERF_MODE_WORKLOAD && o->plot != NULL) {
+        } else if ((o->mode == PERF_MODE_WORKLOAD || o->mode == PERF_MODE_BARRIER) &&
+                   o->plot != NULL) {
             snprintf(err, sizeof err, "--plot draws a sweep (busbw against size); it has "
-                                      "nothing to draw with -m workload");
+                                      "nothing to draw with -m %s",
+                     perf_mode_names[o->mode]);
+        } else if (o->mode == PERF_MODE_BARRIER && o->dtype_set) {
+            snprintf(err, sizeof err, "-d has no meaning with -m barrier");
         } else if (o->op_set && o->mode != PERF_MODE_WORKLOAD &&
                    (perf_sweep_ops(o->mode) == NULL || !perf_sweep_ops(o->mode)->takes_op)) {
             snprintf(err, sizeof err, "-o has no meaning with -m %s", perf_mode_names[o->mode]);

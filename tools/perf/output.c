@@ -60,6 +60,7 @@ static void json_wrong(FILE *f, long long w)
 int perf_write_json_sweep(FILE *f, const perf_opts_t *o, const perf_row_t *rows, int n)
 {
     double fct = perf_busbw_factor(o->mode);
+    int data = o->mode != PERF_MODE_BARRIER; /* the barrier: no dtype, no bandwidths */
     fputs("[\n", f);
     for (int i = 0; i < n; i++) {
         const perf_row_t *r = &rows[i];
@@ -69,16 +70,27 @@ int perf_write_json_sweep(FILE *f, const perf_opts_t *o, const perf_row_t *rows,
         } else {
             fputs("null", f);
         }
-        fprintf(f, ", \"dtype\": \"%s\", \"ranks\": %d, \"size\": %llu, \"count\": %llu, "
-                   "\"iters\": %d, \"warmup\": %d",
-                tc_dtype_name(o->dtype), perf_size, (unsigned long long)r->bytes,
-                (unsigned long long)r->count, r->iters, r->warmup);
+        fputs(", \"dtype\": ", f);
+        if (data) {
+            fprintf(f, "\"%s\"", tc_dtype_name(o->dtype));
+        } else {
+            fputs("null", f);
+        }
+        fprintf(f, ", \"ranks\": %d, \"size\": %llu, \"count\": %llu, \"iters\": %d, "
+                   "\"warmup\": %d",
+                perf_size, (unsigned long long)r->bytes, (unsigned long long)r->count, r->iters,
+                r->warmup);
         for (int k = 0; k < 2; k++) {
             const char *p = k == 0 ? "tcoll" : "mpi";
             double alg = (double)r->bytes / r->us[k] / 1e3;
-            fprintf(f, ", \"%s_time_us\": %.3f, \"%s_algbw_gbs\": %.4f, \"%s_busbw_gbs\": %.4f, "
-                       "\"%s_wrong\": ",
-                    p, r->us[k], p, alg, p, alg * fct, p);
+            fprintf(f, ", \"%s_time_us\": %.3f", p, r->us[k]);
+            if (data) {
+                fprintf(f, ", \"%s_algbw_gbs\": %.4f, \"%s_busbw_gbs\": %.4f", p, alg, p,
+                        alg * fct);
+            } else {
+                fprintf(f, ", \"%s_algbw_gbs\": null, \"%s_busbw_gbs\": null", p, p);
+            }
+            fprintf(f, ", \"%s_wrong\": ", p);
             json_wrong(f, r->wrong[k]);
         }
         fprintf(f, ", \"ratio\": %.4f}%s\n", r->us[1] / r->us[0], i + 1 < n ? "," : "");

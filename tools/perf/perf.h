@@ -42,6 +42,7 @@
     X(BROADCAST, "broadcast")                                                 \
     X(REDUCESCATTER, "reducescatter")                                         \
     X(ALLTOALL, "alltoall")                                                   \
+    X(BARRIER, "barrier")                                                     \
     X(WORKLOAD, "workload")
 
 typedef enum {
@@ -188,7 +189,8 @@ typedef struct {
 
 extern const perf_sweep_ops_t perf_allreduce_ops, perf_reducescatter_ops; /* mode_reduce.c */
 extern const perf_sweep_ops_t perf_allgather_ops, perf_broadcast_ops,
-    perf_alltoall_ops; /* mode_copy.c */
+    perf_alltoall_ops;                              /* mode_copy.c */
+extern const perf_sweep_ops_t perf_barrier_ops; /* mode_barrier.c: no sizes, one row */
 
 /* The bytes 0xa5 in an output: a non-integer float, and an unlikely integer. */
 #define PERF_POISON 0xa5
@@ -205,13 +207,25 @@ void perf_tc_wait(const perf_bench_t *b, tc_request_t *req);
  * rows elements of the row's dtype. */
 void *perf_tc_output(const perf_bench_t *b, const tc_request_t *req, uint64_t rows);
 
-/* The sweep modes' operations; NULL for the workload mode. */
+/* The operations of a mode (barrier's too); NULL for the workload mode. */
 const perf_sweep_ops_t *perf_sweep_ops(perf_mode_t mode);
+/* Warmup, then iters timed operations of one side (impl 0: tcoll, 1: MPI);
+ * returns the median over iterations of the slowest rank's time, seconds. */
+double perf_time_side(const perf_sweep_ops_t *ops, perf_bench_t *b, int impl, int iters,
+                      int warmup, double *times);
+/* One extra, untimed operation of one side into a poisoned output; wrong
+ * elements summed over ranks. */
+long long perf_check_side(const perf_sweep_ops_t *ops, perf_bench_t *b, int impl);
+/* The first header line (versions, ranks), and the two column lines. */
+void perf_print_banner(void);
+void perf_print_columns(void);
 /* busbw / algbw for a mode at this rank count, and the factor as printed. */
 double perf_busbw_factor(perf_mode_t mode);
 const char *perf_busbw_text(perf_mode_t mode);
 /* Runs every size; returns the rows (rank 0 prints them as they come). */
 perf_row_t *perf_run_sweep(const perf_opts_t *o, int *nrows_p, long long *wrong_p);
+/* The barrier mode: one row, no sizes (mode_barrier.c). */
+perf_row_t *perf_run_barrier(const perf_opts_t *o, int *nrows_p, long long *wrong_p);
 
 /* ------------------------------------------------------------------------ */
 /* workload.c                                                                */

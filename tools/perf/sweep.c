@@ -23,6 +23,7 @@ const perf_sweep_ops_t *perf_sweep_ops(perf_mode_t mode)
     case PERF_MODE_BROADCAST: return &perf_broadcast_ops;
     case PERF_MODE_REDUCESCATTER: return &perf_reducescatter_ops;
     case PERF_MODE_ALLTOALL: return &perf_alltoall_ops;
+    case PERF_MODE_BARRIER: return &perf_barrier_ops;
     default: return NULL;
     }
 }
@@ -83,10 +84,8 @@ void *perf_tc_output(const perf_bench_t *b, const tc_request_t *req, uint64_t ro
     return out.data;
 }
 
-/* Warmup, then iters timed operations; returns the median over iterations of
- * the slowest rank's time, in seconds. */
-static double time_impl(const perf_sweep_ops_t *ops, perf_bench_t *b, int impl, int iters,
-                        int warmup, double *times)
+double perf_time_side(const perf_sweep_ops_t *ops, perf_bench_t *b, int impl, int iters,
+                      int warmup, double *times)
 {
     for (int i = 0; i < warmup + iters; i++) {
         double t0;
@@ -105,9 +104,7 @@ static double time_impl(const perf_sweep_ops_t *ops, perf_bench_t *b, int impl, 
     return perf_median(times, iters);
 }
 
-/* One extra, untimed operation into a poisoned output; wrong elements summed
- * over ranks. */
-static long long check_impl(const perf_sweep_ops_t *ops, perf_bench_t *b, int impl)
+long long perf_check_side(const perf_sweep_ops_t *ops, perf_bench_t *b, int impl)
 {
     long long wrong;
     ops->poison(b);
@@ -148,12 +145,26 @@ static void print_row(const perf_opts_t *o, const perf_row_t *r)
     fflush(stdout);
 }
 
-static void print_sweep_header(const perf_opts_t *o, const perf_sweep_ops_t *ops, int sizes)
+void perf_print_banner(void)
 {
     char lib[128];
     perf_mpi_library_name(lib, sizeof lib);
     printf("# tcoll-perf: tcoll %s vs %s, %d ranks (%d on this node)\n", tc_version(), lib,
            perf_size, tc_local_size());
+}
+
+void perf_print_columns(void)
+{
+    printf("#%35s%s  %s\n", "", "------------- tcoll -------------",
+           "-------------- MPI --------------");
+    printf("#%11s %12s %8s  %10s %7s %7s %6s  %10s %7s %7s %6s  %6s\n", "size(B)", "count", "type",
+           "time(us)", "algbw", "busbw", "wrong", "time(us)", "algbw", "busbw", "wrong", "ratio");
+    fflush(stdout);
+}
+
+static void print_sweep_header(const perf_opts_t *o, const perf_sweep_ops_t *ops, int sizes)
+{
+    perf_print_banner();
     printf("# %s", perf_mode_names[o->mode]);
     if (ops->takes_op) {
         printf(", op %s", tc_op_name(o->op));
@@ -179,11 +190,7 @@ static void print_sweep_header(const perf_opts_t *o, const perf_sweep_ops_t *ops
         printf("# size and count: %s\n", ops->size_note);
     }
     printf("# ratio = tcoll busbw / MPI busbw: > 1 means tcoll is faster\n");
-    printf("#%35s%s  %s\n", "", "------------- tcoll -------------",
-           "-------------- MPI --------------");
-    printf("#%11s %12s %8s  %10s %7s %7s %6s  %10s %7s %7s %6s  %6s\n", "size(B)", "count", "type",
-           "time(us)", "algbw", "busbw", "wrong", "time(us)", "algbw", "busbw", "wrong", "ratio");
-    fflush(stdout);
+    perf_print_columns();
 }
 
 perf_row_t *perf_run_sweep(const perf_opts_t *o, int *nrows_p, long long *wrong_p)
@@ -269,8 +276,8 @@ perf_row_t *perf_run_sweep(const perf_opts_t *o, int *nrows_p, long long *wrong_
         for (int impl = 0; impl < 2; impl++) {
             perf_progress("[%d/%d] %llu bytes: %s, %d iterations", n + 1, nsizes,
                           (unsigned long long)r->bytes, impl == 0 ? "tcoll" : "MPI", r->iters);
-            r->us[impl] = time_impl(ops, &b, impl, r->iters, r->warmup, times) * 1e6;
-            r->wrong[impl] = o->check ? check_impl(ops, &b, impl) : -1;
+            r->us[impl] = perf_time_side(ops, &b, impl, r->iters, r->warmup, times) * 1e6;
+            r->wrong[impl] = o->check ? perf_check_side(ops, &b, impl) : -1;
             if (r->wrong[impl] > 0) {
                 *wrong_p += r->wrong[impl];
             }
