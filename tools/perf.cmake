@@ -1,6 +1,7 @@
 # tcoll-perf: the benchmark users run first (docs/perf.md). tcoll's collectives
-# through the public async API, side by side with MPI_Allreduce/Allgather/Bcast
-# on the same buffers, plus a workload mode that replays data/resnet50.tsv.
+# through the public async API, side by side with MPI_Allreduce/Allgather/Bcast/
+# Reduce_scatter_block/Alltoallv/Barrier on the same buffers, plus a workload
+# mode that replays data/resnet50.tsv.
 # It calls MPI itself (MPI_THREAD_MULTIPLE), so it links MPI directly.
 # The sources: tools/perf/perf.h says which file does what.
 add_executable(tcoll-perf
