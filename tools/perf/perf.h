@@ -187,16 +187,18 @@ typedef struct {
     long long (*mpi_once)(perf_bench_t *b, int check);
 } perf_sweep_ops_t;
 
-extern const perf_sweep_ops_t perf_allreduce_ops, perf_reducescatter_ops; /* mode_reduce.c */
-extern const perf_sweep_ops_t perf_allgather_ops, perf_broadcast_ops,
-    perf_alltoall_ops;                              /* mode_copy.c */
-extern const perf_sweep_ops_t perf_barrier_ops; /* mode_barrier.c: no sizes, one row */
+/* mode_reduce.c */
+extern const perf_sweep_ops_t perf_allreduce_ops, perf_reducescatter_ops;
+/* mode_copy.c */
+extern const perf_sweep_ops_t perf_allgather_ops, perf_broadcast_ops, perf_alltoall_ops;
+/* mode_barrier.c: no sizes, one row (perf_run_barrier) */
+extern const perf_sweep_ops_t perf_barrier_ops;
 
 /* The bytes 0xa5 in an output: a non-integer float, and an unlikely integer. */
 #define PERF_POISON 0xa5
 
-/* Counts the elements out[0..n) that differ from want(b, i) and reports the
- * first on stderr; impl is "tcoll" or "MPI". */
+/* data.c: counts the elements out[0..n) that differ from want(b, i) and
+ * reports the first on stderr; impl is "tcoll" or "MPI". */
 long long perf_check_result(const perf_bench_t *b, const void *out, uint64_t n, perf_want_fn want,
                             const char *impl);
 /* The status of tc_<mode>(b->name, ...): dies with tcoll's message unless TC_OK. */
