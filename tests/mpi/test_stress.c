@@ -163,6 +163,99 @@ static void worker(int ti, void *arg)
     }
 }
 
+/* The newer kinds from every thread: per step a reducescatter, an
+ * alltoall, a grouped pair of allreduces in a random order, and on thread 0
+ * every fifth step a barrier (from one thread, so that each rank's k-th
+ * barrier is that thread's); names reused from step to step. */
+static void worker_new(int ti, void *arg)
+{
+    tt_rng_t rng = {tt_key(0x99, (uint64_t)tt_rank, (uint64_t)ti)};
+    char rs[32], a2a[32], g0[32], g1[32];
+    const char *gn[2] = {g0, g1};
+    int32_t in[256], gin[2][16], gout[2][16];
+    void *grecv[2] = {gout[0], gout[1]};
+    tc_tensor_t gt[2];
+    (void)arg;
+
+    snprintf(rs, sizeof(rs), "n%d/rs", ti);
+    snprintf(a2a, sizeof(a2a), "n%d/a2a", ti);
+    snprintf(g0, sizeof(g0), "n%d/g0", ti);
+    snprintf(g1, sizeof(g1), "n%d/g1", ti);
+    for (int step = 0; step < g_steps / 2; step++) {
+        tc_request_t *req[5] = {NULL};
+        int64_t rows = 1 + (int64_t)(tt_key(ti, (uint64_t)step, 7) % 9); /* per rank */
+        int64_t per = 1 + (int64_t)(tt_key(ti, (uint64_t)step, 8) % 3);  /* alltoall rows */
+        tc_tensor_t trs = {in, TC_INT32, 1, {rows * tt_size}};
+        int32_t a2in[64];
+        tc_tensor_t ta = {a2in, TC_INT32, 1, {per * tt_size}};
+        int ord[4] = {0, 1, 2, 3}, k;
+        for (int64_t i = 0; i < rows * tt_size; i++) {
+            in[i] = (int32_t)(tt_rank + i + step);
+        }
+        for (int64_t i = 0; i < per * tt_size; i++) { /* row i goes to rank i / per */
+            a2in[i] = (int32_t)(tt_rank * 1000 + i * 10 + step % 10);
+        }
+        for (k = 0; k < 2; k++) {
+            for (int i = 0; i < 16; i++) {
+                gin[k][i] = (int32_t)(tt_rank * (k + 1) + i + step);
+            }
+            gt[k] = (tc_tensor_t){gin[k], TC_INT32, 1, {8 + k}};
+        }
+        tt_shuffle(ord, 3 + (ti == 0 && step % 5 == 0), &rng);
+        for (k = 0; k < 3 + (ti == 0 && step % 5 == 0); k++) {
+            switch (ord[k]) {
+            case 0: CHECK_OK(tc_reducescatter(rs, &trs, TC_SUM, &req[0])); break;
+            case 1: CHECK_OK(tc_alltoall(a2a, &ta, NULL, &req[1])); break;
+            case 2: CHECK_OK(tc_grouped_allreduce(2, gn, gt, grecv, TC_SUM, NULL, &req[2])); break;
+            default: CHECK_OK(tc_barrier(&req[4])); break;
+            }
+        }
+        for (k = 0; k < 5; k++) {
+            tc_tensor_t out;
+            if (req[k] == NULL) {
+                continue;
+            }
+            CHECK_MSG(tc_wait(req[k]) == TC_OK, "thread %d step %d request %d: %s", ti, step, k,
+                      tc_request_error(req[k]));
+            if (k == 0) { /* rows rows of the sum of (r + i + step) */
+                CHECK_OK(tc_request_output(req[k], &out));
+                CHECK_EQ(out.shape[0], rows);
+                for (int64_t i = 0; i < rows; i++) {
+                    int64_t g = tt_rank * rows + i;
+                    CHECK_EQ(((int32_t *)out.data)[i],
+                             (int32_t)(tt_size * (g + step) + tt_size * (tt_size - 1) / 2));
+                }
+            } else if (k == 1) { /* per rows from each rank q: q's rows tt_rank*per.. */
+                CHECK_OK(tc_request_output(req[k], &out));
+                CHECK_EQ(out.shape[0], per * tt_size);
+                for (int q = 0; q < tt_size; q++) {
+                    for (int64_t i = 0; i < per; i++) {
+                        int64_t src = tt_rank * per + i;
+                        CHECK_EQ(((int32_t *)out.data)[q * per + i],
+                                 (int32_t)(q * 1000 + src * 10 + step % 10));
+                    }
+                }
+            } else if (k == 3) { /* both members done */
+                for (int m = 0; m < 2; m++) {
+                    for (int i = 0; i < 8 + m; i++) {
+                        CHECK_EQ(gout[m][i], (int32_t)((m + 1) * tt_size * (tt_size - 1) / 2 +
+                                                       tt_size * (i + step)));
+                    }
+                }
+            }
+            tc_request_free(req[k]);
+        }
+    }
+}
+
+TC_CASE(new_kinds_from_threads)
+{
+    double t0 = tt_now();
+    tt_run_threads(NTHREADS, worker_new, NULL);
+    tt_say("test_stress: new kinds, %d threads x %d steps OK on %d ranks (%.2f s)\n", NTHREADS,
+           g_steps / 2, tt_size, tt_now() - t0);
+}
+
 /* NTHREADS threads, each running g_steps steps of its own operations. */
 TC_CASE(reused_names_from_threads)
 {
