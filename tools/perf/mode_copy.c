@@ -35,12 +35,7 @@ static void allgather_fill(perf_bench_t *b)
         perf_put_int(dt, b->send, i,
                      perf_copy_value(dt, (uint64_t)perf_rank * b->per + i, b->salt));
     }
-    memset(b->recv, PERF_POISON, b->count * tc_dtype_size(dt));
-}
-
-static void allgather_poison(perf_bench_t *b)
-{
-    memset(b->recv, PERF_POISON, b->count * tc_dtype_size(b->o->dtype));
+    perf_poison_recv(b);
 }
 
 static long long allgather_tcoll(perf_bench_t *b, int check)
@@ -70,7 +65,7 @@ const perf_sweep_ops_t perf_allgather_ops = {
     .size_note = "the gathered output; each rank sends count/n elements",
     .setup = allgather_setup,
     .fill = allgather_fill,
-    .poison = allgather_poison,
+    .poison = perf_poison_recv,
     .tcoll_once = allgather_tcoll,
     .mpi_once = allgather_mpi,
 };
@@ -163,11 +158,6 @@ static void alltoall_setup(perf_bench_t *b)
     }
 }
 
-static void alltoall_poison(perf_bench_t *b)
-{
-    memset(b->recv, PERF_POISON, b->count * tc_dtype_size(b->o->dtype));
-}
-
 static void alltoall_fill(perf_bench_t *b)
 {
     for (uint64_t j = 0; j < (uint64_t)perf_size; j++) {
@@ -176,7 +166,7 @@ static void alltoall_fill(perf_bench_t *b)
                          exchanged_value(b, (uint64_t)perf_rank, j, i));
         }
     }
-    alltoall_poison(b);
+    perf_poison_recv(b);
 }
 
 static long long alltoall_tcoll(perf_bench_t *b, int check)
@@ -208,7 +198,7 @@ const perf_sweep_ops_t perf_alltoall_ops = {
                  "count/n elements to each rank; it receives as much",
     .setup = alltoall_setup,
     .fill = alltoall_fill,
-    .poison = alltoall_poison,
+    .poison = perf_poison_recv,
     .tcoll_once = alltoall_tcoll,
     .mpi_once = alltoall_mpi,
 };

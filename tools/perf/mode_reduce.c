@@ -31,12 +31,7 @@ static void allreduce_fill(perf_bench_t *b)
     for (uint64_t i = 0; i < b->count; i++) {
         perf_put_int(dt, b->send, i, perf_ar_value(b->ar, perf_rank, perf_hbucket(i, b->salt)));
     }
-    memset(b->recv, PERF_POISON, b->count * tc_dtype_size(dt));
-}
-
-static void allreduce_poison(perf_bench_t *b)
-{
-    memset(b->recv, PERF_POISON, b->count * tc_dtype_size(b->o->dtype));
+    perf_poison_recv(b);
 }
 
 static long long allreduce_tcoll(perf_bench_t *b, int check)
@@ -67,7 +62,7 @@ const perf_sweep_ops_t perf_allreduce_ops = {
     .needs_recv = 1,
     .setup = allreduce_setup,
     .fill = allreduce_fill,
-    .poison = allreduce_poison,
+    .poison = perf_poison_recv,
     .tcoll_once = allreduce_tcoll,
     .mpi_once = allreduce_mpi,
 };

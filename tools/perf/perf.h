@@ -208,6 +208,9 @@ void perf_tc_wait(const perf_bench_t *b, tc_request_t *req);
 /* tcoll's output of a completed request: dies unless it is a 1-D tensor of
  * rows elements of the row's dtype. */
 void *perf_tc_output(const perf_bench_t *b, const tc_request_t *req, uint64_t rows);
+/* Fills the whole output buffer (count elements) with PERF_POISON: the
+ * poison of the modes whose output is count elements. */
+void perf_poison_recv(perf_bench_t *b);
 
 /* The operations of a mode (barrier's too); NULL for the workload mode. */
 const perf_sweep_ops_t *perf_sweep_ops(perf_mode_t mode);

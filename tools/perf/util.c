@@ -147,3 +147,8 @@ void perf_mpi_library_name(char *buf, size_t len)
     v[strcspn(v, ",\n")] = '\0';
     snprintf(buf, len, "%.100s", v);
 }
+
+void perf_poison_recv(perf_bench_t *b)
+{
+    memset(b->recv, PERF_POISON, b->count * tc_dtype_size(b->o->dtype));
+}
