@@ -115,7 +115,6 @@ tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name,
     req->ndim = t->ndim;
     memcpy(req->shape, t->shape, (size_t)t->ndim * sizeof(t->shape[0]));
     req->count = count;
-    req->scaled = (uint8_t)tc__opts_scaled(&o);
     req->prescale = o.prescale;
     req->postscale = o.postscale;
     req->send = t->data;

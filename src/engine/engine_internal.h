@@ -232,7 +232,6 @@ tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name,
 struct tc_kind_desc;
 tc_status_t tc__opts_read(const char *fn, const char *name, const struct tc_kind_desc *kd,
                           const tc_opts_t *in, tc_opts_t *out);
-int tc__opts_scaled(const tc_opts_t *o); /* a factor other than 1 */
 
 /* ctrl.c */
 void tc__ctrl_send(engine_t *e, const tc_wire_msg_t *msg, int first, int last, int skip,

@@ -60,7 +60,7 @@ static tc_status_t run_fused(engine_t *e, tc_request_t **reqs, uint32_t n, size_
     buf = e->exec.fusion.data;
     t0 = tc__tl_active() ? tc__now_ns() : 0;
     for (k = 0; k < n; k++) { /* each input times its prescale (kinds.h) */
-        if (reqs[k]->scaled && reqs[k]->prescale != 1.0) {
+        if (reqs[k]->prescale != 1.0) {
             tc__scale(reqs[k]->dtype, buf + off, reqs[k]->send, reqs[k]->count,
                       reqs[k]->prescale);
         } else {
@@ -81,7 +81,7 @@ static tc_status_t run_fused(engine_t *e, tc_request_t **reqs, uint32_t n, size_
     for (k = 0, off = 0; k < n; k++) {
         tc_request_t *req = reqs[k];
         memcpy(req->recv, buf + off, req->count * es);
-        if (req->scaled && req->postscale != 1.0) {
+        if (req->postscale != 1.0) {
             tc__scale(req->dtype, req->recv, req->recv, req->count, req->postscale);
         }
         off += req->count * es;
@@ -195,15 +195,19 @@ void tc__exec_run(engine_t *e, const tc_wire_response_t *resps, tc_request_t **r
 }
 
 /* Completes the deferred requests whose earlier requests (this rank's, by
- * seq) have all completed, oldest first. Returns whether one completed. */
+ * seq) have all completed. The oldest request in flight is looked up once
+ * (a scan under the queue's lock): a deferred request that was waiting only
+ * for one completed here completes in the next step. Returns whether one
+ * completed. */
 int tc__exec_deferred(engine_t *e)
 {
+    const uint64_t oldest = tc__queue_oldest_seq();
     size_t i = 0, k;
     int done = 0;
 
     while (i < e->exec.ndeferred) {
         tc_request_t *req = e->exec.deferred[i];
-        if (tc__queue_oldest_seq() < req->seq) {
+        if (oldest < req->seq) {
             i++;
             continue;
         }

@@ -11,7 +11,6 @@
 #define _GNU_SOURCE
 #include "engine/kinds.h"
 
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,22 +44,6 @@ static tc_status_t allreduce_validate(const tc_kind_args_t *a, char *why, size_t
     return TC_OK;
 }
 
-static int is_one(double f)
-{
-    return f == 1.0 && !signbit(f);
-}
-
-/* The factors as they apply: 1 when the request has none. */
-static double prescale_of(const tc_request_t *req)
-{
-    return req->scaled ? req->prescale : 1.0;
-}
-
-static double postscale_of(const tc_request_t *req)
-{
-    return req->scaled ? req->postscale : 1.0;
-}
-
 /* A prescaled input goes to recv first, and the ring runs in place there. */
 static tc_status_t allreduce_run(const tc_kind_ctx_t *x, tc_request_t *req,
                                  const tc_wire_response_t *r, char *msg, size_t len)
@@ -69,7 +52,7 @@ static tc_status_t allreduce_run(const tc_kind_ctx_t *x, tc_request_t *req,
     tc_status_t st;
 
     (void)r;
-    if (!is_one(prescale_of(req))) {
+    if (req->prescale != 1.0) {
         tc__scale(req->dtype, req->recv, req->send, req->count, req->prescale);
         src = req->recv;
     }
@@ -78,7 +61,7 @@ static tc_status_t allreduce_run(const tc_kind_ctx_t *x, tc_request_t *req,
     if (st != TC_OK) {
         return run_failed(x, req, st, msg, len);
     }
-    if (!is_one(postscale_of(req))) {
+    if (req->postscale != 1.0) {
         tc__scale(req->dtype, req->recv, req->recv, req->count, req->postscale);
     }
     tc__request_set_output(req, req->recv, -1);
@@ -97,7 +80,7 @@ static tc_status_t allreduce_packed(const tc_kind_ctx_t *x, void *buf, size_t co
 static void allreduce_prepare(const tc_wire_request_t *w, void *dst, const void *src,
                               size_t count)
 {
-    if (w->scaled && !is_one(w->prescale)) {
+    if (w->scaled && w->prescale != 1.0) {
         tc__scale((tc_dtype_t)w->dtype, dst, src, count, w->prescale);
     } else {
         memcpy(dst, src, count * tc_dtype_size((tc_dtype_t)w->dtype));
@@ -115,7 +98,7 @@ static void allreduce_finish(const tc_wire_request_t *w, void *buf, size_t count
     if (w->op == TC_AVG) {
         tc__reduce_avg_finish((tc_dtype_t)w->dtype, buf, count, n);
     }
-    if (w->scaled && !is_one(w->postscale)) {
+    if (w->scaled && w->postscale != 1.0) {
         tc__scale((tc_dtype_t)w->dtype, buf, buf, count, w->postscale);
     }
 }
@@ -140,25 +123,35 @@ static tc_status_t allgather_validate(const tc_kind_args_t *a, char *why, size_t
     return TC_OK;
 }
 
+/* Elements in one row of dim 0: the product of the other dims (it fits:
+ * the whole tensor's size was checked at submission). */
+static size_t row_elems(const tc_request_t *req)
+{
+    size_t row = 1;
+    int d;
+
+    for (d = 1; d < req->ndim; d++) {
+        row *= (size_t)req->shape[d];
+    }
+    return row;
+}
+
 /* Each rank's block is its dim 0 (from rank 0's response) times the row
  * size; the output holds every block in rank order. */
 static tc_status_t allgather_run(const tc_kind_ctx_t *x, tc_request_t *req,
                                  const tc_wire_response_t *r, char *msg, size_t len)
 {
     const int rank = x->tp->rank, size = x->tp->size;
-    size_t row = tc_dtype_size(req->dtype), total = 0;
+    size_t row = tc_dtype_size(req->dtype) * row_elems(req), total = 0;
     size_t *bytes, *displs;
     int64_t rows = 0;
     tc_status_t st;
-    int q, d;
+    int q;
 
     if (r->ndim0 != (uint32_t)size || r->dim0[rank] != req->shape[0]) {
         snprintf(msg, len, "tensor '%s': rank 0 sent an allgather plan that does not match this "
                            "rank's submission (internal error)", req->name);
         return TC_ERR_TRANSPORT;
-    }
-    for (d = 1; d < req->ndim; d++) {
-        row *= (size_t)req->shape[d]; /* fits: validated at submission */
     }
     bytes = malloc(2 * (size_t)size * sizeof(*bytes));
     if (bytes == NULL) {
@@ -264,16 +257,12 @@ static tc_status_t reducescatter_run(const tc_kind_ctx_t *x, tc_request_t *req,
 {
     const int rank = x->tp->rank, size = x->tp->size;
     const size_t es = tc_dtype_size(req->dtype);
-    size_t rows = (size_t)req->shape[0], row = 1, off, elems;
+    size_t rows = (size_t)req->shape[0], row = row_elems(req), off, elems;
     void *scaled = NULL;
     const void *src = req->send;
     tc_status_t st;
-    int d;
 
     (void)r;
-    for (d = 1; d < req->ndim; d++) {
-        row *= (size_t)req->shape[d]; /* fits: validated at submission */
-    }
     tc__row_block(rows, row, size, rank, &off, &elems);
     req->owned_output = tc__output_alloc(elems * es, &req->owned_cap);
     if (req->owned_output == NULL) {
@@ -281,7 +270,7 @@ static tc_status_t reducescatter_run(const tc_kind_ctx_t *x, tc_request_t *req,
                  req->name, elems * es);
         return TC_ERR_NOMEM;
     }
-    if (!is_one(prescale_of(req)) && req->count > 0) {
+    if (req->prescale != 1.0 && req->count > 0) {
         if ((scaled = malloc(req->count * es)) == NULL) {
             snprintf(msg, len, "tensor '%s': out of memory for the prescaled input", req->name);
             return TC_ERR_NOMEM;
@@ -295,7 +284,7 @@ static tc_status_t reducescatter_run(const tc_kind_ctx_t *x, tc_request_t *req,
     if (st != TC_OK) {
         return run_failed(x, req, st, msg, len);
     }
-    if (!is_one(postscale_of(req))) {
+    if (req->postscale != 1.0) {
         tc__scale(req->dtype, req->owned_output, req->owned_output, elems, req->postscale);
     }
     tc__request_set_output(req, req->owned_output, (int64_t)block_rows(rows, size, rank));
@@ -357,17 +346,14 @@ static tc_status_t alltoall_run(const tc_kind_ctx_t *x, tc_request_t *req,
                                 const tc_wire_response_t *r, char *msg, size_t len)
 {
     const int size = x->tp->size;
-    size_t row = tc_dtype_size(req->dtype), total = 0, off = 0;
+    size_t row = tc_dtype_size(req->dtype) * row_elems(req), total = 0, off = 0;
     uint64_t *counts;
     size_t *sb, *sd, *rb, *rd;
     int64_t rows = 0;
     tc_status_t st = TC_ERR_NOMEM;
-    int q, d;
+    int q;
 
     (void)r;
-    for (d = 1; d < req->ndim; d++) {
-        row *= (size_t)req->shape[d];
-    }
     counts = malloc(2 * (size_t)size * sizeof(*counts));
     sb = malloc(4 * (size_t)size * sizeof(*sb));
     req->out_splits = malloc((size_t)size * sizeof(*req->out_splits));

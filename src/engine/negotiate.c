@@ -101,7 +101,7 @@ static void to_wire(const tc_request_t *req, tc_wire_request_t *w)
     w->root = req->root;
     w->ndim = (uint8_t)req->ndim;
     memcpy(w->shape, req->shape, sizeof(w->shape));
-    w->scaled = req->scaled;
+    w->scaled = req->prescale != 1.0 || req->postscale != 1.0;
     w->prescale = req->prescale;
     w->postscale = req->postscale;
     w->group_size = req->group_size;

@@ -17,11 +17,6 @@
 #include "engine/kinds.h"
 #include "util/status.h"
 
-static int is_one(double f)
-{
-    return f == 1.0 && !signbit(f);
-}
-
 tc_status_t tc__opts_read(const char *fn, const char *name, const tc_kind_desc_t *kd,
                           const tc_opts_t *in, tc_opts_t *out)
 {
@@ -43,7 +38,7 @@ tc_status_t tc__opts_read(const char *fn, const char *name, const tc_kind_desc_t
                              isfinite(o.prescale) ? "postscale" : "prescale",
                              isfinite(o.prescale) ? o.postscale : o.prescale);
     }
-    if (!(kd->params & TC_PARAM_SCALE) && (!is_one(o.prescale) || !is_one(o.postscale))) {
+    if (!(kd->params & TC_PARAM_SCALE) && (o.prescale != 1.0 || o.postscale != 1.0)) {
         return tc__set_error(TC_ERR_ARG,
                              "%s: tensor '%s': %s takes no scaling factors (prescale %g, "
                              "postscale %g: leave both at 1)",
@@ -51,9 +46,4 @@ tc_status_t tc__opts_read(const char *fn, const char *name, const tc_kind_desc_t
     }
     *out = o;
     return TC_OK;
-}
-
-int tc__opts_scaled(const tc_opts_t *o)
-{
-    return !is_one(o->prescale) || !is_one(o->postscale);
 }

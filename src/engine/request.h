@@ -28,8 +28,7 @@ struct tc_request {
     int ndim;
     int64_t shape[TC_MAX_DIMS];
     size_t count;     /* elements */
-    uint8_t scaled;   /* 0: prescale and postscale are 1 (tc_opts_t) */
-    double prescale, postscale;
+    double prescale, postscale; /* tc_opts_t's: 1 when the call has none */
     uint64_t submit_ns; /* when it was queued (tc__now_ns), for the timeline */
     uint64_t seq;       /* its place among this rank's queued requests (after_earlier) */
     const void *send; /* allreduce/allgather input */
