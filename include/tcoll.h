@@ -236,11 +236,35 @@ tc_status_t tc_grouped_reducescatter(int count, const char *const names[],
 /* Completes on every rank once every rank has called it (its k-th call on
  * each rank meets the others' k-th), and on this rank only after every
  * request this rank submitted before it has completed. No tensor, no name
- * (tcoll names it; names starting with "tcoll/barrier/" are reserved: other
- * calls refuse them with TC_ERR_ARG). The output is an empty tensor.
+ * (tcoll names it; names starting with "tcoll/" are reserved: other calls
+ * refuse them with TC_ERR_ARG). The output is an empty tensor.
  * tc_barrier_ex takes options (none of tc_opts_t's fields apply yet). */
 tc_status_t tc_barrier(tc_request_t **req_p);
 tc_status_t tc_barrier_ex(const tc_opts_t *opts, tc_request_t **req_p);
+
+/*
+ * Join, for uneven data: a rank with no more batches calls tc_join, and its
+ * request completes on every rank once every rank has called it (the k-th
+ * join on each rank meets the others' k-th). Until then the other ranks'
+ * allreduces and reducescatters run without the joined ranks, which
+ * contribute zeros for TC_SUM and TC_AVG (avg still divides by the number
+ * of ranks) and the op's identity for TC_MIN, TC_MAX and TC_PROD (+inf,
+ * -inf and 1 for floats; the dtype's largest, smallest and 1 for integers),
+ * never scaled. Barriers complete without the joined ranks. An allgather,
+ * broadcast or alltoall that needs a joined rank fails on every rank that
+ * submitted it with TC_ERR_STATE and a message naming the joined ranks.
+ * While its join is pending a rank cannot submit anything (TC_ERR_STATE).
+ * The output is a 0-dim int32 tensor: the rank that joined last, the same
+ * on every rank (also tc_request_last_joined). Like a barrier, a join
+ * completes on this rank only after every request this rank submitted
+ * before it has completed. Names starting with "tcoll/" are tcoll's.
+ */
+tc_status_t tc_join(tc_request_t **req_p);
+tc_status_t tc_join_ex(const tc_opts_t *opts, tc_request_t **req_p);
+
+/* After a successful join: the rank that joined last. TC_ERR_STATE while
+ * pending; the request's status if it failed; TC_ERR_ARG for other kinds. */
+tc_status_t tc_request_last_joined(const tc_request_t *req, int *rank_p);
 
 /* Blocks until req completes; returns the operation's status. */
 tc_status_t tc_wait(tc_request_t *req);

@@ -110,7 +110,7 @@ static void allreduce_finish(const tc_wire_request_t *w, void *buf, size_t count
     .run_packed = allreduce_packed, .algo_packed = "ring, fused",                          \
     .eager_prepare = allreduce_prepare, .eager_combine = allreduce_combine,               \
     .eager_finish = allreduce_finish, .algo_eager = "eager (inputs in the cycle messages)", \
-    .groupable = 1
+    .groupable = 1, .without_joined = 1
 
 /* ---- allgather: ring allgatherv (coll/ring_allgatherv.c) ----------------- */
 
@@ -297,7 +297,7 @@ static tc_status_t reducescatter_run(const tc_kind_ctx_t *x, tc_request_t *req,
     .validate = reducescatter_validate, .run = reducescatter_run,                       \
     .algo = "ring reduce-scatter", .run_packed = NULL, .algo_packed = NULL,             \
     .eager_prepare = NULL, .eager_combine = NULL, .eager_finish = NULL, .algo_eager = NULL, \
-    .groupable = 1
+    .groupable = 1, .without_joined = 1
 
 /* ---- alltoall: pairwise exchange (coll/alltoallv.c) ----------------------- */
 
@@ -437,7 +437,35 @@ static tc_status_t barrier_run(const tc_kind_ctx_t *x, tc_request_t *req,
     .params = TC_PARAM_NONE_TENSOR, .output = TC_OUT_NONE, .agree = 0,                  \
     .validate = NULL, .run = barrier_run, .algo = "negotiation (every rank reached it)", \
     .run_packed = NULL, .algo_packed = NULL, .eager_prepare = NULL, .eager_combine = NULL, \
-    .eager_finish = NULL, .algo_eager = NULL, .uncached = 1, .after_earlier = 1
+    .eager_finish = NULL, .algo_eager = NULL, .uncached = 1, .after_earlier = 1,          \
+    .auto_name = "tcoll/barrier/", .without_joined = 1
+
+/* ---- join: nothing to move ------------------------------------------------- */
+
+/* Every rank joined (that is what running it means); rank 0's response says
+ * which joined last: the output is that rank, a 0-dim int32. */
+static tc_status_t join_run(const tc_kind_ctx_t *x, tc_request_t *req,
+                            const tc_wire_response_t *r, char *msg, size_t len)
+{
+    (void)x;
+    if (!r->has_value) {
+        snprintf(msg, len, "protocol error: rank 0 completed '%s' without the last rank",
+                 req->name);
+        return TC_ERR_TRANSPORT;
+    }
+    req->value = r->value;
+    req->dtype = TC_INT32;
+    req->ndim = 0;
+    tc__request_set_output(req, &req->value, -1);
+    return TC_OK;
+}
+
+#define JOIN_DESC                                                                       \
+    .params = TC_PARAM_NONE_TENSOR, .output = TC_OUT_NONE, .agree = 0,                  \
+    .validate = NULL, .run = join_run, .algo = "negotiation (every rank joined)",       \
+    .run_packed = NULL, .algo_packed = NULL, .eager_prepare = NULL, .eager_combine = NULL, \
+    .eager_finish = NULL, .algo_eager = NULL, .uncached = 1, .after_earlier = 1,         \
+    .auto_name = "tcoll/join/", .joins = 1
 
 /* ---- the table ------------------------------------------------------------ */
 

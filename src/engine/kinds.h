@@ -51,10 +51,11 @@
 #define TC_PARAM_SCALE 0x4u /* prescale and postscale factors (tc_opts_t) */
 #define TC_PARAM_SPLITS 0x10u /* rows of dim 0 to each rank (alltoall; optional) */
 #define TC_PARAM_NONE_TENSOR 0x8u /* takes no tensor: tcoll names each call
-                                   * (TC_AUTO_NAME_PREFIX + a per-rank count) */
+                                   * (tc_kind_desc_t.auto_name) */
 
-/* Names of calls that take none (tc_barrier): reserved, refused from users. */
-#define TC_AUTO_NAME_PREFIX "tcoll/barrier/"
+/* Names tcoll gives calls that take none (tc_barrier, tc_join) start with
+ * this: reserved, refused from users. */
+#define TC_AUTO_NAME_PREFIX "tcoll/"
 
 /* Where a request's output lands (tc_kind_desc_t.output). */
 typedef enum {
@@ -167,6 +168,15 @@ typedef struct tc_kind_desc {
     /* May be submitted in a group (tc_grouped_*): negotiated and run as a
      * unit with the group's other members. */
     int groupable;
+    /* TC_PARAM_NONE_TENSOR: the name of the k-th call in join epoch j on a
+     * rank is auto_name + "j.k" (a join: auto_name + "j"; api.c). */
+    const char *auto_name;
+    /* Runs while some ranks have joined (tc_join), without them: they
+     * contribute the op's identity (coordinator.c, exec.c); a kind without
+     * it fails on every rank when a rank it needs has joined. */
+    int without_joined;
+    /* The kind is tc_join: its submission marks its rank joined. */
+    int joins;
 } tc_kind_desc_t;
 
 /* The descriptor of kind (a tc_kind_t), or NULL when it is out of range. */

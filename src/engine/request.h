@@ -44,6 +44,8 @@ struct tc_request {
     int nsplits;
     int64_t *out_splits; /* allgather, alltoall: rows from each rank (n), once done */
     int nout_splits;
+    int32_t value;      /* join: the rank that joined last (the output points here) */
+    int synthetic;      /* made by the engine for a rank that joined: no one waits for it */
     void *owned_output; /* allgather output, returned to the pool with the request */
     size_t owned_cap;   /* its capacity in bytes */
     _Atomic int done;   /* 0 -> 1 once, release by the engine (tc__request_complete),

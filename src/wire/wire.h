@@ -14,7 +14,7 @@
  * zigzag-encoded varints; a varint longer than 10 bytes or above 2^64-1 is
  * rejected):
  *
- *   message   := magic:u8(0x7C) version:u8(5) type:u8 flags:u8 count entry{count}
+ *   message   := magic:u8(0x7C) version:u8(6) type:u8 flags:u8 count entry{count}
  *                [cycle] [terminate]
  *   type      := 1 REQUESTS (worker -> coordinator: first-time submissions),
  *                2 CYCLE (one rank's part of an exchange round of a negotiation cycle:
@@ -36,17 +36,30 @@
  *                other bits must be 0; a flag that does not fit the type is rejected
  *   request   := kind:u8 dtype:u8 op:u8 root:zigzag ndim:u8 shape{ndim} name extras:u8
  *                [prescale:f64 postscale:f64] [group_size group_index group_key:name]
+ *                [pset] [nranks rank{nranks}]
  *                (shape values must be 0..INT64_MAX; kind/dtype/op/ndim in range;
  *                extras bit 0 SCALES: the two factors follow, IEEE 754 binary64
  *                little-endian, both finite, not both 1; bit 1 GROUP: the request
  *                is member group_index (below group_size, 1..TC_WIRE_MAX_GROUP) of
- *                the group named group_key (its first member's name); other bits
- *                must be 0)
+ *                the group named group_key (its first member's name); bit 2 PSET:
+ *                the process set the request belongs to, 1..TC_WIRE_MAX_PSET (left
+ *                out: set 0, every rank); bit 3 RANKS: a list of ranks (a process
+ *                set's members), nranks 1..TC_WIRE_MAX_RANKS, strictly ascending
+ *                ranks below TC_WIRE_MAX_RANKS, the first as is, each next one as
+ *                (rank - previous rank - 1); other bits must be 0)
  *   name      := len (1..TC_MAX_NAME_LEN) bytes{len} (no 0x00 byte)
- *   response  := rtype:u8 name body
+ *   response  := rtype:u8 name rflags:u8 [pset] body
+ *                (rflags bit 2 PSET: the name's process set follows, 1..TC_WIRE_MAX_PSET;
+ *                bits 0 and 1 only with RUN; other bits must be 0)
  *                rtype 0 RUN:   ndim0 (0..TC_WIRE_MAX_RANKS) dim0{ndim0} (allgather: rows per
  *                               rank) cache_ref (0..TC_WIRE_MAX_CACHE: 0 = not cached,
  *                               k = every rank files the name under cache id k-1)
+ *                               [desc] [value]
+ *                               (rflags bit 0 DESC: desc := kind:u8 dtype:u8 op:u8 ndim:u8
+ *                               shape{ndim}, the tensor as the submitting ranks gave it,
+ *                               for ranks that run it without having submitted it (they
+ *                               joined); bit 1 VALUE: value:zigzag, an int32 result that
+ *                               rank 0 decided (a join: the rank that joined last))
  *                rtype 1 ERROR: status:u8 (1..TC_ERR_TIMEOUT) text
  *   cycle     := seq round cache_gen ids(ready) ids(some) ids(stale) eager
  *                (round 0..TC_WIRE_MAX_ROUND: the exchange round within cycle seq)
@@ -69,13 +82,14 @@
 #include "tcoll.h"
 
 #define TC_WIRE_MAGIC 0x7C
-#define TC_WIRE_VERSION 5
+#define TC_WIRE_VERSION 6
 #define TC_WIRE_MAX_TEXT 2048
 #define TC_WIRE_MAX_RANKS (1 << 24)
 #define TC_WIRE_MAX_CACHE (1u << 20) /* cache ids are 0..TC_WIRE_MAX_CACHE-1 */
 #define TC_WIRE_MAX_EAGER (1u << 16) /* bytes of one eager input */
 #define TC_WIRE_MAX_ROUND 64         /* a CYCLE's round is 0..TC_WIRE_MAX_ROUND */
 #define TC_WIRE_MAX_GROUP (1u << 16) /* members of one grouped submission */
+#define TC_WIRE_MAX_PSET (1u << 24)  /* process set ids are 0..TC_WIRE_MAX_PSET */
 
 /*
  * The collective kinds: one list gives the kind byte of a request (its
@@ -89,7 +103,8 @@
     X(BROADCAST, broadcast) \
     X(BARRIER, barrier)     \
     X(REDUCESCATTER, reducescatter) \
-    X(ALLTOALL, alltoall)
+    X(ALLTOALL, alltoall)           \
+    X(JOIN, join)
 
 typedef enum {
 #define TC_KIND_ENUM_(upper, lower) TC_KIND_##upper,
@@ -133,6 +148,9 @@ typedef struct {
     uint32_t group_size, group_index;
     const char *group_key; /* not NUL-terminated on decode: use group_key_len */
     uint32_t group_key_len;
+    uint32_t pset;       /* the process set (0: every rank) */
+    uint32_t nranks;     /* a list of ranks (a process set's members), or 0 */
+    const int32_t *ranks; /* nranks values, strictly ascending */
 } tc_wire_request_t;
 
 /* Whether two requests are grouped alike: neither, or the same member of
@@ -164,14 +182,26 @@ static inline int tc__wire_scales_equal(const tc_wire_request_t *a, const tc_wir
 
 typedef enum { TC_WIRE_RUN = 0, TC_WIRE_ERROR = 1 } tc_wire_rtype_t;
 
+/* A tensor as the ranks that submitted it gave it, for a rank that runs it
+ * without having submitted it (it joined: tc_join). */
+typedef struct {
+    uint8_t kind, dtype, op, ndim;
+    int64_t shape[TC_MAX_DIMS];
+} tc_wire_desc_t;
+
 typedef struct {
     uint8_t rtype; /* tc_wire_rtype_t */
     const char *name;
     uint32_t name_len;
+    uint32_t pset; /* the name's process set (0: every rank) */
     /* RUN */
     uint32_t ndim0;
     const int64_t *dim0; /* ndim0 values */
     uint32_t cache_ref;   /* 0, or 1 + the cache id every rank files this name under */
+    uint8_t has_desc;     /* desc is set */
+    tc_wire_desc_t desc;
+    uint8_t has_value; /* value is set */
+    int32_t value;
     /* ERROR */
     uint8_t status;
     const char *text; /* not NUL-terminated on decode: use text_len */
