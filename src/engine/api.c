@@ -1,6 +1,6 @@
 /*
  * api.c - the public submission calls (tc_allreduce, tc_allgather,
- * tc_broadcast), the ids (tc_rank, ...), and the submission queue between
+ * tc_broadcast, ..., tc_join), the ids (tc_rank, ...), and the submission queue between
  * application threads and the engine thread.
  *
  * A submission validates its arguments at once (the checks every kind
@@ -136,13 +136,20 @@ tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name,
     return TC_OK;
 }
 
-/* A call without a tensor takes the name TC_AUTO_NAME_PREFIX + k for its
- * k-th call on this rank (counted only when queued), so that the k-th calls
- * of all ranks meet. */
-static int name_call(tc_request_t *req, uint64_t k)
+/* A call without a tensor takes its kind's auto_name + "j.k" for its k-th
+ * call after this rank's j-th join (counted only when queued), so that the
+ * k-th calls of all ranks meet; a join takes auto_name + "j". Counting per
+ * join keeps the ranks in step after a join: the barriers that ran while
+ * some ranks had joined were not counted there. */
+static int name_call(tc_request_t *req, const eng_shared_t *sh)
 {
-    char buf[64];
-    int n = snprintf(buf, sizeof(buf), TC_AUTO_NAME_PREFIX "%llu", (unsigned long long)k);
+    const tc_kind_desc_t *kd = tc__kind_of(req);
+    char buf[96];
+    int n = kd->joins ? snprintf(buf, sizeof(buf), "%s%llu", kd->auto_name,
+                                 (unsigned long long)sh->njoins)
+                      : snprintf(buf, sizeof(buf), "%s%llu.%llu", kd->auto_name,
+                                 (unsigned long long)sh->njoins,
+                                 (unsigned long long)sh->nbarriers);
     char *name = strdup(buf);
 
     if (name == NULL) {
@@ -159,8 +166,9 @@ static int name_call(tc_request_t *req, uint64_t k)
 static tc_status_t submit_locked(eng_shared_t *sh, const char *fn, tc_request_t *req)
 {
     const int size = atomic_load_explicit(&sh->size, memory_order_relaxed);
+    const tc_kind_desc_t *kd = tc__kind_of(req);
 
-    if ((tc__kind_of(req)->params & TC_PARAM_NONE_TENSOR) && name_call(req, sh->nbarriers) != 0) {
+    if ((kd->params & TC_PARAM_NONE_TENSOR) && name_call(req, sh) != 0) {
         return tc__set_error(TC_ERR_NOMEM, "%s: out of memory", fn);
     }
     if (sh->life == ENG_LIFE_NONE || sh->life == ENG_LIFE_STARTING) {
@@ -174,6 +182,10 @@ static tc_status_t submit_locked(eng_shared_t *sh, const char *fn, tc_request_t 
     }
     if (sh->life != ENG_LIFE_RUNNING) { /* stopping or stopped: says why */
         return tc__set_error(sh->stop_status, "%s: %s", fn, sh->stop_msg);
+    }
+    if (sh->join_pending) {
+        return tc__set_error(TC_ERR_STATE, "%s: this rank has joined (its tc_join is pending): "
+                             "nothing can be submitted here until every rank has joined", fn);
     }
     if ((tc__kind_of(req)->params & TC_PARAM_ROOT) && (req->root < 0 || req->root >= size)) {
         return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': root %d is outside 0..%d", fn,
@@ -190,7 +202,13 @@ static tc_status_t submit_locked(eng_shared_t *sh, const char *fn, tc_request_t 
     }
     req->submit_ns = tc__now_ns();
     req->seq = sh->next_seq++;
-    sh->nbarriers += (tc__kind_of(req)->params & TC_PARAM_NONE_TENSOR) != 0;
+    if (kd->joins) { /* a new epoch of auto names (name_call) */
+        sh->njoins++;
+        sh->nbarriers = 0;
+        sh->join_pending = 1;
+    } else {
+        sh->nbarriers += (kd->params & TC_PARAM_NONE_TENSOR) != 0;
+    }
     req->next = NULL;
     if (sh->q_tail != NULL) {
         sh->q_tail->next = req;
@@ -361,6 +379,18 @@ tc_status_t tc_barrier_ex(const tc_opts_t *opts, tc_request_t **req_p)
                        TC_SUM, 0, opts, req_p);
 }
 
+tc_status_t tc_join(tc_request_t **req_p)
+{
+    return submit_kind("tc_join", TC_KIND_JOIN, TC_AUTO_NAME_PREFIX, &no_tensor, NULL, TC_SUM, 0,
+                       NULL, req_p);
+}
+
+tc_status_t tc_join_ex(const tc_opts_t *opts, tc_request_t **req_p)
+{
+    return submit_kind("tc_join_ex", TC_KIND_JOIN, TC_AUTO_NAME_PREFIX, &no_tensor, NULL, TC_SUM,
+                       0, opts, req_p);
+}
+
 int tc_rank(void)
 {
     return atomic_load_explicit(&tc__engine_shared.rank, memory_order_relaxed);
@@ -412,6 +442,9 @@ void tc__queue_finish(tc_request_t *req, tc_status_t st, const char *msg)
 
     pthread_mutex_lock(&sh->mu);
     tc__hmap_remove(&sh->inflight, req->name, req->name_len);
+    if (tc__kind_of(req)->joins) {
+        sh->join_pending = 0;
+    }
     pthread_mutex_unlock(&sh->mu);
     tc__request_complete(req, st, msg);
 }
@@ -476,6 +509,7 @@ void tc__queue_fail_all(tc_status_t st, const char *msg)
     }
     tc__hmap_destroy(&sh->inflight);
     sh->q_head = sh->q_tail = NULL;
+    sh->join_pending = 0;
     pthread_mutex_unlock(&sh->mu);
     if (all == NULL) {
         TC_ERROR("engine", "out of memory: %zu pending requests cannot be completed", n);

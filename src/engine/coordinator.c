@@ -12,8 +12,10 @@
  */
 #define _GNU_SOURCE
 #include "engine/coordinator.h"
+#include "engine/coord_internal.h"
 
 #include "engine/kinds.h"
+#include "engine/neg.h"
 
 #include "util/backoff.h"
 #include "util/hmap.h"
@@ -24,42 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define MAX_LISTED_RANKS 4
-
-typedef struct entry {
-    struct entry *next_ready;
-    char *name; /* NUL-terminated copy */
-    uint32_t name_len;
-    int nsub;
-    uint8_t *have;           /* [size] */
-    tc_wire_request_t *reqs; /* [size] */
-    int64_t *dim0;           /* [size], filled for an allgather RUN */
-    char *text;              /* ERROR text */
-    uint64_t since_ns;       /* when the first rank's submission arrived */
-    tc_status_t fail_status; /* set by tc__coord_expire: fail with text */
-    int size;
-    char **gkeys; /* [size] or NULL: each rank's group key (reqs[q].group_key), owned */
-} entry_t;
-
-/* A grouped submission's members that every rank has submitted, waiting
- * for the rest of the group: they become ready together, in member order,
- * or, when one disagrees or expires, all fail with its message. */
-typedef struct {
-    char *key; /* NUL-terminated: the first member's name */
-    uint32_t size, nin;
-    entry_t **members; /* [size] */
-    tc_status_t fail_status; /* once a member expired: every later one fails too */
-    char *fail_text;
-} group_t;
-
-struct tc_coord {
-    int size;
-    tc_hmap_t table;
-    tc_hmap_t groups; /* key -> group_t */
-    entry_t *ready_head, *ready_tail;
-    size_t nready;
-};
 
 tc_status_t tc__coord_create(int size, tc_coord_t **coord_p)
 {
@@ -73,6 +39,11 @@ tc_status_t tc__coord_create(int size, tc_coord_t **coord_p)
         return TC_ERR_NOMEM;
     }
     c->size = size;
+    c->joined = calloc((size_t)size, 1);
+    if (c->joined == NULL) {
+        free(c);
+        return TC_ERR_NOMEM;
+    }
     tc__hmap_init(&c->table);
     tc__hmap_init(&c->groups);
     *coord_p = c;
@@ -142,7 +113,13 @@ void tc__coord_destroy(tc_coord_t *c)
         c->ready_head = e->next_ready;
         entry_free(e);
     }
+    free(c->joined);
     free(c);
+}
+
+int tc__coord_njoined(const tc_coord_t *c)
+{
+    return c->njoined;
 }
 
 size_t tc__coord_nready(const tc_coord_t *c)
@@ -202,8 +179,6 @@ static group_t *group_get(tc_coord_t *c, const tc_wire_request_t *r)
     return g;
 }
 
-static char *check_agreement(const tc_coord_t *c, const entry_t *e);
-
 /* Every member is in: the first disagreeing member's message (in member
  * order) fails them all; then they become ready in member order. */
 static void group_complete(tc_coord_t *c, group_t *g)
@@ -214,7 +189,7 @@ static void group_complete(tc_coord_t *c, group_t *g)
     for (i = 0; i < g->size; i++) {
         entry_t *e = g->members[i];
         if (e->fail_status == TC_OK && e->text == NULL) {
-            e->text = check_agreement(c, e);
+            e->text = tc__coord_check_agreement(c, e);
         }
         if (first == NULL && e->text != NULL) {
             first = e->text;
@@ -280,6 +255,75 @@ static void make_ready(tc_coord_t *c, entry_t *e)
     }
 }
 
+/* The ranks that submitted join entry e are no longer joined: it completed
+ * (every rank joined) or rank 0 gave up on it. */
+static void unjoin(tc_coord_t *c, const entry_t *e)
+{
+    int q;
+
+    for (q = 0; q < c->size; q++) {
+        if (e->have[q] && c->joined[q]) {
+            c->joined[q] = 0;
+            c->njoined--;
+        }
+    }
+}
+
+/* Whether every rank has submitted e or joined (tc_join): then it runs,
+ * the joined ranks taking part without a submission where its kind can. */
+static int complete(const tc_coord_t *c, const entry_t *e)
+{
+    int q;
+
+    if (e->nsub == c->size) {
+        return 1;
+    }
+    if (c->njoined == 0) {
+        return 0;
+    }
+    for (q = 0; q < c->size; q++) {
+        if (!e->have[q] && !c->joined[q]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void collect_entry(const char *key, size_t len, void *val, void *arg)
+{
+    entry_t ***pp = arg;
+
+    (void)key;
+    (void)len;
+    *(*pp)++ = val;
+}
+
+/* rank joined: every waiting name that only joined ranks lack is ready.
+ * -1 when out of memory (the table is unchanged then). */
+static int mark_joined(tc_coord_t *c, int rank)
+{
+    entry_t **all, **end;
+    size_t i, n = c->table.count;
+
+    all = malloc((n > 0 ? n : 1) * sizeof(*all));
+    if (all == NULL) {
+        return -1;
+    }
+    c->joined[rank] = 1;
+    c->njoined++;
+    end = all;
+    tc__hmap_foreach(&c->table, collect_entry, &end);
+    for (i = 0; i < n; i++) { /* the table's order: rank 0 decides it for every rank */
+        if (!tc__kind_get(all[i]->reqs[tc__coord_first(all[i])].kind)->joins &&
+            complete(c, all[i])) { /* a join completes with its own submissions */
+            all[i]->last = rank;
+            make_ready(c, all[i]);
+        }
+    }
+    free(all);
+    return 0;
+}
+
 typedef struct {
     void (*fn)(const tc_coord_pending_t *p, void *arg);
     void *arg;
@@ -333,6 +377,9 @@ tc_status_t tc__coord_expire(tc_coord_t *c, const char *name, uint32_t len, tc_s
     free(e->text);
     e->text = copy;
     e->fail_status = st;
+    if (tc__kind_get(e->reqs[tc__coord_first(e)].kind)->joins) {
+        unjoin(c, e); /* its ranks fail their joins and go on */
+    }
     make_ready(c, e);
     return TC_OK;
 }
@@ -385,6 +432,16 @@ tc_status_t tc__coord_add_at(tc_coord_t *c, int rank, const tc_wire_request_t *r
         return TC_ERR_ARG;
     }
     e = tc__hmap_get(&c->table, req->name, req->name_len);
+    if (e != NULL && e->have[rank]) {
+        snprintf(err, errlen, "rank %d submitted tensor '%s' twice", rank, e->name);
+        return TC_ERR_ARG;
+    }
+    /* a join first runs what only joined ranks lack (before its own entry
+     * exists: it completes with its own submissions); out of memory is
+     * fatal to the caller, so a half-done mark is never seen */
+    if (tc__kind_get(req->kind)->joins && !c->joined[rank] && mark_joined(c, rank) != 0) {
+        return TC_ERR_NOMEM;
+    }
     if (e == NULL) {
         e = entry_new(c->size, req->name, req->name_len, now);
         if (e == NULL) {
@@ -395,9 +452,6 @@ tc_status_t tc__coord_add_at(tc_coord_t *c, int rank, const tc_wire_request_t *r
             return TC_ERR_NOMEM;
         }
         created = 1;
-    } else if (e->have[rank]) {
-        snprintf(err, errlen, "rank %d submitted tensor '%s' twice", rank, e->name);
-        return TC_ERR_ARG;
     }
     if (req->group_size > 0) { /* the key lives in the message: keep a copy */
         char *key = strndup(req->group_key, req->group_key_len);
@@ -421,203 +475,27 @@ tc_status_t tc__coord_add_at(tc_coord_t *c, int rank, const tc_wire_request_t *r
         e->reqs[rank].group_key = e->gkeys[rank];
     }
     e->nsub++;
-    if (e->nsub == c->size) {
+    if (complete(c, e)) {
+        e->last = rank;
+        if (tc__kind_get(req->kind)->joins) {
+            unjoin(c, e); /* every rank joined: the next step runs as usual */
+        }
         make_ready(c, e);
     }
     return TC_OK;
 }
 
-/* ---- agreement checks --------------------------------------------------- */
-
-/* The fields a disagreement is reported on: the kind, then the fields of
- * TC_AGREE_MAP (engine/kinds.h) that the kind's descriptor asks for. */
-#define F_KIND TC_AGREE_NFIELDS
-#define F_GROUP (TC_AGREE_NFIELDS + 1)
-
-static const struct {
-    const char *name; /* in "<kind> <name> mismatch" */
-    const char *note; /* after it */
-} fields[] = {
-#define FIELD(name, text, note) [TC_AGREE_INDEX_##name] = {text, note},
-    TC_AGREE_MAP(FIELD)
-#undef FIELD
-    [F_KIND] = {"collective", ""},
-    [F_GROUP] = {"group", ""},
-};
-
-static int shape_differs(const tc_wire_request_t *a, const tc_wire_request_t *b, int first)
+/* Why e, which some joined ranks did not submit, cannot run: a malloc'd
+ * message naming them, or NULL when out of memory. */
+static char *joined_text(const tc_coord_t *c, const entry_t *e, const tc_kind_desc_t *kd)
 {
-    int i;
+    char ranks[256], *text;
+    int n = tc__neg_format_ranks(e->have, c->size, 0, ranks, sizeof(ranks));
 
-    if (a->ndim != b->ndim) {
-        return 1;
-    }
-    for (i = first; i < a->ndim; i++) {
-        if (a->shape[i] != b->shape[i]) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static int field_differs(int f, const tc_wire_request_t *a, const tc_wire_request_t *b)
-{
-    switch (f) {
-    case F_KIND:
-        return a->kind != b->kind;
-    case F_GROUP:
-        return !tc__wire_groups_equal(a, b);
-    case TC_AGREE_INDEX_DTYPE:
-        return a->dtype != b->dtype;
-    case TC_AGREE_INDEX_OP:
-        return a->op != b->op;
-    case TC_AGREE_INDEX_ROOT:
-        return a->root != b->root;
-    case TC_AGREE_INDEX_NDIM:
-        return a->ndim != b->ndim;
-    case TC_AGREE_INDEX_SHAPE:
-        return shape_differs(a, b, 0);
-    case TC_AGREE_INDEX_SHAPE_TAIL:
-        return shape_differs(a, b, 1);
-    case TC_AGREE_INDEX_SCALE:
-        return !tc__wire_scales_equal(a, b);
-    }
-    return 0;
-}
-
-/* Appends printf output to buf at *pos, never past len. */
-static void append(char *buf, size_t len, size_t *pos, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void append(char *buf, size_t len, size_t *pos, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    if (*pos >= len) {
-        return;
-    }
-    va_start(ap, fmt);
-    n = vsnprintf(buf + *pos, len - *pos, fmt, ap);
-    va_end(ap);
-    if (n > 0) {
-        *pos = (size_t)n >= len - *pos ? len : *pos + (size_t)n;
-    }
-}
-
-static int format_value(char *buf, size_t len, int f, const tc_wire_request_t *r)
-{
-    size_t pos = 0;
-    int i;
-
-    switch (f) {
-    case F_KIND:
-        return snprintf(buf, len, "%s", tc__kind_name(r->kind));
-    case F_GROUP:
-        if (r->group_size == 0) {
-            return snprintf(buf, len, "no group");
-        }
-        return snprintf(buf, len, "member %u of %u of group '%.*s'", r->group_index + 1,
-                        r->group_size, (int)(r->group_key_len > 64 ? 64 : r->group_key_len),
-                        r->group_key);
-    case TC_AGREE_INDEX_DTYPE:
-        return snprintf(buf, len, "%s", tc_dtype_name((tc_dtype_t)r->dtype));
-    case TC_AGREE_INDEX_OP:
-        return snprintf(buf, len, "%s", tc_op_name((tc_op_t)r->op));
-    case TC_AGREE_INDEX_ROOT:
-        return snprintf(buf, len, "%" PRId32, r->root);
-    case TC_AGREE_INDEX_NDIM:
-        return snprintf(buf, len, "%u", (unsigned)r->ndim);
-    case TC_AGREE_INDEX_SHAPE:
-    case TC_AGREE_INDEX_SHAPE_TAIL:
-        append(buf, len, &pos, "[");
-        for (i = 0; i < r->ndim && i < TC_MAX_DIMS; i++) {
-            append(buf, len, &pos, i ? ",%" PRId64 : "%" PRId64, r->shape[i]);
-        }
-        append(buf, len, &pos, "]");
-        return (int)pos;
-    case TC_AGREE_INDEX_SCALE:
-        return snprintf(buf, len, "prescale %.17g postscale %.17g", r->scaled ? r->prescale : 1.0,
-                        r->scaled ? r->postscale : 1.0);
-    }
-    return snprintf(buf, len, "?");
-}
-
-/* The first field on which some rank differs from rank 0, or -1: the kind,
- * then what rank 0's kind says must agree; *q_p is the first such rank. */
-static int first_difference(const tc_coord_t *c, const entry_t *e, int *q_p)
-{
-    const tc_wire_request_t *ref = &e->reqs[0];
-    unsigned agree = tc__kind_get(ref->kind)->agree; /* checked by tc__coord_add */
-    int f, q;
-
-    for (q = 1; q < c->size; q++) {
-        if (field_differs(F_KIND, ref, &e->reqs[q])) {
-            *q_p = q;
-            return F_KIND;
-        }
-    }
-    for (q = 1; q < c->size; q++) {
-        if (field_differs(F_GROUP, ref, &e->reqs[q])) {
-            *q_p = q;
-            return F_GROUP;
-        }
-    }
-    for (f = 0; f < TC_AGREE_NFIELDS; f++) {
-        if (!(agree & (1u << f))) {
-            continue;
-        }
-        for (q = 1; q < c->size; q++) {
-            if (field_differs(f, ref, &e->reqs[q])) {
-                *q_p = q;
-                return f;
-            }
-        }
-    }
-    return -1;
-}
-
-/* NULL if every rank agrees; else a malloc'd message. */
-static char *check_agreement(const tc_coord_t *c, const entry_t *e)
-{
-    const tc_wire_request_t *ref = &e->reqs[0];
-    char value[256];
-    size_t pos = 0, len = TC_WIRE_MAX_TEXT + 1;
-    char *text;
-    int q, f = first_difference(c, e, &q), listed = 0, extra = 0;
-
-    if (f < 0) {
+    if (asprintf(&text, "tensor '%s': %s cannot run while rank%s %s %s joined (tc_join): "
+                 "only allreduce, reducescatter and barrier run without joined ranks",
+                 e->name, kd->name, n > 1 ? "s" : "", ranks, n > 1 ? "have" : "has") < 0) {
         return NULL;
-    }
-    text = malloc(len);
-    if (text == NULL) {
-        return NULL;
-    }
-    if (f == F_KIND) {
-        append(text, len, &pos, "tensor '%s': collective mismatch:", e->name);
-    } else {
-        append(text, len, &pos, "tensor '%s': %s %s mismatch%s:", e->name,
-               tc__kind_get(ref->kind)->name, fields[f].name, fields[f].note);
-    }
-    format_value(value, sizeof(value), f, ref);
-    append(text, len, &pos, " rank 0 has %s", value);
-    for (; q < c->size; q++) {
-        if (!field_differs(f, ref, &e->reqs[q])) {
-            continue;
-        }
-        if (listed == MAX_LISTED_RANKS) {
-            extra++;
-            continue;
-        }
-        format_value(value, sizeof(value), f, &e->reqs[q]);
-        append(text, len, &pos, ", rank %d has %s", q, value);
-        listed++;
-    }
-    if (extra > 0) {
-        append(text, len, &pos, ", and %d more rank%s differ", extra, extra > 1 ? "s" : "");
-    }
-    text[len - 1] = '\0';
-    if (strlen(text) > TC_WIRE_MAX_TEXT) {
-        text[TC_WIRE_MAX_TEXT] = '\0';
     }
     return text;
 }
@@ -625,6 +503,7 @@ static char *check_agreement(const tc_coord_t *c, const entry_t *e)
 tc_status_t tc__coord_take_ready(tc_coord_t *c, tc_coord_batch_t *batch_p)
 {
     tc_coord_batch_t b = {0};
+    const tc_kind_desc_t *kd;
     entry_t *e, *first;
     uint32_t i = 0;
     int q;
@@ -655,7 +534,7 @@ tc_status_t tc__coord_take_ready(tc_coord_t *c, tc_coord_batch_t *batch_p)
             r->text_len = (uint32_t)strlen(r->text);
             continue;
         }
-        e->text = check_agreement(c, e);
+        e->text = tc__coord_check_agreement(c, e);
         if (e->text != NULL) {
             r->rtype = TC_WIRE_ERROR;
             r->status = TC_ERR_MISMATCH;
@@ -663,8 +542,33 @@ tc_status_t tc__coord_take_ready(tc_coord_t *c, tc_coord_batch_t *batch_p)
             r->text_len = (uint32_t)strlen(e->text);
             continue;
         }
+        kd = tc__kind_get(ref->kind);
+        if (e->nsub < c->size || c->njoined > 0) {
+            /* runs without joined ranks, or they drop the cache: not cached */
+            b.kinds[i - 1] = TC_COORD_NOCACHE;
+        }
+        if (e->nsub < c->size && !kd->without_joined) {
+            e->text = joined_text(c, e, kd);
+            r->rtype = TC_WIRE_ERROR;
+            r->status = TC_ERR_STATE;
+            r->text = e->text != NULL ? e->text : "some ranks have joined (tc_join)";
+            r->text_len = (uint32_t)strlen(r->text);
+            continue;
+        }
         r->rtype = TC_WIRE_RUN;
-        if (tc__kind_get(ref->kind)->output == TC_OUT_GATHERED) { /* the plan: rows per rank */
+        if (e->nsub < c->size) { /* the joined ranks run it from this description */
+            r->has_desc = 1;
+            r->desc.kind = ref->kind;
+            r->desc.dtype = ref->dtype;
+            r->desc.op = ref->op;
+            r->desc.ndim = ref->ndim;
+            memcpy(r->desc.shape, ref->shape, sizeof(r->desc.shape));
+        }
+        if (kd->joins) {
+            r->has_value = 1;
+            r->value = e->last;
+        }
+        if (kd->output == TC_OUT_GATHERED) { /* the plan: rows per rank */
             e->dim0 = malloc((size_t)c->size * sizeof(*e->dim0));
             if (e->dim0 == NULL) {
                 /* cannot describe the run: fail the tensor everywhere instead */

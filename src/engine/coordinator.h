@@ -3,7 +3,8 @@
  * names, and the decision of what every rank runs.
  *
  * Pure bookkeeping: no MPI, no threads (the engine thread owns it), so it is
- * unit-tested on its own. A name is ready when every rank has submitted it;
+ * unit-tested on its own. A name is ready when every rank has submitted it
+ * (or joined, see tc__coord_njoined);
  * ready names leave the table in the order they became ready, each as a RUN
  * response or, when the submissions disagree, an ERROR response whose text
  * names the tensor, the field, and the ranks with their values.
@@ -47,6 +48,14 @@ void tc__coord_batch_free(tc_coord_batch_t *b);
 
 /* Names every rank has submitted, not yet taken. */
 size_t tc__coord_nready(const tc_coord_t *c);
+
+/* Ranks whose join (tc_join) is in the table: while there are any, names
+ * that only they lack run without them (allreduce, reducescatter, barrier:
+ * the RUN response carries the tensor's description, has_desc, for them)
+ * or fail with TC_ERR_STATE (the other kinds), and nothing is cached. A
+ * join completes when every rank has joined; its RUN carries the rank
+ * whose join came last (has_value). */
+int tc__coord_njoined(const tc_coord_t *c);
 
 /* Names submitted by some but not all ranks. */
 size_t tc__coord_pending(const tc_coord_t *c);

@@ -114,7 +114,10 @@ typedef struct {
     tc_request_t *q_head, *q_tail; /* submitted, not yet taken by the engine thread */
     tc_hmap_t inflight;            /* name -> request, from submission until completion */
     uint64_t next_seq;             /* the next queued request's seq (request.h) */
-    uint64_t nbarriers;            /* barriers queued: the next one's name (kinds.h) */
+    uint64_t nbarriers;            /* barriers queued since the last join: the next one's
+                                    * name (api.c, name_call) */
+    uint64_t njoins;               /* joins queued: the join epoch of those names */
+    int join_pending;              /* this rank's tc_join has not completed: no submissions */
     pthread_t thread;
     /* Written once by the engine thread during start-up, before life leaves
      * STARTING; read by any thread with relaxed loads (a value is

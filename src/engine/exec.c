@@ -33,7 +33,7 @@ static tc_kind_ctx_t kind_ctx(engine_t *e)
  * kind that can run packed. */
 static int fusable(const engine_t *e, const tc_request_t *req, const tc_wire_response_t *r)
 {
-    return r->rtype == TC_WIRE_RUN && tc__kind_of(req)->run_packed != NULL && req->count > 0 &&
+    return r->rtype == TC_WIRE_RUN && req != NULL && tc__kind_of(req)->run_packed != NULL && req->count > 0 &&
            req->count * tc_dtype_size(req->dtype) <= (size_t)e->cfg->fusion_threshold_kb * 1024;
 }
 
@@ -130,15 +130,79 @@ static void defer(engine_t *e, tc_request_t *req)
     e->exec.deferred[e->exec.ndeferred++] = req;
 }
 
+/* This rank joined (tc_join) and runs r without having submitted it: a
+ * request of the description rank 0 sent, over a buffer of the op's
+ * identity, unscaled, that no one waits for (exec_finish frees it). NULL
+ * when it has nothing to move (a barrier) or out of memory (then the
+ * engine stops: the others need this rank's part). */
+static tc_request_t *joined_request(engine_t *e, const tc_wire_response_t *r)
+{
+    const tc_kind_desc_t *kd = tc__kind_get(r->desc.kind);
+    size_t count = 1, es = tc_dtype_size((tc_dtype_t)r->desc.dtype);
+    tc_request_t *req;
+    char *block = NULL;
+    int d;
+
+    if (kd == NULL || kd->params & TC_PARAM_NONE_TENSOR) {
+        return NULL;
+    }
+    for (d = 0; d < r->desc.ndim; d++) {
+        count *= (size_t)r->desc.shape[d]; /* the submitting ranks' sizes fit */
+    }
+    req = calloc(1, sizeof(*req));
+    if (req == NULL || (req->name = strndup(r->name, r->name_len)) == NULL ||
+        (block = malloc(count * es > 0 ? 2 * count * es : 1)) == NULL) {
+        if (req != NULL) {
+            free(req->name);
+        }
+        free(req);
+        tc__engine_fail(e, TC_ERR_NOMEM, "out of memory running tensor '%.*s' for a joined rank",
+                        (int)r->name_len, r->name);
+        return NULL;
+    }
+    req->synthetic = 1;
+    req->name_len = r->name_len;
+    req->kind = (tc_kind_t)r->desc.kind;
+    req->dtype = (tc_dtype_t)r->desc.dtype;
+    req->op = (tc_op_t)r->desc.op;
+    req->ndim = r->desc.ndim;
+    memcpy(req->shape, r->desc.shape, sizeof(req->shape));
+    req->count = count;
+    req->prescale = req->postscale = 1.0;
+    tc__reduce_identity(req->dtype, req->op, block, count);
+    req->send = block; /* the input, then room for the output (not read) */
+    req->recv = block + count * es;
+    return req;
+}
+
+/* req ran (or failed) with st: a synthetic one is freed, one that runs after
+ * this rank's earlier requests waits for them, the rest complete. */
+static void exec_finish(engine_t *e, tc_request_t *req, tc_status_t st, const char *msg)
+{
+    if (req->synthetic) {
+        tc__request_destroy(req);
+    } else if (st == TC_OK && tc__kind_of(req)->after_earlier) {
+        defer(e, req);
+    } else {
+        tc__queue_finish(req, st, msg);
+    }
+}
+
 /* Runs resps[i] for reqs[i], in order (see the file comment). reqs[i] is
- * NULL for an ERROR about a name this rank never submitted (a stalled
- * tensor rank 0 gave up on). */
+ * NULL for a name this rank never submitted: an ERROR (a stalled tensor rank
+ * 0 gave up on, or one that cannot run while ranks have joined), or a RUN
+ * that this rank, having joined, takes part in (joined_request). */
 void tc__exec_run(engine_t *e, const tc_wire_response_t *resps, tc_request_t **reqs, uint32_t n)
 {
     char msg[ENG_MSG_MAX];
     uint32_t i, j, k;
     uint64_t t0;
 
+    for (i = 0; i < n; i++) { /* first, so that fusion groups match the other ranks' */
+        if (reqs[i] == NULL && resps[i].rtype == TC_WIRE_RUN && resps[i].has_desc) {
+            reqs[i] = joined_request(e, &resps[i]);
+        }
+    }
     for (i = 0; i < n && eng_running(); i = j) {
         const tc_wire_response_t *r = &resps[i];
         size_t total = 0;
@@ -146,16 +210,17 @@ void tc__exec_run(engine_t *e, const tc_wire_response_t *resps, tc_request_t **r
 
         j = i + 1;
         msg[0] = '\0';
+        if (reqs[i] == NULL) {
+            continue; /* not here: an ERROR for others, a barrier of the others */
+        }
         if (r->rtype == TC_WIRE_ERROR) {
-            if (reqs[i] != NULL) {
-                if (tc__tl_active()) {
-                    uint64_t now = tc__now_ns();
-                    tc__engine_tl_tensor(e, reqs[i], "none (failed in negotiation)", now, now, 1,
-                                         (tc_status_t)r->status);
-                }
-                snprintf(msg, sizeof(msg), "%.*s", (int)r->text_len, r->text);
-                tc__queue_finish(reqs[i], (tc_status_t)r->status, msg);
+            if (tc__tl_active()) {
+                uint64_t now = tc__now_ns();
+                tc__engine_tl_tensor(e, reqs[i], "none (failed in negotiation)", now, now, 1,
+                                     (tc_status_t)r->status);
             }
+            snprintf(msg, sizeof(msg), "%.*s", (int)r->text_len, r->text);
+            tc__queue_finish(reqs[i], (tc_status_t)r->status, msg);
             continue;
         }
         if (fusable(e, reqs[i], r)) {
@@ -185,11 +250,12 @@ void tc__exec_run(engine_t *e, const tc_wire_response_t *resps, tc_request_t **r
             tc__engine_fail(e, st, "%s; tcoll stops on this rank", msg);
         }
         for (k = i; k < j; k++) {
-            if (st == TC_OK && tc__kind_of(reqs[k])->after_earlier) {
-                defer(e, reqs[k]);
-            } else {
-                tc__queue_finish(reqs[k], st, msg);
-            }
+            exec_finish(e, reqs[k], st, msg);
+        }
+    }
+    for (; i < n; i++) { /* the engine stopped: no one else frees these */
+        if (reqs[i] != NULL && reqs[i]->synthetic) {
+            tc__request_destroy(reqs[i]);
         }
     }
 }

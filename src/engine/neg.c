@@ -364,7 +364,9 @@ static void run_responses(tc_neg_t *n, const tc_wire_msg_t *msg)
         sub_t *s = tc__hmap_remove(&n->full, r->name, r->name_len);
         tc_neg_item_t *it;
 
-        if (s == NULL && r->rtype == TC_WIRE_RUN) {
+        if (s == NULL && r->rtype == TC_WIRE_RUN && (!r->has_desc || r->cache_ref > 0)) {
+            /* only a rank that joined (tc_join) runs what it did not submit,
+             * from the description rank 0 sends for it, never cached */
             neg_fail(n, TC_ERR_TRANSPORT, "protocol error: rank 0 scheduled tensor '%.*s', "
                      "which this rank has not submitted", (int)r->name_len, r->name);
             return;

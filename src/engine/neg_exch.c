@@ -297,11 +297,16 @@ static int rank0_part(tc_neg_t *n, part_t *pt)
     tc_wire_msg_t m = {.type = TC_WIRE_CYCLE};
     tc_coord_batch_t batch = {0};
     int terminate = n->shutdown_from >= 0 && !n->term_sent, rc = 0;
+    uint32_t joined;
     char term[128];
 
-    if (n->ndrops > 0) {
+    /* some ranks joined (tc_join): they will not submit the cached names the
+     * others wait for, so every cached name goes back to rank 0, which runs
+     * it without them (docs/negotiation.md, "Join") */
+    joined = tc__coord_njoined(n->coord) > 0 ? n->cache.count : 0;
+    if (n->ndrops > 0 || joined > 0) {
         uint32_t i, k = pt->nstale;
-        if (grow(&pt->stale, &pt->cap_stale, (size_t)pt->nstale + n->ndrops,
+        if (grow(&pt->stale, &pt->cap_stale, (size_t)pt->nstale + n->ndrops + joined,
                  sizeof(uint32_t)) != 0) {
             neg_fail(n, TC_ERR_NOMEM, "out of memory composing a negotiation message");
             return -1;
@@ -309,6 +314,11 @@ static int rank0_part(tc_neg_t *n, part_t *pt)
         for (i = 0; i < n->ndrops; i++) { /* a cycle since the eviction may have dropped it */
             if (tc__cache_get(&n->cache, n->drops[i]) != NULL) {
                 pt->stale[k++] = n->drops[i];
+            }
+        }
+        for (i = 0; joined > 0 && i < n->cache.nslots; i++) {
+            if (n->cache.slots[i] != NULL) {
+                pt->stale[k++] = i;
             }
         }
         pt->nstale = sort_unique(pt->stale, k);
@@ -556,6 +566,7 @@ static int wants_cycle(const tc_neg_t *n)
         }
     }
     return n->p.rank == 0 && (tc__coord_nready(n->coord) > 0 || n->ndrops > 0 ||
+                              (tc__coord_njoined(n->coord) > 0 && n->cache.count > 0) ||
                               (n->shutdown_from >= 0 && !n->term_sent));
 }
 

@@ -131,6 +131,9 @@ void tc__request_destroy(tc_request_t *req)
     free(req->splits);
     free(req->out_splits);
     free(req->group_key);
+    if (req->synthetic) { /* its input (the op's identity) and output: one block */
+        free((void *)req->send);
+    }
     tc__output_release(req->owned_output, req->owned_cap);
     free(req);
 }
@@ -227,6 +230,27 @@ tc_status_t tc_request_splits(const tc_request_t *req, const int64_t **splits_p,
     }
     *splits_p = req->out_splits;
     *count_p = req->nout_splits;
+    return TC_OK;
+}
+
+tc_status_t tc_request_last_joined(const tc_request_t *req, int *rank_p)
+{
+    if (req == NULL || rank_p == NULL) {
+        return tc__set_error(TC_ERR_ARG, "tc_request_last_joined: %s is NULL",
+                             req == NULL ? "request" : "rank_p");
+    }
+    if (req->kind != TC_KIND_JOIN) {
+        return tc__set_error(TC_ERR_ARG, "tc_request_last_joined: '%s' is a %s, not a join",
+                             req->name, tc__kind_name((int)req->kind));
+    }
+    if (!is_done(req)) {
+        return tc__set_error(TC_ERR_STATE, "tc_request_last_joined: '%s' has not completed",
+                             req->name);
+    }
+    if (req->status != TC_OK) {
+        return tc__set_error(req->status, "%s", req->error != NULL ? req->error : "");
+    }
+    *rank_p = req->value;
     return TC_OK;
 }
 

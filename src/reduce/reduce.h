@@ -30,6 +30,11 @@ void tc__reduce_avg_finish(tc_dtype_t dtype, void *buf, size_t count, int n);
  * dtype's range. factor must be finite. Invalid dtype: no-op. */
 void tc__scale(tc_dtype_t dtype, void *dst, const void *src, size_t count, double factor);
 
+/* buf[0..count) = the identity of op in dtype (identity.c): 0 for sum and
+ * avg, 1 for prod, the largest value for min (+inf for floating dtypes),
+ * the smallest for max. Invalid dtype: no-op. */
+void tc__reduce_identity(tc_dtype_t dtype, tc_op_t op, void *buf, size_t count);
+
 /* Conversions with round-to-nearest-even; NaN stays NaN, overflow gives inf. */
 float tc__f16_to_f32(uint16_t h);
 uint16_t tc__f32_to_f16(float f);

@@ -34,9 +34,9 @@
 enum {
     /* kind dtype op root(1) ndim(1) name_len(1) name(1) extras */
     WIRE_MIN_REQUEST = 8,
-    /* RUN: rtype name_len(1) name(1) ndim0(1) cache_ref(1);
-     * ERROR: rtype name_len(1) name(1) status text_len(1); both 5 */
-    WIRE_MIN_RESPONSE = 5,
+    /* RUN: rtype name_len(1) name(1) rflags ndim0(1) cache_ref(1);
+     * ERROR: rtype name_len(1) name(1) rflags status text_len(1); both 6 */
+    WIRE_MIN_RESPONSE = 6,
     /* seq(1) round(1) cache_gen(1) n ready(1) n some(1) n stale(1) n eager(1) */
     WIRE_MIN_CYCLE = 7,
     /* id(1) len(1) byte */
@@ -229,10 +229,73 @@ static tc_status_t rd_status(wire_reader_t *rd, const char *what, uint8_t *v_p)
     return TC_OK;
 }
 
+/* zigzag maps exactly the int32 range onto 0..2^32-1 */
+static tc_status_t rd_zigzag(wire_reader_t *rd, const char *what, int32_t *v_p)
+{
+    uint64_t zz = 0;
+    tc_status_t st = rd_varint_max(rd, what, UINT32_MAX, &zz);
+
+    if (st == TC_OK) {
+        *v_p = (zz & 1) ? -(int32_t)(zz >> 1) - 1 : (int32_t)(zz >> 1);
+    }
+    return st;
+}
+
+/* A process set id given explicitly: 1..TC_WIRE_MAX_PSET (0 is left out). */
+static tc_status_t rd_pset(wire_reader_t *rd, uint32_t *pset_p)
+{
+    uint64_t v = 0;
+    tc_status_t st = rd_varint_max(rd, "process set", TC_WIRE_MAX_PSET, &v);
+
+    if (st != TC_OK) {
+        return st;
+    }
+    if (v == 0) {
+        return rd_fail(rd, "process set 0 must be left out");
+    }
+    *pset_p = (uint32_t)v;
+    return TC_OK;
+}
+
+/* A rank list: n (1..TC_WIRE_MAX_RANKS), then strictly ascending ranks below
+ * TC_WIRE_MAX_RANKS, each after the first as its distance from the previous
+ * one minus 1. */
+static tc_status_t rd_ranks(wire_reader_t *rd, wire_arena_t *a, tc_wire_request_t *r)
+{
+    uint64_t n = 0, v = 0, j, prev = 0;
+    int32_t *ranks;
+    tc_status_t st;
+
+    if ((st = rd_varint_max(rd, "rank count", TC_WIRE_MAX_RANKS, &n)) != TC_OK) {
+        return st;
+    }
+    if (n == 0 || n > rd_left(rd)) { /* each rank takes at least one byte */
+        return rd_fail(rd, "rank count %" PRIu64 " not in 1..%zu", n, rd_left(rd));
+    }
+    ranks = arena_take(a, (size_t)n, sizeof(int32_t), _Alignof(int32_t));
+    for (j = 0; j < n; j++) {
+        if ((st = rd_varint_max(rd, "rank", TC_WIRE_MAX_RANKS, &v)) != TC_OK) {
+            return st;
+        }
+        v = j == 0 ? v : prev + 1 + v;
+        if (v >= TC_WIRE_MAX_RANKS) {
+            return rd_fail(rd, "rank list entry %" PRIu64 " is %" PRIu64 ", not below %d", j, v,
+                           TC_WIRE_MAX_RANKS);
+        }
+        if (ranks != NULL) {
+            ranks[j] = (int32_t)v;
+        }
+        prev = v;
+    }
+    r->nranks = (uint32_t)n;
+    r->ranks = ranks;
+    return TC_OK;
+}
+
 static tc_status_t rd_request(wire_reader_t *rd, wire_arena_t *a, tc_wire_request_t *r)
 {
     uint8_t kind = 0, dtype = 0, op = 0, ndim = 0, extras = 0;
-    uint64_t zz = 0, dim = 0;
+    uint64_t dim = 0;
     unsigned d;
     tc_status_t st;
 
@@ -258,11 +321,9 @@ static tc_status_t rd_request(wire_reader_t *rd, wire_arena_t *a, tc_wire_reques
         rd->p--;
         return rd_fail(rd, "unknown op %u", op);
     }
-    /* zigzag maps exactly the int32 range onto 0..2^32-1 */
-    if ((st = rd_varint_max(rd, "zigzag root", UINT32_MAX, &zz)) != TC_OK) {
+    if ((st = rd_zigzag(rd, "zigzag root", &r->root)) != TC_OK) {
         return st;
     }
-    r->root = (zz & 1) ? -(int32_t)(zz >> 1) - 1 : (int32_t)(zz >> 1);
     if ((st = rd_u8(rd, "ndim", &ndim)) != TC_OK) {
         return st;
     }
@@ -324,6 +385,16 @@ static tc_status_t rd_request(wire_reader_t *rd, wire_arena_t *a, tc_wire_reques
         r->group_size = (uint32_t)gs;
         r->group_index = (uint32_t)gi;
     }
+    if (extras & WIRE_EXTRA_PSET) {
+        if ((st = rd_pset(rd, &r->pset)) != TC_OK) {
+            return st;
+        }
+    }
+    if (extras & WIRE_EXTRA_RANKS) {
+        if ((st = rd_ranks(rd, a, r)) != TC_OK) {
+            return st;
+        }
+    }
     r->kind = kind;
     r->dtype = dtype;
     r->op = op;
@@ -331,9 +402,36 @@ static tc_status_t rd_request(wire_reader_t *rd, wire_arena_t *a, tc_wire_reques
     return TC_OK;
 }
 
+/* A RUN response's description of its tensor: kind dtype op ndim shape. */
+static tc_status_t rd_desc(wire_reader_t *rd, tc_wire_desc_t *d)
+{
+    uint64_t v = 0;
+    unsigned k;
+    tc_status_t st;
+
+    if ((st = rd_u8(rd, "description kind", &d->kind)) != TC_OK ||
+        (st = rd_u8(rd, "description dtype", &d->dtype)) != TC_OK ||
+        (st = rd_u8(rd, "description op", &d->op)) != TC_OK ||
+        (st = rd_u8(rd, "description ndim", &d->ndim)) != TC_OK) {
+        return st;
+    }
+    if (d->kind >= TC_KIND_COUNT || !tc__dtype_valid(d->dtype) || !tc__op_valid(d->op) ||
+        d->ndim > TC_MAX_DIMS) {
+        return rd_fail(rd, "description: kind %u dtype %u op %u ndim %u", d->kind, d->dtype,
+                       d->op, d->ndim);
+    }
+    for (k = 0; k < d->ndim; k++) {
+        if ((st = rd_varint_max(rd, "description shape value", INT64_MAX, &v)) != TC_OK) {
+            return st;
+        }
+        d->shape[k] = (int64_t)v;
+    }
+    return TC_OK;
+}
+
 static tc_status_t rd_response(wire_reader_t *rd, wire_arena_t *a, tc_wire_response_t *r)
 {
-    uint8_t rtype = 0;
+    uint8_t rtype = 0, rflags = 0;
     uint64_t n = 0, v = 0, j;
     int64_t *dim0;
     tc_status_t st;
@@ -348,6 +446,18 @@ static tc_status_t rd_response(wire_reader_t *rd, wire_arena_t *a, tc_wire_respo
     }
     r->rtype = rtype;
     if ((st = rd_string(rd, a, "name", 1, TC_MAX_NAME_LEN, &r->name, &r->name_len)) != TC_OK) {
+        return st;
+    }
+    if ((st = rd_u8(rd, "rflags", &rflags)) != TC_OK) {
+        return st;
+    }
+    if ((rflags & ~WIRE_RESP_ALL) ||
+        (rtype == TC_WIRE_ERROR && (rflags & (WIRE_RESP_DESC | WIRE_RESP_VALUE)))) {
+        rd->p--;
+        return rd_fail(rd, "rflags 0x%02x not allowed on %s", rflags,
+                       rtype == TC_WIRE_RUN ? "RUN" : "ERROR");
+    }
+    if ((rflags & WIRE_RESP_PSET) && (st = rd_pset(rd, &r->pset)) != TC_OK) {
         return st;
     }
     if (rtype == TC_WIRE_ERROR) {
@@ -379,6 +489,14 @@ static tc_status_t rd_response(wire_reader_t *rd, wire_arena_t *a, tc_wire_respo
         return st;
     }
     r->cache_ref = (uint32_t)v;
+    if ((rflags & WIRE_RESP_DESC) && (st = rd_desc(rd, &r->desc)) != TC_OK) {
+        return st;
+    }
+    r->has_desc = (rflags & WIRE_RESP_DESC) != 0;
+    if ((rflags & WIRE_RESP_VALUE) && (st = rd_zigzag(rd, "value", &r->value)) != TC_OK) {
+        return st;
+    }
+    r->has_value = (rflags & WIRE_RESP_VALUE) != 0;
     return TC_OK;
 }
 

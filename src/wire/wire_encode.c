@@ -43,6 +43,12 @@ static void wr_varint(wire_writer_t *w, uint64_t v)
     wr_u8(w, (uint8_t)v);
 }
 
+/* zigzag: 0, -1, 1, -2, ... -> 0, 1, 2, 3, ... without shifting a negative value */
+static void wr_zigzag(wire_writer_t *w, int32_t v)
+{
+    wr_varint(w, v < 0 ? ((uint32_t)(-(v + 1)) << 1) | 1u : (uint32_t)v << 1);
+}
+
 static void wr_bytes(wire_writer_t *w, const void *p, size_t n)
 {
     if (w->out != NULL && n > 0) {
@@ -101,7 +107,6 @@ static tc_status_t wr_request(wire_writer_t *w, uint32_t i, const tc_wire_reques
 {
     unsigned char f64[8];
     uint64_t bits;
-    uint32_t zz;
     unsigned d;
     int scales;
     tc_status_t st;
@@ -121,9 +126,7 @@ static tc_status_t wr_request(wire_writer_t *w, uint32_t i, const tc_wire_reques
     wr_u8(w, r->kind);
     wr_u8(w, r->dtype);
     wr_u8(w, r->op);
-    /* zigzag: 0, -1, 1, -2, ... -> 0, 1, 2, 3, ... without shifting a negative value */
-    zz = r->root < 0 ? ((uint32_t)(-(r->root + 1)) << 1) | 1u : (uint32_t)r->root << 1;
-    wr_varint(w, zz);
+    wr_zigzag(w, r->root);
     wr_u8(w, r->ndim);
     for (d = 0; d < r->ndim; d++) {
         if (r->shape[d] < 0) {
@@ -143,8 +146,24 @@ static tc_status_t wr_request(wire_writer_t *w, uint32_t i, const tc_wire_reques
         (r->group_size > 0 && r->group_index >= r->group_size)) {
         return enc_fail("request", i, "group member %u of %u", r->group_index, r->group_size);
     }
+    if (r->pset > TC_WIRE_MAX_PSET) {
+        return enc_fail("request", i, "process set %" PRIu32 " above %u", r->pset,
+                        TC_WIRE_MAX_PSET);
+    }
+    if (r->nranks > TC_WIRE_MAX_RANKS || (r->nranks > 0 && r->ranks == NULL)) {
+        return enc_fail("request", i, "a rank list of %" PRIu32, r->nranks);
+    }
+    for (d = 0; d < r->nranks; d++) {
+        if (r->ranks[d] < 0 || r->ranks[d] >= TC_WIRE_MAX_RANKS ||
+            (d > 0 && r->ranks[d] <= r->ranks[d - 1])) {
+            return enc_fail("request", i, "rank list entry %u (%" PRId32 ") out of order or "
+                            "range", d, r->ranks[d]);
+        }
+    }
     wr_u8(w, (uint8_t)((scales ? WIRE_EXTRA_SCALES : 0u) |
-                       (r->group_size > 0 ? WIRE_EXTRA_GROUP : 0u)));
+                       (r->group_size > 0 ? WIRE_EXTRA_GROUP : 0u) |
+                       (r->pset > 0 ? WIRE_EXTRA_PSET : 0u) |
+                       (r->nranks > 0 ? WIRE_EXTRA_RANKS : 0u)));
     if (scales) {
         memcpy(&bits, &r->prescale, sizeof(bits));
         tc__le_put64(f64, bits);
@@ -156,16 +175,29 @@ static tc_status_t wr_request(wire_writer_t *w, uint32_t i, const tc_wire_reques
     if (r->group_size > 0) {
         wr_varint(w, r->group_size);
         wr_varint(w, r->group_index);
-        return wr_string(w, "request", i, "group key", r->group_key, r->group_key_len, 1,
-                         TC_MAX_NAME_LEN);
+        st = wr_string(w, "request", i, "group key", r->group_key, r->group_key_len, 1,
+                       TC_MAX_NAME_LEN);
+        if (st != TC_OK) {
+            return st;
+        }
+    }
+    if (r->pset > 0) {
+        wr_varint(w, r->pset);
+    }
+    if (r->nranks > 0) {
+        wr_varint(w, r->nranks);
+        for (d = 0; d < r->nranks; d++) {
+            wr_varint(w, (uint64_t)(d == 0 ? r->ranks[0] : r->ranks[d] - r->ranks[d - 1] - 1));
+        }
     }
     return TC_OK;
 }
 
-/* RUN ignores status and text; ERROR ignores ndim0, dim0 and cache_ref. */
+/* RUN ignores status and text; ERROR ignores ndim0, dim0, cache_ref, desc and value. */
 static tc_status_t wr_response(wire_writer_t *w, uint32_t i, const tc_wire_response_t *r)
 {
     uint32_t j;
+    int run;
     tc_status_t st;
 
     if (r->rtype != TC_WIRE_RUN && r->rtype != TC_WIRE_ERROR) {
@@ -175,6 +207,17 @@ static tc_status_t wr_response(wire_writer_t *w, uint32_t i, const tc_wire_respo
     st = wr_string(w, "response", i, "name", r->name, r->name_len, 1, TC_MAX_NAME_LEN);
     if (st != TC_OK) {
         return st;
+    }
+    if (r->pset > TC_WIRE_MAX_PSET) {
+        return enc_fail("response", i, "process set %" PRIu32 " above %u", r->pset,
+                        TC_WIRE_MAX_PSET);
+    }
+    run = r->rtype == TC_WIRE_RUN;
+    wr_u8(w, (uint8_t)((run && r->has_desc ? WIRE_RESP_DESC : 0u) |
+                       (run && r->has_value ? WIRE_RESP_VALUE : 0u) |
+                       (r->pset > 0 ? WIRE_RESP_PSET : 0u)));
+    if (r->pset > 0) {
+        wr_varint(w, r->pset);
     }
     if (r->rtype == TC_WIRE_ERROR) {
         if ((st = wr_status(w, "response", i, "error status", r->status)) != TC_OK) {
@@ -203,6 +246,27 @@ static tc_status_t wr_response(wire_writer_t *w, uint32_t i, const tc_wire_respo
                         TC_WIRE_MAX_CACHE);
     }
     wr_varint(w, r->cache_ref);
+    if (r->has_desc) {
+        const tc_wire_desc_t *d = &r->desc;
+        if (d->kind >= TC_KIND_COUNT || !tc__dtype_valid(d->dtype) || !tc__op_valid(d->op) ||
+            d->ndim > TC_MAX_DIMS) {
+            return enc_fail("response", i, "description: kind %u dtype %u op %u ndim %u",
+                            d->kind, d->dtype, d->op, d->ndim);
+        }
+        wr_u8(w, d->kind);
+        wr_u8(w, d->dtype);
+        wr_u8(w, d->op);
+        wr_u8(w, d->ndim);
+        for (j = 0; j < d->ndim; j++) {
+            if (d->shape[j] < 0) {
+                return enc_fail("response", i, "description: shape[%" PRIu32 "] is negative", j);
+            }
+            wr_varint(w, (uint64_t)d->shape[j]);
+        }
+    }
+    if (r->has_value) {
+        wr_zigzag(w, r->value);
+    }
     return TC_OK;
 }
 

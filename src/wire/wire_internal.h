@@ -27,7 +27,15 @@
 /* A request's extras byte (wire.h): bit 0, two scaling factors follow. */
 #define WIRE_EXTRA_SCALES 0x1u
 #define WIRE_EXTRA_GROUP 0x2u
-#define WIRE_EXTRAS_ALL (WIRE_EXTRA_SCALES | WIRE_EXTRA_GROUP)
+#define WIRE_EXTRA_PSET 0x4u
+#define WIRE_EXTRA_RANKS 0x8u
+#define WIRE_EXTRAS_ALL (WIRE_EXTRA_SCALES | WIRE_EXTRA_GROUP | WIRE_EXTRA_PSET | WIRE_EXTRA_RANKS)
+
+/* A response's rflags byte (wire.h). */
+#define WIRE_RESP_DESC 0x1u
+#define WIRE_RESP_VALUE 0x2u
+#define WIRE_RESP_PSET 0x4u
+#define WIRE_RESP_ALL (WIRE_RESP_DESC | WIRE_RESP_VALUE | WIRE_RESP_PSET)
 
 /* The largest status a message may carry (ERROR responses, terminate
  * records): 1..WIRE_STATUS_MAX, 0 (TC_OK) is not an error. */
