@@ -439,8 +439,11 @@ tc_status_t tc__coord_add_at(tc_coord_t *c, int rank, const tc_wire_request_t *r
     /* a join first runs what only joined ranks lack (before its own entry
      * exists: it completes with its own submissions); out of memory is
      * fatal to the caller, so a half-done mark is never seen */
-    if (tc__kind_get(req->kind)->joins && !c->joined[rank] && mark_joined(c, rank) != 0) {
-        return TC_ERR_NOMEM;
+    if (tc__kind_get(req->kind)->joins && !c->joined[rank]) {
+        if (mark_joined(c, rank) != 0) {
+            return TC_ERR_NOMEM;
+        }
+        e = tc__hmap_get(&c->table, req->name, req->name_len); /* it may have run */
     }
     if (e == NULL) {
         e = entry_new(c->size, req->name, req->name_len, now);

@@ -1,7 +1,7 @@
 /*
  * test_coordinator.c - rank 0's message table without MPI: readiness only
  * when every rank submitted, readiness order, allgather plans, the text of
- * every mismatch kind, and protocol violations that change nothing.
+ * every mismatch kind, joins, and protocol violations that change nothing.
  */
 #define _GNU_SOURCE
 #include "check.h"
@@ -312,6 +312,111 @@ TC_CASE(groups)
     CHECK_STR_CONTAINS(b.resps[0].text, "tensor 'g9': allreduce group mismatch: rank 0 has member "
                                         "1 of 1 of group 'g9', rank 1 has no group");
     tc__coord_batch_free(&b);
+    tc__coord_destroy(c);
+}
+
+/* Joins (tc_join): names that only joined ranks lack run without them,
+ * with the tensor's description; kinds that need every rank fail; nothing
+ * is cached meanwhile; the join completes with the last rank to join, and
+ * then names wait for every rank again. */
+TC_CASE(joins)
+{
+    tc_coord_t *c;
+    tc_coord_batch_t b;
+    char err[256];
+    tc_wire_request_t g = mk("g", TC_KIND_REDUCESCATTER, TC_FLOAT32, TC_MAX, 0, 2, 5, 3);
+    tc_wire_request_t ag = mk("ag", TC_KIND_ALLGATHER, TC_FLOAT32, TC_SUM, 0, 1, 2, 0);
+    tc_wire_request_t w = mk("w", TC_KIND_ALLREDUCE, TC_INT16, TC_SUM, 0, 1, 4, 0);
+    tc_wire_request_t m0 = mk("m", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 3, 0);
+    tc_wire_request_t m1 = mk("m", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 4, 0);
+    tc_wire_request_t bar = mk("tcoll/barrier/0.0", TC_KIND_BARRIER, TC_UINT8, TC_SUM, 0, 1, 0, 0);
+    tc_wire_request_t j = mk("tcoll/join/0", TC_KIND_JOIN, TC_UINT8, TC_SUM, 0, 1, 0, 0);
+    int q;
+
+    CHECK_OK(tc__coord_create(4, &c));
+    CHECK_OK(tc__coord_add(c, 0, &w, err, sizeof(err)));
+    CHECK_OK(tc__coord_add(c, 1, &w, err, sizeof(err)));
+    CHECK_OK(tc__coord_add(c, 3, &j, err, sizeof(err)));
+    CHECK_EQ(tc__coord_njoined(c), 1);
+    CHECK_EQ(tc__coord_nready(c), 0); /* w still waits for rank 2 */
+    for (q = 0; q < 3; q++) {
+        CHECK_OK(tc__coord_add(c, q, &g, err, sizeof(err)));
+        CHECK_OK(tc__coord_add(c, q, &ag, err, sizeof(err)));
+        CHECK_OK(tc__coord_add(c, q, &bar, err, sizeof(err)));
+    }
+    CHECK_OK(tc__coord_add(c, 0, &m0, err, sizeof(err)));
+    CHECK_OK(tc__coord_add(c, 1, &m1, err, sizeof(err)));
+    CHECK_EQ(tc__coord_nready(c), 3);
+    /* rank 2 joins: w and m, waiting only for joined ranks, run first */
+    CHECK_OK(tc__coord_add(c, 2, &j, err, sizeof(err)));
+    CHECK_EQ(tc__coord_njoined(c), 2);
+    CHECK_EQ(tc__coord_nready(c), 5);
+    CHECK_OK(tc__coord_take_ready(c, &b));
+    CHECK_EQ(b.count, 5);
+    CHECK_EQ(b.resps[0].rtype, TC_WIRE_RUN); /* g: the description for ranks 3 */
+    CHECK(b.resps[0].has_desc && !b.resps[0].has_value);
+    CHECK_EQ(b.resps[0].desc.kind, TC_KIND_REDUCESCATTER);
+    CHECK_EQ(b.resps[0].desc.dtype, TC_FLOAT32);
+    CHECK_EQ(b.resps[0].desc.op, TC_MAX);
+    CHECK_EQ(b.resps[0].desc.ndim, 2);
+    CHECK_EQ(b.resps[0].desc.shape[0], 5);
+    CHECK_EQ(b.resps[0].desc.shape[1], 3);
+    CHECK_EQ(b.kinds[0], TC_COORD_NOCACHE);
+    CHECK_EQ(b.resps[1].rtype, TC_WIRE_ERROR); /* ag needs every rank */
+    CHECK_EQ(b.resps[1].status, TC_ERR_STATE);
+    CHECK_STR_CONTAINS(b.resps[1].text, "tensor 'ag': allgather cannot run while rank 3 has "
+                                        "joined");
+    CHECK_EQ(b.resps[2].rtype, TC_WIRE_RUN); /* the barrier, without rank 3 */
+    CHECK(b.resps[2].has_desc);
+    for (q = 3; q < 5; q++) { /* once rank 2 joined, in the table's order */
+        const tc_wire_response_t *r = &b.resps[q];
+        CHECK(r->name_len == 1 && (r->name[0] == 'w' || r->name[0] == 'm'));
+        if (r->name[0] == 'w') {
+            CHECK(r->rtype == TC_WIRE_RUN && r->has_desc);
+            CHECK_EQ(r->desc.dtype, TC_INT16);
+        } else { /* its submitters disagree */
+            CHECK_EQ(r->rtype, TC_WIRE_ERROR);
+            CHECK_EQ(r->status, TC_ERR_MISMATCH);
+            CHECK_STR_CONTAINS(r->text, "rank 0 has [3], rank 1 has [4]");
+        }
+    }
+    CHECK(b.resps[3].name[0] != b.resps[4].name[0]);
+    tc__coord_batch_free(&b);
+    /* every rank submitting still runs without a description, uncached */
+    for (q = 0; q < 4; q++) {
+        tc_wire_request_t x = mk("x", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 3, 0);
+        if (q < 2) {
+            CHECK_OK(tc__coord_add(c, q, &x, err, sizeof(err)));
+        }
+    }
+    CHECK_OK(tc__coord_take_ready(c, &b));
+    CHECK_EQ(b.count, 1);
+    CHECK(b.resps[0].rtype == TC_WIRE_RUN && b.resps[0].has_desc);
+    CHECK_EQ(b.kinds[0], TC_COORD_NOCACHE);
+    tc__coord_batch_free(&b);
+    /* rank 0 joins last: the join completes with value 0, and names wait
+     * for every rank again */
+    CHECK_OK(tc__coord_add(c, 1, &j, err, sizeof(err)));
+    CHECK_EQ(tc__coord_nready(c), 0);
+    CHECK_OK(tc__coord_add(c, 0, &j, err, sizeof(err)));
+    CHECK_EQ(tc__coord_njoined(c), 0);
+    CHECK_OK(tc__coord_take_ready(c, &b));
+    CHECK_EQ(b.count, 1);
+    CHECK(b.resps[0].rtype == TC_WIRE_RUN && b.resps[0].has_value && !b.resps[0].has_desc);
+    CHECK_EQ(b.resps[0].value, 0);
+    tc__coord_batch_free(&b);
+    CHECK_OK(tc__coord_add(c, 0, &w, err, sizeof(err)));
+    CHECK_EQ(tc__coord_nready(c), 0);
+    /* a join rank 0 gives up on unmarks its ranks */
+    j = mk("tcoll/join/1", TC_KIND_JOIN, TC_UINT8, TC_SUM, 0, 1, 0, 0);
+    CHECK_OK(tc__coord_add(c, 2, &j, err, sizeof(err)));
+    CHECK_EQ(tc__coord_njoined(c), 1);
+    CHECK_OK(tc__coord_expire(c, "tcoll/join/1", 12, TC_ERR_TIMEOUT, "stalled"));
+    CHECK_EQ(tc__coord_njoined(c), 0);
+    CHECK_OK(tc__coord_take_ready(c, &b));
+    CHECK(b.count == 1 && b.resps[0].rtype == TC_WIRE_ERROR);
+    tc__coord_batch_free(&b);
+    CHECK_EQ(tc__coord_nready(c), 0); /* w waits for every rank again */
     tc__coord_destroy(c);
 }
 
