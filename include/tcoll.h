@@ -174,9 +174,11 @@ typedef struct {
     size_t size; /* sizeof(tc_opts_t) where the caller was compiled: TC_OPTS_INIT sets it */
     double prescale;
     double postscale;
+    int process_set; /* every collective, barrier and join: the process set (below) it runs
+                      * in; TC_GLOBAL_PROCESS_SET (0): every rank */
 } tc_opts_t;
 
-#define TC_OPTS_INIT {sizeof(tc_opts_t), 1.0, 1.0}
+#define TC_OPTS_INIT {sizeof(tc_opts_t), 1.0, 1.0, 0}
 
 /* tc_allreduce, tc_allgather and tc_broadcast with options (see tc_opts_t).
  * opts is read during the call only. */
@@ -265,6 +267,44 @@ tc_status_t tc_join_ex(const tc_opts_t *opts, tc_request_t **req_p);
 /* After a successful join: the rank that joined last. TC_ERR_STATE while
  * pending; the request's status if it failed; TC_ERR_ARG for other kinds. */
 tc_status_t tc_request_last_joined(const tc_request_t *req, int *rank_p);
+
+/*
+ * Process sets: subsets of the ranks that run collectives among themselves
+ * (tc_opts_t.process_set). Set 0, TC_GLOBAL_PROCESS_SET, is every rank and
+ * always exists. Names are per set: the same name may be in flight in two
+ * sets at once. A set's collectives run once every member has submitted
+ * them; sets never wait for each other's names, and a name stalled in one
+ * set delays and fails nothing in another (stall reports name the set).
+ * Within a set, ranks are numbered by their place in the sorted rank list
+ * (tc_process_set_rank); a broadcast's root is a global rank, which must be
+ * a member. A rank outside the set that submits to it gets TC_ERR_ARG, and
+ * so does a submission to a set that does not exist (or was removed).
+ * Names in a set other than 0 are never cached: each call is negotiated by
+ * rank 0 in full.
+ *
+ * tc_process_set_add creates a set of ranks[0..nranks-1] (any order, no
+ * duplicates, each in 0..size-1). It is collective over every rank: each
+ * calls it with the same list (TC_ERR_MISMATCH on every rank otherwise,
+ * naming the ranks and their lists), and the k-th call on each rank meets
+ * the others' k-th. It blocks until the set exists everywhere and writes
+ * its id (> 0, the same on every rank) into *id_p. tc_process_set_remove
+ * removes a set, also collectively (every rank, the same id); requests of
+ * the set still pending fail with TC_ERR_STATE; the same ranks can be added
+ * again (under a new id). Neither may be called while this rank's join in
+ * the global set is pending, nor from several threads at once.
+ */
+#define TC_GLOBAL_PROCESS_SET 0
+tc_status_t tc_process_set_add(const int *ranks, int nranks, int *id_p);
+tc_status_t tc_process_set_remove(int id);
+/* This rank's place in set id (0..size-1), or -1 when it is not a member or
+ * the set does not exist. */
+int tc_process_set_rank(int id);
+/* The number of ranks in set id, or -1 when it does not exist. */
+int tc_process_set_size(int id);
+/* Writes set id's ranks, ascending, into ranks[0..cap-1] and their number
+ * into *count_p (only the first cap are written). TC_ERR_ARG when the set
+ * does not exist or an argument is NULL (ranks may be NULL with cap 0). */
+tc_status_t tc_process_set_ranks(int id, int *ranks, int cap, int *count_p);
 
 /* Blocks until req completes; returns the operation's status. */
 tc_status_t tc_wait(tc_request_t *req);

@@ -25,6 +25,29 @@
 /* Submission                                                                */
 /* ------------------------------------------------------------------------ */
 
+/* The size of the process set a submission goes to, for its kind's checks:
+ * -1 before tc_init (the checks that need it wait for submit_locked, which
+ * says tcoll is not running). TC_ERR_ARG for a set that does not exist. */
+static tc_status_t set_size(const char *fn, const char *name, uint32_t id, int *size_p)
+{
+    eng_shared_t *sh = &tc__engine_shared;
+    eng_pset_t *ps;
+
+    *size_p = atomic_load_explicit(&sh->size, memory_order_relaxed);
+    if (id == 0 || *size_p <= 0) {
+        return TC_OK;
+    }
+    pthread_mutex_lock(&sh->mu);
+    ps = tc__pset_get(id);
+    *size_p = ps != NULL ? ps->n : -1;
+    pthread_mutex_unlock(&sh->mu);
+    if (ps == NULL) {
+        return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': process set %d does not exist", fn,
+                             name, (int)id);
+    }
+    return TC_OK;
+}
+
 /* Validates a submission and builds its request; nothing is shared yet. */
 tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name,
                              const tc_tensor_t *t, void *recv, tc_op_t op, int root,
@@ -35,7 +58,7 @@ tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name,
     tc_opts_t o;
     tc_request_t *req;
     size_t len, es, count = 1;
-    int d, has_zero = 0;
+    int d, has_zero = 0, size;
 
     if (req_p == NULL) {
         return tc__set_error(TC_ERR_ARG, "%s: req_p is NULL", fn);
@@ -88,9 +111,14 @@ tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name,
     if (t->data == NULL && count > 0) {
         return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': data is NULL", fn, name);
     }
+    if (tc__opts_read(fn, name, kd, opts, &o) != TC_OK) {
+        return TC_ERR_ARG;
+    }
+    if (set_size(fn, name, (uint32_t)o.process_set, &size) != TC_OK) {
+        return TC_ERR_ARG;
+    }
     if (kd->validate != NULL) {
-        tc_kind_args_t a = {t, count, recv, op, root, splits,
-                            atomic_load_explicit(&tc__engine_shared.size, memory_order_relaxed)};
+        tc_kind_args_t a = {t, count, recv, op, root, splits, size};
         char why[256];
         if (kd->validate(&a, why, sizeof(why)) != TC_OK) {
             return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': %s", fn, name, why);
@@ -98,9 +126,6 @@ tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name,
     }
     if (kd->output == TC_OUT_RECV && recv == NULL && count > 0) {
         return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': recv is NULL", fn, name);
-    }
-    if (tc__opts_read(fn, name, kd, opts, &o) != TC_OK) {
-        return TC_ERR_ARG;
     }
     req = calloc(1, sizeof(*req));
     if (req == NULL || (req->name = strdup(name)) == NULL) {
@@ -112,6 +137,8 @@ tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name,
     req->dtype = t->dtype;
     req->op = kd->params & TC_PARAM_OP ? op : TC_SUM;
     req->root = kd->params & TC_PARAM_ROOT ? root : 0;
+    req->root_index = req->root;
+    req->pset = (uint32_t)o.process_set;
     req->ndim = t->ndim;
     memcpy(req->shape, t->shape, (size_t)t->ndim * sizeof(t->shape[0]));
     req->count = count;
@@ -120,8 +147,8 @@ tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name,
     req->send = t->data;
     req->recv = kd->output == TC_OUT_RECV ? recv : kd->output == TC_OUT_IN_PLACE ? t->data : NULL;
     if ((kd->params & TC_PARAM_SPLITS) && splits != NULL) {
-        /* validate checked them against the size, which is known by now */
-        int n = atomic_load_explicit(&tc__engine_shared.size, memory_order_relaxed);
+        /* validate checked them against the set's size, which is known by now */
+        int n = size;
         req->splits = n > 0 ? malloc((size_t)n * sizeof(*splits)) : NULL;
         if (req->splits == NULL && n > 0) {
             tc__request_destroy(req);
@@ -141,15 +168,16 @@ tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name,
  * k-th calls of all ranks meet; a join takes auto_name + "j". Counting per
  * join keeps the ranks in step after a join: the barriers that ran while
  * some ranks had joined were not counted there. */
-static int name_call(tc_request_t *req, const eng_shared_t *sh)
+static int name_call(tc_request_t *req, const eng_pset_t *ps)
 {
     const tc_kind_desc_t *kd = tc__kind_of(req);
     char buf[96];
     int n = kd->joins ? snprintf(buf, sizeof(buf), "%s%llu", kd->auto_name,
-                                 (unsigned long long)sh->njoins)
+                                 (unsigned long long)ps->njoins)
                       : snprintf(buf, sizeof(buf), "%s%llu.%llu", kd->auto_name,
-                                 (unsigned long long)sh->njoins,
-                                 (unsigned long long)sh->nbarriers);
+                                 (unsigned long long)ps->njoins,
+                                 (unsigned long long)(kd->set_op ? ps->nsetops
+                                                                 : ps->nbarriers));
     char *name = strdup(buf);
 
     if (name == NULL) {
@@ -165,12 +193,12 @@ static int name_call(tc_request_t *req, const eng_shared_t *sh)
 /* Checks req against the engine's state and queues it; sh->mu held. */
 static tc_status_t submit_locked(eng_shared_t *sh, const char *fn, tc_request_t *req)
 {
-    const int size = atomic_load_explicit(&sh->size, memory_order_relaxed);
     const tc_kind_desc_t *kd = tc__kind_of(req);
+    char key[TC_WIRE_KEY_MAX];
+    size_t klen;
+    eng_pset_t *ps;
+    int size;
 
-    if ((kd->params & TC_PARAM_NONE_TENSOR) && name_call(req, sh) != 0) {
-        return tc__set_error(TC_ERR_NOMEM, "%s: out of memory", fn);
-    }
     if (sh->life == ENG_LIFE_NONE || sh->life == ENG_LIFE_STARTING) {
         return tc__set_error(TC_ERR_STATE, "%s: tc_init has not been called", fn);
     }
@@ -183,31 +211,39 @@ static tc_status_t submit_locked(eng_shared_t *sh, const char *fn, tc_request_t 
     if (sh->life != ENG_LIFE_RUNNING) { /* stopping or stopped: says why */
         return tc__set_error(sh->stop_status, "%s: %s", fn, sh->stop_msg);
     }
-    if (sh->join_pending) {
-        return tc__set_error(TC_ERR_STATE, "%s: this rank has joined (its tc_join is pending): "
-                             "nothing can be submitted here until every rank has joined", fn);
+    if (tc__pset_check(fn, req->name, req->pset, (kd->params & TC_PARAM_ROOT) != 0, req->root,
+                       &size, &req->root_index) != TC_OK) {
+        return TC_ERR_ARG;
     }
-    if ((tc__kind_of(req)->params & TC_PARAM_ROOT) && (req->root < 0 || req->root >= size)) {
-        return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': root %d is outside 0..%d", fn,
-                             req->name, req->root, size - 1);
+    ps = tc__pset_get(req->pset);
+    if (ps->join_pending) {
+        return tc__set_error(TC_ERR_STATE, "%s: this rank has joined%s (its tc_join is pending): "
+                             "nothing can be submitted there until every rank has joined", fn,
+                             req->pset != 0 ? " process set" : "");
     }
-    if (tc__hmap_get(&sh->inflight, req->name, req->name_len) != NULL) {
+    if ((kd->params & TC_PARAM_NONE_TENSOR) && name_call(req, ps) != 0) {
+        return tc__set_error(TC_ERR_NOMEM, "%s: out of memory", fn);
+    }
+    klen = tc__wire_key(key, req->name, req->name_len, req->pset);
+    if (tc__hmap_get(&sh->inflight, key, klen) != NULL) {
         return tc__set_error(TC_ERR_DUPLICATE,
                              "%s: tensor '%s' is already in flight on rank %d; wait for it "
                              "before submitting the name again", fn, req->name,
                              atomic_load_explicit(&sh->rank, memory_order_relaxed));
     }
-    if (tc__hmap_put(&sh->inflight, req->name, req->name_len, req) != 0) {
+    if (tc__hmap_put(&sh->inflight, key, klen, req) != 0) {
         return tc__set_error(TC_ERR_NOMEM, "%s: out of memory", fn);
     }
     req->submit_ns = tc__now_ns();
     req->seq = sh->next_seq++;
     if (kd->joins) { /* a new epoch of auto names (name_call) */
-        sh->njoins++;
-        sh->nbarriers = 0;
-        sh->join_pending = 1;
+        ps->njoins++;
+        ps->nbarriers = ps->nsetops = 0;
+        ps->join_pending = 1;
+    } else if (kd->set_op) {
+        ps->nsetops++;
     } else {
-        sh->nbarriers += (kd->params & TC_PARAM_NONE_TENSOR) != 0;
+        ps->nbarriers += (kd->params & TC_PARAM_NONE_TENSOR) != 0;
     }
     req->next = NULL;
     if (sh->q_tail != NULL) {
@@ -256,7 +292,9 @@ tc_status_t tc__queue_submit_all(const char *fn, tc_request_t **reqs, int n)
     }
     if (st != TC_OK) {
         for (k = 0; k < i - 1; k++) {
-            tc__hmap_remove(&sh->inflight, reqs[k]->name, reqs[k]->name_len);
+            char key[TC_WIRE_KEY_MAX];
+            tc__hmap_remove(&sh->inflight, key,
+                            tc__wire_key(key, reqs[k]->name, reqs[k]->name_len, reqs[k]->pset));
         }
         sh->q_tail = tail;
         if (tail != NULL) {
@@ -440,10 +478,13 @@ void tc__queue_finish(tc_request_t *req, tc_status_t st, const char *msg)
 {
     eng_shared_t *sh = &tc__engine_shared;
 
+    char key[TC_WIRE_KEY_MAX];
+    eng_pset_t *ps;
+
     pthread_mutex_lock(&sh->mu);
-    tc__hmap_remove(&sh->inflight, req->name, req->name_len);
-    if (tc__kind_of(req)->joins) {
-        sh->join_pending = 0;
+    tc__hmap_remove(&sh->inflight, key, tc__wire_key(key, req->name, req->name_len, req->pset));
+    if (tc__kind_of(req)->joins && (ps = tc__pset_get(req->pset)) != NULL) {
+        ps->join_pending = 0;
     }
     pthread_mutex_unlock(&sh->mu);
     tc__request_complete(req, st, msg);
@@ -509,7 +550,11 @@ void tc__queue_fail_all(tc_status_t st, const char *msg)
     }
     tc__hmap_destroy(&sh->inflight);
     sh->q_head = sh->q_tail = NULL;
-    sh->join_pending = 0;
+    for (i = 0; i < sh->npsets; i++) {
+        if (sh->psets[i] != NULL) {
+            sh->psets[i]->join_pending = 0;
+        }
+    }
     pthread_mutex_unlock(&sh->mu);
     if (all == NULL) {
         TC_ERROR("engine", "out of memory: %zu pending requests cannot be completed", n);

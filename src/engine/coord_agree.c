@@ -68,6 +68,11 @@ static int field_differs(int f, const tc_wire_request_t *a, const tc_wire_reques
         return shape_differs(a, b, 1);
     case TC_AGREE_INDEX_SCALE:
         return !tc__wire_scales_equal(a, b);
+    case TC_AGREE_INDEX_RANKS:
+        return a->nranks != b->nranks ||
+               (a->nranks > 0 && memcmp(a->ranks, b->ranks, a->nranks * sizeof(*a->ranks)) != 0);
+    case TC_AGREE_INDEX_TARGET:
+        return a->root != b->root;
     }
     return 0;
 }
@@ -125,6 +130,18 @@ static int format_value(char *buf, size_t len, int f, const tc_wire_request_t *r
     case TC_AGREE_INDEX_SCALE:
         return snprintf(buf, len, "prescale %.17g postscale %.17g", r->scaled ? r->prescale : 1.0,
                         r->scaled ? r->postscale : 1.0);
+    case TC_AGREE_INDEX_RANKS: /* at most 16 ranks shown, then how many more */
+        append(buf, len, &pos, "[");
+        for (i = 0; i < (int)r->nranks && i < 16; i++) {
+            append(buf, len, &pos, i ? ",%" PRId32 : "%" PRId32, r->ranks[i]);
+        }
+        if (r->nranks > 16) {
+            append(buf, len, &pos, ", ... %u in all", r->nranks);
+        }
+        append(buf, len, &pos, "]");
+        return (int)pos;
+    case TC_AGREE_INDEX_TARGET:
+        return snprintf(buf, len, "%" PRId32, r->root);
     }
     return snprintf(buf, len, "?");
 }

@@ -39,8 +39,7 @@ tc_status_t tc__coord_create(int size, tc_coord_t **coord_p)
         return TC_ERR_NOMEM;
     }
     c->size = size;
-    c->joined = calloc((size_t)size, 1);
-    if (c->joined == NULL) {
+    if (tc__coord_sets_init(c) != 0) {
         free(c);
         return TC_ERR_NOMEM;
     }
@@ -58,6 +57,7 @@ static void entry_free(entry_t *e)
         return;
     }
     free(e->name);
+    free(e->key);
     free(e->have);
     free(e->reqs);
     free(e->dim0);
@@ -66,6 +66,10 @@ static void entry_free(entry_t *e)
         free(e->gkeys[q]);
     }
     free(e->gkeys);
+    for (q = 0; e->rlists != NULL && q < e->size; q++) {
+        free(e->rlists[q]);
+    }
+    free(e->rlists);
     free(e);
 }
 
@@ -113,13 +117,13 @@ void tc__coord_destroy(tc_coord_t *c)
         c->ready_head = e->next_ready;
         entry_free(e);
     }
-    free(c->joined);
+    tc__coord_sets_free(c);
     free(c);
 }
 
 int tc__coord_njoined(const tc_coord_t *c)
 {
-    return c->njoined;
+    return c->sets[0]->njoined;
 }
 
 size_t tc__coord_nready(const tc_coord_t *c)
@@ -157,17 +161,19 @@ static const tc_wire_request_t *group_ref(const entry_t *e)
     return &e->reqs[0];
 }
 
-static group_t *group_get(tc_coord_t *c, const tc_wire_request_t *r)
+static group_t *group_get(tc_coord_t *c, const tc_wire_request_t *r, uint32_t pset)
 {
-    group_t *g = tc__hmap_get(&c->groups, r->group_key, r->group_key_len);
+    char key[TC_WIRE_KEY_MAX];
+    size_t klen = tc__wire_key(key, r->group_key, r->group_key_len, pset);
+    group_t *g = tc__hmap_get(&c->groups, key, klen);
 
     if (g != NULL) {
         return g;
     }
     g = calloc(1, sizeof(*g));
-    if (g == NULL || (g->key = strndup(r->group_key, r->group_key_len)) == NULL ||
+    if (g == NULL || (g->key = malloc(klen)) == NULL ||
         (g->members = calloc(r->group_size, sizeof(*g->members))) == NULL ||
-        tc__hmap_put(&c->groups, g->key, r->group_key_len, g) != 0) {
+        tc__hmap_put(&c->groups, key, klen, g) != 0) {
         if (g != NULL) {
             free(g->members);
             free(g->key);
@@ -175,6 +181,9 @@ static group_t *group_get(tc_coord_t *c, const tc_wire_request_t *r)
         }
         return NULL;
     }
+    memcpy(g->key, key, klen);
+    g->key_len = klen;
+    g->pset = pset;
     g->size = r->group_size;
     return g;
 }
@@ -207,24 +216,49 @@ static void group_complete(tc_coord_t *c, group_t *g)
         push_ready(c, e);
         g->members[i] = NULL;
     }
-    tc__hmap_remove(&c->groups, g->key, strlen(g->key));
+    tc__hmap_remove(&c->groups, g->key, g->key_len);
     group_free(g);
 }
 
-/* Moves a waiting entry from the table to the end of the ready list; a
- * group's member waits for the rest of its group first. */
-static void make_ready(tc_coord_t *c, entry_t *e)
+/* A member failed (it expired, or its set went): every member fails with
+ * it, the ones in now, the others when they arrive. */
+static void group_fail(tc_coord_t *c, group_t *g, tc_status_t st, const char *text)
+{
+    uint32_t i;
+
+    if (g->fail_status == TC_OK) {
+        g->fail_status = st;
+        g->fail_text = text != NULL ? strdup(text) : NULL;
+    }
+    for (i = 0; i < g->size; i++) {
+        if (g->members[i] != NULL) {
+            free(g->members[i]->text);
+            g->members[i]->text = g->fail_text != NULL ? strdup(g->fail_text) : NULL;
+            g->members[i]->fail_status = g->fail_status;
+            push_ready(c, g->members[i]);
+            g->members[i] = NULL;
+        }
+    }
+}
+
+int tc__coord_waiting(const tc_coord_t *c, const entry_t *e)
+{
+    return tc__hmap_get(&c->table, e->key, e->key_len) == e;
+}
+
+void tc__coord_make_ready(tc_coord_t *c, entry_t *e)
 {
     const tc_wire_request_t *r = group_ref(e);
     group_t *g;
 
-    tc__hmap_remove(&c->table, e->name, e->name_len);
-    if (r->group_size == 0 || (g = group_get(c, r)) == NULL || g->size != r->group_size ||
-        r->group_index >= g->size || g->members[r->group_index] != NULL) {
+    tc__hmap_remove(&c->table, e->key, e->key_len);
+    if (r->group_size == 0 || (g = group_get(c, r, e->pset)) == NULL ||
+        g->size != r->group_size || r->group_index >= g->size ||
+        g->members[r->group_index] != NULL) {
         push_ready(c, e); /* not grouped, or a group the ranks do not agree on: checked then */
         return;
     }
-    if (g->fail_status != TC_OK) { /* a member expired: the rest fail with it */
+    if (g->fail_status != TC_OK) { /* a member failed: the rest fail with it */
         if (e->fail_status == TC_OK) {
             free(e->text);
             e->text = g->fail_text != NULL ? strdup(g->fail_text) : NULL;
@@ -234,19 +268,8 @@ static void make_ready(tc_coord_t *c, entry_t *e)
         return;
     }
     if (e->fail_status != TC_OK) { /* expired: every member fails with it, now or later */
-        uint32_t i;
-        g->fail_status = e->fail_status;
-        g->fail_text = e->text != NULL ? strdup(e->text) : NULL;
         push_ready(c, e);
-        for (i = 0; i < g->size; i++) {
-            if (g->members[i] != NULL) {
-                free(g->members[i]->text);
-                g->members[i]->text = g->fail_text != NULL ? strdup(g->fail_text) : NULL;
-                g->members[i]->fail_status = g->fail_status;
-                push_ready(c, g->members[i]);
-                g->members[i] = NULL;
-            }
-        }
+        group_fail(c, g, e->fail_status, e->text);
         return;
     }
     g->members[r->group_index] = e;
@@ -255,116 +278,74 @@ static void make_ready(tc_coord_t *c, entry_t *e)
     }
 }
 
-/* The ranks that submitted join entry e are no longer joined: it completed
- * (every rank joined) or rank 0 gave up on it. */
-static void unjoin(tc_coord_t *c, const entry_t *e)
+typedef struct {
+    uint32_t pset;
+    tc_status_t st;
+    const char *text;
+    tc_coord_t *c;
+} group_fail_ctx_t;
+
+static void fail_set_group(const char *key, size_t len, void *val, void *arg)
 {
-    int q;
-
-    for (q = 0; q < c->size; q++) {
-        if (e->have[q] && c->joined[q]) {
-            c->joined[q] = 0;
-            c->njoined--;
-        }
-    }
-}
-
-/* Whether every rank has submitted e or joined (tc_join): then it runs,
- * the joined ranks taking part without a submission where its kind can. */
-static int complete(const tc_coord_t *c, const entry_t *e)
-{
-    int q;
-
-    if (e->nsub == c->size) {
-        return 1;
-    }
-    if (c->njoined == 0) {
-        return 0;
-    }
-    for (q = 0; q < c->size; q++) {
-        if (!e->have[q] && !c->joined[q]) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
-static void collect_entry(const char *key, size_t len, void *val, void *arg)
-{
-    entry_t ***pp = arg;
+    group_t *g = val;
+    group_fail_ctx_t *x = arg;
 
     (void)key;
     (void)len;
-    *(*pp)++ = val;
+    if (g->pset == x->pset) {
+        group_fail(x->c, g, x->st, x->text);
+    }
 }
 
-/* rank joined: every waiting name that only joined ranks lack is ready.
- * -1 when out of memory (the table is unchanged then). */
-static int mark_joined(tc_coord_t *c, int rank)
+/* Fails the members of set pset's groups that wait for the rest of their
+ * group (coord_sets.c, when the set is removed): the others never come. */
+void tc__coord_fail_set_groups(tc_coord_t *c, uint32_t pset, tc_status_t st, const char *text)
 {
-    entry_t **all, **end;
-    size_t i, n = c->table.count;
+    group_fail_ctx_t x = {pset, st, text, c};
 
-    all = malloc((n > 0 ? n : 1) * sizeof(*all));
-    if (all == NULL) {
-        return -1;
-    }
-    c->joined[rank] = 1;
-    c->njoined++;
-    end = all;
-    tc__hmap_foreach(&c->table, collect_entry, &end);
-    for (i = 0; i < n; i++) { /* the table's order: rank 0 decides it for every rank */
-        if (!tc__kind_get(all[i]->reqs[tc__coord_first(all[i])].kind)->joins &&
-            complete(c, all[i])) { /* a join completes with its own submissions */
-            all[i]->last = rank;
-            make_ready(c, all[i]);
-        }
-    }
-    free(all);
-    return 0;
+    tc__hmap_foreach(&c->groups, fail_set_group, &x);
 }
 
 typedef struct {
     void (*fn)(const tc_coord_pending_t *p, void *arg);
     void *arg;
-    int size;
+    const tc_coord_t *c;
 } foreach_ctx_t;
 
 static void visit_pending(const char *key, size_t len, void *val, void *arg)
 {
     const entry_t *e = val;
     const foreach_ctx_t *ctx = arg;
+    const coord_set_t *s = tc__coord_set(ctx->c, e->pset);
     tc_coord_pending_t p;
-    int q;
 
     (void)key;
     (void)len;
     p.name = e->name;
     p.name_len = e->name_len;
+    p.pset = e->pset;
     p.since_ns = e->since_ns;
     p.have = e->have;
-    p.kind = 0;
-    for (q = 0; q < ctx->size; q++) { /* the kind as the lowest submitting rank gave it */
-        if (e->have[q]) {
-            p.kind = e->reqs[q].kind;
-            break;
-        }
-    }
+    p.member = s != NULL ? s->member : NULL;
+    p.kind = e->reqs[tc__coord_first(e)].kind; /* as the lowest submitting rank gave it */
     ctx->fn(&p, ctx->arg);
 }
 
 void tc__coord_foreach_pending(const tc_coord_t *c, void (*fn)(const tc_coord_pending_t *p, void *arg),
                                void *arg)
 {
-    foreach_ctx_t ctx = {fn, arg, c->size};
+    foreach_ctx_t ctx = {fn, arg, c};
 
     tc__hmap_foreach(&c->table, visit_pending, &ctx);
 }
 
-tc_status_t tc__coord_expire(tc_coord_t *c, const char *name, uint32_t len, tc_status_t st,
-                             const char *text)
+tc_status_t tc__coord_expire(tc_coord_t *c, const char *name, uint32_t len, uint32_t pset,
+                             tc_status_t st, const char *text)
 {
-    entry_t *e = tc__hmap_get(&c->table, name, len);
+    char key[TC_WIRE_KEY_MAX];
+    entry_t *e = len <= TC_MAX_NAME_LEN
+                     ? tc__hmap_get(&c->table, key, tc__wire_key(key, name, len, pset))
+                     : NULL;
     char *copy;
 
     if (e == NULL || st == TC_OK || text == NULL) {
@@ -378,31 +359,36 @@ tc_status_t tc__coord_expire(tc_coord_t *c, const char *name, uint32_t len, tc_s
     e->text = copy;
     e->fail_status = st;
     if (tc__kind_get(e->reqs[tc__coord_first(e)].kind)->joins) {
-        unjoin(c, e); /* its ranks fail their joins and go on */
+        tc__coord_unjoin(c, e); /* its ranks fail their joins and go on */
     }
-    make_ready(c, e);
+    tc__coord_make_ready(c, e);
     return TC_OK;
 }
 
-static entry_t *entry_new(int size, const char *name, uint32_t len, uint64_t now)
+static entry_t *entry_new(int size, const tc_wire_request_t *req, uint64_t now)
 {
     entry_t *e = calloc(1, sizeof(*e));
+    char key[TC_WIRE_KEY_MAX];
 
     if (e == NULL) {
         return NULL;
     }
-    e->name = malloc((size_t)len + 1);
+    e->key_len = tc__wire_key(key, req->name, req->name_len, req->pset);
+    e->name = malloc((size_t)req->name_len + 1);
+    e->key = malloc(e->key_len);
     e->have = calloc((size_t)size, 1);
     e->reqs = calloc((size_t)size, sizeof(*e->reqs));
-    if (e->name == NULL || e->have == NULL || e->reqs == NULL) {
+    e->size = size;
+    if (e->name == NULL || e->key == NULL || e->have == NULL || e->reqs == NULL) {
         entry_free(e);
         return NULL;
     }
-    memcpy(e->name, name, len);
-    e->name[len] = '\0';
-    e->name_len = len;
+    memcpy(e->name, req->name, req->name_len);
+    e->name[req->name_len] = '\0';
+    e->name_len = req->name_len;
+    memcpy(e->key, key, e->key_len);
+    e->pset = req->pset;
     e->since_ns = now;
-    e->size = size;
     return e;
 }
 
@@ -412,9 +398,36 @@ tc_status_t tc__coord_add(tc_coord_t *c, int rank, const tc_wire_request_t *req,
     return tc__coord_add_at(c, rank, req, tc__now_ns(), err, errlen);
 }
 
+/* Keeps copies of what of req lives in the message (its group key, its rank
+ * list) in e, for rank. -1 when out of memory. */
+static int keep_parts(const tc_coord_t *c, entry_t *e, int rank, const tc_wire_request_t *req)
+{
+    if (req->group_size > 0) {
+        if (e->gkeys == NULL && (e->gkeys = calloc((size_t)c->size, sizeof(*e->gkeys))) == NULL) {
+            return -1;
+        }
+        if ((e->gkeys[rank] = strndup(req->group_key, req->group_key_len)) == NULL) {
+            return -1;
+        }
+    }
+    if (req->nranks > 0) {
+        if (e->rlists == NULL &&
+            (e->rlists = calloc((size_t)c->size, sizeof(*e->rlists))) == NULL) {
+            return -1;
+        }
+        if ((e->rlists[rank] = malloc(req->nranks * sizeof(int32_t))) == NULL) {
+            return -1;
+        }
+        memcpy(e->rlists[rank], req->ranks, req->nranks * sizeof(int32_t));
+    }
+    return 0;
+}
+
 tc_status_t tc__coord_add_at(tc_coord_t *c, int rank, const tc_wire_request_t *req, uint64_t now,
                              char *err, size_t errlen)
 {
+    char key[TC_WIRE_KEY_MAX];
+    coord_set_t *s;
     entry_t *e;
     int created = 0;
 
@@ -431,45 +444,46 @@ tc_status_t tc__coord_add_at(tc_coord_t *c, int rank, const tc_wire_request_t *r
                  (unsigned)req->kind);
         return TC_ERR_ARG;
     }
-    e = tc__hmap_get(&c->table, req->name, req->name_len);
+    s = tc__coord_set(c, req->pset);
+    if (s != NULL && s->removing) {
+        s = NULL; /* fails at once, below */
+    }
+    if (s != NULL && !s->member[rank]) {
+        snprintf(err, errlen, "rank %d submitted tensor '%.*s' to process set %u, which it is "
+                 "not in", rank, (int)req->name_len, req->name, req->pset);
+        return TC_ERR_ARG;
+    }
+    e = tc__hmap_get(&c->table, key, tc__wire_key(key, req->name, req->name_len, req->pset));
     if (e != NULL && e->have[rank]) {
         snprintf(err, errlen, "rank %d submitted tensor '%s' twice", rank, e->name);
         return TC_ERR_ARG;
     }
-    /* a join first runs what only joined ranks lack (before its own entry
+    /* a join first runs what only joined members lack (before its own entry
      * exists: it completes with its own submissions); out of memory is
      * fatal to the caller, so a half-done mark is never seen */
-    if (tc__kind_get(req->kind)->joins && !c->joined[rank]) {
-        if (mark_joined(c, rank) != 0) {
+    if (s != NULL && tc__kind_get(req->kind)->joins && !s->joined[rank]) {
+        if (tc__coord_mark_joined(c, s, rank) != 0) {
             return TC_ERR_NOMEM;
         }
-        e = tc__hmap_get(&c->table, req->name, req->name_len); /* it may have run */
+        e = tc__hmap_get(&c->table, key, tc__wire_key(key, req->name, req->name_len, req->pset));
     }
     if (e == NULL) {
-        e = entry_new(c->size, req->name, req->name_len, now);
+        e = entry_new(c->size, req, now);
         if (e == NULL) {
             return TC_ERR_NOMEM;
         }
-        if (tc__hmap_put(&c->table, e->name, e->name_len, e) != 0) {
+        if (tc__hmap_put(&c->table, e->key, e->key_len, e) != 0) {
             entry_free(e);
             return TC_ERR_NOMEM;
         }
         created = 1;
     }
-    if (req->group_size > 0) { /* the key lives in the message: keep a copy */
-        char *key = strndup(req->group_key, req->group_key_len);
-        if (e->gkeys == NULL) {
-            e->gkeys = calloc((size_t)c->size, sizeof(*e->gkeys));
+    if (keep_parts(c, e, rank, req) != 0) {
+        if (created) {
+            tc__hmap_remove(&c->table, e->key, e->key_len);
+            entry_free(e);
         }
-        if (key == NULL || e->gkeys == NULL) {
-            free(key);
-            if (created) {
-                tc__hmap_remove(&c->table, e->name, e->name_len);
-                entry_free(e);
-            }
-            return TC_ERR_NOMEM;
-        }
-        e->gkeys[rank] = key;
+        return TC_ERR_NOMEM;
     }
     e->have[rank] = 1;
     e->reqs[rank] = *req;
@@ -477,39 +491,31 @@ tc_status_t tc__coord_add_at(tc_coord_t *c, int rank, const tc_wire_request_t *r
     if (req->group_size > 0) {
         e->reqs[rank].group_key = e->gkeys[rank];
     }
+    if (req->nranks > 0) {
+        e->reqs[rank].ranks = e->rlists[rank];
+    }
     e->nsub++;
-    if (complete(c, e)) {
-        e->last = rank;
-        if (tc__kind_get(req->kind)->joins) {
-            unjoin(c, e); /* every rank joined: the next step runs as usual */
+    if (s == NULL) { /* a set that does not exist (any more): it fails at once */
+        e->fail_status = TC_ERR_STATE;
+        if (asprintf(&e->text, "tensor '%s': process set %u does not exist (it was removed, "
+                     "or never made)", e->name, e->pset) < 0) {
+            e->text = NULL;
         }
-        make_ready(c, e);
+        tc__coord_make_ready(c, e);
+    } else if (tc__coord_complete(c, e)) {
+        tc__coord_complete_entry(c, e, rank);
     }
     return TC_OK;
-}
-
-/* Why e, which some joined ranks did not submit, cannot run: a malloc'd
- * message naming them, or NULL when out of memory. */
-static char *joined_text(const tc_coord_t *c, const entry_t *e, const tc_kind_desc_t *kd)
-{
-    char ranks[256], *text;
-    int n = tc__neg_format_ranks(e->have, c->size, 0, ranks, sizeof(ranks));
-
-    if (asprintf(&text, "tensor '%s': %s cannot run while rank%s %s %s joined (tc_join): "
-                 "only allreduce, reducescatter and barrier run without joined ranks",
-                 e->name, kd->name, n > 1 ? "s" : "", ranks, n > 1 ? "have" : "has") < 0) {
-        return NULL;
-    }
-    return text;
 }
 
 tc_status_t tc__coord_take_ready(tc_coord_t *c, tc_coord_batch_t *batch_p)
 {
     tc_coord_batch_t b = {0};
     const tc_kind_desc_t *kd;
+    const coord_set_t *set;
     entry_t *e, *first;
     uint32_t i = 0;
-    int q;
+    int q, k, missing;
 
     if (c->nready == 0) {
         *batch_p = b;
@@ -529,6 +535,7 @@ tc_status_t tc__coord_take_ready(tc_coord_t *c, tc_coord_batch_t *batch_p)
         b.kinds[i++] = ref->group_size > 0 ? TC_COORD_NOCACHE : ref->kind;
         r->name = e->name;
         r->name_len = e->name_len;
+        r->pset = e->pset;
         if (e->fail_status != TC_OK) {
             r->rtype = TC_WIRE_ERROR;
             r->status = (uint8_t)e->fail_status;
@@ -546,12 +553,15 @@ tc_status_t tc__coord_take_ready(tc_coord_t *c, tc_coord_batch_t *batch_p)
             continue;
         }
         kd = tc__kind_get(ref->kind);
-        if (e->nsub < c->size || c->njoined > 0) {
-            /* runs without joined ranks, or they drop the cache: not cached */
+        set = tc__coord_set(c, e->pset);
+        missing = e->nsub < set->n; /* ready: its set exists until its removal is taken */
+        if (missing || e->pset != 0 || c->sets[0]->njoined > 0) {
+            /* runs without joined ranks, or they drop the cache, or the name
+             * is another set's: not cached */
             b.kinds[i - 1] = TC_COORD_NOCACHE;
         }
-        if (e->nsub < c->size && !kd->without_joined) {
-            e->text = joined_text(c, e, kd);
+        if (missing && !kd->without_joined) {
+            e->text = tc__coord_joined_text(c, e);
             r->rtype = TC_WIRE_ERROR;
             r->status = TC_ERR_STATE;
             r->text = e->text != NULL ? e->text : "some ranks have joined (tc_join)";
@@ -559,7 +569,10 @@ tc_status_t tc__coord_take_ready(tc_coord_t *c, tc_coord_batch_t *batch_p)
             continue;
         }
         r->rtype = TC_WIRE_RUN;
-        if (e->nsub < c->size) { /* the joined ranks run it from this description */
+        if (ref->kind == TC_KIND_PROCESS_SET_REMOVE) { /* what ran before it saw the set */
+            tc__coord_set_drop(c, (uint32_t)ref->root);
+        }
+        if (missing) { /* the joined ranks run it from this description */
             r->has_desc = 1;
             r->desc.kind = ref->kind;
             r->desc.dtype = ref->dtype;
@@ -567,12 +580,12 @@ tc_status_t tc__coord_take_ready(tc_coord_t *c, tc_coord_batch_t *batch_p)
             r->desc.ndim = ref->ndim;
             memcpy(r->desc.shape, ref->shape, sizeof(r->desc.shape));
         }
-        if (kd->joins) {
+        if (kd->valued) {
             r->has_value = 1;
-            r->value = e->last;
+            r->value = e->value;
         }
         if (kd->output == TC_OUT_GATHERED) { /* the plan: rows per rank */
-            e->dim0 = malloc((size_t)c->size * sizeof(*e->dim0));
+            e->dim0 = malloc((size_t)set->n * sizeof(*e->dim0));
             if (e->dim0 == NULL) {
                 /* cannot describe the run: fail the tensor everywhere instead */
                 r->rtype = TC_WIRE_ERROR;
@@ -581,10 +594,12 @@ tc_status_t tc__coord_take_ready(tc_coord_t *c, tc_coord_batch_t *batch_p)
                 r->text_len = (uint32_t)strlen(r->text);
                 continue;
             }
-            for (q = 0; q < c->size; q++) {
-                e->dim0[q] = e->reqs[q].shape[0];
+            for (q = 0, k = 0; q < c->size; q++) { /* in the set's order */
+                if (set->member[q]) {
+                    e->dim0[k++] = e->reqs[q].shape[0];
+                }
             }
-            r->ndim0 = (uint32_t)c->size;
+            r->ndim0 = (uint32_t)set->n;
             r->dim0 = e->dim0;
         }
     }

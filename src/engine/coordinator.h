@@ -64,9 +64,11 @@ size_t tc__coord_pending(const tc_coord_t *c);
 typedef struct {
     const char *name; /* NUL-terminated */
     uint32_t name_len;
+    uint32_t pset;     /* its process set */
     uint8_t kind;      /* as the lowest rank that submitted it gave it */
     uint64_t since_ns; /* when the first submission arrived (tc__now_ns) */
-    const uint8_t *have; /* [size]: 1 for each rank that submitted it */
+    const uint8_t *have;   /* [size]: 1 for each rank that submitted it */
+    const uint8_t *member; /* [size]: 1 for each rank of its process set */
 } tc_coord_pending_t;
 
 /* Calls fn for every waiting name; fn must not change the table. */
@@ -76,8 +78,8 @@ void tc__coord_foreach_pending(const tc_coord_t *c,
 /* Gives up on a waiting name: it leaves the table and becomes an ERROR
  * response with status st and text (copied, at most TC_WIRE_MAX_TEXT bytes)
  * in the next batch. TC_ERR_ARG if the name is not waiting. */
-tc_status_t tc__coord_expire(tc_coord_t *c, const char *name, uint32_t len, tc_status_t st,
-                             const char *text);
+tc_status_t tc__coord_expire(tc_coord_t *c, const char *name, uint32_t len, uint32_t pset,
+                             tc_status_t st, const char *text);
 
 /* A waiting name has waited since since_ns already (a cached name that
  * stalled and came back to be negotiated in full): its stall clock starts

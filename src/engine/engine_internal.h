@@ -98,6 +98,33 @@ typedef enum {
     ENG_LIFE_COUNT
 } eng_life_t;
 
+/*
+ * A process set (tcoll.h; pset.c). Set 0 is every rank. The table of sets
+ * (eng_shared_t.psets, indexed by id) and the fields above `comm` are read
+ * by application threads under mu and written by the engine thread under
+ * mu (a set is created and removed by running the PROCESS_SET_ADD and _REMOVE
+ * kinds, at the same point of the agreed order on every rank); the data
+ * path below is the engine thread's alone.
+ */
+struct engine;
+typedef struct eng_pset {
+    uint32_t id;
+    int n;      /* members */
+    int *ranks; /* [n]: their global ranks, ascending */
+    int index;  /* this rank's place among them, or -1 */
+    /* auto names (api.c, name_call) and joins, per set */
+    uint64_t nbarriers; /* barriers queued since this rank's last join in the set */
+    uint64_t njoins;    /* joins queued in the set: the epoch of auto names */
+    uint64_t nsetops;   /* set 0: process set additions and removals queued since the
+                         * last join */
+    int join_pending;   /* this rank's join in the set has not completed */
+    /* engine thread: the members' data path (set 0: engine_t.mpi's) */
+    MPI_Comm comm;
+    tc_transport_t tp;
+    tc_transport_mpi_t tp_mpi;
+    struct engine *e;
+} eng_pset_t;
+
 /* Everything application threads and the engine thread share is under mu,
  * except the four ids at the end. Defined in lifecycle.c. */
 typedef struct {
@@ -114,10 +141,8 @@ typedef struct {
     tc_request_t *q_head, *q_tail; /* submitted, not yet taken by the engine thread */
     tc_hmap_t inflight;            /* name -> request, from submission until completion */
     uint64_t next_seq;             /* the next queued request's seq (request.h) */
-    uint64_t nbarriers;            /* barriers queued since the last join: the next one's
-                                    * name (api.c, name_call) */
-    uint64_t njoins;               /* joins queued: the join epoch of those names */
-    int join_pending;              /* this rank's tc_join has not completed: no submissions */
+    eng_pset_t **psets;            /* [npsets], by id: NULL for ids removed or never made */
+    uint32_t npsets;
     pthread_t thread;
     /* Written once by the engine thread during start-up, before life leaves
      * STARTING; read by any thread with relaxed loads (a value is
@@ -251,6 +276,7 @@ int tc__fail_poll_abort(engine_t *e);
 void tc__fail_answer_pings(engine_t *e);
 void tc__fail_send_abort(engine_t *e);
 void tc__fail_hook_transport(engine_t *e);
+void tc__fail_hook_set_transport(engine_t *e, eng_pset_t *ps);
 
 /* negotiate.c */
 uint64_t tc__probe_grace_ns(const tc_config_t *cfg);
@@ -262,6 +288,20 @@ int tc__nego_busy(const engine_t *e);
 int tc__nego_shutdown_seen(const engine_t *e);
 void tc__nego_answer_probes(engine_t *e);
 void tc__nego_goodbye(engine_t *e);
+
+/* pset.c: the table of process sets. get: the set with id, or NULL (mu
+ * held, or the engine thread); the global set is made before the engine
+ * runs and freed after it stopped (its data path is engine_t.mpi's). */
+eng_pset_t *tc__pset_get(uint32_t id);
+tc_status_t tc__pset_init_global(int size, int rank);
+void tc__pset_free_all(engine_t *e, int comms_usable);
+tc_transport_t *tc__pset_transport(engine_t *e, uint32_t id);
+/* A submission to set id (mu held): the set exists and this rank is in it,
+ * and with has_root (TC_PARAM_ROOT kinds), root is a member; *size_p is the
+ * set's size, *root_index_p root's place in it. TC_ERR_ARG with the error
+ * set. */
+tc_status_t tc__pset_check(const char *fn, const char *name, uint32_t id, int has_root,
+                           int root, int *size_p, int *root_index_p);
 
 /* exec.c */
 void tc__exec_run(engine_t *e, const tc_wire_response_t *resps, tc_request_t **reqs, uint32_t n);

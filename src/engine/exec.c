@@ -23,9 +23,11 @@
 #include "util/log.h"
 #include "util/timeline.h"
 
-static tc_kind_ctx_t kind_ctx(engine_t *e)
+/* What req's kind runs with: the data transport of its process set. */
+static tc_kind_ctx_t kind_ctx(engine_t *e, const tc_request_t *req)
 {
-    tc_kind_ctx_t x = {&e->mpi.tp, (size_t)e->cfg->ring_chunk_kb * 1024, &e->exec.scratch};
+    tc_kind_ctx_t x = {tc__pset_transport(e, req->pset), (size_t)e->cfg->ring_chunk_kb * 1024,
+                       &e->exec.scratch, e};
     return x;
 }
 
@@ -43,7 +45,7 @@ static tc_status_t run_fused(engine_t *e, tc_request_t **reqs, uint32_t n, size_
                              char *msg, size_t msglen)
 {
     const tc_kind_desc_t *kd = tc__kind_of(reqs[0]);
-    tc_kind_ctx_t x = kind_ctx(e);
+    tc_kind_ctx_t x = kind_ctx(e, reqs[0]);
     size_t es = tc_dtype_size(reqs[0]->dtype), off = 0;
     uint64_t t0;
     char *buf;
@@ -105,6 +107,7 @@ static uint32_t fusion_group(const engine_t *e, const tc_wire_response_t *resps,
 
     while (j < n && fusable(e, reqs[j], &resps[j]) && reqs[j]->kind == first->kind &&
            reqs[j]->dtype == first->dtype && reqs[j]->op == first->op &&
+           reqs[j]->pset == first->pset &&
            total + reqs[j]->count * es <= cap) {
         total += reqs[j]->count * es;
         j++;
@@ -143,8 +146,10 @@ static tc_request_t *joined_request(engine_t *e, const tc_wire_response_t *r)
     char *block = NULL;
     int d;
 
-    if (kd == NULL || kd->params & TC_PARAM_NONE_TENSOR) {
-        return NULL;
+    const eng_pset_t *ps = tc__pset_get(r->pset);
+
+    if (kd == NULL || kd->params & TC_PARAM_NONE_TENSOR || ps == NULL || ps->index < 0) {
+        return NULL; /* nothing to move, or not in its process set */
     }
     for (d = 0; d < r->desc.ndim; d++) {
         count *= (size_t)r->desc.shape[d]; /* the submitting ranks' sizes fit */
@@ -161,6 +166,7 @@ static tc_request_t *joined_request(engine_t *e, const tc_wire_response_t *r)
         return NULL;
     }
     req->synthetic = 1;
+    req->pset = r->pset;
     req->name_len = r->name_len;
     req->kind = (tc_kind_t)r->desc.kind;
     req->dtype = (tc_dtype_t)r->desc.dtype;
@@ -230,7 +236,7 @@ void tc__exec_run(engine_t *e, const tc_wire_response_t *resps, tc_request_t **r
         if (j - i >= 2) {
             st = run_fused(e, &reqs[i], j - i, total, msg, sizeof(msg));
         } else {
-            tc_kind_ctx_t x = kind_ctx(e);
+            tc_kind_ctx_t x = kind_ctx(e, reqs[i]);
             st = tc__kind_of(reqs[i])->run(&x, reqs[i], r, msg, sizeof(msg));
         }
         if (t0 != 0) {

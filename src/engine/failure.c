@@ -159,6 +159,34 @@ void tc__fail_hook_transport(engine_t *e)
     e->mpi.tp_mpi.interrupt_arg = e;
 }
 
+/* A process set's transport numbers its peers within the set: the probe
+ * asks the global rank. */
+static int set_transport_peer_alive(void *arg, int peer, char *why, size_t len)
+{
+    eng_pset_t *ps = arg;
+    int alive = peer >= 0 && peer < ps->n ? probe_peer(ps->e, ps->ranks[peer]) : 0;
+
+    if (alive < 0) {
+        snprintf(why, len, "%s", ps->e->life.msg);
+    }
+    return alive;
+}
+
+static int set_transport_interrupt(void *arg, char *why, size_t len)
+{
+    eng_pset_t *ps = arg;
+
+    return transport_interrupt(ps->e, why, len);
+}
+
+void tc__fail_hook_set_transport(engine_t *e, eng_pset_t *ps)
+{
+    ps->tp_mpi.timeout_ns = (uint64_t)e->cfg->peer_timeout_s * 1000000000ull;
+    ps->tp_mpi.interrupt = set_transport_interrupt;
+    ps->tp_mpi.peer_alive = set_transport_peer_alive;
+    ps->tp_mpi.interrupt_arg = ps;
+}
+
 /* Tells every other rank why this rank stopped, so that none of them waits
  * for it until a timeout. Best effort: the sends get a bounded time. */
 void tc__fail_send_abort(engine_t *e)

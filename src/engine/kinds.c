@@ -209,14 +209,14 @@ err_free_bytes:
 
 /* ---- broadcast: binomial tree (coll/bcast.c) ------------------------------ */
 
-/* The root's range depends on the job's size: tc__submit checks it for
- * every kind with TC_PARAM_ROOT once tcoll is running. */
+/* The root is a global rank, checked at submission to be in the request's
+ * process set (tc__pset_check); the algorithm takes its place there. */
 
 static tc_status_t broadcast_run(const tc_kind_ctx_t *x, tc_request_t *req,
                                  const tc_wire_response_t *r, char *msg, size_t len)
 {
     tc_status_t st = tc__bcast_binomial(x->tp, req->recv, req->count * tc_dtype_size(req->dtype),
-                                        req->root);
+                                        req->root_index);
 
     if (st != TC_OK) {
         return run_failed(x, req, st, msg, len);
@@ -442,15 +442,12 @@ static tc_status_t barrier_run(const tc_kind_ctx_t *x, tc_request_t *req,
 
 /* ---- join: nothing to move ------------------------------------------------- */
 
-/* Every rank joined (that is what running it means); rank 0's response says
- * which joined last: the output is that rank, a 0-dim int32. */
-static tc_status_t join_run(const tc_kind_ctx_t *x, tc_request_t *req,
-                            const tc_wire_response_t *r, char *msg, size_t len)
+/* The output of a valued kind: rank 0's value, a 0-dim int32. */
+static tc_status_t set_value(tc_request_t *req, const tc_wire_response_t *r, char *msg,
+                             size_t len)
 {
-    (void)x;
     if (!r->has_value) {
-        snprintf(msg, len, "protocol error: rank 0 completed '%s' without the last rank",
-                 req->name);
+        snprintf(msg, len, "protocol error: rank 0 completed '%s' without its value", req->name);
         return TC_ERR_TRANSPORT;
     }
     req->value = r->value;
@@ -460,12 +457,52 @@ static tc_status_t join_run(const tc_kind_ctx_t *x, tc_request_t *req,
     return TC_OK;
 }
 
+/* Every rank joined (that is what running it means); rank 0's response says
+ * which joined last. */
+static tc_status_t join_run(const tc_kind_ctx_t *x, tc_request_t *req,
+                            const tc_wire_response_t *r, char *msg, size_t len)
+{
+    (void)x;
+    return set_value(req, r, msg, len);
+}
+
 #define JOIN_DESC                                                                       \
     .params = TC_PARAM_NONE_TENSOR, .output = TC_OUT_NONE, .agree = 0,                  \
     .validate = NULL, .run = join_run, .algo = "negotiation (every rank joined)",       \
     .run_packed = NULL, .algo_packed = NULL, .eager_prepare = NULL, .eager_combine = NULL, \
     .eager_finish = NULL, .algo_eager = NULL, .uncached = 1, .after_earlier = 1,         \
-    .auto_name = "tcoll/join/", .joins = 1
+    .auto_name = "tcoll/join/", .joins = 1, .valued = 1
+
+/* ---- process sets: every rank changes its table of sets ------------------- */
+
+static tc_status_t pset_add_run(const tc_kind_ctx_t *x, tc_request_t *req,
+                                const tc_wire_response_t *r, char *msg, size_t len)
+{
+    tc_status_t st = set_value(req, r, msg, len); /* the new set's id */
+
+    return st != TC_OK ? st : tc__pset_run_add(x->eng, req, r, msg, len);
+}
+
+static tc_status_t pset_remove_run(const tc_kind_ctx_t *x, tc_request_t *req,
+                                   const tc_wire_response_t *r, char *msg, size_t len)
+{
+    tc__request_set_output(req, NULL, -1);
+    return tc__pset_run_remove(x->eng, req, r, msg, len);
+}
+
+#define PROCESS_SET_ADD_DESC                                                                   \
+    .params = TC_PARAM_NONE_TENSOR, .output = TC_OUT_NONE, .agree = TC_AGREE_RANKS,     \
+    .validate = NULL, .run = pset_add_run, .algo = "process set creation",              \
+    .run_packed = NULL, .algo_packed = NULL, .eager_prepare = NULL, .eager_combine = NULL, \
+    .eager_finish = NULL, .algo_eager = NULL, .uncached = 1,                             \
+    .auto_name = "tcoll/pset/", .set_op = 1, .valued = 1
+
+#define PROCESS_SET_REMOVE_DESC                                                                \
+    .params = TC_PARAM_NONE_TENSOR, .output = TC_OUT_NONE, .agree = TC_AGREE_TARGET,    \
+    .validate = NULL, .run = pset_remove_run, .algo = "process set removal",            \
+    .run_packed = NULL, .algo_packed = NULL, .eager_prepare = NULL, .eager_combine = NULL, \
+    .eager_finish = NULL, .algo_eager = NULL, .uncached = 1,                             \
+    .auto_name = "tcoll/pset/", .set_op = 1
 
 /* ---- the table ------------------------------------------------------------ */
 

@@ -83,7 +83,9 @@ typedef enum {
     X(NDIM, "ndim", "")                                \
     X(SHAPE, "shape", "")                              \
     X(SHAPE_TAIL, "shape", " (dims after the first)")  \
-    X(SCALE, "scaling factor", "")
+    X(SCALE, "scaling factor", "")                     \
+    X(RANKS, "rank list", "")                          \
+    X(TARGET, "process set", "")
 
 typedef enum {
 #define TC_AGREE_INDEX_(name, text, note) TC_AGREE_INDEX_##name,
@@ -112,10 +114,13 @@ typedef struct {
 } tc_kind_args_t;
 
 /* What a kind's run function runs with (the engine thread's). */
+struct engine;
 typedef struct {
-    tc_transport_t *tp;    /* the data transport: rank, size, and err after a failure */
+    tc_transport_t *tp;    /* the data transport of the request's process set: rank,
+                            * size (the set's), and err after a failure */
     size_t chunk_bytes;    /* TCOLL_RING_CHUNK_KB in bytes */
     tc_scratch_t *scratch; /* reused across runs */
+    struct engine *eng;    /* for the kinds that change the engine's own state */
 } tc_kind_ctx_t;
 
 typedef struct tc_kind_desc {
@@ -177,7 +182,21 @@ typedef struct tc_kind_desc {
     int without_joined;
     /* The kind is tc_join: its submission marks its rank joined. */
     int joins;
+    /* Changes the table of process sets (process_set_add, _remove): every
+     * rank calls it, counted apart from barriers in its auto names. */
+    int set_op;
+    /* Its RUN response carries an int32 that rank 0 decided (has_value):
+     * the output is that value, a 0-dim int32 (join: the last rank to
+     * join; process_set_add: the new set's id). */
+    int valued;
 } tc_kind_desc_t;
+
+/* pset.c: the runs of process_set_add and _remove, which every rank makes at
+ * the same point of the agreed order. */
+tc_status_t tc__pset_run_add(struct engine *e, tc_request_t *req, const tc_wire_response_t *r,
+                             char *msg, size_t len);
+tc_status_t tc__pset_run_remove(struct engine *e, tc_request_t *req,
+                                const tc_wire_response_t *r, char *msg, size_t len);
 
 /* The descriptor of kind (a tc_kind_t), or NULL when it is out of range. */
 const tc_kind_desc_t *tc__kind_get(int kind);

@@ -197,7 +197,7 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
     tc__transport_mpi_init(&e->mpi.tp, &e->mpi.tp_mpi, e->mpi.data, (uint32_t)e->cfg->spin,
                            (uint32_t)e->cfg->backoff_max_us);
     tc__fail_hook_transport(e);
-    if (tc__nego_init(e) != TC_OK) {
+    if (tc__nego_init(e) != TC_OK || tc__pset_init_global(e->size, e->rank) != TC_OK) {
         snprintf(msg, len, "out of memory creating the message table");
         st = TC_ERR_NOMEM;
         goto err_free_tables;
@@ -212,6 +212,7 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
     return TC_OK;
 
 err_free_tables: /* then the last communicator */
+    tc__pset_free_all(e, 1);
     tc__nego_destroy(e);
 err_free_local:
     MPI_Comm_free(&e->mpi.local);
@@ -234,8 +235,10 @@ static void mpi_teardown(engine_t *e)
          * rather than hang in it. */
         TC_WARN("engine", "skipping MPI teardown after a failure");
         tc__ctrl_abandon(e);
+        tc__pset_free_all(e, 0);
         return;
     }
+    tc__pset_free_all(e, 1);
     MPI_Comm_free(&e->mpi.ctrl);
     MPI_Comm_free(&e->mpi.data);
     MPI_Comm_free(&e->mpi.local);

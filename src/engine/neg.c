@@ -87,6 +87,7 @@ static void sub_free(sub_t *s)
 {
     if (s != NULL) {
         free(s->name);
+        free(s->ranks);
         free(s);
     }
 }
@@ -194,14 +195,18 @@ int neg_is_eager(const tc_neg_t *n, const tc_wire_request_t *w, size_t *bytes_p)
 tc_status_t tc__neg_submit(tc_neg_t *n, const tc_wire_request_t *w, void *req, const void *data,
                            void *out)
 {
-    tc_cache_entry_t *ce = tc__cache_find(&n->cache, w->name, w->name_len);
+    /* only the global set's names are cached (tcoll.h, process sets) */
+    tc_cache_entry_t *ce = w->pset == 0 ? tc__cache_find(&n->cache, w->name, w->name_len) : NULL;
+    char key[TC_WIRE_KEY_MAX];
+    size_t klen = tc__wire_key(key, w->name, w->name_len, w->pset);
     sub_t *s;
 
-    if ((ce != NULL && ce->pending != NULL) || tc__hmap_get(&n->full, w->name, w->name_len)) {
+    if ((ce != NULL && ce->pending != NULL) || tc__hmap_get(&n->full, key, klen)) {
         return TC_ERR_ARG;
     }
     for (s = n->fresh; s != NULL; s = s->next) { /* short: what one step took in */
-        if (s->w.name_len == w->name_len && memcmp(s->name, w->name, w->name_len) == 0) {
+        if (s->w.name_len == w->name_len && s->w.pset == w->pset &&
+            memcmp(s->name, w->name, w->name_len) == 0) {
             return TC_ERR_ARG;
         }
     }
@@ -210,8 +215,17 @@ tc_status_t tc__neg_submit(tc_neg_t *n, const tc_wire_request_t *w, void *req, c
         free(s);
         return TC_ERR_NOMEM;
     }
+    if (w->nranks > 0) { /* the rank list is the caller's: keep a copy */
+        if ((s->ranks = malloc(w->nranks * sizeof(*s->ranks))) == NULL) {
+            free(s->name);
+            free(s);
+            return TC_ERR_NOMEM;
+        }
+        memcpy(s->ranks, w->ranks, w->nranks * sizeof(*s->ranks));
+    }
     s->w = *w;
     s->w.name = s->name;
+    s->w.ranks = s->ranks;
     s->req = req;
     s->data = data;
     s->out = out;
@@ -245,7 +259,7 @@ static void coord_add(tc_neg_t *n, int rank, const tc_wire_request_t *w, uint64_
                  "rank 0's message table: %s", st == TC_ERR_NOMEM ? "out of memory" : err);
         return;
     }
-    since = tc__hmap_get(&n->evicted, w->name, w->name_len);
+    since = w->pset == 0 ? tc__hmap_get(&n->evicted, w->name, w->name_len) : NULL;
     if (since != NULL) {
         tc__coord_backdate(n->coord, w->name, w->name_len, *since);
     }
@@ -288,7 +302,9 @@ static int send_fresh(tc_neg_t *n, uint64_t now)
     for (s = n->fresh; s != NULL && n->state == TC_NEG_RUNNING; s = next) {
         next = s->next;
         s->next = NULL;
-        if (tc__hmap_put(&n->full, s->name, s->w.name_len, s) != 0) {
+        char key[TC_WIRE_KEY_MAX];
+        if (tc__hmap_put(&n->full, key, tc__wire_key(key, s->name, s->w.name_len, s->w.pset),
+                         s) != 0) {
             neg_fail(n, TC_ERR_NOMEM, "out of memory tracking submissions");
             return 1;
         }
@@ -361,12 +377,17 @@ static void run_responses(tc_neg_t *n, const tc_wire_msg_t *msg)
 
     for (i = 0; i < msg->count && n->state != TC_NEG_FAILED; i++) {
         const tc_wire_response_t *r = &msg->resps[i];
-        sub_t *s = tc__hmap_remove(&n->full, r->name, r->name_len);
+        char key[TC_WIRE_KEY_MAX];
+        sub_t *s = tc__hmap_remove(&n->full, key,
+                                   tc__wire_key(key, r->name, r->name_len, r->pset));
         tc_neg_item_t *it;
 
-        if (s == NULL && r->rtype == TC_WIRE_RUN && (!r->has_desc || r->cache_ref > 0)) {
+        if (s == NULL && r->rtype == TC_WIRE_RUN && r->pset == 0 &&
+            (!r->has_desc || r->cache_ref > 0)) {
             /* only a rank that joined (tc_join) runs what it did not submit,
-             * from the description rank 0 sends for it, never cached */
+             * from the description rank 0 sends for it, never cached; in
+             * another set, a rank that is not a member has nothing to run
+             * (the executor tells the two apart) */
             neg_fail(n, TC_ERR_TRANSPORT, "protocol error: rank 0 scheduled tensor '%.*s', "
                      "which this rank has not submitted", (int)r->name_len, r->name);
             return;
@@ -499,7 +520,9 @@ void neg_run_cycle(tc_neg_t *n, const tc_wire_msg_t *g, uint64_t now)
  * that the name had expired (it fails there: docs/negotiation.md, "Stalls"). */
 static int crossed_expiry(const tc_neg_t *n, const tc_wire_msg_t *msg, const tc_wire_request_t *w)
 {
-    const uint64_t *at = tc__hmap_get(&n->expired, w->name, w->name_len);
+    char key[TC_WIRE_KEY_MAX];
+    const uint64_t *at = tc__hmap_get(&n->expired, key,
+                                      tc__wire_key(key, w->name, w->name_len, w->pset));
 
     return at != NULL && (msg->flags & TC_WIRE_F_SEQ) && msg->seq < *at;
 }

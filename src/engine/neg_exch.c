@@ -250,13 +250,15 @@ static void forget_evicted(tc_neg_t *n, const char *name, uint32_t len)
  * cycle that carries the expiry (cycle n->ncycles) crossed it and fail there. */
 static void note_expiry(tc_neg_t *n, const tc_wire_response_t *r)
 {
-    uint64_t *at = tc__hmap_get(&n->expired, r->name, r->name_len);
+    char key[TC_WIRE_KEY_MAX];
+    size_t klen = tc__wire_key(key, r->name, r->name_len, r->pset);
+    uint64_t *at = tc__hmap_get(&n->expired, key, klen);
 
     if (at == NULL) {
         if ((at = malloc(sizeof(*at))) == NULL) {
             return; /* a crossing submission would then wait as a stall */
         }
-        if (tc__hmap_put(&n->expired, r->name, r->name_len, at) != 0) {
+        if (tc__hmap_put(&n->expired, key, klen, at) != 0) {
             free(at);
             return;
         }
@@ -280,11 +282,15 @@ static int take_decisions(tc_neg_t *n, tc_coord_batch_t *b)
             !tc__kind_get(b->kinds[i])->uncached) {
             r->cache_ref = tc__cache_assign(&n->cache, n->p.cache_capacity);
         }
-        forget_evicted(n, r->name, r->name_len);
+        if (r->pset == 0) { /* only the global set's names are cached */
+            forget_evicted(n, r->name, r->name_len);
+        }
         if (r->rtype == TC_WIRE_ERROR && r->status == TC_ERR_TIMEOUT) {
             note_expiry(n, r);
         } else {
-            free(tc__hmap_remove(&n->expired, r->name, r->name_len));
+            char key[TC_WIRE_KEY_MAX];
+            free(tc__hmap_remove(&n->expired, key,
+                                 tc__wire_key(key, r->name, r->name_len, r->pset)));
         }
     }
     return 0;

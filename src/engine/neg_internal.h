@@ -20,6 +20,7 @@
 typedef struct sub {
     struct sub *next;  /* the list of submissions to negotiate in full */
     char *name;        /* NUL-terminated copy; w.name points at it */
+    int32_t *ranks;    /* a copy of w.ranks (process_set_add), or NULL */
     tc_wire_request_t w;
     void *req;
     const void *data;

@@ -89,24 +89,30 @@ typedef struct {
     size_t nwarned;
     char **expire; /* names to fail, after the walk (it must not change the table) */
     char **texts;
+    uint32_t *psets;
     size_t nexpire, capexpire;
 } stall_walk_t;
 
-static void queue_expire(stall_walk_t *w, const char *name, const char *text)
+static void queue_expire(stall_walk_t *w, const char *name, uint32_t pset, const char *text)
 {
     if (w->nexpire == w->capexpire) {
         size_t cap = w->capexpire < 8 ? 8 : w->capexpire * 2;
         char **a = realloc(w->expire, cap * sizeof(*a));
         char **b = a != NULL ? realloc(w->texts, cap * sizeof(*b)) : NULL;
+        uint32_t *c = b != NULL ? realloc(w->psets, cap * sizeof(*c)) : NULL;
         if (a != NULL) {
             w->expire = a;
         }
-        if (b == NULL) {
+        if (b != NULL) {
+            w->texts = b;
+        }
+        if (c == NULL) {
             return;
         }
-        w->texts = b;
+        w->psets = c;
         w->capexpire = cap;
     }
+    w->psets[w->nexpire] = pset;
     w->expire[w->nexpire] = strdup(name);
     w->texts[w->nexpire] = strdup(text);
     if (w->expire[w->nexpire] == NULL || w->texts[w->nexpire] == NULL) {
@@ -117,24 +123,45 @@ static void queue_expire(stall_walk_t *w, const char *name, const char *text)
     w->nexpire++;
 }
 
+/* The members of p's set that have not submitted it, as "1,3-4". */
+static int format_missing(const tc_coord_pending_t *p, int size, char *buf, size_t len)
+{
+    uint8_t *lack = calloc((size_t)size, 1);
+    int q, n;
+
+    if (lack == NULL) {
+        snprintf(buf, len, "?");
+        return 0;
+    }
+    for (q = 0; q < size; q++) {
+        lack[q] = (p->member == NULL || p->member[q]) && !p->have[q];
+    }
+    n = tc__neg_format_ranks(lack, size, 1, buf, len);
+    free(lack);
+    return n;
+}
+
 static void visit_stalled(const tc_coord_pending_t *p, void *arg)
 {
     stall_walk_t *w = arg;
     tc_neg_t *n = w->n;
     const uint64_t warn_ns = n->p.stall_warn_ns, abort_ns = n->p.stall_abort_ns;
     uint64_t age = w->now > p->since_ns ? w->now - p->since_ns : 0;
-    char have[128], missing[128], text[512];
+    char have[128], missing[128], text[600], where[40] = "";
     int nhave = tc__neg_format_ranks(p->have, n->p.size, 1, have, sizeof(have));
-    int nmiss = tc__neg_format_ranks(p->have, n->p.size, 0, missing, sizeof(missing));
+    int nmiss = format_missing(p, n->p.size, missing, sizeof(missing));
 
+    if (p->pset != 0) {
+        snprintf(where, sizeof(where), " in process set %u", p->pset);
+    }
     if (abort_ns > 0 && age >= abort_ns) {
         snprintf(text, sizeof(text),
-                 "tensor '%s' (%s) stalled for %llu s: submitted by rank%s %s, not by rank%s %s "
-                 "(TCOLL_STALL_ABORT_S=%llu)", p->name, tc__kind_name(p->kind),
+                 "tensor '%s' (%s)%s stalled for %llu s: submitted by rank%s %s, not by rank%s "
+                 "%s (TCOLL_STALL_ABORT_S=%llu)", p->name, tc__kind_name(p->kind), where,
                  (unsigned long long)(age / 1000000000ull), nhave > 1 ? "s" : "", have,
                  nmiss > 1 ? "s" : "", missing, (unsigned long long)(abort_ns / 1000000000ull));
         TC_WARN("stall", "%s: failing it with TC_ERR_TIMEOUT", text);
-        queue_expire(w, p->name, text);
+        queue_expire(w, p->name, p->pset, text);
         return;
     }
     if (w->warn_now && age >= warn_ns) {
@@ -145,8 +172,8 @@ static void visit_stalled(const tc_coord_pending_t *p, void *arg)
                     (unsigned long long)(warn_ns / 1000000000ull));
         }
         if (w->nwarned < STALL_LISTED) {
-            TC_WARN("stall", "  '%s' (%s): waiting %llu s; submitted by rank%s %s; missing "
-                    "rank%s %s", p->name, tc__kind_name(p->kind),
+            TC_WARN("stall", "  '%s' (%s)%s: waiting %llu s; submitted by rank%s %s; missing "
+                    "rank%s %s", p->name, tc__kind_name(p->kind), where,
                     (unsigned long long)(age / 1000000000ull), nhave > 1 ? "s" : "", have,
                     nmiss > 1 ? "s" : "", missing);
         }
@@ -160,7 +187,7 @@ void neg_stall_check(tc_neg_t *n, uint64_t now)
     const uint64_t warn_ns = n->p.stall_warn_ns, abort_ns = n->p.stall_abort_ns;
     uint64_t first = warn_ns == 0 ? abort_ns : abort_ns == 0 || warn_ns < abort_ns ? warn_ns
                                                                                    : abort_ns;
-    stall_walk_t w = {n, now, warn_ns > 0 && now >= n->next_stall_warn, 0, NULL, NULL, 0, 0};
+    stall_walk_t w = {n, now, warn_ns > 0 && now >= n->next_stall_warn, 0, NULL, NULL, NULL, 0, 0};
     uint32_t id;
     size_t i;
 
@@ -176,7 +203,7 @@ void neg_stall_check(tc_neg_t *n, uint64_t now)
     }
     tc__coord_foreach_pending(n->coord, visit_stalled, &w);
     for (i = 0; i < w.nexpire; i++) {
-        if (tc__coord_expire(n->coord, w.expire[i], (uint32_t)strlen(w.expire[i]),
+        if (tc__coord_expire(n->coord, w.expire[i], (uint32_t)strlen(w.expire[i]), w.psets[i],
                              TC_ERR_TIMEOUT, w.texts[i]) == TC_ERR_NOMEM) {
             TC_WARN("stall", "out of memory failing tensor '%s'", w.expire[i]);
         }
@@ -185,6 +212,7 @@ void neg_stall_check(tc_neg_t *n, uint64_t now)
     }
     free(w.expire);
     free(w.texts);
+    free(w.psets);
     if (w.nwarned > STALL_LISTED) {
         TC_WARN("stall", "  and %zu more", w.nwarned - STALL_LISTED);
     }

@@ -108,6 +108,9 @@ static void to_wire(const tc_request_t *req, tc_wire_request_t *w)
     w->group_index = req->group_index;
     w->group_key = req->group_key;
     w->group_key_len = req->group_key_len;
+    w->pset = req->pset;
+    w->nranks = (uint32_t)req->nset_ranks;
+    w->ranks = req->set_ranks;
 }
 
 /* Hands what application threads queued to the state machine. */

@@ -131,6 +131,7 @@ void tc__request_destroy(tc_request_t *req)
     free(req->splits);
     free(req->out_splits);
     free(req->group_key);
+    free(req->set_ranks);
     if (req->synthetic) { /* its input (the op's identity) and output: one block */
         free((void *)req->send);
     }

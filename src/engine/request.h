@@ -24,7 +24,11 @@ struct tc_request {
     tc_kind_t kind;
     tc_dtype_t dtype;
     tc_op_t op;
-    int root;
+    int root;       /* a global rank (or, process_set_remove, the set removed) */
+    int root_index; /* root's place in the process set: what the algorithm takes */
+    uint32_t pset;  /* the process set (tc_opts_t.process_set) */
+    int *set_ranks; /* process_set_add: the new set's ranks, ascending (owned) */
+    int nset_ranks;
     int ndim;
     int64_t shape[TC_MAX_DIMS];
     size_t count;     /* elements */

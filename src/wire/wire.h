@@ -104,7 +104,9 @@
     X(BARRIER, barrier)     \
     X(REDUCESCATTER, reducescatter) \
     X(ALLTOALL, alltoall)           \
-    X(JOIN, join)
+    X(JOIN, join)                   \
+    X(PROCESS_SET_ADD, process_set_add)\
+    X(PROCESS_SET_REMOVE, process_set_remove)
 
 typedef enum {
 #define TC_KIND_ENUM_(upper, lower) TC_KIND_##upper,
@@ -152,6 +154,25 @@ typedef struct {
     uint32_t nranks;     /* a list of ranks (a process set's members), or 0 */
     const int32_t *ranks; /* nranks values, strictly ascending */
 } tc_wire_request_t;
+
+/* The key a name has in process set pset, in tables that hold names of
+ * several sets: the name itself in set 0; otherwise the name, a 0x00 byte
+ * (which no name contains) and the set's id as 4 bytes. buf has room for
+ * TC_WIRE_KEY_MAX bytes; returns the key's length. */
+#define TC_WIRE_KEY_MAX (TC_MAX_NAME_LEN + 5)
+static inline size_t tc__wire_key(char *buf, const char *name, uint32_t len, uint32_t pset)
+{
+    memcpy(buf, name, len);
+    if (pset == 0) {
+        return len;
+    }
+    buf[len] = '\0';
+    buf[len + 1] = (char)(pset & 0xFF);
+    buf[len + 2] = (char)((pset >> 8) & 0xFF);
+    buf[len + 3] = (char)((pset >> 16) & 0xFF);
+    buf[len + 4] = (char)((pset >> 24) & 0xFF);
+    return (size_t)len + 5;
+}
 
 /* Whether two requests are grouped alike: neither, or the same member of
  * the same group. */

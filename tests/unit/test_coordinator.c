@@ -205,10 +205,10 @@ TC_CASE(stall_view_and_expiry)
     CHECK_EQ(seen.slow_have, 0x6); /* ranks 1 and 2 */
     CHECK_EQ(seen.slow_kind, TC_KIND_BROADCAST);
     CHECK(seen.slow_since >= before && seen.slow_since <= tc__now_ns());
-    CHECK_STATUS(tc__coord_expire(c, "none", 4, TC_ERR_TIMEOUT, "x"), TC_ERR_ARG);
-    CHECK_STATUS(tc__coord_expire(c, "slow", 4, TC_OK, "x"), TC_ERR_ARG);
+    CHECK_STATUS(tc__coord_expire(c, "none", 4, 0, TC_ERR_TIMEOUT, "x"), TC_ERR_ARG);
+    CHECK_STATUS(tc__coord_expire(c, "slow", 4, 0, TC_OK, "x"), TC_ERR_ARG);
     CHECK_EQ(tc__coord_pending(c), 2);
-    CHECK_OK(tc__coord_expire(c, "slow", 4, TC_ERR_TIMEOUT, "tensor 'slow' stalled"));
+    CHECK_OK(tc__coord_expire(c, "slow", 4, 0, TC_ERR_TIMEOUT, "tensor 'slow' stalled"));
     CHECK_EQ(tc__coord_pending(c), 1);
     CHECK_EQ(tc__coord_nready(c), 1);
     CHECK_OK(tc__coord_take_ready(c, &b));
@@ -287,7 +287,7 @@ TC_CASE(groups)
         CHECK_OK(tc__coord_add(c, r, &g0, err, sizeof(err)));
     }
     CHECK_OK(tc__coord_add(c, 0, &g1, err, sizeof(err)));
-    CHECK_OK(tc__coord_expire(c, "g1", 2, TC_ERR_TIMEOUT, "tensor 'g1' stalled"));
+    CHECK_OK(tc__coord_expire(c, "g1", 2, 0, TC_ERR_TIMEOUT, "tensor 'g1' stalled"));
     CHECK_OK(tc__coord_take_ready(c, &b));
     CHECK_EQ(b.count, 2);
     for (r = 0; r < 2; r++) {
@@ -411,7 +411,7 @@ TC_CASE(joins)
     j = mk("tcoll/join/1", TC_KIND_JOIN, TC_UINT8, TC_SUM, 0, 1, 0, 0);
     CHECK_OK(tc__coord_add(c, 2, &j, err, sizeof(err)));
     CHECK_EQ(tc__coord_njoined(c), 1);
-    CHECK_OK(tc__coord_expire(c, "tcoll/join/1", 12, TC_ERR_TIMEOUT, "stalled"));
+    CHECK_OK(tc__coord_expire(c, "tcoll/join/1", 12, 0, TC_ERR_TIMEOUT, "stalled"));
     CHECK_EQ(tc__coord_njoined(c), 0);
     CHECK_OK(tc__coord_take_ready(c, &b));
     CHECK(b.count == 1 && b.resps[0].rtype == TC_WIRE_ERROR);

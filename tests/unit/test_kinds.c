@@ -44,7 +44,8 @@ TC_CASE(table)
         /* an op's scaling factors must agree too */
         CHECK_EQ((d->params & TC_PARAM_SCALE) != 0, (d->agree & TC_AGREE_SCALE) != 0);
         if (d->params & TC_PARAM_NONE_TENSOR) { /* no tensor: nothing of one to agree on */
-            CHECK_EQ(d->agree, 0);
+            CHECK_EQ(d->agree & ~(unsigned)(TC_AGREE_RANKS | TC_AGREE_TARGET), 0);
+            CHECK_EQ(d->set_op, (d->agree & (TC_AGREE_RANKS | TC_AGREE_TARGET)) != 0);
             CHECK_EQ(d->output, TC_OUT_NONE);
             CHECK(d->uncached); /* its names are used once */
             continue;
@@ -275,8 +276,11 @@ static char *decide(tc_wire_request_t base, tc_wire_request_t alt)
     CHECK_OK(tc__coord_add(c, 1, &alt, err, sizeof(err)));
     CHECK_OK(tc__coord_take_ready(c, &b));
     CHECK_EQ(b.count, 1);
-    if (b.resps[0].rtype == TC_WIRE_ERROR) {
-        CHECK_EQ(b.resps[0].status, TC_ERR_MISMATCH);
+    if (b.resps[0].rtype == TC_WIRE_ERROR && b.resps[0].status != TC_ERR_MISMATCH) {
+        /* only the removal of set 0 fails when the ranks agree */
+        CHECK_EQ(base.kind, TC_KIND_PROCESS_SET_REMOVE);
+        CHECK_EQ(b.resps[0].status, TC_ERR_ARG);
+    } else if (b.resps[0].rtype == TC_WIRE_ERROR) {
         text = strndup(b.resps[0].text, b.resps[0].text_len);
     } else if (tc__kind_get(base.kind)->output == TC_OUT_GATHERED) {
         CHECK_EQ(b.resps[0].ndim0, 2); /* the plan: each rank's rows */
@@ -297,10 +301,11 @@ TC_CASE(agreement)
     for (k = 0; k < TC_KIND_COUNT; k++) {
         const tc_kind_desc_t *d = tc__kind_get(k);
         tc_wire_request_t base = base_request(k), alt;
+        static const int32_t one = 1;
         char want[128], *text;
         int f;
 
-        CHECK(decide(base, base) == NULL);
+        CHECK(decide(base, base) == NULL); /* (removing set 0 is refused: not a mismatch) */
         /* a different kind is always a mismatch, reported first */
         alt = base;
         alt.kind = (uint8_t)((k + 1) % TC_KIND_COUNT);
@@ -334,6 +339,8 @@ TC_CASE(agreement)
             case TC_AGREE_INDEX_SHAPE_TAIL: alt.shape[1] = 5; break; /* dim 1 alone */
             case TC_AGREE_INDEX_SCALE: alt.scaled = 1; alt.prescale = 1.0; alt.postscale = 0.5;
                 break;
+            case TC_AGREE_INDEX_RANKS: alt.nranks = 1; alt.ranks = &one; break;
+            case TC_AGREE_INDEX_TARGET: alt.root = 1; break;
             }
             text = decide(base, alt);
             if (d->agree & bit) {
@@ -341,6 +348,13 @@ TC_CASE(agreement)
                 CHECK_MSG(text != NULL && strncmp(text, want, strlen(want)) == 0,
                           "kind %s field %d: got '%s', want '%s...'", d->name, f,
                           text ? text : "(RUN)", want);
+            } else if (f == TC_AGREE_INDEX_ROOT && (d->agree & TC_AGREE_TARGET)) {
+                CHECK_MSG(text != NULL && strstr(text, " process set mismatch") != NULL,
+                          "kind %s field %d: got '%s'", d->name, f, text ? text : "(RUN)");
+            } else if (f == TC_AGREE_INDEX_TARGET && (d->agree & TC_AGREE_ROOT)) {
+                /* the target is carried as the root */
+                CHECK_MSG(text != NULL && strstr(text, " root mismatch") != NULL,
+                          "kind %s field %d: got '%s'", d->name, f, text ? text : "(RUN)");
             } else if ((f == TC_AGREE_INDEX_NDIM || f == TC_AGREE_INDEX_SHAPE_TAIL) &&
                        !(d->params & TC_PARAM_NONE_TENSOR)) {
                 /* outside the mask, a changed ndim or dim 1 is still caught
