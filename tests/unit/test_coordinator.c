@@ -420,6 +420,111 @@ TC_CASE(joins)
     tc__coord_destroy(c);
 }
 
+/* Process sets: a name of a set is ready once its members submitted it;
+ * the same name lives in two sets at once; creation gives ids in order and
+ * checks the rank lists; removal fails the set's waiting names and what is
+ * submitted to it later; stall views carry the set and its members. */
+static tc_wire_request_t set_op(int kind, const char *name, const int32_t *ranks, uint32_t n,
+                                int target)
+{
+    tc_wire_request_t r = mk(name, kind, TC_UINT8, TC_SUM, target, 1, 0, 0);
+    r.nranks = n;
+    r.ranks = ranks;
+    return r;
+}
+
+static void see_set_pending(const tc_coord_pending_t *p, void *arg)
+{
+    int *seen = arg;
+
+    CHECK_EQ(p->pset, 2);
+    CHECK(p->member != NULL && !p->member[0] && p->member[1] && !p->member[2] && p->member[3]);
+    CHECK(p->have[1] && !p->have[3]);
+    (*seen)++;
+}
+
+TC_CASE(process_sets)
+{
+    static const int32_t odd[2] = {1, 3}, even[2] = {0, 2}, other[2] = {0, 1};
+    tc_coord_t *c;
+    tc_coord_batch_t b;
+    char err[256];
+    tc_wire_request_t x = mk("x", TC_KIND_ALLGATHER, TC_FLOAT32, TC_SUM, 0, 1, 2, 0);
+    int q, seen = 0;
+
+    CHECK_OK(tc__coord_create(4, &c));
+    for (q = 0; q < 4; q++) { /* sets 1 = {0,2}, 2 = {1,3} */
+        tc_wire_request_t a = set_op(TC_KIND_PROCESS_SET_ADD, "tcoll/pset/0.0", even, 2, 0);
+        tc_wire_request_t o = set_op(TC_KIND_PROCESS_SET_ADD, "tcoll/pset/0.1", odd, 2, 0);
+        CHECK_OK(tc__coord_add(c, q, &a, err, sizeof(err)));
+        CHECK_OK(tc__coord_add(c, q, &o, err, sizeof(err)));
+    }
+    CHECK_OK(tc__coord_take_ready(c, &b));
+    CHECK_EQ(b.count, 2);
+    CHECK(b.resps[0].rtype == TC_WIRE_RUN && b.resps[0].has_value && b.resps[0].value == 1);
+    CHECK(b.resps[1].rtype == TC_WIRE_RUN && b.resps[1].has_value && b.resps[1].value == 2);
+    tc__coord_batch_free(&b);
+    /* "x" in set 1 and in set 2 at once: each ready with its members */
+    x.pset = 1;
+    CHECK_OK(tc__coord_add(c, 0, &x, err, sizeof(err)));
+    x.pset = 2;
+    CHECK_OK(tc__coord_add(c, 1, &x, err, sizeof(err)));
+    x.shape[0] = 5;
+    x.pset = 1;
+    CHECK_OK(tc__coord_add(c, 2, &x, err, sizeof(err)));
+    CHECK_EQ(tc__coord_nready(c), 1);
+    /* a rank outside the set is a protocol violation that changes nothing */
+    CHECK_STATUS(tc__coord_add(c, 1, &x, err, sizeof(err)), TC_ERR_ARG);
+    CHECK_STR_CONTAINS(err, "not in");
+    CHECK_OK(tc__coord_take_ready(c, &b));
+    CHECK(b.count == 1 && b.resps[0].rtype == TC_WIRE_RUN && b.resps[0].pset == 1);
+    CHECK_EQ(b.resps[0].ndim0, 2); /* the plan: rows of the set's members, in set order */
+    CHECK_EQ(b.resps[0].dim0[0], 2);
+    CHECK_EQ(b.resps[0].dim0[1], 5);
+    CHECK_EQ(b.kinds[0], TC_COORD_NOCACHE); /* another set's names are never cached */
+    tc__coord_batch_free(&b);
+    tc__coord_foreach_pending(c, see_set_pending, &seen);
+    CHECK_EQ(seen, 1);
+    /* rank lists that differ: a mismatch, and no set */
+    for (q = 0; q < 4; q++) {
+        tc_wire_request_t a = set_op(TC_KIND_PROCESS_SET_ADD, "tcoll/pset/0.2",
+                                     q == 3 ? other : even, 2, 0);
+        CHECK_OK(tc__coord_add(c, q, &a, err, sizeof(err)));
+    }
+    CHECK_OK(tc__coord_take_ready(c, &b));
+    CHECK(b.count == 1 && b.resps[0].rtype == TC_WIRE_ERROR);
+    CHECK_EQ(b.resps[0].status, TC_ERR_MISMATCH);
+    CHECK_STR_CONTAINS(b.resps[0].text, "rank list mismatch: rank 0 has [0,2], rank 3 has "
+                                        "[0,1]");
+    tc__coord_batch_free(&b);
+    /* removing set 2: its waiting "x" fails first; later submissions fail */
+    for (q = 0; q < 4; q++) {
+        tc_wire_request_t rm = set_op(TC_KIND_PROCESS_SET_REMOVE, "tcoll/pset/0.3", NULL, 0, 2);
+        CHECK_OK(tc__coord_add(c, q, &rm, err, sizeof(err)));
+    }
+    x.pset = 2;
+    CHECK_OK(tc__coord_add(c, 3, &x, err, sizeof(err)));
+    CHECK_OK(tc__coord_take_ready(c, &b));
+    CHECK_EQ(b.count, 3);
+    CHECK(b.resps[0].rtype == TC_WIRE_ERROR && b.resps[0].status == TC_ERR_STATE &&
+          b.resps[0].pset == 2);
+    CHECK_STR_CONTAINS(b.resps[0].text, "process set 2 was removed");
+    CHECK(b.resps[1].rtype == TC_WIRE_RUN && !b.resps[1].has_value);
+    CHECK(b.resps[2].rtype == TC_WIRE_ERROR && b.resps[2].status == TC_ERR_STATE);
+    CHECK_STR_CONTAINS(b.resps[2].text, "process set 2 does not exist");
+    tc__coord_batch_free(&b);
+    CHECK_EQ(tc__coord_pending(c), 0);
+    /* the same ranks again: a new id */
+    for (q = 0; q < 4; q++) {
+        tc_wire_request_t a = set_op(TC_KIND_PROCESS_SET_ADD, "tcoll/pset/0.4", odd, 2, 0);
+        CHECK_OK(tc__coord_add(c, q, &a, err, sizeof(err)));
+    }
+    CHECK_OK(tc__coord_take_ready(c, &b));
+    CHECK(b.count == 1 && b.resps[0].has_value && b.resps[0].value == 3);
+    tc__coord_batch_free(&b);
+    tc__coord_destroy(c);
+}
+
 int main(int argc, char **argv)
 {
     tc_test_main(argc, argv, NULL);
