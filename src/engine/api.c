@@ -490,27 +490,32 @@ void tc__queue_finish(tc_request_t *req, tc_status_t st, const char *msg)
     tc__request_complete(req, st, msg);
 }
 
+typedef struct {
+    uint32_t pset;
+    uint64_t min;
+} oldest_t;
+
 static void oldest(const char *key, size_t len, void *val, void *arg)
 {
     const tc_request_t *req = val;
-    uint64_t *min = arg;
+    oldest_t *o = arg;
 
     (void)key;
     (void)len;
-    if (req->seq < *min) {
-        *min = req->seq;
+    if (req->pset == o->pset && req->seq < o->min) {
+        o->min = req->seq;
     }
 }
 
-uint64_t tc__queue_oldest_seq(void)
+uint64_t tc__queue_oldest_seq(uint32_t pset)
 {
     eng_shared_t *sh = &tc__engine_shared;
-    uint64_t min = UINT64_MAX;
+    oldest_t o = {pset, UINT64_MAX};
 
     pthread_mutex_lock(&sh->mu);
-    tc__hmap_foreach(&sh->inflight, oldest, &min);
+    tc__hmap_foreach(&sh->inflight, oldest, &o);
     pthread_mutex_unlock(&sh->mu);
-    return min;
+    return o.min;
 }
 
 /* Requests in flight on this rank: submitted, not completed. */

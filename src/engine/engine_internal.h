@@ -247,7 +247,8 @@ const char *tc__life_name(eng_life_t s);
 size_t tc__queue_take(tc_request_t **head_p, int *shutdown_p);
 void tc__queue_finish(tc_request_t *req, tc_status_t st, const char *msg);
 size_t tc__queue_inflight(void);
-uint64_t tc__queue_oldest_seq(void); /* the smallest seq in flight, UINT64_MAX if none */
+/* The smallest seq in flight in process set pset, UINT64_MAX if none. */
+uint64_t tc__queue_oldest_seq(uint32_t pset);
 tc_status_t tc__queue_submit_all(const char *fn, tc_request_t **reqs, int n); /* all or none */
 void tc__queue_fail_all(tc_status_t st, const char *msg);
 /* api.c: a submission's checks and its request (any thread; pure) */

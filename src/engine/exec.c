@@ -266,19 +266,25 @@ void tc__exec_run(engine_t *e, const tc_wire_response_t *resps, tc_request_t **r
     }
 }
 
-/* Completes the deferred requests whose earlier requests (this rank's, by
- * seq) have all completed. The oldest request in flight is looked up once
- * (a scan under the queue's lock): a deferred request that was waiting only
- * for one completed here completes in the next step. Returns whether one
- * completed. */
+/* Completes the deferred requests whose earlier requests (this rank's in
+ * the same process set, by seq: a stall in another set must not hold a
+ * barrier back) have all completed. The oldest request in flight in a set
+ * is looked up once per step (a scan under the queue's lock): a deferred
+ * request that was waiting only for one completed here completes in the
+ * next step. Returns whether one completed. */
 int tc__exec_deferred(engine_t *e)
 {
-    const uint64_t oldest = tc__queue_oldest_seq();
+    uint64_t oldest = 0;
+    uint32_t looked = UINT32_MAX; /* the set oldest is of */
     size_t i = 0, k;
     int done = 0;
 
     while (i < e->exec.ndeferred) {
         tc_request_t *req = e->exec.deferred[i];
+        if (looked != req->pset) {
+            oldest = tc__queue_oldest_seq(req->pset);
+            looked = req->pset;
+        }
         if (oldest < req->seq) {
             i++;
             continue;
