@@ -554,7 +554,14 @@ tc_status_t tc__coord_take_ready(tc_coord_t *c, tc_coord_batch_t *batch_p)
         }
         kd = tc__kind_get(ref->kind);
         set = tc__coord_set(c, e->pset);
-        missing = e->nsub < set->n; /* ready: its set exists until its removal is taken */
+        if (set == NULL) { /* cannot be: a ready name's set goes only after it is taken */
+            r->rtype = TC_WIRE_ERROR;
+            r->status = TC_ERR_STATE;
+            r->text = "its process set no longer exists";
+            r->text_len = (uint32_t)strlen(r->text);
+            continue;
+        }
+        missing = e->nsub < set->n;
         if (missing || e->pset != 0 || c->sets[0]->njoined > 0) {
             /* runs without joined ranks, or they drop the cache, or the name
              * is another set's: not cached */

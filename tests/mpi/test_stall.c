@@ -150,8 +150,9 @@ static void withheld(const char *name, long delay_ms, int expect_timeout)
 }
 
 /* The kinds beyond allreduce stall and expire the same way: a
- * reducescatter, an alltoall and a grouped pair the last rank never
- * submits; every member of the group fails. */
+ * reducescatter, an alltoall, a grouped pair and a join the last rank never
+ * submits; every member of the group fails, and the join's ranks are no
+ * longer joined (the names after it run with every rank). */
 static void withheld_new_kinds(void)
 {
     const int L = tt_size - 1;
@@ -161,11 +162,12 @@ static void withheld_new_kinds(void)
     tc_tensor_t gt[2] = {t, t};
     float gout[2][64];
     void *grecv[2] = {gout[0], gout[1]};
-    tc_request_t *req[4];
-    static const char *const what[4][2] = {{"st/rs", "reducescatter"},
+    tc_request_t *req[5];
+    static const char *const what[5][2] = {{"st/rs", "reducescatter"},
                                            {"st/a2a", "alltoall"},
                                            {"st/g/0", "allreduce"},
-                                           {"st/g/1", "allreduce"}};
+                                           {"st/g/1", "allreduce"},
+                                           {"tcoll/join/0", "join"}};
     char want[160];
     int k;
 
@@ -176,7 +178,8 @@ static void withheld_new_kinds(void)
     CHECK_OK(tc_reducescatter("st/rs", &t, TC_SUM, &req[0]));
     CHECK_OK(tc_alltoall("st/a2a", &t, NULL, &req[1]));
     CHECK_OK(tc_grouped_allreduce(2, gnames, gt, grecv, TC_SUM, NULL, &req[2]));
-    for (k = 0; k < 4; k++) {
+    CHECK_OK(tc_join(&req[4]));
+    for (k = 0; k < 5; k++) {
         CHECK_EQ(tc_wait(req[k]), TC_ERR_TIMEOUT);
         snprintf(want, sizeof want, "tensor '%s' (%s) stalled for", what[k][0], what[k][1]);
         CHECK_MSG(strstr(tc_request_error(req[k]), want) != NULL, "'%s': message '%s'",
