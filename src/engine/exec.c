@@ -166,6 +166,7 @@ static tc_request_t *joined_request(engine_t *e, const tc_wire_response_t *r)
         return NULL;
     }
     req->synthetic = 1;
+    req->submit_ns = e->exec.ready_ns; /* the timeline: no negotiation of its own */
     req->pset = r->pset;
     req->name_len = r->name_len;
     req->kind = (tc_kind_t)r->desc.kind;

@@ -244,9 +244,10 @@ tc_status_t tc_process_set_add(const int *ranks, int nranks, int *id_p)
     qsort(sorted, (size_t)nranks, sizeof(*sorted), cmp_int);
     for (i = 1; i < nranks; i++) {
         if (sorted[i] == sorted[i - 1]) {
+            int twice = sorted[i];
             free(sorted);
             return tc__set_error(TC_ERR_ARG, "tc_process_set_add: rank %d is listed twice",
-                                 sorted[i]);
+                                 twice);
         }
     }
     return run_set_op("tc_process_set_add", TC_KIND_PROCESS_SET_ADD, sorted, nranks, 0, id_p);
