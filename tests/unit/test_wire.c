@@ -664,17 +664,18 @@ TC_CASE(kind_names)
 /* Exact bytes for a few small messages, worked out by hand from wire.h. */
 TC_CASE(golden)
 {
-    static const uint8_t bye[] = {0x7C, 0x05, 0x03, 0x00, 0x00};
+    static const uint8_t bye[] = {0x7C, 0x06, 0x03, 0x00, 0x00};
     /* broadcast float32 sum, root -2 (zigzag 3), shape {300, 0}, name "ab" */
-    static const uint8_t req[] = {0x7C, 0x05, 0x01, 0x01, 0x01, 0x02, 0x06, 0x00,
+    static const uint8_t req[] = {0x7C, 0x06, 0x01, 0x01, 0x01, 0x02, 0x06, 0x00,
                                   0x03, 0x02, 0xAC, 0x02, 0x00, 0x02, 0x61, 0x62, 0x00};
     /* RUN "x" dim0 {1, 128} cache_ref 129; seq 300, round 64, cache_gen 0,
      * ready {0, 5, 200} (0, then 5-0-1 = 4, then 200-5-1 = 194), some {7, 1000}
      * (7, then 1000-7-1 = 992), stale {2^20-1}, eager inputs id 5 {DE AD 00 FF}
      * and id 200 {80} (5 as is, then 200-5-1 = 194, each with its len, then
      * the raw bytes: a 0x00 is fine there); terminate TC_ERR_SHUTDOWN "bye" */
-    static const uint8_t cycle[] = {0x7C, 0x05, 0x02, 0x02, 0x01,                   /* header */
-                                    0x00, 0x01, 0x78, 0x02, 0x01, 0x80, 0x01, 0x81, 0x01, /* RUN */
+    static const uint8_t cycle[] = {0x7C, 0x06, 0x02, 0x02, 0x01,                   /* header */
+                                    0x00, 0x01, 0x78, 0x00,             /* RUN "x", rflags 0 */
+                                    0x02, 0x01, 0x80, 0x01, 0x81, 0x01, /* dim0, cache_ref */
                                     0xAC, 0x02, 0x40, 0x00,       /* seq, round, cache_gen */
                                     0x03, 0x00, 0x04, 0xC2, 0x01,       /* ready */
                                     0x02, 0x07, 0xE0, 0x07,             /* some */
@@ -685,11 +686,11 @@ TC_CASE(golden)
                                     0x05, 0x03, 0x62, 0x79, 0x65};      /* terminate */
     /* an empty CYCLE: no responses, seq 0, round 0, cache_gen 0, no ids, no
      * eager inputs */
-    static const uint8_t empty_cycle[] = {0x7C, 0x05, 0x02, 0x00, 0x00, 0x00,
+    static const uint8_t empty_cycle[] = {0x7C, 0x06, 0x02, 0x00, 0x00, 0x00,
                                           0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
     /* the largest eager input, alone at the largest id: count 1, id 2^20-1,
      * len 2^16 (3 varint bytes each), then the bytes */
-    static const uint8_t big_eager_head[] = {0x7C, 0x05, 0x02, 0x00, 0x00, 0x00,
+    static const uint8_t big_eager_head[] = {0x7C, 0x06, 0x02, 0x00, 0x00, 0x00,
                                              0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
                                              0xFF, 0xFF, 0x3F, 0x80, 0x80, 0x04};
     static const int64_t dim0[] = {1, 128};
@@ -1246,12 +1247,13 @@ TC_CASE(large)
     CHECK_EQ(len, 4 + 3 + (size_t)N * 8); /* minimal requests: 8 bytes each */
     m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .count = N, .resps = s};
     len = roundtrip(&m);
-    /* minimal responses: 5 bytes each; then a 7-byte cycle record */
-    CHECK_EQ(len, 4 + 3 + (size_t)N * 5 + 7);
+    /* minimal responses: 6 bytes each (rtype, name, rflags, then ndim0 and
+     * cache_ref or status and text); then a 7-byte cycle record */
+    CHECK_EQ(len, 4 + 3 + (size_t)N * 6 + 7);
     m.flags = TC_WIRE_F_TERMINATE;
     m.term_status = TC_ERR_SHUTDOWN;
     len = roundtrip(&m);
-    CHECK_EQ(len, 4 + 3 + (size_t)N * 5 + 7 + 2);
+    CHECK_EQ(len, 4 + 3 + (size_t)N * 6 + 7 + 2);
     free(r);
     free(s);
 
@@ -1632,19 +1634,24 @@ static const malformed_t malformed[] = {
     REJECT("magic", U8(0x7D), U8(TC_WIRE_VERSION), U8(TC_WIRE_BYE), U8(0), U8(0)),
     REJECT("magic", U8(0x00), U8(TC_WIRE_VERSION), U8(TC_WIRE_BYE), U8(0), U8(0)),
     REJECT("version", U8(TC_WIRE_MAGIC), U8(0), U8(TC_WIRE_BYE), U8(0), U8(0)),
-    /* the old formats: a v1, v2 or v3 message is refused, not misread */
-    REJECT("unsupported version 1, want 5", U8(TC_WIRE_MAGIC), U8(1), U8(TC_WIRE_BYE), U8(0),
+    /* the old formats: a v1 to v5 message is refused, not misread */
+    REJECT("unsupported version 1, want 6", U8(TC_WIRE_MAGIC), U8(1), U8(TC_WIRE_BYE), U8(0),
            U8(0)),
-    REJECT("unsupported version 2, want 5", U8(TC_WIRE_MAGIC), U8(2), U8(TC_WIRE_BYE), U8(0),
+    REJECT("unsupported version 2, want 6", U8(TC_WIRE_MAGIC), U8(2), U8(TC_WIRE_BYE), U8(0),
            U8(0)),
-    REJECT("unsupported version 3, want 5 (byte 1)", U8(TC_WIRE_MAGIC), U8(3), U8(TC_WIRE_BYE),
+    REJECT("unsupported version 3, want 6 (byte 1)", U8(TC_WIRE_MAGIC), U8(3), U8(TC_WIRE_BYE),
            U8(0), U8(0)),
     /* a v3 UP: seq 1, cache_gen 2, empty ready, some and stale lists, no eager inputs */
-    REJECT("unsupported version 3, want 5", U8(TC_WIRE_MAGIC), U8(3), U8(4), U8(0), U8(0),
+    REJECT("unsupported version 3, want 6", U8(TC_WIRE_MAGIC), U8(3), U8(4), U8(0), U8(0),
            RAW("\1\2\0\0\0\0")),
-    REJECT("unsupported version 4, want 5", U8(TC_WIRE_MAGIC), U8(4), U8(TC_WIRE_BYE), U8(0),
+    REJECT("unsupported version 4, want 6", U8(TC_WIRE_MAGIC), U8(4), U8(TC_WIRE_BYE), U8(0),
            U8(0)),
-    REJECT("version", U8(TC_WIRE_MAGIC), U8(6), U8(TC_WIRE_BYE), U8(0), U8(0)),
+    REJECT("unsupported version 5, want 6", U8(TC_WIRE_MAGIC), U8(5), U8(TC_WIRE_BYE), U8(0),
+           U8(0)),
+    /* a v5 CYCLE with one RUN (no rflags byte) and an empty cycle record */
+    REJECT("unsupported version 5, want 6 (byte 1)", U8(TC_WIRE_MAGIC), U8(5), U8(TC_WIRE_CYCLE),
+           U8(0), U8(1), RAW("\0\1r\0\0"), CYCLE0),
+    REJECT("version", U8(TC_WIRE_MAGIC), U8(7), U8(TC_WIRE_BYE), U8(0), U8(0)),
     REJECT_EACH_BUT(TC_WIRE_REQUESTS, TC_WIRE_BYE, "unknown message type", HDR(EACH, 0, 0)),
     /* type 4 was UP until version 3: now unknown like any other, whatever follows */
     REJECT("wire: unknown message type 4 (byte 2)", HDR(4, 0, 0)),
@@ -1691,7 +1698,7 @@ static const malformed_t malformed[] = {
     /* ---- request fields ---- */
     ACCEPT(HDR(TC_WIRE_REQUESTS, 0, 1),
            REQ(TC_KIND_BROADCAST, TC_FLOAT64, TC_PROD, 0, TC_MAX_DIMS, INT64_MAX, "ok")),
-    REJECT("request 0: kind 6", HDR(TC_WIRE_REQUESTS, 0, 1),
+    REJECT("request 0: kind 7 not in 0..6", HDR(TC_WIRE_REQUESTS, 0, 1),
            REQ(TC_KIND_COUNT, 0, 0, 0, 0, 0, "k")),
     REJECT("kind 255", HDR(TC_WIRE_REQUESTS, 0, 1), REQ(255, 0, 0, 0, 0, 0, "k")),
     /* dtype bytes 8 and 9 are int16 and uint16; 10 is the first unknown one */
@@ -1728,8 +1735,8 @@ static const malformed_t malformed[] = {
            REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(1), RAW("\0\0\0")),
     REJECT("truncated reading postscale", HDR(TC_WIRE_REQUESTS, 0, 1),
            REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(1), RAW(F64_2), RAW("\0\0\0\0\0\0\0")),
-    REJECT("request 0: unknown extras bits 0x04", HDR(TC_WIRE_REQUESTS, 0, 1),
-           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(4)),
+    REJECT("request 0: unknown extras bits 0x10", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(0x10)),
     /* ---- groups: extras bit 1, then size, index and the group's key ---- */
     ACCEPT_THEN(member_1_of_3, HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(2),
                 U8(3), U8(1), STR("key")),
@@ -1769,53 +1776,61 @@ static const malformed_t malformed[] = {
            RAW("abcde")),
 
     /* ---- responses (each followed by an empty cycle record, so that the count
-     * bound is not what fails) ---- */
-    REJECT("unknown rtype 2", HDR(TC_WIRE_CYCLE, 0, 1), U8(2), STR("r"), U8(0), U8(0), CYCLE0),
-    ACCEPT(HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_ERROR), STR("r"), U8(TC_ERR_TIMEOUT),
+     * bound is not what fails); rflags 0 after the name ---- */
+    REJECT("unknown rtype 2", HDR(TC_WIRE_CYCLE, 0, 1), U8(2), STR("r"), U8(0), U8(0), U8(0),
+           CYCLE0),
+    ACCEPT(HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_ERROR), STR("r"), U8(0), U8(TC_ERR_TIMEOUT),
            FILL(TC_WIRE_MAX_TEXT, 'e'), CYCLE0),
     REJECT_EACH_BUT(1, TC_ERR_TIMEOUT, "error status", HDR(TC_WIRE_CYCLE, 0, 1),
-                    U8(TC_WIRE_ERROR), STR("r"), U8(EACH), STR("why"), CYCLE0),
+                    U8(TC_WIRE_ERROR), STR("r"), U8(0), U8(EACH), STR("why"), CYCLE0),
     REJECT("error text length 2049", HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_ERROR), STR("r"),
-           U8(TC_ERR_ARG), FILL(TC_WIRE_MAX_TEXT + 1, 'e'), CYCLE0),
+           U8(0), U8(TC_ERR_ARG), FILL(TC_WIRE_MAX_TEXT + 1, 'e'), CYCLE0),
     REJECT("error text contains a 0x00 byte", HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_ERROR),
-           STR("r"), U8(TC_ERR_ARG), STR("ee\0e"), CYCLE0),
+           STR("r"), U8(0), U8(TC_ERR_ARG), STR("ee\0e"), CYCLE0),
     /* an ERROR has no cache_ref: a byte for one is the cycle record's first,
      * so the record's last is left over; without it the message is valid */
-    REJECT("1 trailing bytes", HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_ERROR), STR("r"),
+    REJECT("1 trailing bytes", HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_ERROR), STR("r"), U8(0),
            U8(TC_ERR_ARG), STR(""), U8(0), CYCLE0),
-    ACCEPT(HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_ERROR), STR("r"), U8(TC_ERR_ARG), STR(""),
+    ACCEPT(HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_ERROR), STR("r"), U8(0), U8(TC_ERR_ARG), STR(""),
            CYCLE0),
     /* RUN: ndim0 */
     REJECT("ndim0 16777217 above 16777216", HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_RUN), STR("r"),
-           VAR(TC_WIRE_MAX_RANKS + 1), U8(0), CYCLE0),
+           U8(0), VAR(TC_WIRE_MAX_RANKS + 1), U8(0), CYCLE0),
     REJECT("ndim0 16777216 cannot fit", HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_RUN), STR("r"),
-           VAR(TC_WIRE_MAX_RANKS), U8(1), U8(0), CYCLE0),
+           U8(0), VAR(TC_WIRE_MAX_RANKS), U8(1), U8(0), CYCLE0),
     REJECT("dim0 value 9223372036854775808 above", HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_RUN),
-           STR("r"), VAR(3), VAR(1), VAR((uint64_t)INT64_MAX + 1), VAR(1), U8(0), CYCLE0),
+           STR("r"), U8(0), VAR(3), VAR(1), VAR((uint64_t)INT64_MAX + 1), VAR(1), U8(0), CYCLE0),
     /* enough bytes for the count bound, no end */
     REJECT("truncated reading dim0 value", HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_RUN), STR("r"),
-           VAR(3), VAR(1), REP(8, 0x80)),
-    ACCEPT(HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_RUN), STR("r"), VAR(4000), COUNTING(4000), U8(0),
-           CYCLE0),
+           U8(0), VAR(3), VAR(1), REP(8, 0x80)),
+    ACCEPT(HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_RUN), STR("r"), U8(0), VAR(4000), COUNTING(4000),
+           U8(0), CYCLE0),
     /* RUN: cache_ref 0..TC_WIRE_MAX_CACHE */
-    ACCEPT(HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_RUN), STR("r"), U8(0), VAR(TC_WIRE_MAX_CACHE),
-           CYCLE0),
-    REJECT("response 0: cache_ref 1048577 above 1048576 (byte 9)", HDR(TC_WIRE_CYCLE, 0, 1),
-           U8(TC_WIRE_RUN), STR("r"), U8(0), VAR(TC_WIRE_MAX_CACHE + 1), CYCLE0),
+    ACCEPT(HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_RUN), STR("r"), U8(0), U8(0),
+           VAR(TC_WIRE_MAX_CACHE), CYCLE0),
+    REJECT("response 0: cache_ref 1048577 above 1048576 (byte 10)", HDR(TC_WIRE_CYCLE, 0, 1),
+           U8(TC_WIRE_RUN), STR("r"), U8(0), U8(0), VAR(TC_WIRE_MAX_CACHE + 1), CYCLE0),
     REJECT("cache_ref 18446744073709551615 above", HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_RUN),
-           STR("r"), U8(0), VAR(UINT64_MAX), CYCLE0),
-    /* 12 bytes after count: past the count bound */
+           STR("r"), U8(0), U8(0), VAR(UINT64_MAX), CYCLE0),
+    /* 13 bytes after count: past the count bound */
     REJECT("response 0: truncated reading cache_ref", HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_RUN),
-           STR("r"), VAR(8), RAW("\1\2\3\4\5\6\7\10")),
+           STR("r"), U8(0), VAR(8), RAW("\1\2\3\4\5\6\7\10")),
+    /* the v5 layout of a bare RUN (no rflags) with a v6 header: a byte short
+     * of the smallest v6 response, so the count bound refuses it */
+    REJECT("wire: count 1 cannot fit in the 12 bytes left", HDR(TC_WIRE_CYCLE, 0, 1),
+           U8(TC_WIRE_RUN), STR("r"), U8(0), U8(0), CYCLE0),
+    /* and one with a dim0 value: its ndim0 (1) is read as rflags DESC */
+    REJECT("wire: response 0: truncated reading description", HDR(TC_WIRE_CYCLE, 0, 1),
+           U8(TC_WIRE_RUN), STR("r"), U8(1), U8(5), U8(0), CYCLE0),
 
     /* ---- the count bound counts the records after the entries: one minimal
-     * response and a cycle record need 12 bytes, and a terminate record 2 more ---- */
-    REJECT("count 1 cannot fit in the 11 bytes left", HDR(TC_WIRE_CYCLE, 0, 1), RAW("\0\1r\0\0"),
-           CYCLE_IDS0),
-    ACCEPT(HDR(TC_WIRE_CYCLE, 0, 1), RAW("\0\1r\0\0"), CYCLE_IDS0, U8(0)),
-    REJECT("count 1 cannot fit in the 13 bytes left", HDR(TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 1),
-           RAW("\0\1r\0\0"), CYCLE0, U8(TC_ERR_SHUTDOWN)),
-    ACCEPT(HDR(TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 1), RAW("\0\1r\0\0"), CYCLE0,
+     * response and a cycle record need 13 bytes, and a terminate record 2 more ---- */
+    REJECT("count 1 cannot fit in the 12 bytes left", HDR(TC_WIRE_CYCLE, 0, 1),
+           RAW("\0\1r\0\0\0"), CYCLE_IDS0),
+    ACCEPT(HDR(TC_WIRE_CYCLE, 0, 1), RAW("\0\1r\0\0\0"), CYCLE_IDS0, U8(0)),
+    REJECT("count 1 cannot fit in the 14 bytes left", HDR(TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 1),
+           RAW("\0\1r\0\0\0"), CYCLE0, U8(TC_ERR_SHUTDOWN)),
+    ACCEPT(HDR(TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 1), RAW("\0\1r\0\0\0"), CYCLE0,
            U8(TC_ERR_SHUTDOWN), U8(0)),
 
     /* ---- cycle record: seq and cache_gen take any uint64, round 0..64 ---- */
@@ -1842,11 +1857,11 @@ static const malformed_t malformed[] = {
     /* round: at most TC_WIRE_MAX_ROUND (padded too), reported at its own offset */
     ACCEPT_THEN(round_is_max, HDR(TC_WIRE_CYCLE, 0, 0), U8(0), VAR(TC_WIRE_MAX_ROUND),
                 RAW("\0\0\0\0\0")),
-    ACCEPT_THEN(round_is_max, HDR(TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 1), RAW("\0\1r\0\0"),
+    ACCEPT_THEN(round_is_max, HDR(TC_WIRE_CYCLE, TC_WIRE_F_TERMINATE, 1), RAW("\0\1r\0\0\0"),
                 U8(7), RAW("\xC0\x80\x00"), RAW("\0\0\0\0\0"), U8(TC_ERR_SHUTDOWN), STR("")),
     REJECT("wire: round 65 above 64 (byte 6)", HDR(TC_WIRE_CYCLE, 0, 0), U8(0),
            VAR(TC_WIRE_MAX_ROUND + 1), RAW("\0\0\0\0\0")),
-    REJECT("wire: round 65 above 64 (byte 11)", HDR(TC_WIRE_CYCLE, 0, 1), RAW("\0\1r\0\0"),
+    REJECT("wire: round 65 above 64 (byte 12)", HDR(TC_WIRE_CYCLE, 0, 1), RAW("\0\1r\0\0\0"),
            U8(0), VAR(TC_WIRE_MAX_ROUND + 1), RAW("\0\0\0\0\0")),
     REJECT("wire: round 128 above 64 (byte 6)", HDR(TC_WIRE_CYCLE, 0, 0), U8(0), VAR(128),
            RAW("\0\0\0\0\0")),
@@ -2257,7 +2272,7 @@ TC_CASE(encode_rejects)
     m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .count = 2, .reqs = r};
     for (i = 0; i < 12; i++) {
         static const char *const needles[] = {
-            "kind 6", "unknown dtype 10", "unknown op 5", "ndim 9", "shape[1] = -1",
+            "kind 7 not in 0..6", "unknown dtype 10", "unknown op 5", "ndim 9", "shape[1] = -1",
             "name length 0", "name length 1025", "name is NULL", "name contains a 0x00",
             "shape[0] = -9223372036854775808", "kind 255", "unknown op 255"};
         memset(r, 0, sizeof(r));
