@@ -80,18 +80,40 @@ static void check_same(const tc_wire_msg_t *a, const tc_wire_msg_t *b)
         CHECK(memcmp(x->name, y->name, x->name_len) == 0);
         CHECK(tc__wire_scales_equal(x, y));
         CHECK(tc__wire_groups_equal(x, y));
+        CHECK_EQ(x->pset, y->pset);
+        CHECK_EQ(x->nranks, y->nranks);
+        for (j = 0; j < x->nranks; j++) {
+            CHECK_MSG(x->ranks[j] == y->ranks[j], "request %" PRIu32 ": rank %" PRIu32
+                      ": %" PRId32 " vs %" PRId32, i, j, x->ranks[j], y->ranks[j]);
+        }
     }
     for (i = 0; i < a->count && a->type == TC_WIRE_CYCLE; i++) {
         const tc_wire_response_t *x = &a->resps[i], *y = &b->resps[i];
         CHECK_EQ(x->rtype, y->rtype);
         CHECK_EQ(x->name_len, y->name_len);
         CHECK(memcmp(x->name, y->name, x->name_len) == 0);
+        CHECK_EQ(x->pset, y->pset);
         if (x->rtype == TC_WIRE_RUN) {
             CHECK_EQ(x->ndim0, y->ndim0);
             for (j = 0; j < x->ndim0; j++) {
                 CHECK_EQ(x->dim0[j], y->dim0[j]);
             }
             CHECK_EQ(x->cache_ref, y->cache_ref);
+            /* any nonzero has_desc or has_value says "set" */
+            CHECK_EQ(x->has_desc != 0, y->has_desc != 0);
+            if (x->has_desc) {
+                CHECK_EQ(x->desc.kind, y->desc.kind);
+                CHECK_EQ(x->desc.dtype, y->desc.dtype);
+                CHECK_EQ(x->desc.op, y->desc.op);
+                CHECK_EQ(x->desc.ndim, y->desc.ndim);
+                for (j = 0; j < x->desc.ndim; j++) {
+                    CHECK_EQ(x->desc.shape[j], y->desc.shape[j]);
+                }
+            }
+            CHECK_EQ(x->has_value != 0, y->has_value != 0);
+            if (x->has_value) {
+                CHECK_EQ(x->value, y->value);
+            }
         } else {
             CHECK_EQ(x->status, y->status);
             CHECK_EQ(x->text_len, y->text_len);
@@ -182,6 +204,19 @@ static void check_decoded_ids(uint32_t n, const uint32_t *ids, const void *in, s
     }
 }
 
+/* A response's description as the decoder leaves it when it has none. */
+static int desc_is_zero(const tc_wire_desc_t *d)
+{
+    int k;
+
+    for (k = 0; k < TC_MAX_DIMS; k++) {
+        if (d->shape[k] != 0) {
+            return 0;
+        }
+    }
+    return d->kind == 0 && d->dtype == 0 && d->op == 0 && d->ndim == 0;
+}
+
 /* A decoded message: strings are NUL-terminated copies outside the input; the
  * fields its type or rtype does not carry are zero. */
 static void check_decoded_storage(const tc_wire_msg_t *m, const void *in, size_t len)
@@ -190,22 +225,49 @@ static void check_decoded_storage(const tc_wire_msg_t *m, const void *in, size_t
 
     CHECK(!points_into(m->reqs, in, len) && !points_into(m->resps, in, len));
     for (i = 0; i < m->count && m->type == TC_WIRE_REQUESTS; i++) {
-        CHECK(m->reqs[i].name != NULL && !points_into(m->reqs[i].name, in, len));
-        CHECK_EQ(m->reqs[i].name[m->reqs[i].name_len], '\0');
+        const tc_wire_request_t *r = &m->reqs[i];
+        uint32_t j;
+        CHECK(r->name != NULL && !points_into(r->name, in, len));
+        CHECK_EQ(r->name[r->name_len], '\0');
+        CHECK_LE(r->pset, TC_WIRE_MAX_PSET);
+        /* a rank list: NULL when empty, else outside the input, strictly
+         * ascending and below the limit */
+        CHECK_LE(r->nranks, TC_WIRE_MAX_RANKS);
+        CHECK(r->nranks == 0 ? r->ranks == NULL
+                             : r->ranks != NULL &&
+                                   !overlaps(r->ranks, r->nranks * sizeof(*r->ranks), in, len));
+        for (j = 0; j < r->nranks; j++) {
+            CHECK(r->ranks[j] >= 0 && r->ranks[j] < TC_WIRE_MAX_RANKS);
+            CHECK(j == 0 || r->ranks[j] > r->ranks[j - 1]);
+        }
     }
     for (i = 0; i < m->count && m->type == TC_WIRE_CYCLE; i++) {
         const tc_wire_response_t *r = &m->resps[i];
         CHECK(r->name != NULL && !points_into(r->name, in, len));
         CHECK_EQ(r->name[r->name_len], '\0');
+        CHECK_LE(r->pset, TC_WIRE_MAX_PSET);
         if (r->rtype == TC_WIRE_ERROR) {
             CHECK(r->text != NULL && !points_into(r->text, in, len));
             CHECK_EQ(r->text[r->text_len], '\0');
             CHECK(r->ndim0 == 0 && r->dim0 == NULL && r->cache_ref == 0);
+            CHECK(r->has_desc == 0 && r->has_value == 0 && r->value == 0);
+            CHECK(desc_is_zero(&r->desc));
         } else {
             CHECK(r->ndim0 == 0 ? r->dim0 == NULL
                                 : r->dim0 != NULL && !points_into(r->dim0, in, len));
             CHECK_LE(r->cache_ref, TC_WIRE_MAX_CACHE);
             CHECK(r->status == 0 && r->text == NULL && r->text_len == 0);
+            CHECK(r->has_desc <= 1 && r->has_value <= 1);
+            CHECK(r->has_value || r->value == 0);
+            if (r->has_desc) {
+                uint32_t k;
+                CHECK(r->desc.kind < TC_KIND_COUNT && r->desc.ndim <= TC_MAX_DIMS);
+                for (k = 0; k < TC_MAX_DIMS; k++) {
+                    CHECK(k < r->desc.ndim ? r->desc.shape[k] >= 0 : r->desc.shape[k] == 0);
+                }
+            } else {
+                CHECK(desc_is_zero(&r->desc));
+            }
         }
     }
     if (m->type == TC_WIRE_CYCLE) {
@@ -371,6 +433,7 @@ static void expect_ok_at(const bytes_t *b, int line)
 #define GEN_MAX_IDS 1000
 #define GEN_MAX_EAGER 40
 #define GEN_EAGER_POOL (TC_WIRE_MAX_EAGER + 4096)
+#define GEN_MAX_RANKS 300
 
 typedef struct {
     tc_wire_msg_t msg;
@@ -379,6 +442,7 @@ typedef struct {
     char names[GEN_MAX_ENTRIES][TC_MAX_NAME_LEN];
     char texts[GEN_MAX_ENTRIES][TC_WIRE_MAX_TEXT];
     int64_t dim0[GEN_MAX_ENTRIES][GEN_MAX_DIM0];
+    int32_t ranks[GEN_MAX_ENTRIES][GEN_MAX_RANKS];
     char term[TC_WIRE_MAX_TEXT];
     uint32_t ready[GEN_MAX_IDS];
     uint32_t some[GEN_MAX_IDS];
@@ -542,6 +606,71 @@ static void gen_ignored_cycle(tc_wire_msg_t *m)
     }
 }
 
+/* A process set: none (0) half the time, else 1..TC_WIRE_MAX_PSET, the
+ * ends and the 1-byte varint limit often. */
+static uint32_t rand_pset(void)
+{
+    switch (rng_below(8)) {
+    case 0: return 1;
+    case 1: return TC_WIRE_MAX_PSET;
+    case 2: return 127 + rng_below(3);
+    case 3: return 1 + rng_below(TC_WIRE_MAX_PSET);
+    default: return 0;
+    }
+}
+
+/* Up to max_n strictly ascending ranks below TC_WIRE_MAX_RANKS, none a
+ * third of the time; gaps as rand_ids makes them, now and then starting at
+ * 0 or ending at the largest rank. */
+static uint32_t rand_ranks(int32_t *ranks, uint32_t max_n)
+{
+    uint32_t style = rng_below(4), n, j;
+
+    if (rng_below(3) == 0) {
+        return 0;
+    }
+    n = rng_below(4) == 0 ? max_n : 1 + rng_below(max_n);
+    for (j = 0; j < n; j++) {
+        uint64_t gap, rank;
+        switch (style) {
+        case 0: gap = rng_below(3); break;
+        case 1: gap = rng_below(260); break;
+        case 2: gap = rng_below(40000); break;
+        default: gap = rng_below(TC_WIRE_MAX_RANKS); break;
+        }
+        rank = j == 0 ? gap : (uint64_t)ranks[j - 1] + 1 + gap;
+        if (rank >= TC_WIRE_MAX_RANKS) {
+            n = j;
+            break;
+        }
+        ranks[j] = (int32_t)rank;
+    }
+    if (n > 1 && rng_below(4) == 0) {
+        ranks[0] = 0; /* below ranks[1] still */
+    }
+    if (n > 1 && rng_below(4) == 0) {
+        ranks[n - 1] = TC_WIRE_MAX_RANKS - 1; /* above ranks[n - 2] still */
+    }
+    return n;
+}
+
+/* A RUN's description: any kind, dtype and op, shapes as rand_dim makes them. */
+static tc_wire_desc_t rand_desc(void)
+{
+    tc_wire_desc_t d;
+    uint32_t k;
+
+    memset(&d, 0, sizeof(d));
+    d.kind = (uint8_t)rng_below(TC_KIND_COUNT);
+    d.dtype = (uint8_t)rng_below(TC_UINT16 + 1);
+    d.op = (uint8_t)rng_below(TC_PROD + 1);
+    d.ndim = (uint8_t)rng_below(TC_MAX_DIMS + 1);
+    for (k = 0; k < d.ndim; k++) {
+        d.shape[k] = rand_dim();
+    }
+    return d;
+}
+
 static int32_t rand_root(void)
 {
     switch (rng_below(6)) {
@@ -602,6 +731,9 @@ static const tc_wire_msg_t *gen_msg(unsigned max_entries, int big)
             }
             r->name = gen.names[i];
             r->name_len = rand_bytes(gen.names[i], 1, TC_MAX_NAME_LEN, big);
+            r->pset = rand_pset();
+            r->nranks = rand_ranks(gen.ranks[i], big ? GEN_MAX_RANKS : 6);
+            r->ranks = r->nranks > 0 || rng_below(2) ? gen.ranks[i] : NULL;
         }
         gen_ignored_cycle(m);
         return m;
@@ -621,12 +753,28 @@ static const tc_wire_msg_t *gen_msg(unsigned max_entries, int big)
             }
             r->dim0 = gen.dim0[i];
             r->cache_ref = rand_cache_ref();
+            if (rng_below(3) == 0) {
+                r->has_desc = 1;
+                r->desc = rand_desc();
+            }
+            if (rng_below(3) == 0) {
+                r->has_value = 1;
+                r->value = rand_root();
+            }
         } else {
             r->status = (uint8_t)(1 + rng_below(TC_ERR_TIMEOUT));
             r->text = gen.texts[i];
             r->text_len = rand_bytes(gen.texts[i], 0, TC_WIRE_MAX_TEXT, big);
             r->cache_ref = rng_below(2) ? 0 : (uint32_t)rng(); /* ignored on ERROR */
+            if (rng_below(4) == 0) { /* ignored on ERROR, however bad */
+                r->has_desc = 1;
+                r->desc.kind = 255;
+                r->desc.ndim = 255;
+                r->has_value = 1;
+                r->value = -7;
+            }
         }
+        r->pset = rand_pset();
     }
     m->seq = rand_u64();
     m->round = rand_round();
@@ -1295,6 +1443,8 @@ TC_CASE(large)
 TC_CASE(random_roundtrip)
 {
     int i, with_eager = 0, with_max = 0, ignored_eager = 0, with_some = 0, with_max_round = 0;
+    int with_pset = 0, with_ranks = 0, with_max_rank = 0, with_desc = 0, with_value = 0;
+    int ignored_desc = 0;
     uint32_t j;
 
     rng_state = RNG_SEED;
@@ -1313,6 +1463,19 @@ TC_CASE(random_roundtrip)
             with_some += m->nsome > 0;
             with_max_round += m->round == TC_WIRE_MAX_ROUND;
         }
+        for (j = 0; j < m->count && m->type == TC_WIRE_REQUESTS; j++) {
+            const tc_wire_request_t *r = &m->reqs[j];
+            with_pset += r->pset > 0;
+            with_ranks += r->nranks > 0;
+            with_max_rank += r->nranks > 0 && r->ranks[r->nranks - 1] == TC_WIRE_MAX_RANKS - 1;
+        }
+        for (j = 0; j < m->count && m->type == TC_WIRE_CYCLE; j++) {
+            const tc_wire_response_t *r = &m->resps[j];
+            with_pset += r->pset > 0;
+            with_desc += r->rtype == TC_WIRE_RUN && r->has_desc;
+            with_value += r->rtype == TC_WIRE_RUN && r->has_value;
+            ignored_desc += r->rtype == TC_WIRE_ERROR && r->has_desc;
+        }
         roundtrip(m);
     }
     /* the generator does make what it is meant to */
@@ -1321,6 +1484,12 @@ TC_CASE(random_roundtrip)
     CHECK_GT(ignored_eager, 0);
     CHECK_GT(with_some, 300);
     CHECK_GT(with_max_round, 0);
+    CHECK_GT(with_pset, 1000);
+    CHECK_GT(with_ranks, 1000);
+    CHECK_GT(with_max_rank, 0);
+    CHECK_GT(with_desc, 500);
+    CHECK_GT(with_value, 500);
+    CHECK_GT(ignored_desc, 0);
 }
 
 /* ------------------------------------------------------------------------ */
