@@ -933,6 +933,77 @@ TC_CASE(golden)
     tc__wire_buf_free(NULL);
 }
 
+/* Exact bytes of version 6's fields, worked out by hand from wire.h. */
+TC_CASE(golden_v6)
+{
+    /* join int32 sum, root 0, ndim 0, name "j"; extras PSET | RANKS (0x0C);
+     * pset 300; ranks {1, 2, 200}: 3 of them, 1 as is, then 2-1-1 = 0 and
+     * 200-2-1 = 197 */
+    static const uint8_t req[] = {0x7C, 0x06, 0x01, 0x00, 0x01,             /* header */
+                                  0x06, 0x02, 0x00, 0x00, 0x00, 0x01, 0x6A, /* request */
+                                  0x0C,                                     /* extras */
+                                  0xAC, 0x02,                               /* pset */
+                                  0x03, 0x01, 0x00, 0xC5, 0x01};            /* ranks */
+    /* RUN "j", rflags DESC | VALUE | PSET, pset 5, ndim0 0, cache_ref 0, then
+     * the description (allreduce float32 sum, shape {3, 128}) and the value
+     * -2 (zigzag 3); ERROR "k", rflags PSET, pset 2^24 (4 varint bytes),
+     * TC_ERR_STATE, text "no"; RUN "v", rflags VALUE, ndim0 0, cache_ref 1,
+     * value INT32_MIN (zigzag 2^32-1: 5 bytes); an empty cycle record */
+    static const uint8_t cycle[] = {0x7C, 0x06, 0x02, 0x00, 0x03,          /* header */
+                                    0x00, 0x01, 0x6A, 0x07, 0x05,          /* RUN "j" */
+                                    0x00, 0x00,                            /* ndim0, cache_ref */
+                                    0x00, 0x06, 0x00, 0x02, 0x03, 0x80, 0x01, /* desc */
+                                    0x03,                                  /* value */
+                                    0x01, 0x01, 0x6B, 0x04,                /* ERROR "k" */
+                                    0x80, 0x80, 0x80, 0x08,                /* pset */
+                                    0x02, 0x02, 0x6E, 0x6F,                /* status, text */
+                                    0x00, 0x01, 0x76, 0x02, 0x00, 0x01,    /* RUN "v" */
+                                    0xFF, 0xFF, 0xFF, 0xFF, 0x0F,          /* value */
+                                    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+    static const int32_t ranks[] = {1, 2, 200};
+    tc_wire_request_t r = {.kind = TC_KIND_JOIN, .dtype = TC_INT32, .op = TC_SUM, .name = "j",
+                           .name_len = 1, .pset = 300, .nranks = 3, .ranks = ranks};
+    tc_wire_response_t s[3] = {
+        {.rtype = TC_WIRE_RUN, .name = "j", .name_len = 1, .pset = 5, .has_desc = 1,
+         .desc = {.kind = TC_KIND_ALLREDUCE, .dtype = TC_FLOAT32, .op = TC_SUM, .ndim = 2,
+                  .shape = {3, 128}},
+         .has_value = 1, .value = -2},
+        {.rtype = TC_WIRE_ERROR, .name = "k", .name_len = 1, .pset = TC_WIRE_MAX_PSET,
+         .status = TC_ERR_STATE, .text = "no", .text_len = 2},
+        {.rtype = TC_WIRE_RUN, .name = "v", .name_len = 1, .cache_ref = 1, .has_value = 1,
+         .value = INT32_MIN}};
+    tc_wire_msg_t m = {.type = TC_WIRE_REQUESTS, .count = 1, .reqs = &r}, d;
+    tc_wire_buf_t buf = {0};
+    char err[128];
+
+    CHECK_OK(tc__wire_encode(&m, &buf));
+    CHECK_EQ(buf.len, sizeof(req));
+    CHECK(memcmp(buf.data, req, sizeof(req)) == 0);
+    CHECK_OK(tc__wire_decode(req, sizeof(req), &d, err, sizeof(err)));
+    CHECK(d.count == 1 && d.reqs[0].kind == TC_KIND_JOIN && d.reqs[0].pset == 300);
+    CHECK(d.reqs[0].nranks == 3 && d.reqs[0].ranks[0] == 1 && d.reqs[0].ranks[1] == 2 &&
+          d.reqs[0].ranks[2] == 200);
+    tc__wire_msg_free(&d);
+
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .count = 3, .resps = s};
+    buf.len = 0;
+    CHECK_OK(tc__wire_encode(&m, &buf));
+    CHECK_EQ(buf.len, sizeof(cycle));
+    CHECK(memcmp(buf.data, cycle, sizeof(cycle)) == 0);
+    CHECK_OK(tc__wire_decode(cycle, sizeof(cycle), &d, err, sizeof(err)));
+    CHECK(d.count == 3 && d.resps[0].pset == 5 && d.resps[0].has_desc && d.resps[0].has_value);
+    CHECK(d.resps[0].desc.kind == TC_KIND_ALLREDUCE && d.resps[0].desc.dtype == TC_FLOAT32 &&
+          d.resps[0].desc.op == TC_SUM && d.resps[0].desc.ndim == 2);
+    CHECK(d.resps[0].desc.shape[0] == 3 && d.resps[0].desc.shape[1] == 128);
+    CHECK_EQ(d.resps[0].value, -2);
+    CHECK(d.resps[1].rtype == TC_WIRE_ERROR && d.resps[1].pset == TC_WIRE_MAX_PSET);
+    CHECK(d.resps[1].status == TC_ERR_STATE && d.resps[1].text_len == 2);
+    CHECK(d.resps[2].pset == 0 && !d.resps[2].has_desc && d.resps[2].has_value);
+    CHECK(d.resps[2].value == INT32_MIN && d.resps[2].cache_ref == 1);
+    tc__wire_msg_free(&d);
+    tc__wire_buf_free(&buf);
+}
+
 TC_CASE(requests_roundtrip)
 {
     static const int64_t dims[] = {0, 1, 127, 128, 16383, 16384, (int64_t)1 << 32,
@@ -1264,6 +1335,223 @@ TC_CASE(eager_roundtrip)
                                 (1 + 127 + 128 + 129 + 16383 + 16384));
 }
 
+/* Process sets and rank lists on requests: every pset at the varint
+ * boundaries and the ends of its range with every rank list (one rank at
+ * either end of the range, neighbours, gaps on either side of the varint
+ * byte limits, the widest gap, many), alone and beside scaling factors and a
+ * group; and the bytes each takes. */
+TC_CASE(pset_ranks_roundtrip)
+{
+    enum { NPSETS = 9, NLISTS = 9 };
+    static const uint32_t psets[NPSETS] = {0, 1, 2, 127, 128, 16383, 16384,
+                                           TC_WIRE_MAX_PSET - 1, TC_WIRE_MAX_PSET};
+    static const int32_t one_zero[] = {0}, one_mid[] = {1000},
+                         one_max[] = {TC_WIRE_MAX_RANKS - 1}, neighbours[] = {0, 1, 2, 3, 4},
+                         gaps[] = {127, 255, 384, 16768, 16769, 33154},
+                         ends[] = {0, TC_WIRE_MAX_RANKS - 1},
+                         near_end[] = {TC_WIRE_MAX_RANKS - 3, TC_WIRE_MAX_RANKS - 2,
+                                       TC_WIRE_MAX_RANKS - 1};
+    static int32_t spread[1000];
+    const int32_t *lists[NLISTS] = {NULL, one_zero, one_mid, one_max, neighbours,
+                                    gaps, ends, near_end, spread};
+    const uint32_t lens[NLISTS] = {0, 1, 1, 1, 5, 6, 2, 3, 1000};
+    static tc_wire_request_t reqs[NPSETS * NLISTS];
+    tc_wire_msg_t m;
+    tc_wire_request_t r;
+    uint32_t p, l, n = 0;
+    size_t plain;
+
+    for (l = 0; l < 1000; l++) {
+        spread[l] = (int32_t)(l * 16777 + 5); /* the last is 16760228, below the limit */
+    }
+    for (p = 0; p < NPSETS; p++) {
+        for (l = 0; l < NLISTS; l++, n++) {
+            tc_wire_request_t *q = &reqs[n];
+            *q = mk("pr", (int)(n % TC_KIND_COUNT), TC_FLOAT32, TC_SUM, 0, 1, 4, 0);
+            q->pset = psets[p];
+            q->nranks = lens[l];
+            q->ranks = lists[l];
+            if (n % 3 == 1) {
+                q->scaled = 1;
+                q->prescale = 0.5;
+                q->postscale = 3.0;
+            }
+            if (n % 4 == 2) {
+                q->group_size = 3;
+                q->group_index = 2;
+                q->group_key = "first";
+                q->group_key_len = 5;
+            }
+            m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .count = 1, .reqs = q};
+            roundtrip(&m);
+        }
+    }
+    m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .flags = TC_WIRE_F_SHUTDOWN, .count = n,
+                        .reqs = reqs};
+    roundtrip(&m);
+
+    /* the sizes: a process set is its varint, a rank list its count and
+     * then the first rank and each distance less one */
+    r = mk("s", TC_KIND_JOIN, TC_INT32, TC_SUM, 0, 0, 0, 0);
+    m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .count = 1, .reqs = &r};
+    plain = roundtrip(&m);
+    r.ranks = gaps; /* without a count, no list: ignored */
+    CHECK_EQ(roundtrip(&m), plain);
+    r.pset = 1;
+    CHECK_EQ(roundtrip(&m), plain + 1);
+    r.pset = 128;
+    CHECK_EQ(roundtrip(&m), plain + 2);
+    r.pset = TC_WIRE_MAX_PSET; /* 2^24 takes 4 bytes */
+    CHECK_EQ(roundtrip(&m), plain + 4);
+    r.pset = 0;
+    r.nranks = 1;
+    r.ranks = one_zero;
+    CHECK_EQ(roundtrip(&m), plain + 1 + 1);
+    r.ranks = one_max; /* 2^24-1 takes 4 bytes */
+    CHECK_EQ(roundtrip(&m), plain + 1 + 4);
+    r.nranks = 2;
+    r.ranks = ends; /* 0, then the distance 2^24-2 less one */
+    CHECK_EQ(roundtrip(&m), plain + 1 + 1 + 4);
+    r.nranks = 6;
+    r.ranks = gaps; /* 127 (1 byte), then 127 (1), 128 (2), 16383 (2), 0 (1), 16384 (3) */
+    CHECK_EQ(roundtrip(&m), plain + 1 + (1 + 1 + 2 + 2 + 1 + 3));
+    r.nranks = 1000;
+    r.ranks = spread; /* 5, then 999 distances of 16776 (3 bytes each); count 2 bytes */
+    CHECK_EQ(roundtrip(&m), plain + 2 + 1 + 999 * 3);
+    r.pset = 7; /* both: pset first, then the list */
+    r.nranks = 3;
+    r.ranks = neighbours;
+    CHECK_EQ(roundtrip(&m), plain + 1 + 1 + 3);
+}
+
+/* A RUN's description and value, and a process set on a RUN and an ERROR:
+ * every kind x dtype x op as a description, shapes and values at the varint
+ * boundaries and the ends of their ranges, beside dim0 and cache_ref; and
+ * the bytes each takes. */
+TC_CASE(desc_value_roundtrip)
+{
+    static const int32_t values[] = {0,   -1,        1,         63,            -64,
+                                     64,  -65,       INT32_MAX, INT32_MIN,     INT32_MAX - 1,
+                                     INT32_MIN + 1};
+    static const int64_t dims[] = {0, 1, 127, 128, 16383, 16384, (int64_t)1 << 32,
+                                   INT64_MAX - 1, INT64_MAX};
+    static const uint32_t psets[] = {0, 1, 128, TC_WIRE_MAX_PSET};
+    static const int64_t rows[] = {4, 0, INT64_MAX};
+    enum { NVALUES = sizeof(values) / sizeof(values[0]), NDIMS = sizeof(dims) / sizeof(dims[0]) };
+    static tc_wire_response_t s[TC_KIND_COUNT * (TC_UINT16 + 1) * (TC_PROD + 1)];
+    tc_wire_response_t one, err;
+    tc_wire_msg_t m;
+    uint32_t n = 0, i;
+    int kind, dtype, op, d;
+    size_t bare, len;
+
+    for (kind = 0; kind < TC_KIND_COUNT; kind++) {
+        for (dtype = TC_UINT8; dtype <= TC_UINT16; dtype++) {
+            for (op = TC_SUM; op <= TC_PROD; op++, n++) {
+                tc_wire_response_t *r = &s[n];
+                memset(r, 0, sizeof(*r));
+                r->rtype = TC_WIRE_RUN;
+                r->name = n % 2 ? "desc" : "\xFF";
+                r->name_len = n % 2 ? 4 : 1;
+                r->pset = psets[n % 4];
+                r->has_desc = 1;
+                r->desc.kind = (uint8_t)kind;
+                r->desc.dtype = (uint8_t)dtype;
+                r->desc.op = (uint8_t)op;
+                r->desc.ndim = (uint8_t)(n % (TC_MAX_DIMS + 1));
+                for (d = 0; d < r->desc.ndim; d++) {
+                    r->desc.shape[d] = dims[(n + (uint32_t)d) % NDIMS];
+                }
+                r->has_value = n % 3 != 0;
+                r->value = values[n % NVALUES];
+                if (n % 5 == 0) {
+                    r->ndim0 = 3;
+                    r->dim0 = rows;
+                    r->cache_ref = n % 2 ? TC_WIRE_MAX_CACHE : 1;
+                }
+            }
+        }
+    }
+    CHECK_EQ(n, sizeof(s) / sizeof(s[0]));
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .count = n, .resps = s};
+    roundtrip(&m);
+    for (i = 0; i < n; i++) {
+        m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .count = 1, .resps = &s[i]};
+        roundtrip(&m);
+    }
+    /* every value alone, with and without a description */
+    for (i = 0; i < 2 * NVALUES; i++) {
+        one = (tc_wire_response_t){.rtype = TC_WIRE_RUN, .name = "v", .name_len = 1,
+                                   .has_value = 1, .value = values[i % NVALUES],
+                                   .has_desc = i >= NVALUES};
+        m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .count = 1, .resps = &one};
+        roundtrip(&m);
+    }
+
+    /* the sizes: a bare RUN of a 1-byte name takes 6 bytes */
+    one = (tc_wire_response_t){.rtype = TC_WIRE_RUN, .name = "r", .name_len = 1};
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .count = 1, .resps = &one};
+    bare = roundtrip(&m);
+    CHECK_EQ(bare, 5 + 6 + 7);
+    one.desc = s[3].desc; /* without has_desc: ignored */
+    one.desc.kind = 255;
+    one.value = 99; /* without has_value: ignored */
+    CHECK_EQ(roundtrip(&m), bare);
+    one.has_desc = 1; /* kind dtype op ndim, then no shape */
+    one.desc = (tc_wire_desc_t){.kind = TC_KIND_JOIN, .dtype = TC_INT32, .op = TC_SUM};
+    CHECK_EQ(roundtrip(&m), bare + 4);
+    one.desc.ndim = TC_MAX_DIMS; /* 8 values of 2^63-1: 9 bytes each */
+    for (d = 0; d < TC_MAX_DIMS; d++) {
+        one.desc.shape[d] = INT64_MAX;
+    }
+    CHECK_EQ(roundtrip(&m), bare + 4 + TC_MAX_DIMS * 9);
+    one.has_desc = 0xFF; /* any nonzero: set */
+    CHECK_EQ(roundtrip(&m), bare + 4 + TC_MAX_DIMS * 9);
+    one.has_desc = 0;
+    one.has_value = 2; /* the same */
+    one.value = -64; /* zigzag 127: 1 byte */
+    CHECK_EQ(roundtrip(&m), bare + 1);
+    one.value = 64; /* zigzag 128: 2 bytes */
+    CHECK_EQ(roundtrip(&m), bare + 2);
+    one.value = INT32_MAX; /* zigzag 2^32-2: 5 bytes */
+    CHECK_EQ(roundtrip(&m), bare + 5);
+    one.value = INT32_MIN; /* zigzag 2^32-1 */
+    CHECK_EQ(roundtrip(&m), bare + 5);
+    one.has_value = 0;
+    one.pset = 1;
+    CHECK_EQ(roundtrip(&m), bare + 1);
+    one.pset = TC_WIRE_MAX_PSET;
+    CHECK_EQ(roundtrip(&m), bare + 4);
+
+    /* an ERROR carries a process set, and ignores a description and a value
+     * (however bad): the bytes are the same as without them */
+    err = (tc_wire_response_t){.rtype = TC_WIRE_ERROR, .name = "e", .name_len = 1,
+                               .status = TC_ERR_MISMATCH, .text = "x", .text_len = 1};
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .count = 1, .resps = &err};
+    len = roundtrip(&m);
+    CHECK_EQ(len, bare + 1); /* status and a 1-byte text */
+    err.has_desc = 1;
+    err.desc = (tc_wire_desc_t){.kind = 255, .dtype = 255, .op = 255, .ndim = 255,
+                                .shape = {-1}};
+    err.has_value = 1;
+    err.value = INT32_MIN;
+    CHECK_EQ(roundtrip(&m), len);
+    for (i = 1; i < sizeof(psets) / sizeof(psets[0]); i++) {
+        err.pset = psets[i];
+        CHECK_EQ(roundtrip(&m), len + (i == 1 ? 1 : i == 2 ? 2 : 4));
+    }
+    /* and both side by side, each with a process set */
+    {
+        tc_wire_response_t two[2];
+        two[0] = s[7];
+        two[0].pset = 3;
+        two[1] = err;
+        m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .flags = TC_WIRE_F_TERMINATE, .count = 2,
+                            .resps = two, .term_status = TC_ERR_SHUTDOWN};
+        roundtrip(&m);
+    }
+}
+
 TC_CASE(bye_and_misc)
 {
     tc_wire_msg_t m = {.type = TC_WIRE_BYE}, d;
@@ -1421,6 +1709,26 @@ TC_CASE(large)
          * id; then an eager count */
         CHECK_EQ(len, 4 + 1 + 3 + 3 * (3 + (size_t)TC_WIRE_MAX_CACHE) + 1);
         free(ids);
+    }
+
+    /* the longest rank list: every rank, one byte each after a 4-byte count;
+     * so the decoder's bound on the rank count (bytes left) is no tighter
+     * than the format */
+    {
+        int32_t *ranks = malloc((size_t)TC_WIRE_MAX_RANKS * sizeof(*ranks));
+        tc_wire_request_t one = mk("all", TC_KIND_JOIN, TC_INT32, TC_SUM, 0, 0, 0, 0);
+        CHECK(ranks != NULL);
+        for (i = 0; i < TC_WIRE_MAX_RANKS; i++) {
+            ranks[i] = (int32_t)i;
+        }
+        one.pset = TC_WIRE_MAX_PSET;
+        one.nranks = TC_WIRE_MAX_RANKS;
+        one.ranks = ranks;
+        m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .count = 1, .reqs = &one};
+        len = roundtrip(&m);
+        /* header, the request's 10 bytes, pset and count 4 bytes each */
+        CHECK_EQ(len, 4 + 1 + 10 + 4 + 4 + (size_t)TC_WIRE_MAX_RANKS);
+        free(ranks);
     }
 
     /* the most eager inputs, each as short as one can be (3 bytes: distance,
