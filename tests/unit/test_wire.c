@@ -2014,7 +2014,7 @@ typedef struct {
 #define EAGER_PAIR(prev, delta)                                                         \
     HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_IDS0, U8(2), EAGER(prev, 1, 0x01), EAGER(delta, 2, 0x02)
 
-#define MAX_PIECES 20
+#define MAX_PIECES 24
 
 typedef struct {
     int line;           /* of the row, for a failure */
@@ -2099,6 +2099,121 @@ static void padded_id_and_len(const tc_wire_msg_t *d)
 {
     CHECK(d->neager == 1 && d->eager[0].id == 5 && d->eager[0].len == 2);
     CHECK(memcmp(d->eager[0].data, "\x01\x02", 2) == 0);
+}
+
+static void pset_is_1(const tc_wire_msg_t *d)
+{
+    CHECK(d->reqs[0].pset == 1 && d->reqs[0].nranks == 0 && d->reqs[0].ranks == NULL);
+}
+
+static void pset_is_max(const tc_wire_msg_t *d)
+{
+    CHECK_EQ(d->reqs[0].pset, TC_WIRE_MAX_PSET);
+}
+
+static void rank_0(const tc_wire_msg_t *d)
+{
+    CHECK(d->reqs[0].pset == 0 && d->reqs[0].nranks == 1 && d->reqs[0].ranks[0] == 0);
+}
+
+static void ranks_0_1_7(const tc_wire_msg_t *d)
+{
+    const tc_wire_request_t *r = &d->reqs[0];
+    CHECK(r->nranks == 3 && r->ranks[0] == 0 && r->ranks[1] == 1 && r->ranks[2] == 7);
+}
+
+static void rank_max(const tc_wire_msg_t *d)
+{
+    CHECK(d->reqs[0].nranks == 1 && d->reqs[0].ranks[0] == TC_WIRE_MAX_RANKS - 1);
+}
+
+static void ranks_at_the_ends(const tc_wire_msg_t *d)
+{
+    const tc_wire_request_t *r = &d->reqs[0];
+    CHECK(r->nranks == 2 && r->ranks[0] == 0 && r->ranks[1] == TC_WIRE_MAX_RANKS - 1);
+}
+
+static void ranks_0_half_max(const tc_wire_msg_t *d)
+{
+    const tc_wire_request_t *r = &d->reqs[0];
+    CHECK(r->nranks == 3 && r->ranks[0] == 0 && r->ranks[1] == TC_WIRE_MAX_RANKS / 2 + 1 &&
+          r->ranks[2] == TC_WIRE_MAX_RANKS - 1);
+}
+
+static void pset_9_rank_4_fields(const tc_wire_request_t *r)
+{
+    CHECK(r->pset == 9 && r->nranks == 1 && r->ranks[0] == 4);
+}
+
+static void pset_9_rank_4(const tc_wire_msg_t *d)
+{
+    pset_9_rank_4_fields(&d->reqs[0]);
+    CHECK(!d->reqs[0].scaled && d->reqs[0].group_size == 0);
+}
+
+static void every_extra(const tc_wire_msg_t *d)
+{
+    const tc_wire_request_t *r = &d->reqs[0];
+    scales_are_2_and_half(d);
+    CHECK(r->group_size == 3 && r->group_index == 1 && r->group_key_len == 3);
+    pset_9_rank_4_fields(r);
+}
+
+static void resp_pset_7(const tc_wire_msg_t *d)
+{
+    const tc_wire_response_t *r = &d->resps[0];
+    CHECK(r->rtype == TC_WIRE_RUN && r->pset == 7 && !r->has_desc && !r->has_value);
+}
+
+static void error_pset_max(const tc_wire_msg_t *d)
+{
+    const tc_wire_response_t *r = &d->resps[0];
+    CHECK(r->rtype == TC_WIRE_ERROR && r->pset == TC_WIRE_MAX_PSET && r->status == TC_ERR_ARG);
+}
+
+static void desc_join_ndim0(const tc_wire_msg_t *d)
+{
+    const tc_wire_response_t *r = &d->resps[0];
+    CHECK(r->has_desc && !r->has_value && r->pset == 0);
+    CHECK(r->desc.kind == TC_KIND_JOIN && r->desc.dtype == TC_INT32 && r->desc.op == TC_SUM &&
+          r->desc.ndim == 0);
+}
+
+static void desc_max_dims(const tc_wire_msg_t *d)
+{
+    const tc_wire_response_t *r = &d->resps[0];
+    int k;
+    CHECK(r->has_desc && r->desc.kind == TC_KIND_ALLGATHER && r->desc.dtype == TC_UINT16 &&
+          r->desc.op == TC_PROD && r->desc.ndim == TC_MAX_DIMS);
+    for (k = 0; k < TC_MAX_DIMS; k++) {
+        CHECK_EQ(r->desc.shape[k], INT64_MAX);
+    }
+}
+
+static void value_is_int32_min(const tc_wire_msg_t *d)
+{
+    CHECK(d->resps[0].has_value && !d->resps[0].has_desc && d->resps[0].value == INT32_MIN);
+}
+
+static void value_is_int32_max(const tc_wire_msg_t *d)
+{
+    CHECK(d->resps[0].has_value && d->resps[0].value == INT32_MAX);
+}
+
+static void value_is_minus_1(const tc_wire_msg_t *d)
+{
+    CHECK(d->resps[0].has_value && d->resps[0].value == -1);
+}
+
+/* rflags 7: pset 5, then ndim0 1 (dim0 {9}) and cache_ref 3, then the
+ * description (allreduce float32 sum, shape {5}), then the value -2 */
+static void every_rflag(const tc_wire_msg_t *d)
+{
+    const tc_wire_response_t *r = &d->resps[0];
+    CHECK(r->pset == 5 && r->ndim0 == 1 && r->dim0[0] == 9 && r->cache_ref == 3);
+    CHECK(r->has_desc && r->desc.kind == TC_KIND_ALLREDUCE && r->desc.dtype == TC_FLOAT32 &&
+          r->desc.op == TC_SUM && r->desc.ndim == 1 && r->desc.shape[0] == 5);
+    CHECK(r->has_value && r->value == -2);
 }
 
 /* The dtype byte is the tc_dtype_t value; the table below spells it out. */
@@ -2231,6 +2346,99 @@ static const malformed_t malformed[] = {
            REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(2), U8(2), U8(0), U8(5), RAW("ab")),
     REJECT("unknown extras bits 0x80", HDR(TC_WIRE_REQUESTS, 0, 1),
            REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(0x81), RAW(F64_2), RAW(F64_2)),
+    /* ---- process sets: extras bit 2, then the set, 1..TC_WIRE_MAX_PSET
+     * (after the factors and the group, when they are there) ---- */
+    ACCEPT_THEN(pset_is_1, HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(4),
+                VAR(1)),
+    ACCEPT_THEN(pset_is_1, HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(4),
+                RAW("\x81\x80\x00")), /* padded */
+    ACCEPT_THEN(pset_is_max, HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(4),
+                VAR(TC_WIRE_MAX_PSET)),
+    REJECT("request 0: process set 0 must be left out", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(4), U8(0)),
+    REJECT("request 0: process set 0 must be left out", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(4), RAW("\x80\x80\x00")),
+    REJECT("request 0: process set 16777217 above 16777216 (byte 13)", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(4), VAR(TC_WIRE_MAX_PSET + 1)),
+    REJECT("process set 18446744073709551615 above 16777216", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(4), VAR(UINT64_MAX)),
+    REJECT("request 0: truncated reading process set", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(4)),
+    REJECT("request 0: truncated reading process set", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(4), RAW("\x80\x80")),
+    /* bit 4 up is unknown, beside the known bits or alone */
+    REJECT("request 0: unknown extras bits 0x10 (byte 12)", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(0x1C), VAR(1), VAR(1), VAR(0)),
+    REJECT("unknown extras bits 0xf0", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(0xFF)),
+    REJECT_EACH_BEYOND(0x0F, "unknown extras bits", HDR(TC_WIRE_REQUESTS, 0, 1),
+                       REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(EACH), RAW(F64_2), RAW(F64_2),
+                       VAR(2), VAR(1), STR("k"), VAR(1), VAR(1), VAR(0)),
+    /* ---- rank lists: extras bit 3, then the count, 1..TC_WIRE_MAX_RANKS, and
+     * the ranks: the first as is, then each distance less one; each rank below
+     * TC_WIRE_MAX_RANKS ---- */
+    ACCEPT_THEN(rank_0, HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(8),
+                VAR(1), VAR(0)),
+    ACCEPT_THEN(ranks_0_1_7, HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(8),
+                VAR(3), VAR(0), VAR(0), VAR(5)),
+    ACCEPT_THEN(rank_max, HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(8),
+                VAR(1), VAR(TC_WIRE_MAX_RANKS - 1)),
+    ACCEPT_THEN(ranks_at_the_ends, HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"),
+                U8(8), VAR(2), VAR(0), VAR(TC_WIRE_MAX_RANKS - 2)),
+    /* 0, then 0 + 1 + 2^23, then that + 1 + 2^23 - 3 = 2^24 - 1 */
+    ACCEPT_THEN(ranks_0_half_max, HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"),
+                U8(8), VAR(3), VAR(0), VAR(TC_WIRE_MAX_RANKS / 2), VAR(TC_WIRE_MAX_RANKS / 2 - 3)),
+    /* the count: not 0, no more than the bytes left (each rank takes one at
+     * least), no more than TC_WIRE_MAX_RANKS */
+    REJECT("request 0: rank count 0 not in 1..0", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(8), U8(0)),
+    REJECT("request 0: rank count 0 not in 1..1", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(8), U8(0), U8(0)),
+    REJECT("request 0: rank count 4 not in 1..3", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(8), VAR(4), VAR(0), VAR(0), VAR(0)),
+    REJECT("request 0: rank count 16777216 not in 1..2", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(8), VAR(TC_WIRE_MAX_RANKS), VAR(0), VAR(0)),
+    REJECT("request 0: rank count 16777217 above 16777216", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(8), VAR(TC_WIRE_MAX_RANKS + 1), VAR(0)),
+    REJECT("rank count 18446744073709551615 above 16777216", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(8), VAR(UINT64_MAX)),
+    REJECT("request 0: truncated reading rank count", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(8)),
+    /* a rank at or past the limit: the first one directly, a later one
+     * through its distance, or through distances that each fit */
+    REJECT("request 0: rank list entry 0 is 16777216, not below 16777216",
+           HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(8), VAR(1),
+           VAR(TC_WIRE_MAX_RANKS)),
+    REJECT("request 0: rank 16777217 above 16777216", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(8), VAR(1), VAR(TC_WIRE_MAX_RANKS + 1)),
+    REJECT("request 0: rank list entry 1 is 16777216, not below 16777216",
+           HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(8), VAR(2),
+           VAR(TC_WIRE_MAX_RANKS - 1), VAR(0)),
+    REJECT("request 0: rank list entry 1 is 16777216, not below 16777216",
+           HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(8), VAR(2), VAR(0),
+           VAR(TC_WIRE_MAX_RANKS - 1)),
+    REJECT("request 0: rank list entry 2 is 16777216, not below 16777216",
+           HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(8), VAR(3), VAR(0),
+           VAR(TC_WIRE_MAX_RANKS / 2), VAR(TC_WIRE_MAX_RANKS / 2 - 2)),
+    REJECT("request 0: rank list entry 3 is 33554430, not below 16777216",
+           HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(8), VAR(4),
+           VAR(TC_WIRE_MAX_RANKS - 4), VAR(0), VAR(0), VAR(TC_WIRE_MAX_RANKS - 1)),
+    REJECT("rank 18446744073709551615 above 16777216", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(8), VAR(2), VAR(0), VAR(UINT64_MAX)),
+    REJECT("request 0: rank: varint above 2^64-1", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(8), VAR(1), REP(9, 0xFF), U8(0x02)),
+    REJECT("request 0: truncated reading rank", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(8), VAR(2), VAR(0), U8(0x80)),
+    /* the order: the factors, the group, the set, the list */
+    ACCEPT_THEN(pset_9_rank_4, HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"),
+                U8(0x0C), VAR(9), VAR(1), VAR(4)),
+    ACCEPT_THEN(every_extra, HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"),
+                U8(0x0F), RAW(F64_2), RAW(F64_HALF), U8(3), U8(1), STR("key"), VAR(9), VAR(1),
+                VAR(4)),
+    /* a list before its set: the count is read as the set, the rank as the
+     * count, which then cannot fit */
+    REJECT("request 0: rank count 4 not in 1..1", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(0x0C), VAR(1), VAR(4), VAR(9)),
     /* a name one byte longer so that the count bound is not what fails */
     REJECT("request 0: truncated reading extras", HDR(TC_WIRE_REQUESTS, 0, 1),
            REQ_NOX(0, 0, 0, 0, 0, 0, "ss")),
@@ -2299,6 +2507,112 @@ static const malformed_t malformed[] = {
     /* and one with a dim0 value: its ndim0 (1) is read as rflags DESC */
     REJECT("wire: response 0: truncated reading description", HDR(TC_WIRE_CYCLE, 0, 1),
            U8(TC_WIRE_RUN), STR("r"), U8(1), U8(5), U8(0), CYCLE0),
+
+    /* ---- rflags: bit 2 PSET on both rtypes, bits 0 DESC and 1 VALUE on a
+     * RUN only, the other bits on neither ---- */
+    REJECT("response 0: rflags 0x08 not allowed on RUN (byte 8)", HDR(TC_WIRE_CYCLE, 0, 1),
+           U8(TC_WIRE_RUN), STR("r"), U8(0x08), U8(0), U8(0), CYCLE0),
+    REJECT("response 0: rflags 0xff not allowed on RUN", HDR(TC_WIRE_CYCLE, 0, 1),
+           U8(TC_WIRE_RUN), STR("r"), U8(0xFF), U8(0), U8(0), CYCLE0),
+    REJECT_EACH_BEYOND(0x07, "not allowed on RUN", HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_RUN),
+                       STR("r"), U8(EACH), U8(1), U8(0), U8(0), CYCLE0),
+    REJECT("response 0: rflags 0x01 not allowed on ERROR (byte 8)", HDR(TC_WIRE_CYCLE, 0, 1),
+           U8(TC_WIRE_ERROR), STR("r"), U8(0x01), U8(TC_ERR_ARG), STR(""), CYCLE0),
+    REJECT("response 0: rflags 0x02 not allowed on ERROR", HDR(TC_WIRE_CYCLE, 0, 1),
+           U8(TC_WIRE_ERROR), STR("r"), U8(0x02), U8(TC_ERR_ARG), STR(""), CYCLE0),
+    REJECT("response 0: rflags 0x03 not allowed on ERROR", HDR(TC_WIRE_CYCLE, 0, 1),
+           U8(TC_WIRE_ERROR), STR("r"), U8(0x03), U8(TC_ERR_ARG), STR(""), CYCLE0),
+    REJECT("response 0: rflags 0x07 not allowed on ERROR", HDR(TC_WIRE_CYCLE, 0, 1),
+           U8(TC_WIRE_ERROR), STR("r"), U8(0x07), U8(1), U8(TC_ERR_ARG), STR(""), CYCLE0),
+    REJECT("response 0: rflags 0x08 not allowed on ERROR", HDR(TC_WIRE_CYCLE, 0, 1),
+           U8(TC_WIRE_ERROR), STR("r"), U8(0x08), U8(TC_ERR_ARG), STR(""), CYCLE0),
+    REJECT_EACH_BEYOND(0x04, "not allowed on ERROR", HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_ERROR),
+                       STR("r"), U8(EACH), U8(1), U8(TC_ERR_ARG), STR(""), CYCLE0),
+    /* a name long enough for the count bound without a cycle record */
+    REJECT("response 0: truncated reading rflags", HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_RUN),
+           STR("abcdefghijk")),
+    /* ---- a response's process set: 1..TC_WIRE_MAX_PSET, after rflags ---- */
+    ACCEPT_THEN(resp_pset_7, HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_RUN), STR("r"), U8(4), VAR(7),
+                U8(0), U8(0), CYCLE0),
+    ACCEPT_THEN(error_pset_max, HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_ERROR), STR("r"), U8(4),
+                VAR(TC_WIRE_MAX_PSET), U8(TC_ERR_ARG), STR(""), CYCLE0),
+    REJECT("response 0: process set 0 must be left out", HDR(TC_WIRE_CYCLE, 0, 1),
+           U8(TC_WIRE_RUN), STR("r"), U8(4), U8(0), U8(0), U8(0), CYCLE0),
+    REJECT("response 0: process set 0 must be left out", HDR(TC_WIRE_CYCLE, 0, 1),
+           U8(TC_WIRE_ERROR), STR("r"), U8(4), U8(0), U8(TC_ERR_ARG), STR(""), CYCLE0),
+    REJECT("response 0: process set 16777217 above 16777216 (byte 9)", HDR(TC_WIRE_CYCLE, 0, 1),
+           U8(TC_WIRE_RUN), STR("r"), U8(4), VAR(TC_WIRE_MAX_PSET + 1), U8(0), U8(0), CYCLE0),
+    REJECT("response 0: process set 16777217 above 16777216", HDR(TC_WIRE_CYCLE, 0, 1),
+           U8(TC_WIRE_ERROR), STR("r"), U8(4), VAR(TC_WIRE_MAX_PSET + 1), U8(TC_ERR_ARG),
+           STR(""), CYCLE0),
+    REJECT("response 0: truncated reading process set", HDR(TC_WIRE_CYCLE, 0, 1),
+           U8(TC_WIRE_RUN), STR("abcdefghij"), U8(4)),
+    /* ---- a RUN's description: after cache_ref, kind dtype op ndim (each in
+     * range), then ndim shape values 0..INT64_MAX ---- */
+    ACCEPT_THEN(desc_join_ndim0, HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_RUN), STR("r"), U8(1),
+                U8(0), U8(0), U8(TC_KIND_JOIN), U8(TC_INT32), U8(TC_SUM), U8(0), CYCLE0),
+    ACCEPT_THEN(desc_max_dims, HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_RUN), STR("r"), U8(1), U8(0),
+                U8(0), U8(TC_KIND_ALLGATHER), U8(TC_UINT16), U8(TC_PROD), U8(TC_MAX_DIMS),
+                VARS(TC_MAX_DIMS, INT64_MAX), CYCLE0),
+    REJECT("response 0: description: kind 7 dtype 2 op 0 ndim 0", HDR(TC_WIRE_CYCLE, 0, 1),
+           U8(TC_WIRE_RUN), STR("r"), U8(1), U8(0), U8(0), U8(TC_KIND_COUNT), U8(TC_INT32),
+           U8(TC_SUM), U8(0), CYCLE0),
+    REJECT_EACH_BUT(0, TC_KIND_COUNT - 1, "response 0: description: kind ",
+                    HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_RUN), STR("r"), U8(1), U8(0), U8(0),
+                    U8(EACH), U8(0), U8(0), U8(0), CYCLE0),
+    REJECT("response 0: description: kind 0 dtype 10 op 0 ndim 0", HDR(TC_WIRE_CYCLE, 0, 1),
+           U8(TC_WIRE_RUN), STR("r"), U8(1), U8(0), U8(0), U8(0), U8(TC_UINT16 + 1), U8(0),
+           U8(0), CYCLE0),
+    REJECT_EACH_BUT(0, TC_UINT16, "response 0: description: kind 0 dtype ",
+                    HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_RUN), STR("r"), U8(1), U8(0), U8(0),
+                    U8(0), U8(EACH), U8(0), U8(0), CYCLE0),
+    REJECT("response 0: description: kind 0 dtype 0 op 5 ndim 0", HDR(TC_WIRE_CYCLE, 0, 1),
+           U8(TC_WIRE_RUN), STR("r"), U8(1), U8(0), U8(0), U8(0), U8(0), U8(TC_PROD + 1), U8(0),
+           CYCLE0),
+    REJECT_EACH_BUT(0, TC_PROD, "response 0: description: kind 0 dtype 0 op ",
+                    HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_RUN), STR("r"), U8(1), U8(0), U8(0),
+                    U8(0), U8(0), U8(EACH), U8(0), CYCLE0),
+    REJECT("response 0: description: kind 0 dtype 0 op 0 ndim 9", HDR(TC_WIRE_CYCLE, 0, 1),
+           U8(TC_WIRE_RUN), STR("r"), U8(1), U8(0), U8(0), U8(0), U8(0), U8(0),
+           U8(TC_MAX_DIMS + 1), VARS(TC_MAX_DIMS + 1, 1), CYCLE0),
+    REJECT_EACH_BUT(0, TC_MAX_DIMS, "response 0: description: kind 0 dtype 0 op 0 ndim ",
+                    HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_RUN), STR("r"), U8(1), U8(0), U8(0),
+                    U8(0), U8(0), U8(0), U8(EACH), CYCLE0),
+    REJECT("response 0: description shape value 9223372036854775808 above",
+           HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_RUN), STR("r"), U8(1), U8(0), U8(0), U8(0),
+           U8(0), U8(0), U8(2), VAR(1), VAR((uint64_t)INT64_MAX + 1), CYCLE0),
+    /* truncated: before the description, inside it, inside a shape value */
+    REJECT("response 0: truncated reading description kind", HDR(TC_WIRE_CYCLE, 0, 1),
+           U8(TC_WIRE_RUN), STR("abcdefghij"), U8(1), U8(0), U8(0)),
+    REJECT("response 0: truncated reading description op", HDR(TC_WIRE_CYCLE, 0, 1),
+           U8(TC_WIRE_RUN), STR("abcdefghij"), U8(1), U8(0), U8(0), U8(0), U8(TC_FLOAT32)),
+    REJECT("response 0: truncated reading description ndim", HDR(TC_WIRE_CYCLE, 0, 1),
+           U8(TC_WIRE_RUN), STR("abcdefghij"), U8(1), U8(0), U8(0), U8(0), U8(TC_FLOAT32),
+           U8(0)),
+    REJECT("response 0: truncated reading description shape value", HDR(TC_WIRE_CYCLE, 0, 1),
+           U8(TC_WIRE_RUN), STR("abcdefghij"), U8(1), U8(0), U8(0), U8(0), U8(TC_FLOAT32),
+           U8(0), U8(2), VAR(3), U8(0x80)),
+    /* ---- a RUN's value: after the description, zigzag int32 ---- */
+    ACCEPT_THEN(value_is_int32_min, HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_RUN), STR("r"), U8(2),
+                U8(0), U8(0), VAR(UINT32_MAX), CYCLE0),
+    ACCEPT_THEN(value_is_int32_max, HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_RUN), STR("r"), U8(2),
+                U8(0), U8(0), VAR((uint64_t)UINT32_MAX - 1), CYCLE0),
+    ACCEPT_THEN(value_is_minus_1, HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_RUN), STR("r"), U8(2),
+                U8(0), U8(0), RAW("\x81\x80\x80\x00"), CYCLE0), /* padded */
+    REJECT("response 0: value 4294967296 above 4294967295", HDR(TC_WIRE_CYCLE, 0, 1),
+           U8(TC_WIRE_RUN), STR("r"), U8(2), U8(0), U8(0), VAR((uint64_t)UINT32_MAX + 1), CYCLE0),
+    REJECT("response 0: value 18446744073709551615 above", HDR(TC_WIRE_CYCLE, 0, 1),
+           U8(TC_WIRE_RUN), STR("r"), U8(2), U8(0), U8(0), VAR(UINT64_MAX), CYCLE0),
+    REJECT("response 0: value: varint longer than 10 bytes", HDR(TC_WIRE_CYCLE, 0, 1),
+           U8(TC_WIRE_RUN), STR("r"), U8(2), U8(0), U8(0), REP(10, 0x80), U8(0), CYCLE0),
+    REJECT("response 0: truncated reading value", HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_RUN),
+           STR("abcdefghij"), U8(2), U8(0), U8(0), U8(0x80)),
+    REJECT("response 0: truncated reading value", HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_RUN),
+           STR("abcdefghij"), U8(3), U8(0), U8(0), U8(0), U8(0), U8(0), U8(0)),
+    /* every bit: the set, ndim0 and dim0, cache_ref, the description, the value */
+    ACCEPT_THEN(every_rflag, HDR(TC_WIRE_CYCLE, 0, 1), U8(TC_WIRE_RUN), STR("r"), U8(7), VAR(5),
+                U8(1), VAR(9), VAR(3), U8(TC_KIND_ALLREDUCE), U8(TC_FLOAT32), U8(TC_SUM), U8(1),
+                VAR(5), VAR(3), CYCLE0),
 
     /* ---- the count bound counts the records after the entries: one minimal
      * response and a cycle record need 13 bytes, and a terminate record 2 more ---- */
