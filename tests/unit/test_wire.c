@@ -3281,6 +3281,116 @@ TC_CASE(encode_rejects)
     roundtrip(&m);
 }
 
+/* The encoder refuses what version 6's decoder would: a request's process
+ * set above its limit, a rank list out of order or range, or a count
+ * without its array; a response's process set above its limit; a RUN's
+ * description with a bad kind, dtype, op or ndim, or a negative shape value.
+ * The bad entry is the second, after a valid first. What it ignores (a
+ * description without has_desc, one on an ERROR) it writes nothing for. */
+TC_CASE(encode_rejects_v6)
+{
+    static const int32_t ok_ranks[] = {0, 3, TC_WIRE_MAX_RANKS - 1},
+                         dup[] = {1, 3, 3}, down[] = {5, 2}, neg[] = {-1},
+                         neg_later[] = {0, INT32_MIN}, at_max[] = {TC_WIRE_MAX_RANKS},
+                         i32max[] = {0, INT32_MAX}, last_max[] = {4, TC_WIRE_MAX_RANKS};
+    static const struct {
+        uint32_t pset, nranks;
+        const int32_t *ranks;
+        const char *needle;
+    } req_cases[] = {
+        {TC_WIRE_MAX_PSET + 1, 0, NULL, "process set 16777217 above 16777216"},
+        {UINT32_MAX, 3, ok_ranks, "process set 4294967295 above 16777216"},
+        {0, 3, dup, "rank list entry 2 (3) out of order or range"},
+        {0, 2, down, "rank list entry 1 (2) out of order or range"},
+        {0, 1, neg, "rank list entry 0 (-1) out of order or range"},
+        {0, 2, neg_later, "rank list entry 1 (-2147483648) out of order or range"},
+        {0, 1, at_max, "rank list entry 0 (16777216) out of order or range"},
+        {0, 2, i32max, "rank list entry 1 (2147483647) out of order or range"},
+        {5, 2, last_max, "rank list entry 1 (16777216) out of order or range"},
+        {0, 2, NULL, "a rank list of 2"},
+        {0, TC_WIRE_MAX_RANKS + 1, ok_ranks, "a rank list of 16777217"},
+        {0, UINT32_MAX, NULL, "a rank list of 4294967295"},
+    };
+    static const struct {
+        uint8_t rtype;
+        uint32_t pset;
+        tc_wire_desc_t desc;
+        const char *needle;
+    } resp_cases[] = {
+        {TC_WIRE_RUN, TC_WIRE_MAX_PSET + 1, {0}, "process set 16777217 above 16777216"},
+        {TC_WIRE_ERROR, TC_WIRE_MAX_PSET + 1, {0}, "process set 16777217 above 16777216"},
+        {TC_WIRE_RUN, UINT32_MAX, {0}, "process set 4294967295 above 16777216"},
+        {TC_WIRE_RUN, 0, {.kind = TC_KIND_COUNT}, "description: kind 7 dtype 0 op 0 ndim 0"},
+        {TC_WIRE_RUN, 1, {.kind = 255, .dtype = TC_INT32}, "description: kind 255 dtype 2"},
+        {TC_WIRE_RUN, 0, {.dtype = TC_UINT16 + 1}, "description: kind 0 dtype 10 op 0"},
+        {TC_WIRE_RUN, 0, {.op = TC_PROD + 1}, "description: kind 0 dtype 0 op 5 ndim 0"},
+        {TC_WIRE_RUN, 0, {.ndim = TC_MAX_DIMS + 1}, "description: kind 0 dtype 0 op 0 ndim 9"},
+        {TC_WIRE_RUN, 0, {.ndim = 255}, "ndim 255"},
+        {TC_WIRE_RUN, 0, {.ndim = 2, .shape = {1, -1}}, "description: shape[1] is negative"},
+        {TC_WIRE_RUN, 0, {.ndim = 1, .shape = {INT64_MIN}}, "description: shape[0] is negative"},
+        {TC_WIRE_RUN, 0, {.ndim = TC_MAX_DIMS, .shape = {0, 0, 0, 0, 0, 0, 0, -5}},
+         "description: shape[7] is negative"},
+    };
+    tc_wire_request_t r[2];
+    tc_wire_response_t s[2];
+    tc_wire_msg_t m;
+    size_t c;
+
+    for (c = 0; c < sizeof(req_cases) / sizeof(req_cases[0]); c++) {
+        r[0] = mk("ok", TC_KIND_JOIN, TC_INT32, TC_SUM, 0, 0, 0, 0);
+        r[0].pset = 3;
+        r[0].nranks = 3;
+        r[0].ranks = ok_ranks;
+        r[1] = mk("ok2", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 4, 0);
+        r[1].pset = req_cases[c].pset;
+        r[1].nranks = req_cases[c].nranks;
+        r[1].ranks = req_cases[c].ranks;
+        m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .count = 2, .reqs = r};
+        EXPECT_ENCODE_REJECT(&m, req_cases[c].needle);
+        CHECK_STR_CONTAINS(tc_last_error(), "request 1: ");
+    }
+    for (c = 0; c < sizeof(resp_cases) / sizeof(resp_cases[0]); c++) {
+        memset(s, 0, sizeof(s));
+        s[0] = (tc_wire_response_t){.rtype = TC_WIRE_RUN, .name = "ok", .name_len = 2,
+                                    .pset = TC_WIRE_MAX_PSET, .has_desc = 1,
+                                    .desc = {.kind = TC_KIND_JOIN, .dtype = TC_INT32},
+                                    .has_value = 1, .value = INT32_MIN};
+        s[1] = (tc_wire_response_t){.rtype = resp_cases[c].rtype, .name = "bad", .name_len = 3,
+                                    .pset = resp_cases[c].pset, .status = TC_ERR_MISMATCH,
+                                    .has_desc = 1, .desc = resp_cases[c].desc, .has_value = 1,
+                                    .value = -1};
+        m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .count = 2, .resps = s};
+        EXPECT_ENCODE_REJECT(&m, resp_cases[c].needle);
+        CHECK_STR_CONTAINS(tc_last_error(), "response 1: ");
+        if (resp_cases[c].pset <= TC_WIRE_MAX_PSET) {
+            /* a bad description is only written with has_desc on a RUN */
+            s[1].has_desc = 0;
+            roundtrip(&m);
+            s[1].has_desc = 1;
+            s[1].rtype = TC_WIRE_ERROR;
+            roundtrip(&m);
+        }
+    }
+    /* the limits themselves are fine */
+    {
+        static const int32_t one_max[] = {TC_WIRE_MAX_RANKS - 1};
+        r[0] = mk("lim", TC_KIND_JOIN, TC_INT32, TC_SUM, 0, 0, 0, 0);
+        r[0].pset = TC_WIRE_MAX_PSET;
+        r[0].nranks = 1;
+        r[0].ranks = one_max;
+        m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .count = 1, .reqs = r};
+        roundtrip(&m);
+        s[0] = (tc_wire_response_t){.rtype = TC_WIRE_RUN, .name = "lim", .name_len = 3,
+                                    .pset = TC_WIRE_MAX_PSET, .has_desc = 1,
+                                    .desc = {.kind = TC_KIND_COUNT - 1, .dtype = TC_UINT16,
+                                             .op = TC_PROD, .ndim = TC_MAX_DIMS,
+                                             .shape = {INT64_MAX, 0, INT64_MAX, 0, 1, 2, 3,
+                                                       INT64_MAX}}};
+        m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .count = 1, .resps = s};
+        roundtrip(&m);
+    }
+}
+
 /* Seeded random buffers: the decoder must never crash; what it accepts must
  * re-encode. Most buffers start with a plausible header and hold small byte
  * values so they get past the first checks. */
