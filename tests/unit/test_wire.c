@@ -1931,6 +1931,59 @@ TC_CASE(eager_prefixes_and_corruptions)
     tc__wire_buf_free(&buf);
 }
 
+/* Every prefix and every single-byte change of messages with version 6's
+ * fields: a request with every extra, RUNs with every rflags bit, an ERROR
+ * with a process set. */
+TC_CASE(v6_prefixes_and_corruptions)
+{
+    static const int32_t ranks[] = {0, 2, 130, TC_WIRE_MAX_RANKS - 1};
+    static const int64_t rows[] = {2, 3};
+    tc_wire_request_t r[2];
+    tc_wire_response_t s[3];
+    tc_wire_msg_t m;
+    tc_wire_buf_t buf = {0};
+    long accepted = 0;
+
+    rng_state = RNG_SEED;
+
+    r[0] = mk("rq", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_MAX, 0, 2, 3, 129);
+    r[0].scaled = 1;
+    r[0].prescale = 2.0;
+    r[0].postscale = 0.5;
+    r[0].group_size = 2;
+    r[0].group_key = "rq";
+    r[0].group_key_len = 2;
+    r[0].pset = 200;
+    r[0].nranks = 4;
+    r[0].ranks = ranks;
+    r[1] = mk("j", TC_KIND_JOIN, TC_INT32, TC_SUM, 0, 0, 0, 0);
+    r[1].pset = TC_WIRE_MAX_PSET;
+    r[1].nranks = 1;
+    r[1].ranks = ranks + 3;
+    m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .count = 2, .reqs = r};
+    encode_into(&m, &buf);
+    check_prefixes(buf.data, buf.len);
+    accepted += check_corruptions(buf.data, buf.len, 1);
+
+    memset(s, 0, sizeof(s));
+    s[0] = (tc_wire_response_t){.rtype = TC_WIRE_RUN, .name = "rq", .name_len = 2, .pset = 200,
+                                .ndim0 = 2, .dim0 = rows, .cache_ref = 4, .has_desc = 1,
+                                .desc = {.kind = TC_KIND_ALLREDUCE, .dtype = TC_FLOAT32,
+                                         .op = TC_MAX, .ndim = 2, .shape = {3, 129}},
+                                .has_value = 1, .value = -300};
+    s[1] = (tc_wire_response_t){.rtype = TC_WIRE_RUN, .name = "j", .name_len = 1,
+                                .has_value = 1, .value = INT32_MIN};
+    s[2] = (tc_wire_response_t){.rtype = TC_WIRE_ERROR, .name = "e", .name_len = 1, .pset = 1,
+                                .status = TC_ERR_STATE, .text = "joined", .text_len = 6};
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .flags = TC_WIRE_F_TERMINATE, .count = 3,
+                        .resps = s, .seq = 5, .term_status = TC_ERR_SHUTDOWN};
+    encode_into(&m, &buf);
+    check_prefixes(buf.data, buf.len);
+    accepted += check_corruptions(buf.data, buf.len, 1);
+    CHECK_GT(accepted, 0);
+    tc__wire_buf_free(&buf);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Malformed input: one hand-made message per rule                           */
 /* ------------------------------------------------------------------------ */
