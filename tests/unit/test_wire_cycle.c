@@ -5,7 +5,8 @@
  * stale lists and a terminate record; and the REQUESTS flags of the
  * negotiation (SEQ, and SPREAD for a liveness probe). Round trips, exact
  * bytes, the malformed inputs the decoder must reject with a reason, and the
- * messages the encoder must refuse. test_wire.c covers each field alone.
+ * messages the encoder must refuse. The other test_wire_*.c cover each field
+ * alone.
  */
 #include "check.h"
 #include "tc_test.h"
