@@ -8,7 +8,10 @@
  * TC_WIRE_MAX_ROUND; id lists (ready, some, stale) strictly ascending and
  * below TC_WIRE_MAX_CACHE, NULL when empty; eager inputs likewise, each of
  * 1..TC_WIRE_MAX_EAGER bytes at a non-NULL, 8-aligned copy outside the input;
- * cache_ref in range on a RUN and 0 on an ERROR; no cycle fields, round, some
+ * cache_ref in range on a RUN and 0 on an ERROR; process sets at most
+ * TC_WIRE_MAX_PSET; a request's ranks strictly ascending below
+ * TC_WIRE_MAX_RANKS, NULL when empty, outside the input; a description (in
+ * range) and a value only on a RUN that has them; no cycle fields, round, some
  * and eager ones included, on a type without a cycle record, but the seq of a
  * REQUESTS with SEQ) and must re-encode; the
  * re-encoding must decode to the same message (and hold the same promises),
@@ -66,6 +69,21 @@ static int same_eager(const tc_wire_eager_t *a, uint32_t an, const tc_wire_eager
     return 1;
 }
 
+static int same_desc(const tc_wire_desc_t *a, const tc_wire_desc_t *b)
+{
+    uint8_t k;
+
+    if (a->kind != b->kind || a->dtype != b->dtype || a->op != b->op || a->ndim != b->ndim) {
+        return 0;
+    }
+    for (k = 0; k < a->ndim && k < TC_MAX_DIMS; k++) {
+        if (a->shape[k] != b->shape[k]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* NULL if a and b carry the same content, else the name of a field that differs. */
 static const char *first_difference(const tc_wire_msg_t *a, const tc_wire_msg_t *b)
 {
@@ -94,6 +112,13 @@ static const char *first_difference(const tc_wire_msg_t *a, const tc_wire_msg_t 
         if (!tc__wire_groups_equal(x, y)) {
             return "request group";
         }
+        if (x->pset != y->pset) {
+            return "request process set";
+        }
+        if (x->nranks != y->nranks ||
+            (x->nranks > 0 && memcmp(x->ranks, y->ranks, x->nranks * sizeof(*x->ranks)) != 0)) {
+            return "request rank list";
+        }
     }
     for (i = 0; i < a->count && a->type == TC_WIRE_CYCLE; i++) {
         const tc_wire_response_t *x = &a->resps[i], *y = &b->resps[i];
@@ -102,6 +127,16 @@ static const char *first_difference(const tc_wire_msg_t *a, const tc_wire_msg_t 
         }
         if (!same_bytes(x->name, x->name_len, y->name, y->name_len)) {
             return "response name";
+        }
+        if (x->pset != y->pset) {
+            return "response process set";
+        }
+        if (x->has_desc != y->has_desc || x->has_value != y->has_value ||
+            x->value != y->value) {
+            return "response description or value";
+        }
+        if (x->has_desc && !same_desc(&x->desc, &y->desc)) {
+            return "response description";
         }
         if (x->rtype == TC_WIRE_RUN) {
             if (x->ndim0 != y->ndim0) {
@@ -199,7 +234,7 @@ static const char *bad_eager(const tc_wire_eager_t *e, uint32_t n, const uint8_t
 static const char *first_violation(const tc_wire_msg_t *m, const uint8_t *in, size_t len)
 {
     const char *bad;
-    uint32_t i;
+    uint32_t i, j;
 
     if (m->type != TC_WIRE_REQUESTS && m->type != TC_WIRE_CYCLE && m->type != TC_WIRE_BYE) {
         return "an unknown message type";
@@ -209,6 +244,23 @@ static const char *first_violation(const tc_wire_msg_t *m, const uint8_t *in, si
     }
     if (m->type == TC_WIRE_REQUESTS && m->resps != NULL) {
         return "responses on a REQUESTS";
+    }
+    for (i = 0; i < m->count && m->type == TC_WIRE_REQUESTS; i++) {
+        const tc_wire_request_t *r = &m->reqs[i];
+        uint32_t j;
+        if (r->pset > TC_WIRE_MAX_PSET) {
+            return "request process set above TC_WIRE_MAX_PSET";
+        }
+        if (r->nranks > TC_WIRE_MAX_RANKS || (r->nranks == 0) != (r->ranks == NULL) ||
+            overlaps(r->ranks, (size_t)r->nranks * sizeof(*r->ranks), in, len)) {
+            return "request rank count or array";
+        }
+        for (j = 0; j < r->nranks; j++) {
+            if (r->ranks[j] < 0 || r->ranks[j] >= TC_WIRE_MAX_RANKS ||
+                (j > 0 && r->ranks[j] <= r->ranks[j - 1])) {
+                return "request ranks not strictly ascending below TC_WIRE_MAX_RANKS";
+            }
+        }
     }
     if (m->type != TC_WIRE_CYCLE) {
         /* only a REQUESTS with SEQ carries seq */
@@ -230,6 +282,24 @@ static const char *first_violation(const tc_wire_msg_t *m, const uint8_t *in, si
         const tc_wire_response_t *r = &m->resps[i];
         if (r->rtype == TC_WIRE_RUN ? r->cache_ref > TC_WIRE_MAX_CACHE : r->cache_ref != 0) {
             return "response cache_ref";
+        }
+        if (r->pset > TC_WIRE_MAX_PSET) {
+            return "response process set above TC_WIRE_MAX_PSET";
+        }
+        if (r->has_desc > 1 || r->has_value > 1 ||
+            (r->rtype == TC_WIRE_ERROR && (r->has_desc || r->has_value))) {
+            return "response description or value flag";
+        }
+        if (!r->has_value && r->value != 0) {
+            return "response value without its flag";
+        }
+        if (r->has_desc && (r->desc.kind >= TC_KIND_COUNT || r->desc.ndim > TC_MAX_DIMS)) {
+            return "response description out of range";
+        }
+        for (j = 0; j < TC_MAX_DIMS; j++) {
+            if (r->has_desc && j < r->desc.ndim ? r->desc.shape[j] < 0 : r->desc.shape[j] != 0) {
+                return "response description shape";
+            }
         }
     }
     if ((bad = bad_ids(m->ready, m->nready)) != NULL) {

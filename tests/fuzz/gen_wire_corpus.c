@@ -1,9 +1,10 @@
 /*
  * gen_wire_corpus.c - writes the seed corpus for fuzz_wire: a handful of
- * valid control messages (format version 4), one per file, covering each
+ * valid control messages (format version 6), one per file, covering each
  * message type, each flag, each response type, the cycle record with and
- * without rounds, cache ids (ready, some, stale) and eager inputs, and the
- * extremes of the value ranges.
+ * without rounds, cache ids (ready, some, stale) and eager inputs, process
+ * sets and rank lists on requests, process sets, descriptions and values on
+ * responses, and the extremes of the value ranges.
  *
  * Usage: gen_wire_corpus DIR (DIR must exist; files in it are overwritten,
  * others are left: clear it first to drop seeds no longer written).
@@ -66,6 +67,9 @@ int main(int argc, char **argv)
     static const uint8_t mixed[] = {0x00, 0xFF, 0x7C, 0x02, 0x80, 0x00, 0x01, 0x7F};
     static uint8_t ramp[130];
     static const uint8_t last[] = {0xA5};
+    /* a process set's members: neighbours, distances of 127 and 128 (the
+     * 1-byte varint limit), and the largest rank */
+    static const int32_t members[] = {0, 1, 129, 258, 70000, TC_WIRE_MAX_RANKS - 1};
     tc_wire_eager_t eager[4];
     tc_wire_request_t reqs[4];
     tc_wire_response_t resps[3];
@@ -186,5 +190,58 @@ int main(int argc, char **argv)
                         .neager = 4, .eager = eager, .term_status = TC_ERR_SHUTDOWN,
                         .term_text = "x", .term_text_len = 1};
     rc |= write_msg(argv[1], "cycle_eager", &m);
+
+    /* requests in process sets: an allreduce in set 3 with its members, a
+     * join in the largest set with one member (the largest rank), and a
+     * grouped, scaled allreduce in set 128 (a 2-byte varint) */
+    memset(reqs, 0, sizeof(reqs));
+    reqs[0] = (tc_wire_request_t){.kind = TC_KIND_ALLREDUCE, .dtype = TC_FLOAT32, .op = TC_SUM,
+                                  .ndim = 1, .shape = {4096}, .name = "ps.grad", .name_len = 7,
+                                  .pset = 3, .nranks = sizeof(members) / sizeof(members[0]),
+                                  .ranks = members};
+    reqs[1] = (tc_wire_request_t){.kind = TC_KIND_JOIN, .dtype = TC_INT32, .op = TC_SUM,
+                                  .name = "tcoll/join/0", .name_len = 12,
+                                  .pset = TC_WIRE_MAX_PSET, .nranks = 1, .ranks = members + 5};
+    reqs[2] = (tc_wire_request_t){.kind = TC_KIND_ALLREDUCE, .dtype = TC_BFLOAT16,
+                                  .op = TC_AVG, .ndim = 2, .shape = {128, 3}, .name = "g.b",
+                                  .name_len = 3, .scaled = 1, .prescale = 0.5,
+                                  .postscale = 4.0, .group_size = 2, .group_index = 1,
+                                  .group_key = "g.a", .group_key_len = 3, .pset = 128,
+                                  .nranks = 2, .ranks = members + 1};
+    m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .flags = TC_WIRE_F_SEQ, .count = 3,
+                        .reqs = reqs, .seq = 12};
+    rc |= write_msg(argv[1], "requests_pset_ranks", &m);
+
+    /* rank 0's answers while ranks have joined: an allreduce they run from
+     * its description (in set 3), the join itself with the rank that joined
+     * last, and an allgather that cannot run without the joined ranks (in
+     * set 1); then a RUN with every rflags bit, at the ends of the ranges */
+    memset(resps, 0, sizeof(resps));
+    resps[0] = (tc_wire_response_t){.rtype = TC_WIRE_RUN, .name = "ps.grad", .name_len = 7,
+                                    .pset = 3, .has_desc = 1,
+                                    .desc = {.kind = TC_KIND_ALLREDUCE, .dtype = TC_FLOAT32,
+                                             .op = TC_SUM, .ndim = 1, .shape = {4096}}};
+    resps[1] = (tc_wire_response_t){.rtype = TC_WIRE_RUN, .name = "tcoll/join/0",
+                                    .name_len = 12, .has_value = 1, .value = 3};
+    resps[2] = (tc_wire_response_t){.rtype = TC_WIRE_ERROR, .name = "ids", .name_len = 3,
+                                    .pset = 1, .status = TC_ERR_STATE,
+                                    .text = "tensor 'ids': allgather cannot run while rank 2 "
+                                            "has joined (tc_join)",
+                                    .text_len = 68};
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .count = 3, .resps = resps, .seq = 13,
+                        .cache_gen = 3};
+    rc |= write_msg(argv[1], "cycle_join", &m);
+    resps[0] = (tc_wire_response_t){.rtype = TC_WIRE_RUN, .name = name_ff,
+                                    .name_len = sizeof(name_ff), .pset = TC_WIRE_MAX_PSET,
+                                    .ndim0 = sizeof(rows) / sizeof(rows[0]), .dim0 = rows,
+                                    .cache_ref = TC_WIRE_MAX_CACHE, .has_desc = 1,
+                                    .desc = {.kind = TC_KIND_ALLGATHER, .dtype = TC_UINT16,
+                                             .op = TC_PROD, .ndim = TC_MAX_DIMS,
+                                             .shape = {INT64_MAX, 0, 1, 127, 128, 16384, 2, 3}},
+                                    .has_value = 1, .value = INT32_MIN};
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .flags = TC_WIRE_F_TERMINATE, .count = 1,
+                        .resps = resps, .seq = 14, .round = 2, .nready = 1, .ready = ready,
+                        .term_status = TC_ERR_SHUTDOWN, .term_text = "x", .term_text_len = 1};
+    rc |= write_msg(argv[1], "cycle_run_extremes", &m);
     return rc;
 }

@@ -5,7 +5,8 @@
  * stale lists and a terminate record; and the REQUESTS flags of the
  * negotiation (SEQ, and SPREAD for a liveness probe). Round trips, exact
  * bytes, the malformed inputs the decoder must reject with a reason, and the
- * messages the encoder must refuse. test_wire.c covers each field alone.
+ * messages the encoder must refuse. The other test_wire_*.c cover each field
+ * alone.
  */
 #include "check.h"
 #include "tc_test.h"
@@ -88,7 +89,7 @@ TC_CASE(cycle_roundtrip)
  * after the entries. */
 TC_CASE(requests_seq)
 {
-    static const uint8_t want[] = {0x7C, 0x05, 0x01, 0x09, 0x00, 0xAC, 0x02};
+    static const uint8_t want[] = {0x7C, 0x06, 0x01, 0x09, 0x00, 0xAC, 0x02};
     tc_wire_msg_t m = {.type = TC_WIRE_REQUESTS, .flags = TC_WIRE_F_SEQ | TC_WIRE_F_SHUTDOWN,
                        .seq = 300};
     tc_wire_buf_t buf = {0};
@@ -111,13 +112,13 @@ TC_CASE(requests_seq)
  * of 2 bytes for id 4), the same at the largest round, and a probe. */
 TC_CASE(cycle_and_probe_bytes)
 {
-    static const uint8_t want[] = {0x7C, 0x05, 0x02, 0x00, 0x00, /* header */
+    static const uint8_t want[] = {0x7C, 0x06, 0x02, 0x00, 0x00, /* header */
                                    0x01, 0x03, 0x02,             /* seq, round, cache_gen */
                                    0x01, 0x04,                   /* ready */
                                    0x02, 0x06, 0x02,             /* some */
                                    0x00,                         /* stale */
                                    0x01, 0x04, 0x02, 0xAB, 0xCD}; /* eager */
-    static const uint8_t probe[] = {0x7C, 0x05, 0x01, 0x04, 0x00};
+    static const uint8_t probe[] = {0x7C, 0x06, 0x01, 0x04, 0x00};
     static const uint32_t ready[] = {4}, some[] = {6, 9};
     static const uint8_t in4[] = {0xAB, 0xCD};
     const tc_wire_eager_t eager[] = {{4, 2, in4}};
@@ -153,25 +154,28 @@ typedef struct {
 TC_CASE(malformed_cycle_and_probe)
 {
     static const bad_t cases[] = {
-        {"type 4 (version 3's UP)", {0x7C, 0x05, 0x04, 0x00, 0x00}, 5,
+        {"type 4 (version 3's UP)", {0x7C, 0x06, 0x04, 0x00, 0x00}, 5,
          "unknown message type 4 (byte 2)"},
         {"a version 3 UP", {0x7C, 0x03, 0x04, 0x00, 0x00, 0x01, 0x02, 0x00, 0x00, 0x00, 0x00},
-         11, "unsupported version 3, want 5"},
+         11, "unsupported version 3, want 6"},
         {"a version 3 CYCLE", {0x7C, 0x03, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00}, 10,
-         "unsupported version 3, want 5"},
-        {"SPREAD on a CYCLE", {0x7C, 0x05, 0x02, 0x04, 0x00}, 5, "not allowed"},
+         "unsupported version 3, want 6"},
+        {"a version 5 CYCLE",
+         {0x7C, 0x05, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00}, 12,
+         "unsupported version 5, want 6 (byte 1)"},
+        {"SPREAD on a CYCLE", {0x7C, 0x06, 0x02, 0x04, 0x00}, 5, "not allowed"},
         {"CYCLE round above the maximum",
-         {0x7C, 0x05, 0x02, 0x00, 0x00, 0x00, 0x41, 0x00, 0x00, 0x00, 0x00, 0x00}, 12,
+         {0x7C, 0x06, 0x02, 0x00, 0x00, 0x00, 0x41, 0x00, 0x00, 0x00, 0x00, 0x00}, 12,
          "round 65 above 64 (byte 6)"},
-        {"CYCLE cut inside its round", {0x7C, 0x05, 0x02, 0x00, 0x00, 0x00, 0xC0}, 7,
+        {"CYCLE cut inside its round", {0x7C, 0x06, 0x02, 0x00, 0x00, 0x00, 0xC0}, 7,
          "truncated reading round (byte 6)"},
-        {"CYCLE cut before its some list", {0x7C, 0x05, 0x02, 0x00, 0x00, 0x01, 0x02, 0x03, 0x00},
+        {"CYCLE cut before its some list", {0x7C, 0x06, 0x02, 0x00, 0x00, 0x01, 0x02, 0x03, 0x00},
          9, "truncated reading some count (byte 9)"},
         {"CYCLE some ids past the limit",
-         {0x7C, 0x05, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x05, 0xFF, 0xFF, 0xFF,
+         {0x7C, 0x06, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x05, 0xFF, 0xFF, 0xFF,
           0x7F, 0x00}, 16, "some id 1: delta 268435455 after id 5"},
         {"CYCLE in the version 3 layout (no round, no some list)",
-         {0x7C, 0x05, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00}, 10,
+         {0x7C, 0x06, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00}, 10,
          "truncated reading stale count"},
     };
     size_t i;
