@@ -240,7 +240,9 @@ tc_status_t tc_grouped_reducescatter(int count, const char *const names[],
  * request this rank submitted before it has completed. No tensor, no name
  * (tcoll names it; names starting with "tcoll/" are reserved: other calls
  * refuse them with TC_ERR_ARG). The output is an empty tensor.
- * tc_barrier_ex takes options (none of tc_opts_t's fields apply yet). */
+ * tc_barrier_ex takes options: process_set (the barrier is then among the
+ * set's members, and waits only for this rank's earlier requests of that
+ * set). */
 tc_status_t tc_barrier(tc_request_t **req_p);
 tc_status_t tc_barrier_ex(const tc_opts_t *opts, tc_request_t **req_p);
 
@@ -255,7 +257,9 @@ tc_status_t tc_barrier_ex(const tc_opts_t *opts, tc_request_t **req_p);
  * never scaled. Barriers complete without the joined ranks. An allgather,
  * broadcast or alltoall that needs a joined rank fails on every rank that
  * submitted it with TC_ERR_STATE and a message naming the joined ranks.
- * While its join is pending a rank cannot submit anything (TC_ERR_STATE).
+ * While its join is pending a rank cannot submit anything to that process
+ * set (TC_ERR_STATE); tc_join_ex takes process_set: the join, and what runs
+ * without the joined ranks, is then among the set's members.
  * The output is a 0-dim int32 tensor: the rank that joined last, the same
  * on every rank (also tc_request_last_joined). Like a barrier, a join
  * completes on this rank only after every request this rank submitted
