@@ -725,6 +725,54 @@ TC_CASE(stall)
     tt_say("stall: %s\n", abort_s > 0 ? "timed out in its set" : "waited, then completed");
 }
 
+/* A barrier and a join wait only for this rank's earlier requests of their
+ * own set: rank 0 has "p" pending in set {0,1} (rank 1 submits it only
+ * after a global step that needs rank 0), then a barrier and a join in set
+ * {0}. Were they held back by "p", rank 0 would never reach the global
+ * step, and the test would time out. */
+TC_CASE(barrier_not_held_by_other_set)
+{
+    const int both[2] = {0, 1}, first[1] = {0};
+    pset_t b, a;
+    float x = 1.0f, y = 0.0f;
+    tc_tensor_t t = {&x, TC_FLOAT32, 0, {0}};
+    tc_request_t *p = NULL, *req = NULL;
+    tc_opts_t ob, oa;
+    int last = -1;
+
+    if (tt_size < 2) {
+        tt_say("barrier_not_held_by_other_set: needs 2 ranks, skipped\n");
+        return;
+    }
+    b = add_set(both, 2);
+    a = add_set(first, 1);
+    ob = in_set(b.id);
+    oa = in_set(a.id);
+    if (tt_rank == 0) {
+        CHECK_OK(tc_allreduce_ex("p", &t, &y, TC_SUM, &ob, &p));
+        CHECK_OK(tc_barrier_ex(&oa, &req));
+        wait_free(req, "barrier in {0}");
+        CHECK_OK(tc_join_ex(&oa, &req));
+        CHECK_OK(tc_wait(req));
+        CHECK_OK(tc_request_last_joined(req, &last));
+        CHECK_EQ(last, 0);
+        tc_request_free(req);
+        int done = 0;
+        CHECK_OK(tc_test(p, &done));
+        CHECK_EQ(done, 0); /* still waiting for rank 1 */
+    }
+    global_sync("bnh/sync");
+    if (tt_rank == 1) {
+        CHECK_OK(tc_allreduce_ex("p", &t, &y, TC_SUM, &ob, &p));
+    }
+    if (tt_rank <= 1) {
+        wait_free(p, "p in {0,1}");
+        CHECK_EQ(y, 2.0f);
+    }
+    remove_set(&a);
+    remove_set(&b);
+}
+
 int main(int argc, char **argv)
 {
     return tt_mpi_main(argc, argv, &(tt_program_t){.before_init = before_init,
