@@ -14,8 +14,9 @@ an mpi4py communicator congruent to ``MPI.COMM_WORLD`` (its duplicate, say);
 anything else raises ``ValueError`` (on every rank that passes it, after
 shutting tcoll down again where it had to start it to know the size).
 ``init(process_sets=...)`` takes a list of ``ProcessSet`` objects (or rank
-lists) and adds them, collectively, in order; ``"dynamic"`` is accepted
-(process sets can always be added and removed later).
+lists) and adds them, collectively, in order (also when tcoll was already
+running; sets already added are left as they are); ``"dynamic"`` is
+accepted (process sets can always be added and removed later).
 
 tcoll cannot be started again after ``shutdown()`` (MPI cannot be
 initialized twice): a later ``init()`` raises.
@@ -102,11 +103,19 @@ def init(comm=None, process_sets=None):
     ``process_sets``."""
     ranks = _check_comm(comm)
     with _lock:
-        if _state["init"]:
-            if ranks is not None and sorted(ranks) != list(range(_tcoll.size())):
-                raise ValueError("init(comm=%r): tcoll runs over every rank (0..%d)"
-                                 % (ranks, _tcoll.size() - 1))
-            return
+        if not _state["init"]:
+            _start(ranks)
+        elif ranks is not None and sorted(ranks) != list(range(_tcoll.size())):
+            raise ValueError("init(comm=%r): tcoll runs over every rank (0..%d)"
+                             % (ranks, _tcoll.size() - 1))
+    if process_sets is not None and process_sets != "dynamic":
+        for ps in process_sets:
+            if not (isinstance(ps, ProcessSet) and ps.process_set_id is not None):
+                add_process_set(ps)
+
+
+def _start(ranks):
+    with _lock:
         mpi = _mpi4py_world()
         _state["mpi_multiple"] = mpi is not None and \
             mpi.Query_thread() == mpi.THREAD_MULTIPLE
@@ -124,9 +133,6 @@ def init(comm=None, process_sets=None):
                              % (ranks, n - 1))
         _learn_topology()
         _state["init"] = True
-    if process_sets is not None and process_sets != "dynamic":
-        for ps in process_sets:
-            add_process_set(ps)
 
 
 def _learn_topology():
