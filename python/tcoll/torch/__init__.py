@@ -25,12 +25,13 @@ What is where:
   broadcast_object, allgather_object.
 * optimizer: DistributedOptimizer (hooks submit each gradient's allreduce
   as soon as backprop produces it).
+* sync_batch_norm: SyncBatchNorm (batch statistics over every rank's batch).
 * compression: Compression.none, Compression.fp16.
 * exceptions: HorovodInternalError (errors from synchronize are both it and
   the tcoll error class), HostsUpdatedInterrupt.
 
 tcoll is CPU-only: GPU tensors raise ValueError. Not provided (yet):
-SyncBatchNorm, elastic training (``hvd.elastic``), Adasum, Gloo or NCCL.
+elastic training (``hvd.elastic``), Adasum, Gloo or NCCL.
 """
 
 import torch as _torch  # noqa: F401  (tcoll.torch needs torch: fail here if it is missing)
@@ -59,6 +60,7 @@ from .mpi_ops import (  # noqa: F401
     reducescatter_async, sparse_allreduce_async,
 )
 from .optimizer import DistributedOptimizer  # noqa: F401
+from .sync_batch_norm import SyncBatchNorm  # noqa: F401
 
 __all__ = [
     # basics
@@ -80,6 +82,6 @@ __all__ = [
     "join", "barrier", "poll", "synchronize",
     # helpers, training
     "broadcast_parameters", "broadcast_optimizer_state", "broadcast_object", "allgather_object",
-    "DistributedOptimizer", "Compression",
+    "DistributedOptimizer", "SyncBatchNorm", "Compression",
     "HorovodInternalError", "HostsUpdatedInterrupt",
 ]

@@ -175,10 +175,12 @@ def _fill(obj, tensors):
     return obj
 
 
-def broadcast_optimizer_state(optimizer, root_rank, process_set=global_process_set):
+def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=global_process_set):
     """Makes every member's optimizer state (options and per-parameter
     state) the root's. Works on plain torch optimizers and on
-    DistributedOptimizer."""
+    DistributedOptimizer. ``model`` is accepted for Horovod's signature and
+    not needed (the state comes whole from the root)."""
+    del model
     root = rank() == root_rank
     tensors = []
     skeleton = _strip(optimizer.state_dict(), tensors) if root else None
