@@ -34,7 +34,7 @@ tcoll is CPU-only: GPU tensors raise ValueError. Not provided (yet):
 elastic training (``hvd.elastic``), Adasum, Gloo or NCCL.
 """
 
-import torch as _torch  # noqa: F401  (tcoll.torch needs torch: fail here if it is missing)
+import torch as _torch  # noqa: F401  (tcoll.torch needs torch: fails here without it)
 
 from .autograd import (  # noqa: F401
     allgather, allreduce, alltoall, broadcast, grouped_allgather, grouped_allreduce,

@@ -2,14 +2,12 @@
 computed here from every rank's data, and against mpi4py and
 torch.distributed (Gloo)."""
 
-import itertools
-
 import numpy as np
 import pytest
 import torch
 
 import tcoll.torch as hvd
-from torch_helpers import DTYPES, FLOAT_DTYPES, INT_DTYPES, assert_close, data, everyone, reduce_ref
+from torch_helpers import DTYPES, assert_close, data, everyone, reduce_ref
 
 OPS = [hvd.Sum, hvd.Average, hvd.Min, hvd.Max, hvd.Product]
 
@@ -66,7 +64,8 @@ def test_allreduce_scale_factors():
 def test_allreduce_against_gloo_and_mpi(gloo, comm):
     from mpi4py import MPI
     x = torch.randn(64, generator=torch.Generator().manual_seed(hvd.rank()))
-    for op, dop, mop in [(hvd.Sum, gloo.ReduceOp.SUM, MPI.SUM), (hvd.Min, gloo.ReduceOp.MIN, MPI.MIN),
+    for op, dop, mop in [(hvd.Sum, gloo.ReduceOp.SUM, MPI.SUM),
+                         (hvd.Min, gloo.ReduceOp.MIN, MPI.MIN),
                          (hvd.Max, gloo.ReduceOp.MAX, MPI.MAX),
                          (hvd.Product, gloo.ReduceOp.PRODUCT, MPI.PROD)]:
         ours = hvd.allreduce(x, op=op)

@@ -75,18 +75,19 @@ def test_non_member_is_refused(sets):
 
 
 def test_set_from_mpi_communicator(comm):
-    sub = comm.Split(color=0 if hvd.rank() < 2 else 1, key=hvd.rank())
-    low = [r for r in range(min(2, hvd.size()))]
-    high = [r for r in range(2, hvd.size())]
-    # adding is collective over every rank: every rank adds both, in order
-    ps_low = hvd.add_process_set(sub if hvd.rank() < 2 else low)
-    ps_high = hvd.add_process_set(sub if hvd.rank() >= 2 else high) if high else None
+    n, low_side = hvd.size(), hvd.rank() < 2
+    sub = comm.Split(color=0 if low_side else 1, key=hvd.rank())
+    low, high = list(range(min(2, n))), list(range(2, n))
+    # adding is collective over every rank: each adds both sets, in the same
+    # order, its own side from its communicator, the other from a rank list
+    ps_low = hvd.add_process_set(sub if low_side else low)
+    ps_high = hvd.add_process_set(high if low_side else sub) if high else None
     assert ps_low.ranks == low
     if ps_high is not None:
         assert ps_high.ranks == high
+    mine = ps_low if low_side else ps_high
+    assert hvd.allreduce(torch.ones(1), op=hvd.Sum, process_set=mine).item() == sub.size
+    if ps_high is not None:
         hvd.remove_process_set(ps_high)
-    mine = ps_low if hvd.rank() < 2 else ps_high
-    assert hvd.allreduce(torch.ones(1), op=hvd.Sum, process_set=mine).item() == sub.size \
-        if mine is not ps_high else True
     assert hvd.remove_process_set(ps_low) is True
     sub.Free()
