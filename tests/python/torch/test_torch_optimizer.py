@@ -302,3 +302,22 @@ def test_misuse_is_refused():
         hvd.DistributedOptimizer(two_groups, named_parameters=[
             ("same", model.fc1.weight), ("same", model.fc2.weight), ("b1", model.fc1.bias),
             ("b2", model.fc2.bias)])
+
+
+def test_predivide_factor_reaches_tcoll_as_scale_factors(monkeypatch):
+    from tcoll.torch import optimizer as optmod
+    seen = []
+    real = optmod._ops.allreduce_async_
+
+    def spy(*args, **kwargs):
+        seen.append((kwargs["op"], kwargs["prescale_factor"], kwargs["postscale_factor"]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(optmod._ops, "allreduce_async_", spy)
+    model = make_net()
+    opt = hvd.DistributedOptimizer(sgd(model.parameters()),
+                                   named_parameters=model.named_parameters(),
+                                   gradient_predivide_factor=4.0)
+    train(model, opt, 1)
+    assert seen and all(s == (hvd.Average, 0.25, 4.0) for s in seen)
+    assert_matches(model, reference(1, sgd))
