@@ -22,8 +22,9 @@ CPU-only).
 
 Names: ``<kind>.<name>`` for a given name (so an allreduce and a broadcast
 may share one, as in Horovod), else ``<kind>.noname.<k>`` where k counts
-this kind's unnamed calls in the process set: the same on every rank when
-every rank makes the same calls.
+this kind's unnamed calls in the process set (one count with the NumPy
+API's unnamed calls, which are named the same way): the same on every
+rank when every rank makes the same calls.
 """
 
 import itertools
@@ -118,19 +119,15 @@ def from_output(req, dtype, shape=None):
 
 # ---- names -------------------------------------------------------------------
 
-_counters = {}
-_counters_lock = threading.Lock()
-
-
 def op_name(kind, name, process_set_id):
     """The name tcoll gets for a call of kind (see the module docstring)."""
     if name is not None:
         if not isinstance(name, str):
             raise TypeError("name must be a str, not %s" % type(name).__name__)
         return "%s.%s" % (kind, name)
-    with _counters_lock:
-        counter = _counters.setdefault((kind, process_set_id), itertools.count())
-        return "%s.noname.%d" % (kind, next(counter))
+    # the NumPy API's counters: unnamed calls of both APIs share one sequence
+    # per kind and set, so they never take the same name
+    return _tc._name(kind, None, process_set_id)
 
 
 def pset_id(process_set):

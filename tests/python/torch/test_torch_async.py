@@ -100,3 +100,12 @@ def test_wait_releases_the_gil():
     assert t1 - t0 > 0.1  # it did wait for the late rank
     during = [s for s in stamps if t0 < s < t1]
     assert len(during) > 20, "the other thread made no progress during the wait"
+
+
+def test_unnamed_calls_of_both_apis_never_share_a_name():
+    import numpy as np
+    import tcoll
+    hn = tcoll.allreduce_async(np.ones(2, np.float32))  # "allreduce.noname.<k>"
+    ht = hvd.allreduce_async(torch.ones(2), op=hvd.Sum)  # the next k, not the same
+    assert torch.equal(hvd.synchronize(ht), torch.full((2,), float(hvd.size())))
+    assert np.array_equal(hn.wait(), np.full(2, hvd.size(), np.float32))
