@@ -13,8 +13,9 @@ map onto them.
 * Caller mistakes found at submission stay what they are: ``ValueError``
   (``tcoll.InvalidArgumentError``, and ``tcoll.DuplicateNameError`` for a
   name already in flight on this rank, as Horovod raises ``ValueError``)
-  and ``TypeError``. Other errors at submission (before ``init()``, after a
-  shutdown, while joined) are wrapped like the ones from ``synchronize()``.
+  and ``TypeError``; so is a call before ``init()`` (``ValueError``, as in
+  Horovod). Other errors at submission (after a shutdown, while this rank's
+  join is pending) are wrapped like the ones from ``synchronize()``.
 * :class:`HostsUpdatedInterrupt` exists for scripts that name it; tcoll has
   no elastic mode and never raises it.
 """
