@@ -1,7 +1,8 @@
 /*
  * module.c - the _tcoll extension module: lifetime (init, shutdown), the
- * ids, process sets, the dtype and op codes, and the registration of the
- * Request type, the exceptions and the collective calls (submit.c).
+ * ids, process sets, the timeline, the dtype and op codes, and the
+ * registration of the Request type, the exceptions and the collective calls
+ * (submit.c).
  *
  * The Python package tcoll (python/tcoll/__init__.py) is the interface
  * users call; this module is its engine room and keeps to the C API's
@@ -175,6 +176,39 @@ static PyObject *tcx_process_set_ranks(PyObject *self, PyObject *arg)
     return list;
 }
 
+/* timeline_start(path): starts this rank's timeline (tc_timeline_start). */
+static PyObject *tcx_timeline_start(PyObject *self, PyObject *arg)
+{
+    const char *path = PyUnicode_AsUTF8(arg);
+    tc_status_t st;
+
+    (void)self;
+    if (path == NULL) {
+        return NULL;
+    }
+    st = tc_timeline_start(path);
+    if (st != TC_OK) {
+        return tcx_raise(st, NULL);
+    }
+    Py_RETURN_NONE;
+}
+
+/* timeline_stop(): stops it (tc_timeline_stop); writing the file may block. */
+static PyObject *tcx_timeline_stop(PyObject *self, PyObject *unused)
+{
+    tc_status_t st;
+
+    (void)self;
+    (void)unused;
+    Py_BEGIN_ALLOW_THREADS
+    st = tc_timeline_stop();
+    Py_END_ALLOW_THREADS
+    if (st != TC_OK) {
+        return tcx_raise(st, NULL);
+    }
+    Py_RETURN_NONE;
+}
+
 static PyObject *tcx_version(PyObject *self, PyObject *unused)
 {
     (void)self;
@@ -199,6 +233,10 @@ static PyMethodDef module_methods[] = {
      "process_set_size(id) -> int (-1: no such set)"},
     {"process_set_ranks", tcx_process_set_ranks, METH_O, "process_set_ranks(id) -> [int]"},
     {"version", tcx_version, METH_NOARGS, "version() -> str: libtcoll's version"},
+    {"timeline_start", tcx_timeline_start, METH_O,
+     "timeline_start(path)\n\nStarts recording this rank's timeline (a Chrome trace); local."},
+    {"timeline_stop", tcx_timeline_stop, METH_NOARGS,
+     "timeline_stop()\n\nStops recording the timeline; local."},
     {NULL, NULL, 0, NULL},
 };
 

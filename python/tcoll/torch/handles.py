@@ -1,0 +1,236 @@
+"""tcoll.torch.handles: what every collective of tcoll.torch shares: the
+handle table behind Horovod's integer handles (``poll``, ``synchronize``),
+the passage of torch tensors to tcoll's buffers, and operation names.
+
+Handles: each asynchronous call returns a new int (1, 2, ...). The table
+maps it to the tcoll requests it made and a function that builds the result
+once they completed. ``synchronize(handle)`` removes the entry, waits for
+the requests (the GIL is released while waiting, so other Python threads
+run), and returns the result; a handle that is not in the table (already
+synchronized, or never made) gives None, as in Horovod. ``poll(handle)``
+never blocks. The table is guarded by a lock: submit, poll and synchronize
+from any threads.
+
+Tensors: CPU tensors of uint8, int8, int16, int32, int64, float16,
+bfloat16, float32 and float64 (bool where only bytes move: broadcast,
+allgather, alltoall). A contiguous tensor's memory is handed to tcoll as it
+is (``tensor.detach().numpy()``, no copy; bfloat16 goes as its 16-bit
+pattern, bool as bytes); a non-contiguous one is copied to a contiguous
+tensor first, and the in-place calls copy the result back into it when
+synchronized. GPU and sparse tensors are refused with ValueError (tcoll is
+CPU-only).
+
+Names: ``<kind>.<name>`` for a given name (so an allreduce and a broadcast
+may share one, as in Horovod), else ``<kind>.noname.<k>`` where k counts
+this kind's unnamed calls in the process set (one count with the NumPy
+API's unnamed calls, which are named the same way): the same on every
+rank when every rank makes the same calls.
+"""
+
+import itertools
+import threading
+
+import numpy as _np
+import torch
+
+import tcoll as _tc
+from tcoll import _tcoll
+
+from . import basics
+from .exceptions import internal_error, is_caller_mistake
+
+__all__ = ["poll", "synchronize"]
+
+# torch dtype -> (tcoll dtype code, torch dtype of the bytes tcoll sees)
+_CODES = {
+    torch.uint8: (_tcoll.UINT8, torch.uint8),
+    torch.int8: (_tcoll.INT8, torch.int8),
+    torch.int16: (_tcoll.INT16, torch.int16),
+    torch.int32: (_tcoll.INT32, torch.int32),
+    torch.int64: (_tcoll.INT64, torch.int64),
+    torch.float16: (_tcoll.FLOAT16, torch.float16),
+    torch.bfloat16: (_tcoll.BFLOAT16, torch.int16),
+    torch.float32: (_tcoll.FLOAT32, torch.float32),
+    torch.float64: (_tcoll.FLOAT64, torch.float64),
+}
+_BOOL = (_tcoll.UINT8, torch.uint8)
+
+
+# ---- tensors -----------------------------------------------------------------
+
+def check_tensor(tensor, what, allow_bool=False):
+    """Refuses what tcoll cannot take: not a tensor, not on the CPU, sparse,
+    or a dtype it has no code for."""
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError("%s takes a torch.Tensor, not %s" % (what, type(tensor).__name__))
+    if tensor.device.type != "cpu":
+        raise ValueError("%s: the tensor is on %s, but tcoll is CPU-only for now: move it "
+                         "with .cpu() first" % (what, tensor.device))
+    if tensor.layout != torch.strided:
+        raise ValueError("%s: %s tensors are not supported (dense CPU tensors only)"
+                         % (what, tensor.layout))
+    if tensor.dtype == torch.bool:
+        if not allow_bool:
+            raise ValueError("%s: bool tensors cannot be reduced (tcoll takes bool only where "
+                             "bytes just move: broadcast, allgather, alltoall)" % what)
+    elif tensor.dtype not in _CODES:
+        raise ValueError("%s: tensor type %s is not supported (uint8, int8, int16, int32, "
+                         "int64, float16, bfloat16, float32, float64)" % (what, tensor.dtype))
+    return tensor
+
+
+def code_of(tensor):
+    """The tcoll dtype code of tensor."""
+    return (_BOOL if tensor.dtype == torch.bool else _CODES[tensor.dtype])[0]
+
+
+def wire(tensor):
+    """The NumPy array over tensor's memory that tcoll reads and writes (no
+    copy): tensor must be contiguous."""
+    t = tensor.detach()
+    if t.is_neg():
+        t = t.resolve_neg()
+    view = (_BOOL if t.dtype == torch.bool else _CODES[t.dtype])[1]
+    if view != t.dtype:
+        t = t.view(view)
+    return t.numpy()
+
+
+def contiguous(tensor):
+    """tensor itself if contiguous, else a contiguous copy."""
+    return tensor if tensor.is_contiguous() else tensor.contiguous()
+
+
+def from_output(req, dtype, shape=None):
+    """The output tcoll allocated for a completed request, as a tensor of
+    dtype over that memory (no copy; the tensor keeps the request alive)."""
+    _code, out_shape = req.output_info()
+    if shape is None:
+        shape = out_shape
+    view = (_BOOL if dtype == torch.bool else _CODES[dtype])[1]
+    np_dtype = torch.empty((), dtype=view).numpy().dtype
+    count = int(_np.prod(out_shape)) if len(out_shape) else 1
+    if count == 0:
+        return torch.empty(shape, dtype=dtype)
+    array = _np.frombuffer(req, dtype=np_dtype).reshape(shape)
+    t = torch.from_numpy(array)
+    return t.view(dtype) if view != dtype else t
+
+
+# ---- names -------------------------------------------------------------------
+
+def op_name(kind, name, process_set_id):
+    """The name tcoll gets for a call of kind (see the module docstring)."""
+    if name is not None:
+        if not isinstance(name, str):
+            raise TypeError("name must be a str, not %s" % type(name).__name__)
+        return "%s.%s" % (kind, name)
+    # the NumPy API's counters: unnamed calls of both APIs share one sequence
+    # per kind and set, so they never take the same name
+    return _tc._name(kind, None, process_set_id)
+
+
+def pset_id(process_set):
+    """The id of a ProcessSet (None: the global set)."""
+    if process_set is None:
+        return 0
+    if isinstance(process_set, _tc.ProcessSet):
+        return process_set._id()
+    raise TypeError("process_set must be a ProcessSet, not %s" % type(process_set).__name__)
+
+
+def pset_size(process_set):
+    n = _tcoll.size() if pset_id(process_set) == 0 else process_set.size()
+    if n < 0:
+        raise ValueError("%r does not exist (removed?)" % (process_set,))
+    return n
+
+
+def pset_rank(process_set):
+    return _tcoll.rank() if pset_id(process_set) == 0 else process_set.rank()
+
+
+# ---- submission ----------------------------------------------------------------
+
+def submit(fn, *args, **kwargs):
+    """Calls a _tcoll submission, raising caller mistakes as they are and
+    other tcoll errors as HorovodInternalError."""
+    basics._check_init()
+    try:
+        return fn(*args, **kwargs)
+    except _tc.Error as e:
+        if is_caller_mistake(e):
+            raise
+        raise internal_error(e) from e
+
+
+# ---- the handle table -------------------------------------------------------------
+
+class _Pending:
+    __slots__ = ("reqs", "finish", "keep")
+
+    def __init__(self, reqs, finish, keep):
+        self.reqs = reqs      # tcoll Requests
+        self.finish = finish  # () -> the result, once every request completed
+        self.keep = keep      # objects held until then (inputs, staging copies)
+
+
+_table = {}
+_table_lock = threading.Lock()
+_next_handle = itertools.count(1)
+
+
+def register(reqs, finish, keep=()):
+    """A new handle for requests reqs; finish() builds the result."""
+    pending = _Pending(list(reqs), finish, keep)
+    with _table_lock:
+        handle = next(_next_handle)
+        _table[handle] = pending
+    return handle
+
+
+def _clear():
+    with _table_lock:
+        _table.clear()
+
+
+basics._reset_hooks.append(_clear)
+
+
+def poll(handle):
+    """Whether the operation of handle has completed (successfully or not);
+    never blocks. After it returns True, synchronize(handle) does not block.
+    ValueError for a handle that is not pending (never made, or already
+    synchronized)."""
+    with _table_lock:
+        pending = _table.get(handle)
+    if pending is None:
+        raise ValueError("handle %r was not created or has been synchronized" % (handle,))
+    return all(r.done() for r in pending.reqs)
+
+
+def synchronize(handle):
+    """Waits (without the GIL) until the operation of handle completes and
+    returns its result: a tensor, a list of tensors for grouped calls, or
+    (tensor, received_splits) for alltoall. Raises HorovodInternalError (of
+    the tcoll error's class too) if it failed, on every rank it failed on.
+    A handle not in the table gives None."""
+    with _table_lock:
+        pending = _table.pop(handle, None)
+    if pending is None:
+        return None
+    try:
+        for r in pending.reqs:
+            r.wait()
+    except _tc.Error as e:
+        raise internal_error(e) from e
+    return pending.finish()
+
+
+def wait_requests(reqs):
+    """Waits for tcoll requests made outside the table (same errors)."""
+    try:
+        for r in reqs:
+            r.wait()
+    except _tc.Error as e:
+        raise internal_error(e) from e
