@@ -1,0 +1,79 @@
+"""What tools/python/bench_workload.py and bench_synthetic.py share: the
+launcher's rank and size, importing tcoll.torch, starting torch.distributed
+over Gloo on loopback, statistics of per-step times and printing a table.
+
+Not a benchmark itself: the two scripts import it from their own directory.
+Only rank 0 prints; every function here that talks to other ranks says so.
+"""
+
+import os
+import statistics
+import sys
+
+
+def launcher_rank_size():
+    """This process's rank and the number of ranks as the MPI launcher says
+    (Open MPI: OMPI_COMM_WORLD_*, MPICH/Hydra: PMI_*); (0, 1) without one."""
+    for r, s in (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), ("PMI_RANK", "PMI_SIZE")):
+        if r in os.environ and s in os.environ:
+            return int(os.environ[r]), int(os.environ[s])
+    return 0, 1
+
+
+def say(prog, msg):
+    """One line on stderr from rank 0 (by the launcher's count)."""
+    if launcher_rank_size()[0] == 0:
+        print("%s: %s" % (prog, msg), file=sys.stderr, flush=True)
+
+
+def import_tcoll_torch(prog):
+    """tcoll.torch, or None after rank 0 said why it cannot be imported."""
+    try:
+        import tcoll.torch as hvd
+        return hvd
+    except ImportError as e:
+        say(prog, "cannot import tcoll.torch (%s): build the Python package "
+            "(cmake --build build) and run with PYTHONPATH=build/python" % e)
+        return None
+
+
+def gloo_port():
+    """The TCP port of rank 0's Gloo rendezvous: MASTER_PORT when set, else
+    one every rank of this launch derives alike from its parent process (the
+    launcher's daemon, the same for every rank on one node)."""
+    port = os.environ.get("MASTER_PORT")
+    if port:
+        return int(port)
+    return 20000 + os.getppid() % 20000
+
+
+def gloo_init(rank, size):
+    """Starts torch.distributed over Gloo on 127.0.0.1 (every rank on this
+    node). Collective. Returns torch.distributed."""
+    import torch.distributed as dist
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % gloo_port(),
+                            rank=rank, world_size=size)
+    return dist
+
+
+def summary(samples):
+    """(median, mean) of a list of numbers."""
+    return statistics.median(samples), statistics.fmean(samples)
+
+
+def table(header, rows, aligns=None):
+    """Lines of a plain table: header and rows are lists of strings; the
+    first column left-aligned, the others right-aligned unless aligns says
+    ('<' or '>' per column)."""
+    cols = len(header)
+    if aligns is None:
+        aligns = ["<"] + [">"] * (cols - 1)
+    width = [max(len(str(r[i])) for r in [header] + rows) for i in range(cols)]
+    out = []
+    for r in [header] + rows:
+        out.append("  ".join("%s" % format(str(r[i]), aligns[i] + str(width[i]))
+                             for i in range(cols)).rstrip())
+        if r is header:
+            out.append("  ".join("-" * w for w in width))
+    return out
