@@ -267,10 +267,10 @@ def _code(array):
 
 
 def _input(array):
-    """A C-contiguous array over the same data when possible (no copy)."""
-    if not isinstance(array, _np.ndarray):
-        array = _np.asarray(array)
-    return _np.ascontiguousarray(array)
+    """A C-contiguous array over the same data when possible (no copy), of
+    the same shape (numpy.ascontiguousarray would turn a 0-dim array into a
+    1-dim one)."""
+    return _np.asarray(array, order="C")
 
 
 def _in_place(array, what):
