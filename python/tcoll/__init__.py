@@ -24,7 +24,6 @@ from ``wait()``: :class:`MismatchError`, :class:`DuplicateNameError` (also a
 :class:`TimeoutError` (also the builtin ``TimeoutError``).
 """
 
-import itertools
 import threading
 
 import numpy as _np
@@ -246,14 +245,34 @@ _counters_lock = threading.Lock()
 
 def _name(kind, name, pset):
     """The name of a call: the given one, or the next "<kind>.noname.<k>" of
-    this kind in this process set (the same sequence on every rank)."""
+    this kind in this process set, taken at once (tcoll.torch names its calls
+    with this: its unnamed calls and this module's share one sequence)."""
     if name is not None:
         if not isinstance(name, str):
             raise TypeError("name must be a str, not %s" % type(name).__name__)
         return name
     with _counters_lock:
-        counter = _counters.setdefault((kind, pset), itertools.count())
-        return "%s.noname.%d" % (kind, next(counter))
+        k = _counters.get((kind, pset), 0)
+        _counters[(kind, pset)] = k + 1
+    return "%s.noname.%d" % (kind, k)
+
+
+def _submit(kind, name, pset, call):
+    """Submits a call: ``call(name)`` with the given name, or with the next
+    "<kind>.noname.<k>" of this kind in this process set (the same sequence
+    on every rank). An automatic name is taken only when the call is
+    accepted: one refused at once (a bad argument, maybe on one rank only)
+    leaves the sequence as it was, so the ranks' k-th unnamed calls still
+    meet."""
+    if name is not None:
+        if not isinstance(name, str):
+            raise TypeError("name must be a str, not %s" % type(name).__name__)
+        return call(name)
+    with _counters_lock:
+        k = _counters.get((kind, pset), 0)
+        result = call("%s.noname.%d" % (kind, k))
+        _counters[(kind, pset)] = k + 1
+    return result
 
 
 # ---- arrays --------------------------------------------------------------------
@@ -332,9 +351,9 @@ def allreduce_async(array, op=Sum, name=None, prescale_factor=1.0, postscale_fac
     pset = _pset_id(process_set)
     src = _input(array)
     out = _np.empty_like(src)
-    req = _tcoll.submit("allreduce", _name("allreduce", name, pset), src, out, _code(src),
-                        src.shape, op=_op(op), prescale=float(prescale_factor),
-                        postscale=float(postscale_factor), process_set=pset)
+    req = _submit("allreduce", name, pset, lambda n: _tcoll.submit(
+        "allreduce", n, src, out, _code(src), src.shape, op=_op(op),
+        prescale=float(prescale_factor), postscale=float(postscale_factor), process_set=pset))
     return Handle([req], lambda reqs: out)
 
 
@@ -351,9 +370,9 @@ def allreduce_async_(array, op=Sum, name=None, prescale_factor=1.0, postscale_fa
     receives the result."""
     pset = _pset_id(process_set)
     buf = _in_place(array, "allreduce_")
-    req = _tcoll.submit("allreduce", _name("allreduce", name, pset), buf, buf, _code(buf),
-                        buf.shape, op=_op(op), prescale=float(prescale_factor),
-                        postscale=float(postscale_factor), process_set=pset)
+    req = _submit("allreduce", name, pset, lambda n: _tcoll.submit(
+        "allreduce", n, buf, buf, _code(buf), buf.shape, op=_op(op),
+        prescale=float(prescale_factor), postscale=float(postscale_factor), process_set=pset))
     return Handle([req], lambda reqs: array)
 
 
@@ -371,8 +390,8 @@ def allgather_async(array, name=None, process_set=global_process_set):
     src = _input(array)
     if src.ndim == 0:
         src = src.reshape(1)
-    req = _tcoll.submit("allgather", _name("allgather", name, pset), src, None, _code(src),
-                        src.shape, process_set=pset)
+    req = _submit("allgather", name, pset, lambda n: _tcoll.submit(
+        "allgather", n, src, None, _code(src), src.shape, process_set=pset))
     return Handle([req], lambda reqs: _from_output(reqs[0], src.dtype))
 
 
@@ -386,8 +405,9 @@ def broadcast_async_(array, root_rank, name=None, process_set=global_process_set
     (root_rank is a global rank, a member of the process set)."""
     pset = _pset_id(process_set)
     buf = _in_place(array, "broadcast_")
-    req = _tcoll.submit("broadcast", _name("broadcast", name, pset), buf, None, _code(buf),
-                        buf.shape, root=int(root_rank), process_set=pset)
+    req = _submit("broadcast", name, pset, lambda n: _tcoll.submit(
+        "broadcast", n, buf, None, _code(buf), buf.shape, root=int(root_rank),
+        process_set=pset))
     return Handle([req], lambda reqs: array)
 
 
@@ -414,9 +434,9 @@ def reducescatter_async(array, op=Sum, name=None, prescale_factor=1.0, postscale
     possible, the first ranks one more)."""
     pset = _pset_id(process_set)
     src = _input(array)
-    req = _tcoll.submit("reducescatter", _name("reducescatter", name, pset), src, None,
-                        _code(src), src.shape, op=_op(op), prescale=float(prescale_factor),
-                        postscale=float(postscale_factor), process_set=pset)
+    req = _submit("reducescatter", name, pset, lambda n: _tcoll.submit(
+        "reducescatter", n, src, None, _code(src), src.shape, op=_op(op),
+        prescale=float(prescale_factor), postscale=float(postscale_factor), process_set=pset))
     return Handle([req], lambda reqs: _from_output(reqs[0], src.dtype))
 
 
@@ -434,8 +454,8 @@ def alltoall_async(array, splits=None, name=None, process_set=global_process_set
     src = _input(array)
     if splits is not None:
         splits = [int(s) for s in _np.asarray(splits).reshape(-1)]
-    req = _tcoll.submit("alltoall", _name("alltoall", name, pset), src, None, _code(src),
-                        src.shape, splits=splits, process_set=pset)
+    req = _submit("alltoall", name, pset, lambda n: _tcoll.submit(
+        "alltoall", n, src, None, _code(src), src.shape, splits=splits, process_set=pset))
     return Handle([req], lambda reqs: (_from_output(reqs[0], src.dtype),
                                       _np.asarray(reqs[0].splits(), dtype=_np.int64)))
 
@@ -448,13 +468,18 @@ def alltoall(array, splits=None, name=None, process_set=global_process_set):
 def _grouped(kind, arrays, op, names, prescale, postscale, process_set):
     pset = _pset_id(process_set)
     srcs = [_input(a) for a in arrays]
-    if names is None:
-        first = _name("grouped_" + kind, None, pset)
-        names = ["%s.%d" % (first, i) for i in range(len(srcs))]
     outs = [_np.empty_like(s) for s in srcs] if kind == "allreduce" else None
-    reqs = _tcoll.grouped(kind, list(names), srcs, outs, [_code(s) for s in srcs],
-                          [s.shape for s in srcs], op=_op(op), prescale=float(prescale),
-                          postscale=float(postscale), process_set=pset)
+
+    def call(member_names):
+        return _tcoll.grouped(kind, list(member_names), srcs, outs, [_code(s) for s in srcs],
+                              [s.shape for s in srcs], op=_op(op), prescale=float(prescale),
+                              postscale=float(postscale), process_set=pset)
+
+    if names is None:
+        reqs = _submit("grouped_" + kind, None, pset,
+                       lambda first: call(["%s.%d" % (first, i) for i in range(len(srcs))]))
+    else:
+        reqs = call(names)
     if kind == "allreduce":
         return Handle(reqs, lambda rs: outs)
     return Handle(reqs, lambda rs: [_from_output(r, s.dtype) for r, s in zip(rs, srcs)])
