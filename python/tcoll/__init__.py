@@ -468,6 +468,8 @@ def alltoall(array, splits=None, name=None, process_set=global_process_set):
 def _grouped(kind, arrays, op, names, prescale, postscale, process_set):
     pset = _pset_id(process_set)
     srcs = [_input(a) for a in arrays]
+    if kind == "allgather":  # as allgather_async: a 0-dim array is one row
+        srcs = [s.reshape(1) if s.ndim == 0 else s for s in srcs]
     outs = [_np.empty_like(s) for s in srcs] if kind == "allreduce" else None
 
     def call(member_names):
