@@ -334,8 +334,19 @@ class Handle:
 
     def wait(self):
         if not self._waited:
+            # Every request (a grouped call has one per member) is waited
+            # for before any error is raised: the members of a failed group
+            # complete one by one, and the caller may reuse their names as
+            # soon as wait() returns or raises.
+            error = None
             for r in self._reqs:
-                r.wait()
+                try:
+                    r.wait()
+                except Exception as e:  # noqa: BLE001 (raised below)
+                    if error is None:
+                        error = e
+            if error is not None:
+                raise error
             self._result = self._finish(self._reqs)
             self._waited = True
         return self._result
