@@ -109,14 +109,15 @@ _between_tests = None  # the process set of the waits between tests
 def tcoll_session():
     """tcoll, started on every rank; at the end every rank waits for the
     others (so no rank's shutdown fails a collective another still runs),
-    then shuts it down."""
+    then shuts it down (unless a fixture of the tests did: tcoll.torch's
+    tests shut down through hvd.shutdown())."""
     global _between_tests
     _start()
     _between_tests = tcoll.add_process_set(list(range(tcoll.size())))
     yield tcoll
     if MPI is not None:
         MPI.COMM_WORLD.Barrier()
-    else:
+    elif tcoll.is_initialized():
         tcoll.barrier()
     tcoll.shutdown()
     # After shutdown: nothing runs, and tcoll cannot start again.
