@@ -219,18 +219,20 @@ def synchronize(handle):
         pending = _table.pop(handle, None)
     if pending is None:
         return None
-    try:
-        for r in pending.reqs:
-            r.wait()
-    except _tc.Error as e:
-        raise internal_error(e) from e
+    wait_requests(pending.reqs)
     return pending.finish()
 
 
 def wait_requests(reqs):
-    """Waits for tcoll requests made outside the table (same errors)."""
-    try:
-        for r in reqs:
+    """Waits for tcoll requests (every one of them, so that a grouped call's
+    names are all free again) and raises the first one's error, as
+    HorovodInternalError of the tcoll error's class too."""
+    first = None
+    for r in reqs:
+        try:
             r.wait()
-    except _tc.Error as e:
-        raise internal_error(e) from e
+        except _tc.Error as e:
+            if first is None:
+                first = e
+    if first is not None:
+        raise internal_error(first) from first
