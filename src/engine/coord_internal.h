@@ -119,4 +119,11 @@ static inline int tc__coord_first(const entry_t *e)
     return 0;
 }
 
+/* The submission of the lowest rank that submitted e: the one every other
+ * is compared with, and whose kind and group speak for the name. */
+static inline const tc_wire_request_t *tc__coord_ref(const entry_t *e)
+{
+    return &e->reqs[tc__coord_first(e)];
+}
+
 #endif

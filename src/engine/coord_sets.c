@@ -163,7 +163,7 @@ int tc__coord_mark_joined(tc_coord_t *c, coord_set_t *s, int rank)
     s->njoined++;
     for (i = 0; i < n; i++) { /* the table's order: rank 0 decides it for every rank */
         entry_t *e = all[i];
-        if (e->pset == s->id && !tc__kind_get(e->reqs[tc__coord_first(e)].kind)->joins &&
+        if (e->pset == s->id && !tc__kind_get(tc__coord_ref(e)->kind)->joins &&
             tc__coord_complete(c, e)) { /* a join completes with its own submissions */
             tc__coord_complete_entry(c, e, rank);
         }
@@ -200,7 +200,7 @@ static void fail_removed(tc_coord_t *c, coord_set_t *s)
 
 void tc__coord_complete_entry(tc_coord_t *c, entry_t *e, int rank)
 {
-    const tc_wire_request_t *ref = &e->reqs[tc__coord_first(e)];
+    const tc_wire_request_t *ref = tc__coord_ref(e);
     const tc_kind_desc_t *kd = tc__kind_get(ref->kind);
 
     e->last = rank;
@@ -235,7 +235,7 @@ void tc__coord_complete_entry(tc_coord_t *c, entry_t *e, int rank)
 char *tc__coord_joined_text(const tc_coord_t *c, const entry_t *e)
 {
     const coord_set_t *s = tc__coord_set(c, e->pset);
-    const tc_kind_desc_t *kd = tc__kind_get(e->reqs[tc__coord_first(e)].kind);
+    const tc_kind_desc_t *kd = tc__kind_get(tc__coord_ref(e)->kind);
     uint8_t *lack = calloc((size_t)c->size, 1);
     char ranks[256], where[48] = "", *text;
     int q, n;

@@ -148,19 +148,6 @@ static void push_ready(tc_coord_t *c, entry_t *e)
     c->nready++;
 }
 
-/* The group info of e as the lowest rank that submitted it gave it. */
-static const tc_wire_request_t *group_ref(const entry_t *e)
-{
-    int q;
-
-    for (q = 0; q < e->size; q++) {
-        if (e->have[q]) {
-            return &e->reqs[q];
-        }
-    }
-    return &e->reqs[0];
-}
-
 static group_t *group_get(tc_coord_t *c, const tc_wire_request_t *r, uint32_t pset)
 {
     char key[TC_WIRE_KEY_MAX];
@@ -248,7 +235,7 @@ int tc__coord_waiting(const tc_coord_t *c, const entry_t *e)
 
 void tc__coord_make_ready(tc_coord_t *c, entry_t *e)
 {
-    const tc_wire_request_t *r = group_ref(e);
+    const tc_wire_request_t *r = tc__coord_ref(e);
     group_t *g;
 
     tc__hmap_remove(&c->table, e->key, e->key_len);
@@ -327,7 +314,7 @@ static void visit_pending(const char *key, size_t len, void *val, void *arg)
     p.since_ns = e->since_ns;
     p.have = e->have;
     p.member = s != NULL ? s->member : NULL;
-    p.kind = e->reqs[tc__coord_first(e)].kind; /* as the lowest submitting rank gave it */
+    p.kind = tc__coord_ref(e)->kind; /* as the lowest submitting rank gave it */
     ctx->fn(&p, ctx->arg);
 }
 
@@ -358,7 +345,7 @@ tc_status_t tc__coord_expire(tc_coord_t *c, const char *name, uint32_t len, uint
     free(e->text);
     e->text = copy;
     e->fail_status = st;
-    if (tc__kind_get(e->reqs[tc__coord_first(e)].kind)->joins) {
+    if (tc__kind_get(tc__coord_ref(e)->kind)->joins) {
         tc__coord_unjoin(c, e); /* its ranks fail their joins and go on */
     }
     tc__coord_make_ready(c, e);
@@ -530,7 +517,7 @@ tc_status_t tc__coord_take_ready(tc_coord_t *c, tc_coord_batch_t *batch_p)
     }
     for (e = c->ready_head; e != NULL; e = e->next_ready) {
         tc_wire_response_t *r = &b.resps[i];
-        const tc_wire_request_t *ref = group_ref(e);
+        const tc_wire_request_t *ref = tc__coord_ref(e);
         /* grouped names run as a unit through rank 0 every time: not cached */
         b.kinds[i++] = ref->group_size > 0 ? TC_COORD_NOCACHE : ref->kind;
         r->name = e->name;
