@@ -5,9 +5,10 @@
  * (module.c).
  *
  * The extension is a thin layer over libtcoll's C API (include/tcoll.h):
- * buffers come in through the buffer protocol (NumPy arrays, and PyTorch CPU
- * tensors through .numpy(), which shares their memory), are held by the
- * Request until the operation completes, and are never copied here. The
+ * buffers come in through the buffer protocol (NumPy arrays) or as PyTorch
+ * CPU tensors (tensor.c: their memory, once tcoll.torch registered the
+ * tensor type), are held by the Request until the operation completes, and
+ * are never copied here. The
  * engine thread never touches a Python object, so it never needs the GIL;
  * every wait releases it.
  */
@@ -48,6 +49,13 @@ PyObject *tcx_request_new(tc_request_t *req, Py_buffer *bufs, int nbufs);
 void tcx_orphans_sweep(void);
 /* At shutdown, after every request completed: releases every orphan. */
 void tcx_orphans_release_all(void);
+
+/* tensor.c: _register_torch(Tensor, strided); and obj as a writable buffer
+ * over its memory if it is a registered torch tensor: 1 (view filled,
+ * holding a reference to obj), 0 (not a torch tensor: view untouched), -1
+ * (a tensor tcoll cannot take as memory: ValueError set). */
+PyObject *tcx_register_torch(PyObject *self, PyObject *args);
+int tcx_tensor_buffer(const char *what, PyObject *obj, Py_buffer *view);
 
 /* submit.c: the module's collective calls. */
 extern PyMethodDef tcx_submit_methods[];

@@ -60,11 +60,17 @@ static int make_tensor(const char *what, const Py_buffer *buf, int dtype, PyObje
     return 0;
 }
 
-/* A C-contiguous view of obj (writable if asked); -1 with an exception. */
+/* A C-contiguous view of obj (writable if asked): a buffer-protocol
+ * object's own, or a torch tensor's memory (tensor.c); -1 with an
+ * exception. */
 static int get_buffer(const char *what, PyObject *obj, int writable, Py_buffer *view)
 {
     int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
+    int r = tcx_tensor_buffer(what, obj, view);
 
+    if (r != 0) {
+        return r < 0 ? -1 : 0;
+    }
     if (PyObject_GetBuffer(obj, view, flags) < 0) {
         PyErr_Clear();
         PyErr_Format(PyExc_ValueError, "%s: needs a C-contiguous%s buffer (a NumPy array or a "
@@ -402,5 +408,8 @@ PyMethodDef tcx_submit_methods[] = {
      "barrier(process_set=0) -> Request"},
     {"join", (PyCFunction)(void (*)(void))tcx_join, METH_VARARGS | METH_KEYWORDS,
      "join(process_set=0) -> Request"},
+    {"_register_torch", tcx_register_torch, METH_VARARGS,
+     "_register_torch(Tensor, strided)\n\nLets the calls take CPU torch tensors as buffers "
+     "(tcoll.torch calls it)."},
     {NULL, NULL, 0, NULL},
 };

@@ -29,9 +29,12 @@ by step (the order rotating), each step after a barrier:
 Time per step = the slowest rank's; median and mean over the timed steps.
 After timing, one more step of each way on data with known averages checks
 every element (the "wrong" column). The second table times one 4-byte
-float32 allreduce (sum) at a time through the NumPy API and tcoll.torch,
-as tcoll-perf times the C API (a barrier before each, slowest rank, median),
-so the difference from the C row is what Python adds per operation.
+float32 allreduce (sum) at a time through the extension alone, the NumPy
+API and tcoll.torch, as tcoll-perf times the C API: an MPI_Barrier before
+each (through mpi4py, imported first so that MPI runs with
+MPI_THREAD_MULTIPLE; without mpi4py a tcoll barrier, whose ranks leave it
+further apart, so every row reads higher), the slowest rank's time, the
+median. The difference from the C row is what Python adds per operation.
 
 Exit status: 0, 1 when an element was wrong, 2 when it cannot run.
 """
@@ -260,9 +263,19 @@ def run_workload(hvd, ways, args):
     return {name: slowest(hvd, times[name], "bench_workload.times." + name) for name in names}
 
 
-def run_latency(hvd, ways, args):
+def mpi_barrier():
+    """MPI_Barrier through mpi4py, initializing MPI with
+    MPI_THREAD_MULTIPLE (before tcoll does); None without mpi4py."""
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        return None
+    return MPI.COMM_WORLD.Barrier
+
+
+def run_latency(hvd, ways, args, barrier):
     """Rounds of args.latency_iters single operations per way (the order
-    rotating), a barrier before each; {name: per-op seconds of the slowest
+    rotating), barrier() before each; {name: per-op seconds of the slowest
     rank}."""
     times = {name: [] for name in ways}
     names = list(ways)
@@ -272,7 +285,7 @@ def run_latency(hvd, ways, args):
         for name in names[rot:] + names[:rot]:
             fn, mine = ways[name], []
             for i in range(warm + args.latency_iters):
-                hvd.barrier()
+                barrier()
                 t0 = time.perf_counter()
                 fn()
                 dt = time.perf_counter() - t0
@@ -291,10 +304,12 @@ def main(argv):
     except (OSError, ValueError, KeyError) as e:
         say(PROG, str(e))
         return 2
+    barrier = mpi_barrier() if args.latency_iters > 0 else None
     hvd = import_tcoll_torch(PROG)
     if hvd is None:
         return 2
     import tcoll
+    from tcoll import _tcoll
     hvd.init()
     rank, size = hvd.rank(), hvd.size()
     if (rank, size) != launcher_rank_size():
@@ -325,22 +340,25 @@ def main(argv):
         arr = np.zeros(1, dtype=np.float32)
         one = torch.zeros(1)
         one_gloo = torch.zeros(1)
+        raw = np.zeros(1, dtype=np.float32)
         lat = run_latency(hvd, {
+            "ext": lambda: _tcoll.submit("allreduce", "bench_workload.lat.ext", raw, raw,
+                                         _tcoll.FLOAT32, (1,)).wait(),
             "numpy": lambda: tcoll.allreduce_(arr, name="bench_workload.lat.numpy"),
             "torch": lambda: hvd.allreduce_(one, name="bench_workload.lat.torch", op=hvd.Sum),
             "gloo": lambda: dist.all_reduce(one_gloo),
-        }, args)
+        }, args, barrier or hvd.barrier)
 
     dist.destroy_process_group()
     hvd.shutdown()
     if rank == 0:
         report(args, workload, size, times, wrong, submit, lat, c_wl, c_lat, c_notes,
-               len(ways["c"].buckets), tcoll.__version__)
+               len(ways["c"].buckets), tcoll.__version__, barrier is not None)
     return 1 if any(wrong.values()) else 0
 
 
 def report(args, workload, size, times, wrong, submit, lat, c_wl, c_lat, c_notes, nbuckets,
-           version):
+           version, mpi_barrier_used):
     nelems = sum(int(np.prod(s)) for _, s in workload)
     ms = {name: summary([t * 1e3 for t in ts]) for name, ts in times.items()}
     base = ms["c"][0]
@@ -388,8 +406,9 @@ def report(args, workload, size, times, wrong, submit, lat, c_wl, c_lat, c_notes
         return "%+.2f" % (x - c) if c is not None else "-"
 
     print()
-    print("# one 4-byte float32 allreduce (sum) at a time, a tcoll barrier before each: us of "
-          "the slowest rank,")
+    print("# one 4-byte float32 allreduce (sum) at a time, %s before each: us of the slowest "
+          "rank," % ("an MPI_Barrier (mpi4py)" if mpi_barrier_used
+                     else "a tcoll barrier (no mpi4py: not tcoll-perf's MPI_Barrier)"))
     print("# median over %d x %d operations per way (rounds interleaved); added = the row's us - "
           "the C API's" % (args.latency_rounds, args.latency_iters))
     rows = []
@@ -398,6 +417,8 @@ def report(args, workload, size, times, wrong, submit, lat, c_wl, c_lat, c_notes
                      "%d run%s)" % (len(c_lat), "s" * (len(c_lat) > 1)), "%.2f" % c, "-"])
     else:
         rows.append(["C: tcoll-perf -b 4 -e 4: not given (--c-json)", "-", "-"])
+    rows.append(["extension alone: _tcoll.submit(...).wait()", "%.2f" % us["ext"],
+                 added(us["ext"])])
     rows.append(["NumPy: tcoll.allreduce_(array, name=...)", "%.2f" % us["numpy"],
                  added(us["numpy"])])
     rows.append(["tcoll.torch: hvd.allreduce_(tensor, name=..., op=hvd.Sum)",

@@ -36,9 +36,9 @@ __all__ = ["allreduce", "grouped_allreduce", "allgather", "grouped_allgather", "
 
 
 def _run(submitted):
-    req, finish, _keep = submitted
+    req, finish, keep = submitted
     _h.wait_requests([req])
-    return req, finish()
+    return req, keep if finish is None else finish()
 
 
 def _run_group(submitted):

@@ -8,13 +8,15 @@ once they completed. ``synchronize(handle)`` removes the entry, waits for
 the requests (the GIL is released while waiting, so other Python threads
 run), and returns the result; a handle that is not in the table (already
 synchronized, or never made) gives None, as in Horovod. ``poll(handle)``
-never blocks. The table is guarded by a lock: submit, poll and synchronize
-from any threads.
+never blocks. Submit, poll and synchronize from any threads: each touches
+the table with one dict operation, which the GIL makes atomic, and handles
+come from one itertools counter (atomic too).
 
 Tensors: CPU tensors of uint8, int8, int16, int32, int64, float16,
 bfloat16, float32 and float64 (bool where only bytes move: broadcast,
 allgather, alltoall). A contiguous tensor's memory is handed to tcoll as it
-is (``tensor.detach().numpy()``, no copy; bfloat16 goes as its 16-bit
+is (the extension takes its ``data_ptr()`` and holds the tensor until the
+operation completes: no copy, no NumPy view; bfloat16 goes as its 16-bit
 pattern, bool as bytes); a non-contiguous one is copied to a contiguous
 tensor first, and the in-place calls copy the result back into it when
 synchronized. GPU and sparse tensors are refused with ValueError (tcoll is
@@ -28,7 +30,6 @@ rank when every rank makes the same calls.
 """
 
 import itertools
-import threading
 
 import numpy as _np
 import torch
@@ -54,6 +55,12 @@ _CODES = {
     torch.float64: (_tcoll.FLOAT64, torch.float64),
 }
 _BOOL = (_tcoll.UINT8, torch.uint8)
+
+# the extension takes CPU tensors' memory directly from here on (tensor.c)
+_tcoll._register_torch(torch.Tensor, torch.strided)
+
+# dtype -> tcoll code, for the reducible dtypes: the fast paths' lookup
+REDUCE_CODES = {dt: code for dt, (code, _view) in _CODES.items()}
 
 
 # ---- tensors -----------------------------------------------------------------
@@ -85,15 +92,9 @@ def code_of(tensor):
 
 
 def wire(tensor):
-    """The NumPy array over tensor's memory that tcoll reads and writes (no
-    copy): tensor must be contiguous."""
-    t = tensor.detach()
-    if t.is_neg():
-        t = t.resolve_neg()
-    view = (_BOOL if t.dtype == torch.bool else _CODES[t.dtype])[1]
-    if view != t.dtype:
-        t = t.view(view)
-    return t.numpy()
+    """What tcoll reads and writes: the contiguous tensor itself (the
+    extension takes its memory, no copy), a lazy negation resolved first."""
+    return tensor.resolve_neg() if tensor.is_neg() else tensor
 
 
 def contiguous(tensor):
@@ -171,27 +172,32 @@ class _Pending:
 
     def __init__(self, reqs, finish, keep):
         self.reqs = reqs      # tcoll Requests
-        self.finish = finish  # () -> the result, once every request completed
+        self.finish = finish  # () -> the result, once every request completed;
+        #                       None: the result is keep
         self.keep = keep      # objects held until then (inputs, staging copies)
 
 
 _table = {}
-_table_lock = threading.Lock()
 _next_handle = itertools.count(1)
 
 
 def register(reqs, finish, keep=()):
-    """A new handle for requests reqs; finish() builds the result."""
-    pending = _Pending(list(reqs), finish, keep)
-    with _table_lock:
-        handle = next(_next_handle)
-        _table[handle] = pending
+    """A new handle for requests reqs; finish() builds the result (finish
+    None: the result is keep)."""
+    handle = next(_next_handle)
+    _table[handle] = _Pending(list(reqs), finish, keep)
+    return handle
+
+
+def register_one(req, result):
+    """A new handle for one request whose result is the object result."""
+    handle = next(_next_handle)
+    _table[handle] = _Pending((req,), None, result)
     return handle
 
 
 def _clear():
-    with _table_lock:
-        _table.clear()
+    _table.clear()
 
 
 basics._reset_hooks.append(_clear)
@@ -202,8 +208,7 @@ def poll(handle):
     never blocks. After it returns True, synchronize(handle) does not block.
     ValueError for a handle that is not pending (never made, or already
     synchronized)."""
-    with _table_lock:
-        pending = _table.get(handle)
+    pending = _table.get(handle)
     if pending is None:
         raise ValueError("handle %r was not created or has been synchronized" % (handle,))
     return all(r.done() for r in pending.reqs)
@@ -215,18 +220,23 @@ def synchronize(handle):
     (tensor, received_splits) for alltoall. Raises HorovodInternalError (of
     the tcoll error's class too) if it failed, on every rank it failed on.
     A handle not in the table gives None."""
-    with _table_lock:
-        pending = _table.pop(handle, None)
+    pending = _table.pop(handle, None)
     if pending is None:
         return None
     wait_requests(pending.reqs)
-    return pending.finish()
+    return pending.keep if pending.finish is None else pending.finish()
 
 
 def wait_requests(reqs):
     """Waits for tcoll requests (every one of them, so that a grouped call's
     names are all free again) and raises the first one's error, as
     HorovodInternalError of the tcoll error's class too."""
+    if len(reqs) == 1:
+        try:
+            reqs[0].wait()
+        except _tc.Error as e:
+            raise internal_error(e) from e
+        return
     first = None
     for r in reqs:
         try:

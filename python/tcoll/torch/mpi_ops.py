@@ -37,6 +37,9 @@ __all__ = [
 ]
 
 _OPS = (Sum, Average, Min, Max, Product)
+_FLOATS = frozenset((torch.float16, torch.bfloat16, torch.float32, torch.float64))
+_Tensor = torch.Tensor
+_STRIDED = torch.strided
 
 
 def resolve_op(op, average, default=Average):
@@ -64,10 +67,34 @@ def reduce_args(op, dtypes, process_set, postscale):
 
 # ---- allreduce -------------------------------------------------------------------
 
+def fast_code(tensor, op):
+    """The tcoll dtype code of tensor if it can go to tcoll as it is with op
+    (resolved): a plain dense contiguous CPU tensor of a reducible dtype,
+    and an op tcoll runs as given (not Average of integers). Else None: the
+    general path checks, copies or refuses."""
+    if (type(tensor) is not _Tensor or not tensor.is_cpu or tensor.layout is not _STRIDED
+            or not tensor.is_contiguous() or tensor.is_neg()):
+        return None
+    code = _h.REDUCE_CODES.get(tensor.dtype)
+    if code is None or op not in _OPS or (op == Average and tensor.dtype not in _FLOATS):
+        return None
+    return code
+
+
 def submit_allreduce(tensor, in_place, name, op, prescale_factor, postscale_factor,
                      process_set):
     """Submits an allreduce of tensor (op already resolved): (request,
-    finish, keep)."""
+    finish, keep); finish None means the result is keep."""
+    if process_set is global_process_set:
+        # the common case in a few calls: one tensor tcoll takes as it is
+        code = fast_code(tensor, op)
+        if code is not None:
+            out = tensor if in_place else torch.empty(tensor.shape, dtype=tensor.dtype)
+            req = _h.submit(_tcoll.submit, "allreduce", _h.op_name("allreduce", name, 0),
+                            tensor, out, code, tensor.shape, op=op,
+                            prescale=float(prescale_factor),
+                            postscale=float(postscale_factor))
+            return req, None, out
     _h.check_tensor(tensor, "allreduce")
     ps = _h.pset_id(process_set)
     tc_op, post = reduce_args(op, [tensor.dtype], process_set, postscale_factor)
@@ -101,7 +128,7 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
     op = resolve_op(op, average)
     req, finish, keep = submit_allreduce(tensor, False, name, op, prescale_factor,
                                          postscale_factor, process_set)
-    return _h.register([req], finish, keep)
+    return _h.register_one(req, keep) if finish is None else _h.register([req], finish, keep)
 
 
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
@@ -111,7 +138,7 @@ def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1
     op = resolve_op(op, average)
     req, finish, keep = submit_allreduce(tensor, True, name, op, prescale_factor,
                                          postscale_factor, process_set)
-    return _h.register([req], finish, keep)
+    return _h.register_one(req, keep) if finish is None else _h.register([req], finish, keep)
 
 
 def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
