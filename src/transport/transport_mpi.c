@@ -5,7 +5,8 @@
  * split into pieces so MPI's int counts never overflow; all pieces are posted
  * at once and completed together with MPI_Testall under our own back-off, so a
  * rank waiting for a slow peer yields its core instead of busy-polling inside
- * a blocking MPI call. Never blocks without backing off.
+ * a blocking MPI call (the wait policy is wait.h's, shared with every
+ * transport). Never blocks without backing off.
  */
 #define _GNU_SOURCE
 #include "transport/transport_mpi.h"
@@ -33,12 +34,11 @@ const char *tc__mpi_strerror(int code, char *buf, size_t len)
 int tc__mpi_wait_all(const tc_transport_mpi_t *m, int n, MPI_Request *reqs, int nrecv, int src,
                      int dst, char *why, size_t len)
 {
-    tc_backoff_t bo = m->proto;
-    uint64_t start = 0, next_check = 0;
-    int done = 0, i, peer;
+    tc_waiter_t w;
+    int done = 0, i, r;
 
+    tc__waiter_start(&w, &m->wait);
     for (;;) {
-        uint64_t now;
         int rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
         if (rc != MPI_SUCCESS) {
             return rc;
@@ -46,21 +46,11 @@ int tc__mpi_wait_all(const tc_transport_mpi_t *m, int n, MPI_Request *reqs, int 
         if (done) {
             return MPI_SUCCESS;
         }
-        tc__backoff_wait(&bo);
-        now = tc__now_ns();
-        if (start == 0) {
-            start = now;
-            next_check = now + 1000000u;
-        }
-        if (now < next_check) {
+        if ((r = tc__waiter_idle(&w, why, len)) == 0) {
             continue;
         }
-        next_check = now + 1000000u;
-        if (m->interrupt != NULL && m->interrupt(m->interrupt_arg, why, len)) {
+        if (r < 0) {
             return -1;
-        }
-        if (m->timeout_ns == 0 || now - start < m->timeout_ns) {
-            continue;
         }
         /* Name the side still waiting: a receive waits on src, a send on dst. */
         for (i = 0; i < n; i++) {
@@ -72,25 +62,9 @@ int tc__mpi_wait_all(const tc_transport_mpi_t *m, int n, MPI_Request *reqs, int 
                 break;
             }
         }
-        peer = i < nrecv ? src : dst;
-        /* That peer may itself be waiting for a dead rank: if its engine
-         * still answers, keep waiting (it will report the real loss). */
-        if (m->peer_alive != NULL) {
-            int alive = m->peer_alive(m->interrupt_arg, peer, why, len);
-            if (alive < 0) {
-                return -1;
-            }
-            if (alive) {
-                start = tc__now_ns();
-                continue;
-            }
+        if (tc__waiter_timeout(&w, i < nrecv ? src : dst, why, len) < 0) {
+            return -1;
         }
-        snprintf(why, len,
-                 "lost rank %d: no data from it for %llu s in a collective every rank agreed to "
-                 "run%s (the process died, or its engine thread is stuck)",
-                 peer, (unsigned long long)(m->timeout_ns / 1000000000u),
-                 m->peer_alive != NULL ? " and no answer to a probe" : "");
-        return -1;
     }
 }
 
@@ -159,11 +133,7 @@ void tc__transport_mpi_init(tc_transport_t *t, tc_transport_mpi_t *impl, MPI_Com
                             uint32_t spin, uint32_t backoff_max_us)
 {
     impl->comm = comm;
-    tc__backoff_init(&impl->proto, spin, backoff_max_us);
-    impl->timeout_ns = 0;
-    impl->interrupt = NULL;
-    impl->peer_alive = NULL;
-    impl->interrupt_arg = NULL;
+    tc__wait_policy_init(&impl->wait, spin, backoff_max_us);
     MPI_Comm_rank(comm, &t->rank);
     MPI_Comm_size(comm, &t->size);
     t->sendrecv = mpi_sendrecv;
