@@ -13,7 +13,10 @@
 #include <stdint.h>
 
 #include "tcoll.h"
+#include "transport/shm_seg.h"
 #include "transport/transport.h"
+
+struct tc_wait_policy; /* transport/wait.h */
 
 /* A growable scratch buffer owned by the caller and reused across calls. */
 typedef struct {
@@ -83,6 +86,28 @@ tc_status_t tc__alltoallv(tc_transport_t *t, const void *send, const size_t *sen
  * what it runs; it allocates nothing. Collective. */
 tc_status_t tc__alltoall_counts(tc_transport_t *t, const uint64_t *send_counts,
                                 uint64_t *recv_counts);
+
+/* What the shared-memory collectives run with: the node's segment, the
+ * wait policy of the data transport, and the chunk count that numbers the
+ * segment's slots (advanced by every collective; the same on every local
+ * rank, since they run the same collectives in the same order). */
+typedef struct {
+    const tc_shm_seg_t *seg;
+    const struct tc_wait_policy *wait;
+    const int *ranks; /* [seg->n]: local index -> rank in the wait policy's group; NULL: same */
+    uint64_t seq;     /* chunks run so far */
+    char err[256];    /* the reason for the last TC_ERR_TRANSPORT */
+} tc_shm_coll_t;
+
+/* Allreduce of count elements of dtype among the node's ranks (every rank
+ * of the segment must call it with the same count, dtype and op) through
+ * the segment (shm_allreduce.c): into buf, from src (NULL or buf: in place;
+ * else src must not overlap buf). TC_AVG divides by the number of ranks.
+ * The result has the bits tc__ring_allreduce gives for the same inputs on
+ * the same ranks. TC_OK, or TC_ERR_TRANSPORT with c->err (a lost peer, an
+ * abort); after an error the segment must not be used again. */
+tc_status_t tc__shm_allreduce(tc_shm_coll_t *c, const void *src, void *buf, size_t count,
+                              tc_dtype_t dtype, tc_op_t op);
 
 /* Binomial-tree broadcast of bytes from root: ceil(log2 n) rounds. */
 tc_status_t tc__bcast_binomial(tc_transport_t *t, void *buf, size_t bytes, int root);

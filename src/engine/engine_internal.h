@@ -203,6 +203,12 @@ typedef struct engine {
         size_t ndeferred, capdeferred;
     } exec;
 
+    struct { /* shm.c: the node's shared-memory segment and its collectives */
+        tc_shm_seg_t seg;   /* base NULL: none (off, one local rank, or setup failed) */
+        tc_shm_coll_t coll; /* what the shared-memory algorithms run with */
+        int single_node;    /* every rank of the job is on this node */
+    } shm;
+
     struct { /* negotiate.c */
         tc_neg_t *neg;             /* the state machine (neg.h) */
         size_t posted;             /* its sends of this step already posted */
@@ -278,6 +284,14 @@ void tc__fail_answer_pings(engine_t *e);
 void tc__fail_send_abort(engine_t *e);
 void tc__fail_hook_transport(engine_t *e);
 void tc__fail_hook_set_transport(engine_t *e, eng_pset_t *ps);
+
+/* shm.c: the segment, made after the communicators (collective over the
+ * node; never fails the job: without it collectives run over MPI) and
+ * unmapped at the end. tc__shm_for: the shared-memory state collectives of
+ * process set pset may use, or NULL. */
+void tc__shm_setup(engine_t *e, int local_rank, int local_size);
+void tc__shm_teardown(engine_t *e);
+tc_shm_coll_t *tc__shm_for(engine_t *e, uint32_t pset);
 
 /* negotiate.c */
 uint64_t tc__probe_grace_ns(const tc_config_t *cfg);

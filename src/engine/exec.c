@@ -27,7 +27,12 @@
 static tc_kind_ctx_t kind_ctx(engine_t *e, const tc_request_t *req)
 {
     tc_kind_ctx_t x = {tc__pset_transport(e, req->pset), (size_t)e->cfg->ring_chunk_kb * 1024,
-                       &e->exec.scratch, e};
+                       &e->exec.scratch, e, NULL, NULL};
+
+    if (tc__kind_of(req)->algo_shm != NULL) {
+        x.shm = tc__shm_for(e, req->pset);
+    }
+    x.err = x.shm != NULL ? x.shm->err : x.tp->err;
     return x;
 }
 
@@ -76,7 +81,7 @@ static tc_status_t run_fused(engine_t *e, tc_request_t **reqs, uint32_t n, size_
     st = kd->run_packed(&x, buf, total / es, reqs[0]->dtype, reqs[0]->op);
     if (st != TC_OK) {
         snprintf(msg, msglen, "fused %s of %u tensors ('%s', ...) failed: %s", kd->name, n,
-                 reqs[0]->name, st == TC_ERR_NOMEM ? "out of memory" : e->mpi.tp.err);
+                 reqs[0]->name, st == TC_ERR_NOMEM ? "out of memory" : x.err);
         return st;
     }
     t0 = tc__tl_active() ? tc__now_ns() : 0;
@@ -243,7 +248,9 @@ void tc__exec_run(engine_t *e, const tc_wire_response_t *resps, tc_request_t **r
         if (t0 != 0) {
             uint64_t t1 = tc__now_ns();
             const tc_kind_desc_t *kd = tc__kind_of(reqs[i]);
-            const char *algo = j - i >= 2 ? kd->algo_packed : kd->algo;
+            const int shm = kd->algo_shm != NULL && tc__shm_for(e, reqs[i]->pset) != NULL;
+            const char *algo = j - i >= 2 ? (shm ? kd->algo_shm_packed : kd->algo_packed)
+                                          : (shm ? kd->algo_shm : kd->algo);
             for (k = i; k < j; k++) {
                 tc__engine_tl_tensor(e, reqs[k], algo, t0, t1, (int)(j - i), st);
             }

@@ -24,11 +24,22 @@ static tc_status_t run_failed(const tc_kind_ctx_t *x, const tc_request_t *req, t
                               char *msg, size_t len)
 {
     snprintf(msg, len, "tensor '%s': %s failed: %s", req->name, tc__kind_of(req)->name,
-             st == TC_ERR_NOMEM ? "out of memory" : x->tp->err);
+             st == TC_ERR_NOMEM ? "out of memory" : x->err);
     return st;
 }
 
-/* ---- allreduce: ring allreduce (coll/ring_allreduce.c) ------------------- */
+/* ---- allreduce: ring allreduce (coll/ring_allreduce.c), or through the
+ * node's shared memory (coll/shm_allreduce.c: the same bits) ------------- */
+
+/* The allreduce of buf (in place from src, or src NULL) by x's algorithm. */
+static tc_status_t allreduce_any(const tc_kind_ctx_t *x, const void *src, void *buf,
+                                 size_t count, tc_dtype_t dtype, tc_op_t op)
+{
+    if (x->shm != NULL) {
+        return tc__shm_allreduce(x->shm, src, buf, count, dtype, op);
+    }
+    return tc__ring_allreduce(x->tp, src, buf, count, dtype, op, x->chunk_bytes, x->scratch);
+}
 
 static tc_status_t allreduce_validate(const tc_kind_args_t *a, char *why, size_t len)
 {
@@ -56,8 +67,7 @@ static tc_status_t allreduce_run(const tc_kind_ctx_t *x, tc_request_t *req,
         tc__scale(req->dtype, req->recv, req->send, req->count, req->prescale);
         src = req->recv;
     }
-    st = tc__ring_allreduce(x->tp, src, req->recv, req->count, req->dtype, req->op,
-                            x->chunk_bytes, x->scratch);
+    st = allreduce_any(x, src, req->recv, req->count, req->dtype, req->op);
     if (st != TC_OK) {
         return run_failed(x, req, st, msg, len);
     }
@@ -71,7 +81,7 @@ static tc_status_t allreduce_run(const tc_kind_ctx_t *x, tc_request_t *req,
 static tc_status_t allreduce_packed(const tc_kind_ctx_t *x, void *buf, size_t count,
                                     tc_dtype_t dtype, tc_op_t op)
 {
-    return tc__ring_allreduce(x->tp, NULL, buf, count, dtype, op, x->chunk_bytes, x->scratch);
+    return allreduce_any(x, NULL, buf, count, dtype, op);
 }
 
 /* Eager inputs ride prescaled, are reduced in the negotiation's exchange
@@ -107,6 +117,7 @@ static void allreduce_finish(const tc_wire_request_t *w, void *buf, size_t count
     .params = TC_PARAM_OP | TC_PARAM_SCALE, .output = TC_OUT_RECV,                        \
     .agree = TC_AGREE_DTYPE | TC_AGREE_OP | TC_AGREE_SHAPE | TC_AGREE_SCALE,              \
     .validate = allreduce_validate, .run = allreduce_run, .algo = "ring",                 \
+    .algo_shm = "shm", .algo_shm_packed = "shm, fused",                                   \
     .run_packed = allreduce_packed, .algo_packed = "ring, fused",                          \
     .eager_prepare = allreduce_prepare, .eager_combine = allreduce_combine,               \
     .eager_finish = allreduce_finish, .algo_eager = "eager (inputs in the cycle messages)", \

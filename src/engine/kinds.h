@@ -121,6 +121,9 @@ typedef struct {
     size_t chunk_bytes;    /* TCOLL_RING_CHUNK_KB in bytes */
     tc_scratch_t *scratch; /* reused across runs */
     struct engine *eng;    /* for the kinds that change the engine's own state */
+    tc_shm_coll_t *shm;    /* the node's shared-memory collectives, where the request's
+                            * process set may use them (engine/shm.c); else NULL */
+    const char *err;       /* the reason text of a failed run: tp->err, or shm->err */
 } tc_kind_ctx_t;
 
 typedef struct tc_kind_desc {
@@ -141,6 +144,8 @@ typedef struct tc_kind_desc {
     tc_status_t (*run)(const tc_kind_ctx_t *x, tc_request_t *req, const tc_wire_response_t *r,
                        char *msg, size_t len);
     const char *algo; /* the timeline's algorithm label for run */
+    const char *algo_shm; /* ... when it runs through shared memory (x->shm set); NULL:
+                           * it never does */
 
     /* Fusion (NULL: never fused): runs count elements packed into buf, in
      * place, for a group of consecutive small requests of this kind with one
@@ -150,6 +155,7 @@ typedef struct tc_kind_desc {
     tc_status_t (*run_packed)(const tc_kind_ctx_t *x, void *buf, size_t count, tc_dtype_t dtype,
                               tc_op_t op);
     const char *algo_packed;
+    const char *algo_shm_packed; /* ... when it runs packed through shared memory */
 
     /* Eager inputs (NULL: never eager): a small cached tensor of this kind
      * rides in the negotiation messages and is combined in each exchange

@@ -209,6 +209,7 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
     atomic_store_explicit(&tc__log_rank, e->rank, memory_order_relaxed);
     TC_INFO("engine", "rank %d of %d (local %d of %d), MPI %s by tcoll", e->rank, e->size, lrank,
             lsize, e->mpi.own ? "initialized" : "initialized by the application");
+    tc__shm_setup(e, lrank, lsize); /* never fails: without it, MPI */
     return TC_OK;
 
 err_free_tables: /* then the last communicator */
@@ -236,8 +237,10 @@ static void mpi_teardown(engine_t *e)
         TC_WARN("engine", "skipping MPI teardown after a failure");
         tc__ctrl_abandon(e);
         tc__pset_free_all(e, 0);
+        tc__shm_teardown(e);
         return;
     }
+    tc__shm_teardown(e);
     tc__pset_free_all(e, 1);
     MPI_Comm_free(&e->mpi.ctrl);
     MPI_Comm_free(&e->mpi.data);

@@ -26,7 +26,7 @@
 
 #include "util/backoff.h"
 
-typedef struct {
+typedef struct tc_wait_policy {
     tc_backoff_t proto; /* back-off settings for waits */
     /* A wait that sees no progress for timeout_ns gives up and names the
      * peer it was waiting for (a lost peer). 0: never. */

@@ -28,13 +28,15 @@ extern char **environ;
  * bytes at an offset, the others ints. */
 #define KNOB_INT_AT(cfg, k) (*(const int *)((const char *)(cfg) + (k)->offset))
 
-typedef enum { KNOB_INT, KNOB_LEVEL, KNOB_STRING } knob_type_t;
+/* KNOB_CHOICE: one of the names in the row's choices (NULL-terminated),
+ * stored as its index: an integer, so a choice can be AGREE. */
+typedef enum { KNOB_INT, KNOB_LEVEL, KNOB_STRING, KNOB_CHOICE } knob_type_t;
 
 /* Whether a knob must have the same value on every rank: AGREE when every
  * rank uses its own value to decide what it sends and receives, or how work
  * is grouped and scheduled (tc_init compares them, see tc__config_agree_*);
  * LOCAL when it only changes how this rank waits, logs or keeps memory.
- * Only integer knobs can be AGREE. */
+ * Only integer and choice knobs can be AGREE. */
 typedef enum { KNOB_LOCAL, KNOB_AGREE } knob_scope_t;
 
 typedef struct {
@@ -45,72 +47,78 @@ typedef struct {
     long min, max; /* integers: the range; strings: max is the field size */
     knob_scope_t scope;
     const char *doc;
+    const char *const *choices; /* KNOB_CHOICE: the names, NULL-terminated */
 } knob_t;
+
+/* The names of the choice knobs, NULL-terminated; index = stored value
+ * (config.h's TC_SHM_* and TC_ALGO_* enums follow them). */
+static const char *const shm_choices[] = {"auto", "memfd", "posix", "off", NULL};
+static const char *const algo_choices[] = {"auto", "ring", "shm", NULL};
 
 #define OFF(field) offsetof(tc_config_t, field)
 #define FIELD_SIZE(field) ((long)sizeof(((tc_config_t *)0)->field))
 
 static const knob_t knobs[] = {
     {"TCOLL_LOG_LEVEL", KNOB_LEVEL, OFF(log_level), "warn", 0, 0, KNOB_LOCAL,
-     "Log verbosity: error, warn, info, debug or trace."},
+     "Log verbosity: error, warn, info, debug or trace.", NULL},
     {"TCOLL_IDLE_POLL_MS", KNOB_INT, OFF(idle_poll_ms), "20", 1, 10000, KNOB_LOCAL,
      "How often (ms) an engine thread with nothing pending wakes to check for "
-     "control messages from other ranks (a remote shutdown)."},
+     "control messages from other ranks (a remote shutdown).", NULL},
     {"TCOLL_SPIN", KNOB_INT, OFF(spin), "0", 0, 1000000, KNOB_LOCAL,
      "Busy polls (with a cpu pause) before a waiting thread starts to yield. 0 "
      "by default: under KVM, pause loops make the hypervisor deschedule the "
-     "vCPU, and yielding polls measured faster."},
+     "vCPU, and yielding polls measured faster.", NULL},
     {"TCOLL_YIELD_US", KNOB_INT, OFF(yield_us), "200", 0, 1000000, KNOB_LOCAL,
      "After spinning, a waiting thread polls with sched_yield for this long (us) "
      "before it starts to sleep: the core goes to any runnable thread, yet a "
-     "transfer that completes in microseconds is not slept through."},
+     "transfer that completes in microseconds is not slept through.", NULL},
     {"TCOLL_BACKOFF_MAX_US", KNOB_INT, OFF(backoff_max_us), "200", 1, 100000, KNOB_LOCAL,
      "Longest sleep (us) between two polls while work is pending; sleeps grow "
      "from 1 us to this cap and reset on progress. After 100 ms without "
-     "progress they may grow to 4 ms (a long wait parks nearly idle)."},
+     "progress they may grow to 4 ms (a long wait parks nearly idle).", NULL},
     {"TCOLL_RING_CHUNK_KB", KNOB_INT, OFF(ring_chunk_kb), "256", 1, 1048576, KNOB_AGREE,
      "Chunk (KiB) in which ring allreduce steps move data, so each chunk is "
-     "reduced while still in cache."},
+     "reduced while still in cache.", NULL},
     {"TCOLL_FUSION_THRESHOLD_KB", KNOB_INT, OFF(fusion_threshold_kb), "64", 0, 1048576,
      KNOB_AGREE,
      "Allreduces of at most this many KiB that rank 0 schedules one after "
      "another with the same dtype and op are packed into one buffer and reduced "
-     "as one; 0 turns fusion off."},
+     "as one; 0 turns fusion off.", NULL},
     {"TCOLL_FUSION_BUFFER_KB", KNOB_INT, OFF(fusion_buffer_kb), "4096", 1, 1048576, KNOB_AGREE,
-     "Largest fused group (KiB); the buffer is kept between steps."},
+     "Largest fused group (KiB); the buffer is kept between steps.", NULL},
     {"TCOLL_EAGER_BYTES", KNOB_INT, OFF(eager_bytes), "16384", 0, 65536, KNOB_AGREE,
      "A cached allreduce of at most this many bytes travels inside the "
      "negotiation messages: in each exchange round the partial results of two "
      "groups of ranks are combined, the lower group's first, so every rank "
      "gets the same bits with the decision to run it: no separate transfer. "
      "An input that waited for other ranks rides once more, in the cycle "
-     "after every rank has it. 0 turns this off."},
+     "after every rank has it. 0 turns this off.", NULL},
     {"TCOLL_CACHE_CAPACITY", KNOB_INT, OFF(cache_capacity), "1024", 0, 1048576, KNOB_AGREE,
      "Names the response cache holds: a name negotiated once is filed on every "
      "rank, and later submissions with the same parameters skip rank 0's "
-     "decision. 0 turns the cache off."},
+     "decision. 0 turns the cache off.", NULL},
     {"TCOLL_OUTPUT_POOL_MB", KNOB_INT, OFF(output_pool_mb), "256", 0, 1048576, KNOB_LOCAL,
      "Memory (MiB) of freed allgather outputs (1 MiB and up) kept for reuse by "
-     "later allgathers instead of mapping fresh pages; 0 keeps none."},
+     "later allgathers instead of mapping fresh pages; 0 keeps none.", NULL},
     {"TCOLL_STALL_WARN_S", KNOB_INT, OFF(stall_warn_s), "60", 0, 86400, KNOB_LOCAL,
      "Rank 0 warns when a tensor has been submitted by some ranks but not all "
      "for this many seconds, listing the ranks that have and have not, and "
-     "repeats at this interval while it lasts; 0 turns the warning off."},
+     "repeats at this interval while it lasts; 0 turns the warning off.", NULL},
     {"TCOLL_STALL_ABORT_S", KNOB_INT, OFF(stall_abort_s), "0", 0, 86400, KNOB_LOCAL,
      "After this many seconds, such a stalled tensor fails on every rank that "
      "submitted it with TC_ERR_TIMEOUT and the same explanation; the engine "
-     "goes on. 0 (the default) never fails a stalled tensor."},
+     "goes on. 0 (the default) never fails a stalled tensor.", NULL},
     {"TCOLL_PEER_TIMEOUT_S", KNOB_INT, OFF(peer_timeout_s), "60", 1, 86400, KNOB_LOCAL,
      "A rank with work pending that hears nothing from the negotiation for "
      "half this many seconds asks its neighbours in a tree of the ranks "
      "whether they are alive, and the question spreads over the tree; inside "
      "a transfer, a peer that sends nothing this long is asked too. A rank "
      "that does not answer within 2 s is lost: pending requests fail with "
-     "TC_ERR_TRANSPORT naming it."},
+     "TC_ERR_TRANSPORT naming it.", NULL},
     {"TCOLL_SHUTDOWN_TIMEOUT_S", KNOB_INT, OFF(shutdown_timeout_s), "30", 1, 86400, KNOB_LOCAL,
      "Longest time tc_shutdown waits for the other ranks to finish the "
      "shutdown handshake; after it, tc_shutdown returns TC_ERR_TIMEOUT and "
-     "leaves MPI unfinalized rather than hang."},
+     "leaves MPI unfinalized rather than hang.", NULL},
     {"TCOLL_TIMELINE", KNOB_STRING, OFF(timeline), "", 0, FIELD_SIZE(timeline), KNOB_LOCAL,
      "Write a Chrome trace (chrome://tracing, Perfetto) of the negotiations "
      "and collectives to this path from tc_init on. With %r in the path (it "
@@ -118,10 +126,31 @@ static const knob_t knobs[] = {
      "without %r the job gets one file, in which each rank is a process row: "
      "every rank keeps its part in a temporary file (in $TMPDIR, else /tmp), "
      "and at tc_shutdown rank 0 gathers the parts over MPI and writes it. "
-     "Empty: no timeline (tc_timeline_start can still start one)."},
+     "Empty: no timeline (tc_timeline_start can still start one).", NULL},
+    {"TCOLL_SHM", KNOB_CHOICE, OFF(shm), "auto", 0, 0, KNOB_AGREE,
+     "The shared-memory segment of the ranks on one node, for the collectives "
+     "inside a node: memfd (an anonymous file the other local ranks open "
+     "through /proc; never visible in /dev/shm), posix (a 0600 object in "
+     "/dev/shm with an unguessable name, unlinked once every local rank has "
+     "mapped it), auto (memfd, else posix) or off. If it cannot be set up, "
+     "tcoll logs why once and runs over MPI.",
+     shm_choices},
+    {"TCOLL_SHM_SLOT_KB", KNOB_INT, OFF(shm_slot_kb), "128", 4, 65536, KNOB_AGREE,
+     "Size (KiB) of one staging slot in the segment: a shared-memory "
+     "allreduce moves a buffer through it in chunks of this size, each local "
+     "rank reducing its share of a chunk while it is in cache.", NULL},
+    {"TCOLL_SHM_SLOTS", KNOB_INT, OFF(shm_slots), "4", 2, 64, KNOB_AGREE,
+     "Staging slots per local rank: how many chunks may be in flight at once "
+     "(the segment holds local ranks x slots x slot size).", NULL},
+    {"TCOLL_ALLREDUCE_ALGO", KNOB_CHOICE, OFF(allreduce_algo), "auto", 0, 0, KNOB_AGREE,
+     "Allreduce algorithm: ring (over MPI point-to-point), shm (the node's "
+     "shared-memory segment; only when every rank of the process set is on "
+     "one node and the segment is up, else ring) or auto (shm where it can "
+     "run, else ring).",
+     algo_choices},
     {"TCOLL_PROXY_CPUS", KNOB_STRING, OFF(proxy_cpus), "", 0, FIELD_SIZE(proxy_cpus), KNOB_LOCAL,
      "CPUs the default proxy init hook binds its thread to (hwloc list syntax, "
-     "e.g. 0-3,8), or NUMA nodes as numa:<nodes>; empty binds nothing."},
+     "e.g. 0-3,8), or NUMA nodes as numa:<nodes>; empty binds nothing.", NULL},
 };
 #define NKNOBS (sizeof(knobs) / sizeof(knobs[0]))
 
@@ -131,6 +160,34 @@ _Static_assert(sizeof(((tc_config_t *)0)->timeline) <= TC_CONFIG_TEXT_MAX &&
                "a string knob must fit in tc_knob_desc_t.value");
 
 static const char *const level_names[] = {"error", "warn", "info", "debug", "trace"};
+
+/* "a|b|c": a choice knob's names. */
+static const char *choice_list(const knob_t *k)
+{
+    static _Thread_local char buf[128];
+    size_t used = 0, i;
+
+    buf[0] = '\0';
+    for (i = 0; k->choices[i] != NULL && used < sizeof(buf); i++) {
+        int n = snprintf(buf + used, sizeof(buf) - used, "%s%s", i > 0 ? "|" : "",
+                         k->choices[i]);
+        used += n > 0 ? (size_t)n : 0;
+    }
+    return buf;
+}
+
+/* The name of a choice knob's value v. */
+static const char *choice_name(const knob_t *k, int v)
+{
+    int i;
+
+    for (i = 0; k->choices[i] != NULL; i++) {
+        if (i == v) {
+            return k->choices[i];
+        }
+    }
+    return "?";
+}
 
 static int set_knob(tc_config_t *cfg, const knob_t *k, const char *text, char *err, size_t errlen)
 {
@@ -158,6 +215,15 @@ static int set_knob(tc_config_t *cfg, const knob_t *k, const char *text, char *e
         }
         snprintf(err, errlen, "%s=\"%s\" is not one of error, warn, info, debug, trace", k->name,
                  text);
+        return -1;
+    case KNOB_CHOICE:
+        for (i = 0; k->choices[i] != NULL; i++) {
+            if (strcasecmp(text, k->choices[i]) == 0) {
+                *(int *)((char *)cfg + k->offset) = (int)i;
+                return 0;
+            }
+        }
+        snprintf(err, errlen, "%s=\"%s\" is not one of %s", k->name, text, choice_list(k));
         return -1;
     case KNOB_STRING:
         if (strlen(text) >= (size_t)k->max) { /* max: the field's size */
@@ -329,13 +395,16 @@ static void value_text(const tc_config_t *cfg, const knob_t *k, char *buf, size_
     case KNOB_STRING:
         snprintf(buf, len, "%.*s", (int)(k->max - 1), (const char *)cfg + k->offset);
         return;
+    case KNOB_CHOICE:
+        snprintf(buf, len, "%s", choice_name(k, KNOB_INT_AT(cfg, k)));
+        return;
     }
     snprintf(buf, len, "?");
 }
 
 int tc__config_describe_state(const tc_config_state_t *st, size_t i, tc_knob_desc_t *d)
 {
-    static const char *const type_names[] = {"int", "level", "string"};
+    static const char *const type_names[] = {"int", "level", "string", "choice"};
     const knob_t *k;
 
     if (i >= NKNOBS) {
@@ -371,6 +440,14 @@ int tc__config_describe_state(const tc_config_state_t *st, size_t i, tc_knob_des
         d->size = sizeof(int);
         snprintf(d->range, sizeof(d->range), "error|warn|info|debug|trace");
         break;
+    case KNOB_CHOICE:
+        d->number = KNOB_INT_AT(&st->cfg, k);
+        d->min = 0;
+        for (d->max = 0; k->choices[d->max + 1] != NULL; d->max++) {
+        }
+        d->size = sizeof(int);
+        snprintf(d->range, sizeof(d->range), "%s", choice_list(k));
+        break;
     case KNOB_STRING:
         d->number = (long)strlen(d->value);
         d->min = 0;
@@ -405,6 +482,8 @@ void tc__config_print(FILE *out, const tc_config_t *cfg)
             }
             if (k->type == KNOB_INT) {
                 fprintf(out, " %ld..%ld.", k->min, k->max);
+            } else if (k->type == KNOB_CHOICE) {
+                fprintf(out, " %s.", choice_list(k));
             }
             fprintf(out, " | %s |\n", k->scope == KNOB_AGREE ? "yes" : "no");
         } else {
@@ -477,7 +556,7 @@ void tc__config_agree_values(const tc_config_t *cfg, int vals[TC_CONFIG_AGREE_MA
     memset(vals, 0, TC_CONFIG_AGREE_MAX * sizeof(*vals));
     for (i = 0; i < NKNOBS && n < TC_CONFIG_AGREE_MAX; i++) {
         if (knobs[i].scope == KNOB_AGREE) {
-            vals[n++] = KNOB_INT_AT(cfg, &knobs[i]); /* only integer knobs are AGREE */
+            vals[n++] = KNOB_INT_AT(cfg, &knobs[i]); /* integer and choice knobs only */
         }
     }
 }
@@ -546,7 +625,12 @@ static int agree_part(const int *all, int nranks, size_t slot, char *part, size_
     (void)append(part, len, &used, "%s differs across ranks: ", k != NULL ? k->name : "?");
     for (i = 0; i < nshown; i++) {
         others -= ranks_with(all, nranks, slot, shown[i], ranks, sizeof(ranks));
-        (void)append(part, len, &used, "%s%d on %s", i > 0 ? ", " : "", shown[i], ranks);
+        if (k != NULL && k->type == KNOB_CHOICE) {
+            (void)append(part, len, &used, "%s%s on %s", i > 0 ? ", " : "",
+                         choice_name(k, shown[i]), ranks);
+        } else {
+            (void)append(part, len, &used, "%s%d on %s", i > 0 ? ", " : "", shown[i], ranks);
+        }
     }
     if (others > 0) {
         (void)append(part, len, &used, ", other values on %d rank%s", others,

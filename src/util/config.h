@@ -28,9 +28,18 @@ typedef struct {
     int stall_abort_s;    /* TCOLL_STALL_ABORT_S */
     int peer_timeout_s;   /* TCOLL_PEER_TIMEOUT_S */
     int shutdown_timeout_s; /* TCOLL_SHUTDOWN_TIMEOUT_S */
+    int shm;              /* TCOLL_SHM: tc_shm_mode_t */
+    int shm_slot_kb;      /* TCOLL_SHM_SLOT_KB */
+    int shm_slots;        /* TCOLL_SHM_SLOTS */
+    int allreduce_algo;   /* TCOLL_ALLREDUCE_ALGO: tc_algo_choice_t */
     char timeline[1024];  /* TCOLL_TIMELINE */
     char proxy_cpus[256]; /* TCOLL_PROXY_CPUS */
 } tc_config_t;
+
+/* TCOLL_SHM's values, in the order of its names in config.c. */
+typedef enum { TC_SHM_AUTO, TC_SHM_MEMFD, TC_SHM_POSIX, TC_SHM_OFF } tc_shm_mode_t;
+/* TCOLL_*_ALGO's values, in the order of their names in config.c. */
+typedef enum { TC_ALGO_AUTO, TC_ALGO_RING, TC_ALGO_SHM } tc_algo_choice_t;
 
 /* Loads the table from the environment on first call (thread-safe); then
  * returns the same values. Logs overrides at info level and warns about
@@ -87,7 +96,7 @@ int tc__config_load(tc_config_state_t *st, char *const *env, unsigned flags);
 /* One knob described, for tcoll-info, tests and the fuzzer. */
 typedef struct {
     const char *name;
-    const char *type;                /* "int", "level" or "string" */
+    const char *type;                /* "int", "level", "string" or "choice" */
     char value[TC_CONFIG_TEXT_MAX];  /* the value in effect, as text */
     long number;                     /* int and level: the value; string: its length */
     const char *def;                 /* the default, as text */

@@ -4,11 +4,15 @@
 # default, and what a user sees) and checks that every surviving rank printed
 # its "survived" line. mpiexec's own exit status is not the verdict: a killed
 # rank and survivors that leave MPI unfinalized make it non-zero by design.
-# Usage: run_lost_rank.sh MPIEXEC NP PROGRAM MODE (MODE: the case to run)
+# With SHM (TCOLL_SHM: auto, memfd, posix or off) the job runs with that
+# segment mode, and afterwards no tcoll segment may be left in /dev/shm.
+# Usage: run_lost_rank.sh MPIEXEC NP PROGRAM MODE [SHM] (MODE: the case to run)
 set -u
-mpiexec=$1 np=$2 prog=$3 mode=$4
-out=$(TCOLL_PEER_TIMEOUT_S=3 timeout 90 "$mpiexec" -n "$np" --oversubscribe --enable-recovery \
-      -x TCOLL_PEER_TIMEOUT_S "$prog" --case "$mode" 2>&1)
+mpiexec=$1 np=$2 prog=$3 mode=$4 shm=${5:-auto}
+segments() { ls /dev/shm 2>/dev/null | grep '^tcoll-' | sort; }
+before=$(segments)
+out=$(TCOLL_PEER_TIMEOUT_S=3 TCOLL_SHM=$shm timeout 90 "$mpiexec" -n "$np" --oversubscribe \
+      --enable-recovery -x TCOLL_PEER_TIMEOUT_S -x TCOLL_SHM "$prog" --case "$mode" 2>&1)
 rc=$?
 printf '%s\n' "$out"
 if [ "$rc" -eq 124 ]; then
@@ -24,4 +28,10 @@ if [ "$survived" -ne $((np - 1)) ]; then
     echo "run_lost_rank: $survived of $((np - 1)) surviving ranks reported" >&2
     exit 1
 fi
-echo "run_lost_rank $mode: all $((np - 1)) surviving ranks failed cleanly"
+left=$(comm -13 <(printf '%s\n' "$before") <(segments))
+if [ -n "$left" ]; then
+    echo "run_lost_rank: left in /dev/shm: $left" >&2
+    exit 1
+fi
+echo "run_lost_rank $mode (TCOLL_SHM=$shm): all $((np - 1)) surviving ranks failed cleanly," \
+     "nothing left in /dev/shm"

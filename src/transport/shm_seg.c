@@ -1,0 +1,310 @@
+/*
+ * shm_seg.c - making, mapping and unmapping the node's shared-memory
+ * segment (shm_seg.h says what it holds and how it is named).
+ *
+ * Runs on the engine thread during tc_init, over the node's local
+ * communicator: local rank 0 creates the memory and broadcasts how to open
+ * it; the others open and map it; all agree (MPI_Allreduce) whether every
+ * rank has it before anyone uses it or a posix name is unlinked. Must never
+ * leave a named object behind: the posix name is unlinked by local rank 0
+ * on every path once the others have had their chance to open it.
+ */
+#define _GNU_SOURCE
+#include "transport/shm_setup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/config.h"
+#include "util/log.h"
+
+#define SEG_MAGIC UINT64_C(0x6d68736c6c6f6374) /* "tcollshm", little-endian */
+
+typedef struct {
+    uint64_t magic;
+    uint64_t bytes;
+    uint64_t slot_bytes;
+    int32_t n, nslots;
+} seg_hdr_t;
+
+/* What local rank 0 tells the others: how to open the memory, or why not. */
+typedef struct {
+    int32_t ok;
+    int32_t posix; /* 1: name; 0: /proc/pid/fd/fd */
+    int32_t pid, fd;
+    char name[64];
+    char why[256];
+} seg_info_t;
+
+static size_t round_up(size_t v, size_t to)
+{
+    return (v + to - 1) / to * to;
+}
+
+/* The layout for n ranks; 0 when it does not fit in a size_t. */
+static size_t layout(int n, int nslots, size_t slot_bytes, size_t *ctl_off_p, size_t *stage_off_p)
+{
+    size_t ctl_off = round_up(sizeof(seg_hdr_t), TC_SHM_LINE);
+    size_t stage_off = round_up(ctl_off + (size_t)n * sizeof(tc_shm_ctl_t), 4096);
+    size_t per_rank = (size_t)nslots * slot_bytes;
+
+    if (per_rank / (size_t)nslots != slot_bytes || per_rank > (SIZE_MAX - stage_off) / (size_t)n) {
+        return 0;
+    }
+    *ctl_off_p = ctl_off;
+    *stage_off_p = stage_off;
+    return stage_off + per_rank * (size_t)n;
+}
+
+/* Local rank 0: an anonymous memory file of bytes, reserved; fd or -1. */
+static int make_memfd(size_t bytes, char *why, size_t len)
+{
+    int fd = memfd_create("tcoll-shm", MFD_CLOEXEC), rc;
+
+    if (fd < 0) {
+        snprintf(why, len, "memfd_create failed: %s", strerror(errno));
+        return -1;
+    }
+    if (fchmod(fd, 0600) != 0 || ftruncate(fd, (off_t)bytes) != 0) {
+        snprintf(why, len, "sizing a %zu-byte memfd failed: %s", bytes, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if ((rc = posix_fallocate(fd, 0, (off_t)bytes)) != 0) {
+        snprintf(why, len, "reserving %zu bytes of memory failed: %s", bytes, strerror(rc));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Local rank 0: a new /dev/shm object of bytes, reserved, its name in
+ * name; fd or -1 (nothing left behind). */
+static int make_posix(size_t bytes, char *name, size_t namelen, char *why, size_t len)
+{
+    unsigned char rnd[16];
+    char hex[33];
+    int fd, rc, i;
+
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+        snprintf(why, len, "getrandom failed: %s", strerror(errno));
+        return -1;
+    }
+    for (i = 0; i < 16; i++) {
+        snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
+    }
+    snprintf(name, namelen, "/tcoll-%u-%d-%s", (unsigned)getuid(), (int)getpid(), hex);
+    fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        snprintf(why, len, "shm_open(%s) failed: %s", name, strerror(errno));
+        return -1;
+    }
+    if (ftruncate(fd, (off_t)bytes) != 0) {
+        snprintf(why, len, "sizing %zu bytes in /dev/shm failed: %s", bytes, strerror(errno));
+        goto err_unlink;
+    }
+    if ((rc = posix_fallocate(fd, 0, (off_t)bytes)) != 0) {
+        snprintf(why, len, "reserving %zu bytes in /dev/shm failed: %s (is /dev/shm too small?)",
+                 bytes, strerror(rc));
+        goto err_unlink;
+    }
+    return fd;
+
+err_unlink:
+    shm_unlink(name);
+    close(fd);
+    return -1;
+}
+
+/* The others: opens what local rank 0 made; fd or -1. */
+static int open_peer(const seg_info_t *info, char *why, size_t len)
+{
+    char path[64];
+    int fd;
+
+    if (info->posix) {
+        fd = shm_open(info->name, O_RDWR | O_CLOEXEC, 0);
+        if (fd < 0) {
+            snprintf(why, len, "shm_open(%s) failed: %s", info->name, strerror(errno));
+        }
+        return fd;
+    }
+    snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)info->pid, (int)info->fd);
+    fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(why, len, "opening local rank 0's memfd at %s failed: %s", path,
+                 strerror(errno));
+    }
+    return fd;
+}
+
+/* Maps fd (bytes long, checked); the mapping or NULL. */
+static char *map_fd(int fd, size_t bytes, char *why, size_t len)
+{
+    struct stat st;
+    void *p;
+
+    if (fstat(fd, &st) != 0 || (size_t)st.st_size < bytes) {
+        snprintf(why, len, "the segment is %lld bytes, not %zu",
+                 (long long)(fstat(fd, &st) == 0 ? st.st_size : -1), bytes);
+        return NULL;
+    }
+    p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        snprintf(why, len, "mmap of %zu bytes failed: %s", bytes, strerror(errno));
+        return NULL;
+    }
+    return p;
+}
+
+/* Every local rank's verdict: TC_OK when all have the segment, else
+ * TC_ERR_TRANSPORT with the lowest failing rank's reason in why. */
+static tc_status_t agree(MPI_Comm local, int me, int ok, char *why, size_t len)
+{
+    int first_bad = ok ? INT_MAX : me, any_bad;
+    char text[256];
+
+    if (MPI_Allreduce(&first_bad, &any_bad, 1, MPI_INT, MPI_MIN, local) != MPI_SUCCESS) {
+        snprintf(why, len, "MPI_Allreduce over the node's ranks failed");
+        return TC_ERR_TRANSPORT;
+    }
+    if (any_bad == INT_MAX) {
+        return TC_OK;
+    }
+    snprintf(text, sizeof(text), "%s", me == any_bad ? why : "");
+    if (MPI_Bcast(text, (int)sizeof(text), MPI_CHAR, any_bad, local) == MPI_SUCCESS) {
+        text[sizeof(text) - 1] = '\0';
+        snprintf(why, len, "local rank %d: %s", any_bad, text);
+    }
+    return TC_ERR_TRANSPORT;
+}
+
+tc_status_t tc__shm_seg_open(MPI_Comm local, int mode, size_t slot_bytes, int nslots,
+                             tc_shm_seg_t *seg, char *why, size_t len)
+{
+    seg_info_t info;
+    size_t ctl_off = 0, stage_off = 0, bytes;
+    char *base = NULL;
+    int me, n, fd = -1, r;
+    tc_status_t st;
+    seg_hdr_t *hdr;
+
+    memset(seg, 0, sizeof(*seg));
+    MPI_Comm_rank(local, &me);
+    MPI_Comm_size(local, &n);
+    bytes = layout(n, nslots, slot_bytes, &ctl_off, &stage_off);
+    memset(&info, 0, sizeof(info));
+    if (me == 0) {
+        if (bytes == 0) {
+            snprintf(info.why, sizeof(info.why), "%d ranks x %d slots x %zu bytes is too large",
+                     n, nslots, slot_bytes);
+        } else {
+            if (mode != TC_SHM_POSIX) {
+                fd = make_memfd(bytes, info.why, sizeof(info.why));
+            }
+            if (fd < 0 && mode != TC_SHM_MEMFD) {
+                if (mode == TC_SHM_AUTO) {
+                    TC_DEBUG("shm", "no memfd (%s): trying /dev/shm", info.why);
+                }
+                info.posix = 1;
+                fd = make_posix(bytes, info.name, sizeof(info.name), info.why, sizeof(info.why));
+            }
+        }
+        info.ok = fd >= 0;
+        info.pid = (int32_t)getpid();
+        info.fd = fd;
+    }
+    if (MPI_Bcast(&info, (int)sizeof(info), MPI_BYTE, 0, local) != MPI_SUCCESS) {
+        snprintf(why, len, "MPI_Bcast over the node's ranks failed");
+        st = TC_ERR_TRANSPORT;
+        goto err_unlink;
+    }
+    if (!info.ok) {
+        snprintf(why, len, "local rank 0: %s", info.why);
+        return TC_ERR_TRANSPORT; /* the same on every local rank: nothing was made */
+    }
+    why[0] = '\0';
+    if (me != 0) {
+        fd = open_peer(&info, why, len);
+    }
+    if (fd >= 0) {
+        base = map_fd(fd, bytes, why, len);
+    }
+    st = agree(local, me, base != NULL, why, len);
+    /* Every rank has opened it or given up: the name can go. */
+err_unlink:
+    if (me == 0 && info.posix && info.ok) {
+        shm_unlink(info.name);
+    }
+    if (fd >= 0) {
+        close(fd); /* the mapping keeps the memory */
+    }
+    if (st != TC_OK) {
+        if (base != NULL) {
+            munmap(base, bytes);
+        }
+        return st;
+    }
+    seg->base = base;
+    seg->bytes = bytes;
+    seg->n = n;
+    seg->me = me;
+    seg->nslots = nslots;
+    seg->slot_bytes = slot_bytes;
+    seg->ctl_off = ctl_off;
+    seg->stage_off = stage_off;
+    seg->method = info.posix ? "posix" : "memfd";
+    /* Each rank touches its own control block and slots (pre-faulted,
+     * NUMA-local to it); the barrier orders these stores before any use. */
+    if (me == 0) {
+        hdr = (seg_hdr_t *)base;
+        hdr->magic = SEG_MAGIC;
+        hdr->bytes = bytes;
+        hdr->slot_bytes = slot_bytes;
+        hdr->n = n;
+        hdr->nslots = nslots;
+    }
+    memset(tc__shm_ctl(seg, me), 0, sizeof(tc_shm_ctl_t));
+    tc__shm_ctl(seg, me)->pid = (int32_t)getpid();
+    memset(tc__shm_slot(seg, me, 0), 0, (size_t)nslots * slot_bytes);
+    if (MPI_Barrier(local) != MPI_SUCCESS) {
+        snprintf(why, len, "MPI_Barrier over the node's ranks failed");
+        tc__shm_seg_close(seg);
+        return TC_ERR_TRANSPORT;
+    }
+    seg->pids_visible = 1;
+    for (r = 0; r < n; r++) {
+        pid_t pid = (pid_t)tc__shm_ctl(seg, r)->pid;
+        if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM)) {
+            seg->pids_visible = 0; /* another pid namespace: rely on the probes */
+        }
+    }
+    return TC_OK;
+}
+
+void tc__shm_seg_close(tc_shm_seg_t *seg)
+{
+    if (seg->base != NULL) {
+        munmap(seg->base, seg->bytes);
+    }
+    memset(seg, 0, sizeof(*seg));
+}
+
+int tc__shm_peer_dead(const tc_shm_seg_t *s, int r)
+{
+    pid_t pid;
+
+    if (!s->pids_visible || r == s->me) {
+        return 0;
+    }
+    pid = (pid_t)tc__shm_ctl(s, r)->pid;
+    return kill(pid, 0) != 0 && errno == ESRCH;
+}

@@ -1,0 +1,84 @@
+/*
+ * shm_seg.h - the shared-memory segment of the ranks on one node.
+ *
+ * One segment per node, made collectively by the node's ranks (the local
+ * communicator) when tcoll starts and kept until it stops: persistent,
+ * pre-faulted staging slots that the shared-memory collectives
+ * (coll/shm_allreduce.c) move data through, plus one control block of
+ * flags per local rank. How it is made (TCOLL_SHM):
+ *
+ *   memfd  local rank 0 makes an anonymous memory file (memfd_create, mode
+ *          0600) and the others open it through /proc/<pid>/fd/<fd>: it has
+ *          no name anywhere, so nothing can ever be left in /dev/shm, not
+ *          even after a SIGKILL during setup;
+ *   posix  local rank 0 makes /dev/shm/tcoll-<uid>-<pid>-<128 random bits>
+ *          (O_EXCL, mode 0600), the others open it, and it is unlinked as
+ *          soon as every local rank has mapped it (or setup failed);
+ *   auto   memfd, else posix.
+ *
+ * The memory is reserved at once (fallocate), so a full /dev/shm fails
+ * here, with a reason, instead of with SIGBUS later; every rank then
+ * touches its own slots and flags (they are NUMA-local to it). Setup either
+ * succeeds on every local rank or fails on every one (the ranks agree over
+ * MPI), so a node never ends up half in shared memory.
+ *
+ * Layout (offsets multiples of TC_SHM_LINE): a header; n control blocks of
+ * three flags, each on its own cache-line pair; then n staging areas of
+ * nslots x slot_bytes. Only the engine thread touches the segment. Making
+ * and unmapping it (over MPI) is declared in shm_setup.h.
+ */
+#ifndef TC_TRANSPORT_SHM_SEG_H
+#define TC_TRANSPORT_SHM_SEG_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "tcoll.h"
+
+#define TC_SHM_LINE 128 /* two cache lines: no false sharing, even with adjacent-line prefetch */
+
+/* A flag: a counter one rank stores and the others load. */
+typedef struct {
+    _Atomic uint64_t v;
+    char pad[TC_SHM_LINE - sizeof(uint64_t)];
+} tc_shm_flag_t;
+
+/* One local rank's flags (see coll/shm_allreduce.c for what each counts). */
+typedef struct {
+    tc_shm_flag_t arrived; /* the chunk whose input is in this rank's slot */
+    tc_shm_flag_t reduced; /* the chunk whose share this rank has reduced */
+    tc_shm_flag_t done;    /* the chunk this rank has finished reading */
+    int32_t pid;           /* written once at setup */
+    char pad[TC_SHM_LINE - sizeof(int32_t)];
+} tc_shm_ctl_t;
+
+typedef struct {
+    char *base;         /* the mapping; NULL when there is no segment */
+    size_t bytes;       /* its length */
+    int n;              /* local ranks */
+    int me;             /* this rank's index among them */
+    int nslots;         /* staging slots per rank */
+    size_t slot_bytes;  /* bytes per slot */
+    size_t ctl_off, stage_off;
+    int pids_visible;   /* every peer's pid exists in this pid namespace */
+    const char *method; /* "memfd" or "posix" */
+} tc_shm_seg_t;
+
+static inline tc_shm_ctl_t *tc__shm_ctl(const tc_shm_seg_t *s, int r)
+{
+    return (tc_shm_ctl_t *)(s->base + s->ctl_off) + r;
+}
+
+/* Slot `slot` of local rank r's staging area. */
+static inline char *tc__shm_slot(const tc_shm_seg_t *s, int r, int slot)
+{
+    return s->base + s->stage_off + ((size_t)r * (size_t)s->nslots + (size_t)slot) * s->slot_bytes;
+}
+
+/* Whether local rank r's process is gone (checked with kill(pid, 0); 0 when
+ * pids cannot be seen from here). */
+int tc__shm_peer_dead(const tc_shm_seg_t *s, int r);
+
+#endif
