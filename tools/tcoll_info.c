@@ -10,7 +10,10 @@
  * shown, and the default kept), the default, the range and the first sentence
  * of its doc. Knob values are rank 0's; a knob whose value differs on other
  * ranks is flagged with those ranks. Knobs that must be the same on every
- * rank are marked so, and their flag says that tc_init would fail.
+ * rank are marked so, and their flag says that tc_init would fail. It also
+ * makes each node's shared-memory segment once, as tc_init would, and says
+ * how (memfd or posix), how large, or why not, and which allreduce
+ * algorithm the global process set would run.
  *
  * It calls MPI_Init itself and never tc_init, so it runs under mpiexec with
  * any number of ranks or as a singleton (./tcoll-info). Only rank 0 prints
@@ -21,6 +24,7 @@
  */
 #define _GNU_SOURCE
 #include "tcoll.h"
+#include "transport/shm_setup.h"
 #include "util/config.h"
 #include "util/log.h"
 
@@ -51,6 +55,13 @@ typedef struct {
     int leader; /* world rank of local rank 0 on this rank's node */
     int local_size;
     char host[MPI_MAX_PROCESSOR_NAME];
+    /* the node's shared-memory segment, made and unmapped once here as
+     * tc_init would (TCOLL_SHM): ok 1 with its method and size, 0 with why,
+     * -1 not tried (off, or one rank on the node) */
+    int shm_ok;
+    char shm_method[8];
+    uint64_t shm_bytes;
+    char shm_why[200];
 } rank_rec_t;
 
 /* The hardware of rank 0's node. */
@@ -377,6 +388,8 @@ static int node_ranks(const info_t *in, int leader, int *out)
     return n;
 }
 
+static void print_shm(FILE *f, const info_t *in);
+
 static void print_text(FILE *f, const info_t *in, int *scratch)
 {
     static char text[4 * TC_CONFIG_TEXT_MAX + 8];
@@ -421,6 +434,7 @@ static void print_text(FILE *f, const info_t *in, int *scratch)
     } else {
         fprintf(f, "hardware: hwloc could not load the topology\n");
     }
+    print_shm(f, in);
     fprintf(f, "knobs (rank 0's values, each from its default or the environment):\n");
     for (k = 0; k < in->nknobs; k++) {
         const tc_knob_desc_t *d = &in->knobs[k];
@@ -480,7 +494,15 @@ static void print_json(FILE *f, const info_t *in, int *scratch)
             for (i = 0; i < n; i++) {
                 fprintf(f, "%s%d", i > 0 ? ", " : "", scratch[i]);
             }
-            fprintf(f, "]}");
+            fprintf(f, "], \"shm\": ");
+            if (in->recs[r].shm_ok == 1) {
+                fprintf(f, "{\"method\": \"%s\", \"bytes\": %llu}", in->recs[r].shm_method,
+                        (unsigned long long)in->recs[r].shm_bytes);
+            } else {
+                fprintf(f, "null, \"shm_why\": ");
+                put_json(f, in->recs[r].shm_why);
+            }
+            fprintf(f, "}");
             first = 0;
         }
     }
@@ -559,6 +581,66 @@ static int check_expect(const info_opts_t *o)
     return bad ? INFO_EXIT_EXPECT : 0;
 }
 
+/* Makes and unmaps the node's segment as tc_init would (collective over
+ * local); the outcome in rec. */
+static void shm_try(MPI_Comm local, rank_rec_t *rec)
+{
+    const tc_config_t *cfg = tc__config();
+    tc_shm_seg_t seg;
+
+    rec->shm_ok = -1;
+    if (cfg->shm == TC_SHM_OFF || rec->local_size < 2) {
+        snprintf(rec->shm_why, sizeof(rec->shm_why), "%s",
+                 cfg->shm == TC_SHM_OFF ? "TCOLL_SHM=off" : "one rank on the node");
+        return;
+    }
+    if (tc__shm_seg_open(local, cfg->shm, (size_t)cfg->shm_slot_kb * 1024, cfg->shm_slots, &seg,
+                         rec->shm_why, sizeof(rec->shm_why)) != TC_OK) {
+        rec->shm_ok = 0;
+        return;
+    }
+    rec->shm_ok = 1;
+    snprintf(rec->shm_method, sizeof(rec->shm_method), "%s", seg.method);
+    rec->shm_bytes = seg.bytes;
+    tc__shm_seg_close(&seg);
+}
+
+/* The shared-memory lines: one per node, then the global set's allreduce. */
+static void print_shm(FILE *f, const info_t *in)
+{
+    const tc_config_t *cfg = tc__config();
+    int r, nodes = 0, all_ok = 1;
+
+    fprintf(f, "shared memory (TCOLL_SHM=%s):\n",
+            cfg->shm == TC_SHM_OFF ? "off" : cfg->shm == TC_SHM_MEMFD ? "memfd"
+                                      : cfg->shm == TC_SHM_POSIX ? "posix" : "auto");
+    for (r = 0; r < in->size; r++) {
+        const rank_rec_t *rec = &in->recs[r];
+        if (rec->leader != r) {
+            continue;
+        }
+        nodes++;
+        all_ok = all_ok && rec->shm_ok == 1;
+        if (rec->shm_ok == 1) {
+            fprintf(f, "  node %s: %s segment of %llu bytes (%d ranks x %d slots x %d KiB, "
+                       "and flags)\n", rec->host, rec->shm_method,
+                    (unsigned long long)rec->shm_bytes, rec->local_size, cfg->shm_slots,
+                    cfg->shm_slot_kb);
+        } else {
+            fprintf(f, "  node %s: none (%s)%s\n", rec->host, rec->shm_why,
+                    rec->shm_ok == 0 ? ": collectives run over MPI" : "");
+        }
+    }
+    if (cfg->allreduce_algo == TC_ALGO_RING) {
+        fprintf(f, "allreduce (global set): ring (TCOLL_ALLREDUCE_ALGO=ring)\n");
+    } else if (nodes == 1 && all_ok) {
+        fprintf(f, "allreduce (global set): shm (every rank on one node)\n");
+    } else {
+        fprintf(f, "allreduce (global set): ring (%s)\n",
+                nodes > 1 ? "ranks on several nodes" : "no shared-memory segment");
+    }
+}
+
 int main(int argc, char **argv)
 {
     info_opts_t o;
@@ -601,6 +683,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(local, &me.local_size);
     me.leader = rank;
     MPI_Bcast(&me.leader, 1, MPI_INT, 0, local);
+    shm_try(local, &me);
     MPI_Comm_free(&local);
     MPI_Get_processor_name(me.host, &len);
     me.host[sizeof(me.host) - 1] = '\0';

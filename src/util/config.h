@@ -130,7 +130,7 @@ long tc__config_find(const char *name);
  * every rank's values once (engine/agree.c) and fails on every rank when one
  * differs. These are the pure halves: no MPI. */
 
-#define TC_CONFIG_AGREE_MAX 8        /* slots per rank in the exchanged array */
+#define TC_CONFIG_AGREE_MAX 16       /* slots per rank in the exchanged array */
 #define TC_CONFIG_AGREE_MSG_MAX 440  /* longest message, NUL included: with a
                                         "tc_init: " prefix it fits tc_last_error */
 

@@ -57,7 +57,8 @@
  *  - the collectives row holds, per fused group, MEMCPY_IN_FUSION_BUFFER,
  *    MEMCPY_OUT_FUSION_BUFFER and "fused(N) first, ...", nested in time,
  *    with the group's bytes and count, matching exactly the N tensors whose
- *    collective says "ring, fused" with the same start and duration;
+ *    collective says "ring, fused" (or "shm, fused" through the node's shared
+ *    memory) with the same start and duration;
  *  - with 2+ ranks: period 1 has an eager, a fused and a plain ring
  *    allreduce and a mark for another rank; period 2 a plain ring.
  */
@@ -133,6 +134,19 @@ static const char *const kind_upper[] = {"ALLREDUCE", "ALLGATHER", "BROADCAST"};
 
 #define ALGO_RING "ring"
 #define ALGO_FUSED "ring, fused"
+#define ALGO_SHM "shm"                /* the allreduce through the node's shared memory */
+#define ALGO_SHM_FUSED "shm, fused"
+
+/* An allreduce run alone (ring, or shared memory on one node), or fused. */
+static int algo_single(const char *a)
+{
+    return strcmp(a, ALGO_RING) == 0 || strcmp(a, ALGO_SHM) == 0;
+}
+
+static int algo_fused(const char *a)
+{
+    return strcmp(a, ALGO_FUSED) == 0 || strcmp(a, ALGO_SHM_FUSED) == 0;
+}
 #define ALGO_EAGER "eager (inputs in the cycle messages)"
 #define ALGO_NONE "none (failed in negotiation)"
 #define ALGO_GATHER "ring allgatherv"
@@ -456,11 +470,11 @@ static void check_collective(const char *path, const jval_t *e, const sub_t *s, 
         CHECK_MSG(strcmp(algo, ALGO_TREE) == 0, "%s: %s: broadcast algo '%s'", path, s->name,
                   algo);
         st->bcast++;
-    } else if (strcmp(algo, ALGO_RING) == 0) {
+    } else if (algo_single(algo)) {
         st->ring++;
     } else if (strcmp(algo, ALGO_EAGER) == 0) {
         st->eager++;
-    } else if (strcmp(algo, ALGO_FUSED) == 0) {
+    } else if (algo_fused(algo)) {
         member_t *m;
         CHECK(*nmembers < 4 * MAX_SUBS * NROUNDS);
         m = &members[(*nmembers)++];
@@ -476,7 +490,7 @@ static void check_collective(const char *path, const jval_t *e, const sub_t *s, 
     } else {
         TC_CHECK_FAIL("%s: %s: unknown allreduce algo '%s'", path, s->name, algo);
     }
-    if (strcmp(algo, ALGO_FUSED) != 0) {
+    if (!algo_fused(algo)) {
         CHECK_MSG(jget(jget(e, "args"), "fused") == NULL, "%s: %s: a fused count with '%s'",
                   path, s->name, algo);
     }
@@ -590,7 +604,7 @@ static void check_collectives_row(const char *path, const trace_t *t, int tid, s
         CHECK_MSG(n >= 2, "%s: '%s': a group of %d", path, nm, n);
         CHECK(is_str(jget(e, "cat"), "collective"));
         CHECK(strcmp(arg_str(path, e, "kind"), "allreduce") == 0);
-        CHECK(strcmp(arg_str(path, e, "algo"), ALGO_FUSED) == 0);
+        CHECK(algo_fused(arg_str(path, e, "algo")));
         CHECK(strcmp(arg_str(path, e, "status"), "success") == 0);
         CHECK_EQ(arg_int(path, e, "fused"), n);
         CHECK(arg_int(path, e, "cycle") >= 0);

@@ -66,7 +66,9 @@ static void test_table(void)
 {
     static const char *const agree[] = {"TCOLL_RING_CHUNK_KB", "TCOLL_FUSION_THRESHOLD_KB",
                                         "TCOLL_FUSION_BUFFER_KB", "TCOLL_EAGER_BYTES",
-                                        "TCOLL_CACHE_CAPACITY"};
+                                        "TCOLL_CACHE_CAPACITY", "TCOLL_SHM",
+                                        "TCOLL_SHM_SLOT_KB", "TCOLL_SHM_SLOTS",
+                                        "TCOLL_ALLREDUCE_ALGO"};
     tc_config_t cfg;
     int vals[M];
     size_t i, n = 0;
@@ -81,8 +83,9 @@ static void test_table(void)
             listed |= strcmp(agree[j], d.name) == 0;
         }
         CHECK_MSG(d.must_agree == listed, "%s: must_agree is %d", d.name, d.must_agree);
-        /* Only integers can be compared as ints. */
-        CHECK_MSG(!d.must_agree || strcmp(d.type, "int") == 0, "%s is a %s", d.name, d.type);
+        /* Only integers and choices (stored as their index) are compared as ints. */
+        CHECK_MSG(!d.must_agree || strcmp(d.type, "int") == 0 || strcmp(d.type, "choice") == 0,
+                  "%s is a %s", d.name, d.type);
         n += (size_t)d.must_agree;
     }
     CHECK_EQ(n, tc__config_agree_count());
@@ -97,6 +100,10 @@ static void test_table(void)
     CHECK_EQ(vals[slot_of("TCOLL_FUSION_BUFFER_KB")], 4096);
     CHECK_EQ(vals[slot_of("TCOLL_EAGER_BYTES")], 16384);
     CHECK_EQ(vals[slot_of("TCOLL_CACHE_CAPACITY")], 1024);
+    CHECK_EQ(vals[slot_of("TCOLL_SHM")], 0);            /* auto */
+    CHECK_EQ(vals[slot_of("TCOLL_SHM_SLOT_KB")], 128);
+    CHECK_EQ(vals[slot_of("TCOLL_SHM_SLOTS")], 4);
+    CHECK_EQ(vals[slot_of("TCOLL_ALLREDUCE_ALGO")], 0); /* auto */
     for (i = n; i < M; i++) {
         CHECK_EQ(vals[i], 0);
     }
@@ -156,6 +163,14 @@ static void test_messages(void)
     set(all, 1, "TCOLL_CACHE_CAPACITY", 0);
     expect(all, 2, 1,
            "TCOLL_CACHE_CAPACITY differs across ranks: 1024 on rank 0, 0 on rank 1 "
+           "(must be the same on every rank)");
+    free(all);
+
+    /* A choice knob names its values. */
+    all = table(3);
+    set(all, 2, "TCOLL_ALLREDUCE_ALGO", 1);
+    expect(all, 3, 1,
+           "TCOLL_ALLREDUCE_ALGO differs across ranks: auto on ranks 0-1, ring on rank 2 "
            "(must be the same on every rank)");
     free(all);
 
@@ -221,8 +236,12 @@ static void test_bounds(void)
     memset(small, 'x', sizeof(small));
     CHECK_EQ(tc__config_agree_check(all, n, small, sizeof(small)), ndiff);
     CHECK_LT(strlen(small), sizeof(small));
-    CHECK_MSG(strcmp(small, "5 knobs differ across ranks (must be the same on every rank)") == 0,
-              "%s", small);
+    {
+        char want[120];
+        snprintf(want, sizeof(want),
+                 "%zu knobs differ across ranks (must be the same on every rank)", nk);
+        CHECK_MSG(strcmp(small, want) == 0, "%s", small);
+    }
     CHECK_EQ(tc__config_agree_check(all, n, small, 1), ndiff);
     CHECK_EQ(small[0], '\0');
     free(all);
