@@ -95,7 +95,10 @@ typedef struct {
     const tc_shm_seg_t *seg;
     const struct tc_wait_policy *wait;
     const int *ranks; /* [seg->n]: local index -> rank in the wait policy's group; NULL: same */
-    uint64_t seq;     /* chunks run so far */
+    uint64_t seq;     /* steps run so far (chunks, or whole direct collectives) */
+    tc_scratch_t bounce; /* the direct algorithms' cache-sized buffer (the owner frees it) */
+    size_t cma_from;  /* buffers of at least this many bytes go direct (cma_allreduce.c)
+                       * where the segment allows it; SIZE_MAX: never */
     char err[256];    /* the reason for the last TC_ERR_TRANSPORT */
 } tc_shm_coll_t;
 
@@ -107,6 +110,19 @@ typedef struct {
  * the same ranks. TC_OK, or TC_ERR_TRANSPORT with c->err (a lost peer, an
  * abort); after an error the segment must not be used again. */
 tc_status_t tc__shm_allreduce(tc_shm_coll_t *c, const void *src, void *buf, size_t count,
+                              tc_dtype_t dtype, tc_op_t op);
+
+/* Whether a collective of bytes runs direct (process_vm_readv) rather
+ * than through the slots: the same on every local rank. */
+static inline int tc__shm_uses_cma(const tc_shm_coll_t *c, size_t bytes)
+{
+    return c->seg->cma && bytes >= c->cma_from;
+}
+
+/* The same allreduce (same arguments, same bits) reading the other local
+ * ranks' buffers directly with process_vm_readv (cma_allreduce.c): for
+ * large buffers, where c->seg->cma says the call works. */
+tc_status_t tc__cma_allreduce(tc_shm_coll_t *c, const void *src, void *buf, size_t count,
                               tc_dtype_t dtype, tc_op_t op);
 
 /* Binomial-tree broadcast of bytes from root: ceil(log2 n) rounds. */

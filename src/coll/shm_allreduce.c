@@ -51,68 +51,10 @@
 #include "coll/coll.h"
 #include "reduce/reduce.h"
 #include "transport/shm_seg.h"
-#include "transport/wait.h"
+#include "coll/shm_sync.h"
 
 #include <stdio.h>
 #include <string.h>
-
-enum { F_ARRIVED, F_REDUCED, F_DONE };
-
-static _Atomic uint64_t *flag(const tc_shm_seg_t *s, int r, int which)
-{
-    tc_shm_ctl_t *c = tc__shm_ctl(s, r);
-    return which == F_ARRIVED ? &c->arrived.v : which == F_REDUCED ? &c->reduced.v : &c->done.v;
-}
-
-static void publish(const tc_shm_seg_t *s, int which, uint64_t g)
-{
-    /* release: the slot writes (or reads) before it are done before a peer
-     * that loads g with acquire touches the slot (file comment) */
-    atomic_store_explicit(flag(s, s->me, which), g, memory_order_release);
-}
-
-/* Waits until every other local rank's flag `which` is at least g. */
-static tc_status_t wait_all(tc_shm_coll_t *c, int which, uint64_t g)
-{
-    static const char *const what[] = {"its input", "its share", "reading"};
-    const tc_shm_seg_t *s = c->seg;
-    tc_waiter_t w;
-    uint64_t next_pid_check = 0;
-    int p = 0, r;
-
-    tc__waiter_start(&w, c->wait);
-    for (;;) {
-        /* acquire: pairs with the peer's release in publish() */
-        while (p < s->n &&
-               (p == s->me ||
-                atomic_load_explicit(flag(s, p, which), memory_order_acquire) >= g)) {
-            p++;
-            tc__waiter_progress(&w);
-        }
-        if (p == s->n) {
-            return TC_OK;
-        }
-        r = tc__waiter_idle(&w, c->err, sizeof(c->err));
-        if (r < 0) {
-            return TC_ERR_TRANSPORT;
-        }
-        if (w.start != 0 && tc__now_ns() >= next_pid_check) {
-            next_pid_check = tc__now_ns() + 1000000u;
-            if (tc__shm_peer_dead(s, p)) {
-                snprintf(c->err, sizeof(c->err),
-                         "lost rank %d: its process (pid %d) exited in a shared-memory "
-                         "allreduce every rank agreed to run, waiting for %s",
-                         c->ranks != NULL ? c->ranks[p] : p, (int)tc__shm_ctl(s, p)->pid,
-                         what[which]);
-                return TC_ERR_TRANSPORT;
-            }
-        }
-        if (r > 0 && tc__waiter_timeout(&w, c->ranks != NULL ? c->ranks[p] : p, c->err,
-                                        sizeof(c->err)) < 0) {
-            return TC_ERR_TRANSPORT;
-        }
-    }
-}
 
 #define BLOCK_BYTES 4096 /* reduced through L1: the result block stays there for every rank's input */
 
@@ -182,7 +124,7 @@ tc_status_t tc__shm_allreduce(tc_shm_coll_t *c, const void *src, void *buf, size
         char *mine = tc__shm_slot(s, me, slot);
         int p;
 
-        if (g > (uint64_t)s->nslots && (st = wait_all(c, F_DONE, g - (uint64_t)s->nslots)) != TC_OK) {
+        if (g > (uint64_t)s->nslots && (st = tc__shm_wait_all(c, TC_SHM_DONE, g - (uint64_t)s->nslots)) != TC_OK) {
             return st;
         }
         for (p = 0; p < n; p++) { /* the shares the others reduce */
@@ -191,21 +133,21 @@ tc_status_t tc__shm_allreduce(tc_shm_coll_t *c, const void *src, void *buf, size
                 memcpy(mine + soff * es, in + (cs + soff) * es, slen * es);
             }
         }
-        publish(s, F_ARRIVED, g);
-        if ((st = wait_all(c, F_ARRIVED, g)) != TC_OK) {
+        tc__shm_publish(s, TC_SHM_ARRIVED, g);
+        if ((st = tc__shm_wait_all(c, TC_SHM_ARRIVED, g)) != TC_OK) {
             return st;
         }
         tc__segment(len, n, me, &soff, &slen);
         reduce_share(s, slot, in, count, cs, cs + soff, cs + soff + slen, dtype, op);
-        publish(s, F_REDUCED, g);
-        if ((st = wait_all(c, F_REDUCED, g)) != TC_OK) {
+        tc__shm_publish(s, TC_SHM_REDUCED, g);
+        if ((st = tc__shm_wait_all(c, TC_SHM_REDUCED, g)) != TC_OK) {
             return st;
         }
         for (p = 0; p < n; p++) { /* every share, this rank's too, from its reducer */
             tc__segment(len, n, p, &soff, &slen);
             memcpy(out + (cs + soff) * es, tc__shm_slot(s, p, slot) + soff * es, slen * es);
         }
-        publish(s, F_DONE, g);
+        tc__shm_publish(s, TC_SHM_DONE, g);
     }
     return TC_OK;
 }

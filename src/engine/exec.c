@@ -36,6 +36,23 @@ static tc_kind_ctx_t kind_ctx(engine_t *e, const tc_request_t *req)
     return x;
 }
 
+/* The timeline's label for the algorithm req ran with (packed: a fusion
+ * group of total bytes). */
+static const char *algo_label(engine_t *e, const tc_kind_desc_t *kd, const tc_request_t *req,
+                              int packed, size_t total)
+{
+    const tc_shm_coll_t *shm = kd->algo_shm != NULL ? tc__shm_for(e, req->pset) : NULL;
+    size_t bytes = packed ? total : req->count * tc_dtype_size(req->dtype);
+
+    if (shm == NULL) {
+        return packed ? kd->algo_packed : kd->algo;
+    }
+    if (kd->algo_cma != NULL && tc__shm_uses_cma(shm, bytes)) {
+        return packed ? kd->algo_cma_packed : kd->algo_cma;
+    }
+    return packed ? kd->algo_shm_packed : kd->algo_shm;
+}
+
 /* Whether the response for req may join a fusion group: a small tensor of a
  * kind that can run packed. */
 static int fusable(const engine_t *e, const tc_request_t *req, const tc_wire_response_t *r)
@@ -248,9 +265,7 @@ void tc__exec_run(engine_t *e, const tc_wire_response_t *resps, tc_request_t **r
         if (t0 != 0) {
             uint64_t t1 = tc__now_ns();
             const tc_kind_desc_t *kd = tc__kind_of(reqs[i]);
-            const int shm = kd->algo_shm != NULL && tc__shm_for(e, reqs[i]->pset) != NULL;
-            const char *algo = j - i >= 2 ? (shm ? kd->algo_shm_packed : kd->algo_packed)
-                                          : (shm ? kd->algo_shm : kd->algo);
+            const char *algo = algo_label(e, kd, reqs[i], j - i >= 2, total);
             for (k = i; k < j; k++) {
                 tc__engine_tl_tensor(e, reqs[k], algo, t0, t1, (int)(j - i), st);
             }

@@ -156,6 +156,7 @@ typedef struct tc_kind_desc {
                               tc_op_t op);
     const char *algo_packed;
     const char *algo_shm_packed; /* ... when it runs packed through shared memory */
+    const char *algo_cma, *algo_cma_packed; /* ... when it runs direct (tc__shm_uses_cma) */
 
     /* Eager inputs (NULL: never eager): a small cached tensor of this kind
      * rides in the negotiation messages and is combined in each exchange

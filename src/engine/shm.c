@@ -44,16 +44,25 @@ void tc__shm_setup(engine_t *e, int local_rank, int local_size)
     e->shm.coll.wait = &e->mpi.tp_mpi.wait;
     e->shm.coll.ranks = NULL; /* single node: local index = global rank (split keeps order) */
     e->shm.coll.seq = 0;
-    TC_INFO("shm", "%s segment of %zu bytes: %d local ranks x %d slots x %zu bytes; "
-            "allreduce of the global set: %s", e->shm.seg.method, e->shm.seg.bytes, local_size,
-            cfg->shm_slots, e->shm.seg.slot_bytes,
-            tc__shm_for(e, 0) != NULL ? "shm" : "ring (ranks on other nodes, or "
-                                                "TCOLL_ALLREDUCE_ALGO=ring)");
+    e->shm.coll.cma_from = cfg->allreduce_algo == TC_ALGO_CMA   ? 0
+                           : cfg->allreduce_algo == TC_ALGO_SHM ? SIZE_MAX
+                                                                : (size_t)cfg->shm_direct_kb * 1024;
+    if (tc__scratch_reserve(&e->shm.coll.bounce, 64 * 1024) != TC_OK) {
+        e->shm.coll.cma_from = SIZE_MAX;
+    }
+    TC_INFO("shm", "%s segment of %zu bytes: %d local ranks x %d slots x %zu bytes; direct "
+            "reads (process_vm_readv) %s; allreduce of the global set: %s", e->shm.seg.method,
+            e->shm.seg.bytes, local_size, cfg->shm_slots, e->shm.seg.slot_bytes,
+            e->shm.seg.cma ? "work" : "refused here",
+            tc__shm_for(e, 0) == NULL ? "ring (ranks on other nodes, or TCOLL_ALLREDUCE_ALGO=ring)"
+            : !e->shm.seg.cma || e->shm.coll.cma_from == SIZE_MAX ? "shm"
+            : e->shm.coll.cma_from == 0 ? "cma" : "shm, and cma from TCOLL_SHM_DIRECT_KB up");
 }
 
 void tc__shm_teardown(engine_t *e)
 {
     tc__shm_seg_close(&e->shm.seg); /* local: safe after a failure too */
+    tc__scratch_free(&e->shm.coll.bounce);
 }
 
 tc_shm_coll_t *tc__shm_for(engine_t *e, uint32_t pset)

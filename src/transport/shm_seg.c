@@ -21,6 +21,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "util/config.h"
@@ -187,6 +188,54 @@ static tc_status_t agree(MPI_Comm local, int me, int ok, char *why, size_t len)
     return TC_ERR_TRANSPORT;
 }
 
+/* The word each rank's peers read to find out whether process_vm_readv
+ * works between them: private memory, its value known to all. */
+static volatile uint64_t cma_word;
+
+/* Whether every local rank can read the next one's memory (collective over
+ * local; every rank gets the same answer). */
+static int cma_probe(tc_shm_seg_t *seg, MPI_Comm local)
+{
+    int me = seg->me, n = seg->n, next = (me + 1) % n, ok, all = 0;
+    uint64_t got = 0;
+
+    cma_word = SEG_MAGIC ^ (uint64_t)getpid();
+    tc__shm_ctl(seg, me)->in_addr = (uint64_t)(uintptr_t)&cma_word;
+    MPI_Barrier(local); /* every address stored */
+    ok = tc__shm_peer_read(seg, next, &got, tc__shm_ctl(seg, next)->in_addr, sizeof(got)) == 0 &&
+         got == (SEG_MAGIC ^ (uint64_t)(uint32_t)tc__shm_ctl(seg, next)->pid);
+    if (!ok) {
+        TC_DEBUG("shm", "process_vm_readv from local rank %d: %s", next,
+                 got != 0 ? "wrong value" : strerror(errno));
+    }
+    if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, local) != MPI_SUCCESS) {
+        all = 0;
+    }
+    MPI_Barrier(local); /* every read done before the words are used again */
+    tc__shm_ctl(seg, me)->in_addr = 0;
+    return all;
+}
+
+int tc__shm_peer_read(const tc_shm_seg_t *s, int r, void *to, uint64_t from, size_t bytes)
+{
+    pid_t pid = (pid_t)tc__shm_ctl(s, r)->pid;
+
+    while (bytes > 0) {
+        struct iovec local = {to, bytes}, remote = {(void *)(uintptr_t)from, bytes};
+        ssize_t got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+        if (got <= 0) {
+            if (got == 0) {
+                errno = EFAULT;
+            }
+            return -1;
+        }
+        to = (char *)to + got;
+        from += (uint64_t)got;
+        bytes -= (size_t)got;
+    }
+    return 0;
+}
+
 tc_status_t tc__shm_seg_open(MPI_Comm local, int mode, size_t slot_bytes, int nslots,
                              tc_shm_seg_t *seg, char *why, size_t len)
 {
@@ -287,6 +336,7 @@ err_unlink:
             seg->pids_visible = 0; /* another pid namespace: rely on the probes */
         }
     }
+    seg->cma = cma_probe(seg, local);
     return TC_OK;
 }
 

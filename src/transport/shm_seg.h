@@ -50,8 +50,11 @@ typedef struct {
     tc_shm_flag_t arrived; /* the chunk whose input is in this rank's slot */
     tc_shm_flag_t reduced; /* the chunk whose share this rank has reduced */
     tc_shm_flag_t done;    /* the chunk this rank has finished reading */
+    /* the direct (single-copy) algorithms: this rank's buffers for the
+     * collective its `arrived` names, stored before that flag */
+    uint64_t in_addr, out_addr;
     int32_t pid;           /* written once at setup */
-    char pad[TC_SHM_LINE - sizeof(int32_t)];
+    char pad[TC_SHM_LINE - 2 * sizeof(uint64_t) - sizeof(int32_t)];
 } tc_shm_ctl_t;
 
 typedef struct {
@@ -63,6 +66,9 @@ typedef struct {
     size_t slot_bytes;  /* bytes per slot */
     size_t ctl_off, stage_off;
     int pids_visible;   /* every peer's pid exists in this pid namespace */
+    int cma;            /* every local rank can read the others' memory with
+                         * process_vm_readv (checked at setup; a container's
+                         * seccomp policy or ptrace rules may forbid it) */
     const char *method; /* "memfd" or "posix" */
 } tc_shm_seg_t;
 
@@ -76,6 +82,11 @@ static inline char *tc__shm_slot(const tc_shm_seg_t *s, int r, int slot)
 {
     return s->base + s->stage_off + ((size_t)r * (size_t)s->nslots + (size_t)slot) * s->slot_bytes;
 }
+
+/* Reads bytes at address `from` in local rank r's process into to
+ * (process_vm_readv, looping over partial reads). 0, or -1 with errno set
+ * (ESRCH: the process is gone). */
+int tc__shm_peer_read(const tc_shm_seg_t *s, int r, void *to, uint64_t from, size_t bytes);
 
 /* Whether local rank r's process is gone (checked with kill(pid, 0); 0 when
  * pids cannot be seen from here). */

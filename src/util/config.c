@@ -53,7 +53,7 @@ typedef struct {
 /* The names of the choice knobs, NULL-terminated; index = stored value
  * (config.h's TC_SHM_* and TC_ALGO_* enums follow them). */
 static const char *const shm_choices[] = {"auto", "memfd", "posix", "off", NULL};
-static const char *const algo_choices[] = {"auto", "ring", "shm", NULL};
+static const char *const algo_choices[] = {"auto", "ring", "shm", "cma", NULL};
 
 #define OFF(field) offsetof(tc_config_t, field)
 #define FIELD_SIZE(field) ((long)sizeof(((tc_config_t *)0)->field))
@@ -143,11 +143,17 @@ static const knob_t knobs[] = {
      "Staging slots per local rank: how many chunks may be in flight at once "
      "(the segment holds local ranks x slots x slot size).", NULL},
     {"TCOLL_ALLREDUCE_ALGO", KNOB_CHOICE, OFF(allreduce_algo), "auto", 0, 0, KNOB_AGREE,
-     "Allreduce algorithm: ring (over MPI point-to-point), shm (the node's "
-     "shared-memory segment; only when every rank of the process set is on "
-     "one node and the segment is up, else ring) or auto (shm where it can "
-     "run, else ring).",
+     "Allreduce algorithm: ring (over MPI point-to-point), shm (through the "
+     "node's shared-memory segment), cma (reading the other local ranks' "
+     "buffers directly with process_vm_readv, where the system allows it, "
+     "else shm) or auto (cma from TCOLL_SHM_DIRECT_KB up, shm below). shm and "
+     "cma run where every rank of the process set is on one node and the "
+     "segment is up, else ring. All give the same bits.",
      algo_choices},
+    {"TCOLL_SHM_DIRECT_KB", KNOB_INT, OFF(shm_direct_kb), "256", 0, 1048576, KNOB_AGREE,
+     "With TCOLL_ALLREDUCE_ALGO=auto, allreduces of at least this many KiB "
+     "inside a node read the other ranks' buffers directly (cma) instead of "
+     "going through the segment's slots.", NULL},
     {"TCOLL_PROXY_CPUS", KNOB_STRING, OFF(proxy_cpus), "", 0, FIELD_SIZE(proxy_cpus), KNOB_LOCAL,
      "CPUs the default proxy init hook binds its thread to (hwloc list syntax, "
      "e.g. 0-3,8), or NUMA nodes as numa:<nodes>; empty binds nothing.", NULL},

@@ -5,14 +5,16 @@
 # its "survived" line. mpiexec's own exit status is not the verdict: a killed
 # rank and survivors that leave MPI unfinalized make it non-zero by design.
 # With SHM (TCOLL_SHM: auto, memfd, posix or off) the job runs with that
-# segment mode, and afterwards no tcoll segment may be left in /dev/shm.
-# Usage: run_lost_rank.sh MPIEXEC NP PROGRAM MODE [SHM] (MODE: the case to run)
+# segment mode, and ALGO (TCOLL_ALLREDUCE_ALGO) with that algorithm; after
+# it no tcoll segment may be left in /dev/shm.
+# Usage: run_lost_rank.sh MPIEXEC NP PROGRAM MODE [SHM [ALGO]] (MODE: the case)
 set -u
-mpiexec=$1 np=$2 prog=$3 mode=$4 shm=${5:-auto}
+mpiexec=$1 np=$2 prog=$3 mode=$4 shm=${5:-auto} algo=${6:-auto}
 segments() { ls /dev/shm 2>/dev/null | grep '^tcoll-' | sort; }
 before=$(segments)
-out=$(TCOLL_PEER_TIMEOUT_S=3 TCOLL_SHM=$shm timeout 90 "$mpiexec" -n "$np" --oversubscribe \
-      --enable-recovery -x TCOLL_PEER_TIMEOUT_S -x TCOLL_SHM "$prog" --case "$mode" 2>&1)
+out=$(TCOLL_PEER_TIMEOUT_S=3 TCOLL_SHM=$shm TCOLL_ALLREDUCE_ALGO=$algo timeout 90 "$mpiexec" \
+      -n "$np" --oversubscribe --enable-recovery -x TCOLL_PEER_TIMEOUT_S -x TCOLL_SHM \
+      -x TCOLL_ALLREDUCE_ALGO "$prog" --case "$mode" 2>&1)
 rc=$?
 printf '%s\n' "$out"
 if [ "$rc" -eq 124 ]; then
@@ -33,5 +35,5 @@ if [ -n "$left" ]; then
     echo "run_lost_rank: left in /dev/shm: $left" >&2
     exit 1
 fi
-echo "run_lost_rank $mode (TCOLL_SHM=$shm): all $((np - 1)) surviving ranks failed cleanly," \
+echo "run_lost_rank $mode (TCOLL_SHM=$shm, TCOLL_ALLREDUCE_ALGO=$algo): all $((np - 1)) surviving ranks failed cleanly," \
      "nothing left in /dev/shm"

@@ -1,5 +1,7 @@
 /*
- * test_shm.c - the shared-memory allreduce (coll/shm_allreduce.c) against
+ * test_shm.c - the shared-memory allreduces (coll/shm_allreduce.c through
+ * the segment's slots, coll/cma_allreduce.c reading the other ranks'
+ * buffers directly: TCOLL_ALLREDUCE_ALGO picks, by size with auto) against
  * the ring over MPI, bit for bit, on one node.
  *
  * The global process set runs allreduce through the node's segment (every

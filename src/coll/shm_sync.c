@@ -1,0 +1,72 @@
+/*
+ * shm_sync.c - the flags of the node's shared-memory segment (shm_sync.h):
+ * publishing this rank's progress and waiting for every other local rank's,
+ * under the data transport's wait policy, reporting a local peer whose
+ * process is gone at once.
+ */
+#define _GNU_SOURCE
+#include "coll/shm_sync.h"
+
+#include <stdio.h>
+
+#include "transport/wait.h"
+
+static _Atomic uint64_t *flag(const tc_shm_seg_t *s, int r, tc_shm_flag_id_t which)
+{
+    tc_shm_ctl_t *c = tc__shm_ctl(s, r);
+    return which == TC_SHM_ARRIVED   ? &c->arrived.v
+           : which == TC_SHM_REDUCED ? &c->reduced.v
+                                     : &c->done.v;
+}
+
+void tc__shm_publish(const tc_shm_seg_t *s, tc_shm_flag_id_t which, uint64_t g)
+{
+    /* release: this rank's writes (and reads) of shared data before it
+     * happen before whatever a peer does after loading g with acquire in
+     * tc__shm_wait_all (the algorithms' file comments say what each flag
+     * announces) */
+    atomic_store_explicit(flag(s, s->me, which), g, memory_order_release);
+}
+
+tc_status_t tc__shm_wait_all(tc_shm_coll_t *c, tc_shm_flag_id_t which, uint64_t g)
+{
+    static const char *const what[] = {"its input", "its share", "it to finish reading"};
+    const tc_shm_seg_t *s = c->seg;
+    tc_waiter_t w;
+    uint64_t next_pid_check = 0;
+    int p = 0, r;
+
+    tc__waiter_start(&w, c->wait);
+    for (;;) {
+        /* acquire: pairs with the peer's release in tc__shm_publish() */
+        while (p < s->n &&
+               (p == s->me ||
+                atomic_load_explicit(flag(s, p, which), memory_order_acquire) >= g)) {
+            p++;
+            tc__waiter_progress(&w);
+        }
+        if (p == s->n) {
+            return TC_OK;
+        }
+        r = tc__waiter_idle(&w, c->err, sizeof(c->err));
+        if (r < 0) {
+            return TC_ERR_TRANSPORT;
+        }
+        if (w.start != 0 && tc__now_ns() >= next_pid_check) {
+            next_pid_check = tc__now_ns() + 1000000u;
+            if (tc__shm_peer_dead(s, p)) {
+                snprintf(c->err, sizeof(c->err),
+                         "lost rank %d: its process (pid %d) exited in a shared-memory "
+                         "collective every rank agreed to run, waiting for %s",
+                         c->ranks != NULL ? c->ranks[p] : p, (int)tc__shm_ctl(s, p)->pid,
+                         what[which]);
+                return TC_ERR_TRANSPORT;
+            }
+        }
+        if (r > 0 && tc__waiter_timeout(&w, c->ranks != NULL ? c->ranks[p] : p, c->err,
+                                        sizeof(c->err)) < 0) {
+            return TC_ERR_TRANSPORT;
+        }
+    }
+}
+
