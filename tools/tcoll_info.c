@@ -680,6 +680,12 @@ int main(int argc, char **argv)
     /* Where every rank runs. Local rank 0 is the lowest world rank there. */
     memset(&me, 0, sizeof(me));
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
+    if (tc__config()->ranks_per_node > 0) { /* pretend nodes, as tc_init makes them */
+        MPI_Comm split;
+        MPI_Comm_split(local, rank / tc__config()->ranks_per_node, rank, &split);
+        MPI_Comm_free(&local);
+        local = split;
+    }
     MPI_Comm_size(local, &me.local_size);
     me.leader = rank;
     MPI_Bcast(&me.leader, 1, MPI_INT, 0, local);

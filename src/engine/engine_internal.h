@@ -207,6 +207,13 @@ typedef struct engine {
         tc_shm_seg_t seg;   /* base NULL: none (off, one local rank, or setup failed) */
         tc_shm_coll_t coll; /* what the shared-memory algorithms run with */
         int single_node;    /* every rank of the job is on this node */
+        int *local_ranks;   /* [local size]: the world rank of each local rank */
+        /* the hierarchical allreduce: usable on every rank or on none */
+        int hier_ok;
+        tc_hier_t hier;
+        eng_pset_t leaders; /* the nodes' leaders: their communicator and transport
+                             * (comm MPI_COMM_NULL on the other ranks) */
+        char hier_err[256];
     } shm;
 
     struct { /* negotiate.c */
@@ -292,6 +299,7 @@ void tc__fail_hook_set_transport(engine_t *e, eng_pset_t *ps);
 void tc__shm_setup(engine_t *e, int local_rank, int local_size);
 void tc__shm_teardown(engine_t *e);
 tc_shm_coll_t *tc__shm_for(engine_t *e, uint32_t pset);
+const tc_hier_t *tc__hier_for(engine_t *e, uint32_t pset);
 
 /* negotiate.c */
 uint64_t tc__probe_grace_ns(const tc_config_t *cfg);

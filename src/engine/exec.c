@@ -27,12 +27,15 @@
 static tc_kind_ctx_t kind_ctx(engine_t *e, const tc_request_t *req)
 {
     tc_kind_ctx_t x = {tc__pset_transport(e, req->pset), (size_t)e->cfg->ring_chunk_kb * 1024,
-                       &e->exec.scratch, e, NULL, NULL};
+                       &e->exec.scratch, e, NULL, NULL, NULL};
 
-    if (tc__kind_of(req)->algo_shm != NULL) {
+    if (tc__kind_of(req)->algo_hier != NULL) {
+        x.hier = tc__hier_for(e, req->pset);
+    }
+    if (x.hier == NULL && tc__kind_of(req)->algo_shm != NULL) {
         x.shm = tc__shm_for(e, req->pset);
     }
-    x.err = x.shm != NULL ? x.shm->err : x.tp->err;
+    x.err = x.hier != NULL ? x.hier->err : x.shm != NULL ? x.shm->err : x.tp->err;
     return x;
 }
 
@@ -44,6 +47,9 @@ static const char *algo_label(engine_t *e, const tc_kind_desc_t *kd, const tc_re
     const tc_shm_coll_t *shm = kd->algo_shm != NULL ? tc__shm_for(e, req->pset) : NULL;
     size_t bytes = packed ? total : req->count * tc_dtype_size(req->dtype);
 
+    if (kd->algo_hier != NULL && tc__hier_for(e, req->pset) != NULL) {
+        return packed ? kd->algo_hier_packed : kd->algo_hier;
+    }
     if (shm == NULL) {
         return packed ? kd->algo_packed : kd->algo;
     }

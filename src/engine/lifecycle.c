@@ -129,6 +129,23 @@ static tc_status_t comm_failed(int rc, char *msg, size_t len)
     return TC_ERR_TRANSPORT;
 }
 
+/* TCOLL_RANKS_PER_NODE: splits the node's communicator *local into pretend
+ * nodes of per consecutive world ranks (their intersection with the real
+ * node: shared memory never spans real nodes). */
+static int pretend_nodes(MPI_Comm *local, int per)
+{
+    MPI_Comm split;
+    int world, rc;
+
+    MPI_Comm_rank(MPI_COMM_WORLD, &world);
+    rc = MPI_Comm_split(*local, world / per, world, &split);
+    if (rc == MPI_SUCCESS) {
+        MPI_Comm_free(local);
+        *local = split;
+    }
+    return rc;
+}
+
 /* Initializes MPI if the application has not, creates tcoll's
  * communicators, the data transport and the negotiation's tables. On
  * failure writes why into msg and undoes all of it (MPI is finalized again
@@ -182,6 +199,11 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
                                   &e->mpi.local)) != MPI_SUCCESS) {
         st = comm_failed(rc, msg, len);
         goto err_free_data;
+    }
+    if (e->cfg->ranks_per_node > 0 &&
+        (rc = pretend_nodes(&e->mpi.local, e->cfg->ranks_per_node)) != MPI_SUCCESS) {
+        st = comm_failed(rc, msg, len);
+        goto err_free_local;
     }
     MPI_Comm_set_errhandler(e->mpi.ctrl, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(e->mpi.data, MPI_ERRORS_RETURN);
