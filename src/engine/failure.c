@@ -172,6 +172,13 @@ static int set_transport_peer_alive(void *arg, int peer, char *why, size_t len)
     return alive;
 }
 
+static int set_transport_rank_of(void *arg, int peer)
+{
+    eng_pset_t *ps = arg;
+
+    return peer >= 0 && peer < ps->n ? ps->ranks[peer] : peer;
+}
+
 static int set_transport_interrupt(void *arg, char *why, size_t len)
 {
     eng_pset_t *ps = arg;
@@ -184,6 +191,7 @@ void tc__fail_hook_set_transport(engine_t *e, eng_pset_t *ps)
     ps->tp_mpi.wait.timeout_ns = (uint64_t)e->cfg->peer_timeout_s * 1000000000ull;
     ps->tp_mpi.wait.interrupt = set_transport_interrupt;
     ps->tp_mpi.wait.peer_alive = set_transport_peer_alive;
+    ps->tp_mpi.wait.rank_of = set_transport_rank_of;
     ps->tp_mpi.wait.arg = ps;
 }
 
