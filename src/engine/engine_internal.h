@@ -148,6 +148,11 @@ typedef struct {
      * STARTING; read by any thread with relaxed loads (a value is
      * either -1 or final). */
     _Atomic int rank, size, local_rank, local_size;
+    /* The engine thread has requests deferred until this rank's earlier
+     * ones complete (exec.c); a thread completing a request off the engine
+     * (fast.c) wakes it then. Relaxed: a hint; the engine also looks on its
+     * periodic wake-ups. */
+    _Atomic int deferred;
 } eng_shared_t;
 
 extern eng_shared_t tc__engine_shared;
@@ -300,6 +305,23 @@ void tc__shm_setup(engine_t *e, int local_rank, int local_size);
 void tc__shm_teardown(engine_t *e);
 tc_shm_coll_t *tc__shm_for(engine_t *e, uint32_t pset);
 const tc_hier_t *tc__hier_for(engine_t *e, uint32_t pset);
+
+/* fast.c: small allreduces inside a node without the engine thread (see the
+ * file comment). start/stop/flip/poll: the engine thread (stop drains the
+ * application threads out of the segment); take_locked: submit_locked (mu
+ * held): 1 when req goes this way (then not queued); post: the submitting
+ * thread after the mutex; progress/wait: tc_test/tc_wait; inflight_locked:
+ * such requests in flight (mu held). */
+void tc__fast_start(engine_t *e);
+void tc__fast_stop(engine_t *e);
+void tc__fast_flip(engine_t *e, const tc_request_t *req, const tc_wire_response_t *r);
+void tc__fast_poll(engine_t *e);
+int tc__fast_take_locked(tc_request_t *req);
+void tc__fast_post(tc_request_t *req);
+int tc__fast_progress(tc_request_t *req);
+void tc__fast_wait(tc_request_t *req);
+size_t tc__fast_inflight_locked(void);
+void tc__engine_tl_fast(const tc_request_t *req, uint64_t t0, uint64_t t1, tc_status_t st);
 
 /* negotiate.c */
 uint64_t tc__probe_grace_ns(const tc_config_t *cfg);

@@ -159,6 +159,7 @@ static void defer(engine_t *e, tc_request_t *req)
         e->exec.capdeferred = cap;
     }
     e->exec.deferred[e->exec.ndeferred++] = req;
+    atomic_store_explicit(&tc__engine_shared.deferred, 1, memory_order_relaxed);
 }
 
 /* This rank joined (tc_join) and runs r without having submitted it: a
@@ -283,6 +284,10 @@ void tc__exec_run(engine_t *e, const tc_wire_response_t *resps, tc_request_t **r
             /* The collective cannot go on without this rank: stop the engine
              * (first, so that later submissions already fail). */
             tc__engine_fail(e, st, "%s; tcoll stops on this rank", msg);
+        } else {
+            for (k = i; k < j; k++) { /* before completion: see fast.c */
+                tc__fast_flip(e, reqs[k], &resps[k]);
+            }
         }
         for (k = i; k < j; k++) {
             exec_finish(e, reqs[k], st, msg);
@@ -322,6 +327,8 @@ int tc__exec_deferred(engine_t *e)
             e->exec.deferred[k - 1] = e->exec.deferred[k];
         }
         e->exec.ndeferred--;
+        atomic_store_explicit(&tc__engine_shared.deferred, e->exec.ndeferred > 0,
+                              memory_order_relaxed);
         tc__queue_finish(req, TC_OK, NULL);
         done = 1;
     }

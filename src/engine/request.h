@@ -52,6 +52,10 @@ struct tc_request {
     int synthetic;      /* made by the engine for a rank that joined: no one waits for it */
     void *owned_output; /* allgather output, returned to the pool with the request */
     size_t owned_cap;   /* its capacity in bytes */
+    int fast;           /* taken by the small-message path (fast.c): never queued */
+    int fast_id;        /* its name's id there */
+    uint64_t fast_use;  /* and its use of the name (1, 2, ...) */
+    uint64_t fast_epoch; /* this rank's joins submitted (global set) when it was */
     _Atomic int done;   /* 0 -> 1 once, release by the engine (tc__request_complete),
                          * acquire by tc_test/tc_wait before reading the result */
 };

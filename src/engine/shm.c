@@ -108,8 +108,10 @@ void tc__shm_setup(engine_t *e, int local_rank, int local_size)
     } else if (!map_local_ranks(e, local_size)) {
         TC_WARN("shm", "mapping the node's ranks failed: collectives run over MPI");
     } else {
-        st = tc__shm_seg_open(e->mpi.local, cfg->shm, (size_t)cfg->shm_slot_kb * 1024,
-                              cfg->shm_slots, &e->shm.seg, why, sizeof(why));
+        tc_shm_params_t p = {cfg->shm, (size_t)cfg->shm_slot_kb * 1024, cfg->shm_slots,
+                             cfg->shm_fast_bytes > 0 ? cfg->shm_fast_names : 0,
+                             (size_t)cfg->shm_fast_bytes};
+        st = tc__shm_seg_open(e->mpi.local, &p, &e->shm.seg, why, sizeof(why));
         if (st != TC_OK && local_rank == 0) {
             TC_WARN("shm", "no shared memory on this node (%s): collectives run over MPI", why);
         }
@@ -129,6 +131,7 @@ void tc__shm_setup(engine_t *e, int local_rank, int local_size)
     if (!e->shm.single_node && cfg->shm != TC_SHM_OFF) {
         hier_setup(e, local_rank, local_size); /* collective over every rank */
     }
+    tc__fast_start(e); /* the small-message path, where it applies (fast.c) */
     if (st == TC_OK) {
         TC_INFO("shm", "%s segment of %zu bytes: %d local ranks x %d slots x %zu bytes; direct "
                 "reads (process_vm_readv) %s", e->shm.seg.method, e->shm.seg.bytes, local_size,
@@ -148,6 +151,7 @@ void tc__shm_teardown(engine_t *e)
 {
     eng_pset_t *l = &e->shm.leaders;
 
+    tc__fast_stop(e); /* no thread touches the segment after this */
     if (l->comm != MPI_COMM_NULL && !eng_broken()) {
         MPI_Comm_free(&l->comm); /* after a failure MPI is left as it is */
     }

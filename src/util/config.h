@@ -34,6 +34,8 @@ typedef struct {
     int allreduce_algo;   /* TCOLL_ALLREDUCE_ALGO: tc_algo_choice_t */
     int shm_direct_kb;    /* TCOLL_SHM_DIRECT_KB */
     int ranks_per_node;   /* TCOLL_RANKS_PER_NODE */
+    int shm_fast_bytes;   /* TCOLL_SHM_FAST_BYTES */
+    int shm_fast_names;   /* TCOLL_SHM_FAST_NAMES */
     char timeline[1024];  /* TCOLL_TIMELINE */
     char proxy_cpus[256]; /* TCOLL_PROXY_CPUS */
 } tc_config_t;

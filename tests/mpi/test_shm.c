@@ -160,7 +160,7 @@ TC_CASE(agrees_with_ring_bit_for_bit)
     }
     CHECK_OK(tc_process_set_remove(ps));
     free(ranks);
-    tt_say("test_shm: %d allreduces %s match the ring %s (np %d)", checked,
+    tt_say("test_shm: %d allreduces %s match the ring %s (np %d)\n", checked,
            hier ? "across pretend nodes" : "through shared memory",
            hier ? "(exact data bit for bit)" : "bit for bit", n);
 }
