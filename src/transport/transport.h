@@ -87,8 +87,9 @@ struct tc_transport {
      * transfer may stay in flight underneath (the peer may be gone), so
      * after a failure nothing is reused. NULL: nothing to free. */
     void (*abandon)(tc_transport_t *t, tc_xfer_t *x);
-    /* Frees what the transport's open set up; no transfer may be posted.
-     * NULL: nothing to free. Call through tc__transport_close. */
+    /* Frees what the transport's open set up (the MPI transport: its
+     * communicator); no transfer may be posted. Call through
+     * tc__transport_close. */
     void (*close)(tc_transport_t *t);
     /* The algorithms' blocking exchange: tc__transport_sendrecv for every
      * transport (a test harness may wrap it). Sends sbytes from sbuf to rank

@@ -1,5 +1,6 @@
 /*
- * transport_mpi.c - moves bytes between ranks with MPI point-to-point calls.
+ * transport_mpi.c - moves bytes between ranks with MPI point-to-point calls,
+ * over a communicator the transport makes at open and frees at close.
  *
  * Only the engine thread calls into this file. A transfer is posted as
  * MPI_Isend or MPI_Irecv pieces and tested with MPI_Testall; it never waits
@@ -149,18 +150,62 @@ static void mpi_abandon(tc_transport_t *t, tc_xfer_t *x)
     s->heap = NULL;
 }
 
-void tc__transport_mpi_init(tc_transport_t *t, tc_transport_mpi_t *impl, MPI_Comm comm,
-                            uint32_t spin, uint32_t backoff_max_us)
+static void mpi_close(tc_transport_t *t)
 {
-    int rank = 0, size = 1;
+    tc_transport_mpi_t *m = t->impl;
 
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &size);
-    tc__transport_init(t, rank, size, spin, backoff_max_us);
-    impl->comm = comm;
+    if (m->comm != MPI_COMM_NULL) {
+        MPI_Comm_free(&m->comm);
+    }
+}
+
+tc_status_t tc__transport_mpi_open(tc_transport_t *t, tc_transport_mpi_t *impl, MPI_Comm parent,
+                                   const int *ranks, int n, int tag, uint32_t spin,
+                                   uint32_t backoff_max_us)
+{
+    MPI_Group all = MPI_GROUP_NULL, group = MPI_GROUP_NULL;
+    char why[MPI_MAX_ERROR_STRING];
+    const char *what;
+    int rc, rank = -1, size = 0;
+
+    tc__transport_init(t, -1, 0, spin, backoff_max_us);
+    impl->comm = MPI_COMM_NULL;
+    if (ranks == NULL) {
+        what = "MPI_Comm_dup";
+        rc = MPI_Comm_dup(parent, &impl->comm);
+    } else {
+        what = "MPI_Comm_group";
+        rc = MPI_Comm_group(parent, &all);
+        if (rc == MPI_SUCCESS) {
+            what = "MPI_Group_incl";
+            rc = MPI_Group_incl(all, n, ranks, &group);
+        }
+        if (rc == MPI_SUCCESS) {
+            what = "MPI_Comm_create_group";
+            rc = MPI_Comm_create_group(parent, group, tag, &impl->comm);
+        }
+        if (group != MPI_GROUP_NULL) {
+            MPI_Group_free(&group);
+        }
+        if (all != MPI_GROUP_NULL) {
+            MPI_Group_free(&all);
+        }
+    }
+    if (rc != MPI_SUCCESS) {
+        snprintf(t->err, sizeof(t->err), "%s failed: %s", what,
+                 tc__mpi_strerror(rc, why, sizeof(why)));
+        return TC_ERR_TRANSPORT;
+    }
+    MPI_Comm_set_errhandler(impl->comm, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(impl->comm, &rank);
+    MPI_Comm_size(impl->comm, &size);
+    t->rank = rank;
+    t->size = size;
     t->reaches = mpi_reaches;
     t->post = mpi_post;
     t->test = mpi_test;
     t->abandon = mpi_abandon;
+    t->close = mpi_close;
     t->impl = impl;
+    return TC_OK;
 }
