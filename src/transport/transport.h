@@ -3,8 +3,8 @@
  *
  * A transport moves bytes between the ranks of one group (rank, size); it
  * knows nothing about tensors, names or dtypes. Implementations: MPI
- * (transport_mpi.c); a shared-memory one within a node, and a router over
- * a few transports, are planned.
+ * (transport_mpi.c), the router over a few child transports (router.c); a
+ * shared-memory one within a node is planned.
  *
  * Two levels:
  *
@@ -14,19 +14,19 @@
  *                and the receive and waits for both under t->wait (wait.h:
  *                back-off, interrupt hook, lost-peer timeout).
  *   non-blocking post a transfer (tc_xfer_t), test posted ones: what a
- *                transport implements, and what the generic sendrecv (and
- *                a transport over other transports) calls.
+ *                transport implements, and what the generic sendrecv and
+ *                the router call.
  *
  * Who may call what: a transport is one thread's (in tcoll the engine
  * thread's; in the unit tests each rank thread's own); nothing here is
  * thread-safe. The algorithms call only the blocking level. The
- * non-blocking ops are called through the tc__xfer_* helpers below, by
- * transport.c and by transports over other transports (a router); a
+ * non-blocking ops are called by transport.c (through the tc__xfer_*
+ * helpers below) and by transports over other transports (the router); a
  * transport never waits inside post or test. Every call returns TC_OK, or
  * TC_ERR_TRANSPORT (or TC_ERR_NOMEM) with a reason in t->err.
  *
- * Ranks are numbered in the transport's group, 0..size-1: a transport over
- * other transports numbers the same group the same way as they do.
+ * Ranks are numbered in the transport's group, 0..size-1: a router and its
+ * children number the same group the same way.
  */
 #ifndef TC_TRANSPORT_TRANSPORT_H
 #define TC_TRANSPORT_TRANSPORT_H
