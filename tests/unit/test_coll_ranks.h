@@ -1,6 +1,6 @@
 /*
  * test_coll_ranks.h - what the tests of the collective algorithms
- * (test_coll*.c) share: 1..COLL_MAXN "ranks" that are
+ * (test_coll*.c, test_router.c) share: 1..COLL_MAXN "ranks" that are
  * threads of this process, joined by in-memory transports (the fake
  * transport below, through the transport interface: non-blocking post and
  * test, the generic blocking sendrecv), with a log of every sendrecv call;
