@@ -100,7 +100,7 @@ typedef enum {
 
 /*
  * A process set (tcoll.h; pset.c). Set 0 is every rank. The table of sets
- * (eng_shared_t.psets, indexed by id) and the fields above `comm` are read
+ * (eng_shared_t.psets, indexed by id) and the fields above `tp` are read
  * by application threads under mu and written by the engine thread under
  * mu (a set is created and removed by running the PROCESS_SET_ADD and _REMOVE
  * kinds, at the same point of the agreed order on every rank); the data
@@ -118,8 +118,8 @@ typedef struct eng_pset {
     uint64_t nsetops;   /* set 0: process set additions and removals queued since the
                          * last join */
     int join_pending;   /* this rank's join in the set has not completed */
-    /* engine thread: the members' data path (set 0: engine_t.mpi's) */
-    MPI_Comm comm;
+    /* engine thread: the members' data path (set 0: engine_t.mpi's); open
+     * (its own communicator) on members only */
     tc_transport_t tp;
     tc_transport_mpi_t tp_mpi;
     struct engine *e;
@@ -184,9 +184,9 @@ typedef struct engine {
 
     struct { /* lifecycle.c: MPI and the data transport */
         int own; /* tcoll initialized MPI: it finalizes it */
-        MPI_Comm ctrl, data, local;
-        tc_transport_t tp;
-        tc_transport_mpi_t tp_mpi;
+        MPI_Comm ctrl, local;
+        tc_transport_t tp;         /* the global set's data path, over a */
+        tc_transport_mpi_t tp_mpi; /* communicator of its own */
     } mpi;
 
     struct { /* ctrl.c: control sends in flight */
@@ -216,8 +216,8 @@ typedef struct engine {
         /* the hierarchical allreduce: usable on every rank or on none */
         int hier_ok;
         tc_hier_t hier;
-        eng_pset_t leaders; /* the nodes' leaders: their communicator and transport
-                             * (comm MPI_COMM_NULL on the other ranks) */
+        eng_pset_t leaders; /* the nodes' leaders and, on them, their transport
+                             * (index -1 on the other ranks) */
         char hier_err[256];
     } shm;
 

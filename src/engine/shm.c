@@ -14,7 +14,7 @@
  *   - several nodes: the hierarchical allreduce (coll/hier_allreduce.c), if
  *     every node with two or more ranks has its segment (all ranks agree,
  *     so all choose the same); the leaders (local rank 0 of each node) get
- *     a communicator and an MPI transport of their own.
+ *     an MPI transport of their own (over their own communicator).
  * TCOLL_SHM, TCOLL_RANKS_PER_NODE and TCOLL_ALLREDUCE_ALGO are the same on
  * every rank (tc_init checks), so every rank makes the same choices.
  * Engine thread only.
@@ -37,54 +37,58 @@ static int map_local_ranks(engine_t *e, int local_size)
                MPI_SUCCESS;
 }
 
-/* Several nodes: the leaders' communicator and transport, if every node
- * can run its part (agreed over every rank). */
+#define LEADERS_TAG 0x7c3 /* MPI_Comm_create_group's tag for the leaders' communicator */
+
+/* Several nodes: the leaders' transport (over a communicator of their own),
+ * if every node can run its part (agreed over every rank). */
 static void hier_setup(engine_t *e, int local_rank, int local_size)
 {
     const tc_config_t *cfg = e->cfg;
     eng_pset_t *l = &e->shm.leaders;
-    int ok = local_size < 2 || e->shm.seg.base != NULL, all = 0, color;
+    int ok = local_size < 2 || e->shm.seg.base != NULL, all = 0, mine, *leader_of = NULL, r;
 
-    l->comm = MPI_COMM_NULL;
+    l->index = -1;
     if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, e->mpi.ctrl) != MPI_SUCCESS || !all) {
         if (e->rank == 0) {
             TC_INFO("shm", "no hierarchical allreduce: a node has no shared-memory segment");
         }
         return;
     }
-    color = local_rank == 0 ? 0 : MPI_UNDEFINED;
-    if (MPI_Comm_split(MPI_COMM_WORLD, color, e->rank, &l->comm) != MPI_SUCCESS) {
-        l->comm = MPI_COMM_NULL;
-        TC_WARN("shm", "creating the leaders' communicator failed: no hierarchical allreduce");
-        return; /* the same failure everywhere: MPI reports it on every rank */
+    /* the leaders, ascending: every rank says whether it leads its node */
+    mine = local_rank == 0 ? e->rank : -1;
+    leader_of = malloc((size_t)e->size * sizeof(int));
+    l->ranks = malloc((size_t)e->size * sizeof(int));
+    ok = leader_of != NULL && l->ranks != NULL &&
+         MPI_Allgather(&mine, 1, MPI_INT, leader_of, 1, MPI_INT, e->mpi.ctrl) == MPI_SUCCESS;
+    l->n = 0;
+    for (r = 0; ok && r < e->size; r++) {
+        if (leader_of[r] >= 0) {
+            l->index = leader_of[r] == e->rank ? l->n : l->index;
+            l->ranks[l->n++] = leader_of[r];
+        }
     }
-    ok = 1;
-    if (l->comm != MPI_COMM_NULL) {
-        MPI_Comm_set_errhandler(l->comm, MPI_ERRORS_RETURN);
-        MPI_Comm_size(l->comm, &l->n);
-        MPI_Comm_rank(l->comm, &l->index);
-        l->ranks = malloc((size_t)l->n * sizeof(int));
-        ok = l->ranks != NULL && MPI_Allgather(&e->rank, 1, MPI_INT, l->ranks, 1, MPI_INT,
-                                               l->comm) == MPI_SUCCESS;
+    free(leader_of);
+    l->e = e;
+    if (ok && l->index >= 0 &&
+        tc__transport_mpi_open(&l->tp, &l->tp_mpi, e->mpi.tp_mpi.comm, l->ranks, l->n,
+                               LEADERS_TAG, (uint32_t)cfg->spin,
+                               (uint32_t)cfg->backoff_max_us) != TC_OK) {
+        TC_WARN("shm", "the leaders' transport: %s", l->tp.err);
+        ok = 0;
     }
     if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, e->mpi.ctrl) != MPI_SUCCESS || !all) {
-        TC_WARN("shm", "setting up the leaders failed (out of memory?): no hierarchical "
-                "allreduce");
-        if (l->comm != MPI_COMM_NULL) {
-            MPI_Comm_free(&l->comm);
-        }
+        TC_WARN("shm", "setting up the nodes' leaders failed: no hierarchical allreduce");
+        tc__transport_close(&l->tp); /* nothing if it never opened */
         free(l->ranks);
         l->ranks = NULL;
+        l->index = -1;
         return;
     }
-    if (l->comm != MPI_COMM_NULL) {
-        l->e = e;
-        tc__transport_mpi_init(&l->tp, &l->tp_mpi, l->comm, (uint32_t)cfg->spin,
-                               (uint32_t)cfg->backoff_max_us);
+    if (l->index >= 0) {
         tc__fail_hook_set_transport(e, l);
     }
     e->shm.hier.node = e->shm.seg.base != NULL ? &e->shm.coll : NULL;
-    e->shm.hier.leaders = l->comm != MPI_COMM_NULL ? &l->tp : NULL;
+    e->shm.hier.leaders = l->index >= 0 ? &l->tp : NULL;
     e->shm.hier.world_size = e->size;
     e->shm.hier.chunk_bytes = (size_t)cfg->ring_chunk_kb * 1024;
     e->shm.hier.scratch = &e->exec.scratch;
@@ -100,7 +104,7 @@ void tc__shm_setup(engine_t *e, int local_rank, int local_size)
     tc_status_t st = TC_ERR_STATE;
 
     memset(&e->shm, 0, sizeof(e->shm));
-    e->shm.leaders.comm = MPI_COMM_NULL;
+    e->shm.leaders.index = -1;
     e->shm.single_node = local_size == e->size;
     if (cfg->shm == TC_SHM_OFF || local_size < 2) {
         TC_INFO("shm", "no shared-memory segment (%s)",
@@ -118,7 +122,7 @@ void tc__shm_setup(engine_t *e, int local_rank, int local_size)
     }
     if (st == TC_OK) {
         e->shm.coll.seg = &e->shm.seg;
-        e->shm.coll.wait = &e->mpi.tp_mpi.wait;
+        e->shm.coll.wait = &e->mpi.tp.wait;
         e->shm.coll.ranks = e->shm.local_ranks;
         e->shm.coll.seq = 0;
         e->shm.coll.cma_from = cfg->allreduce_algo == TC_ALGO_CMA   ? 0
@@ -152,8 +156,8 @@ void tc__shm_teardown(engine_t *e)
     eng_pset_t *l = &e->shm.leaders;
 
     tc__fast_stop(e); /* no thread touches the segment after this */
-    if (l->comm != MPI_COMM_NULL && !eng_broken()) {
-        MPI_Comm_free(&l->comm); /* after a failure MPI is left as it is */
+    if (!eng_broken()) {
+        tc__transport_close(&l->tp); /* after a failure MPI is left as it is */
     }
     free(l->ranks);
     l->ranks = NULL;

@@ -153,7 +153,8 @@ static const knob_t knobs[] = {
      "one node and the segment is up, hier where the job spans several nodes "
      "and every node with two or more ranks has its segment; else ring. ring, "
      "shm and cma give the same bits; hier adds in another order (node sums "
-     "first), the same bits on every rank.",
+     "first), the same bits on every rank. ring also turns the small-message "
+     "path off.",
      algo_choices},
     {"TCOLL_SHM_DIRECT_KB", KNOB_INT, OFF(shm_direct_kb), "256", 0, 1048576, KNOB_AGREE,
      "With TCOLL_ALLREDUCE_ALGO=auto, allreduces of at least this many KiB "
