@@ -160,15 +160,15 @@ static const knob_t knobs[] = {
      "With TCOLL_ALLREDUCE_ALGO=auto, allreduces of at least this many KiB "
      "inside a node read the other ranks' buffers directly (cma) instead of "
      "going through the segment's slots.", NULL},
-    {"TCOLL_SHM_FAST_BYTES", KNOB_INT, OFF(shm_fast_bytes), "16384", 0, 1048576, KNOB_AGREE,
+    {"TCOLL_SHM_FAST_BYTES", KNOB_INT, OFF(shm_fast_bytes), "8192", 0, 1048576, KNOB_AGREE,
      "Allreduces of at most this many bytes, of a name that has run once "
      "(and cached), skip the engine thread inside a node: the calling thread "
      "puts its input in the segment and the waiting thread reduces the "
      "ranks' inputs itself. Only when every rank is on one node, for the "
      "global process set. 0 turns this off.", NULL},
-    {"TCOLL_SHM_FAST_NAMES", KNOB_INT, OFF(shm_fast_names), "64", 0, 65536, KNOB_AGREE,
+    {"TCOLL_SHM_FAST_NAMES", KNOB_INT, OFF(shm_fast_names), "256", 0, 65536, KNOB_AGREE,
      "Names that can take that path (the first ones to run; the segment "
-     "holds two boxes of TCOLL_SHM_FAST_BYTES per name and local rank: 2 MiB "
+     "holds two boxes of TCOLL_SHM_FAST_BYTES per name and local rank: 4 MiB "
      "per local rank by default); later ones go through the engine.", NULL},
     {"TCOLL_RANKS_PER_NODE", KNOB_INT, OFF(ranks_per_node), "0", 0, 1048576, KNOB_AGREE,
      "Pretend nodes: the ranks of each real node are grouped into nodes of "
