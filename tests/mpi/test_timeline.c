@@ -57,8 +57,8 @@
  *  - the collectives row holds, per fused group, MEMCPY_IN_FUSION_BUFFER,
  *    MEMCPY_OUT_FUSION_BUFFER and "fused(N) first, ...", nested in time,
  *    with the group's bytes and count, matching exactly the N tensors whose
- *    collective says "ring, fused" (or "shm, fused" through the node's shared
- *    memory) with the same start and duration;
+ *    collective says "ring, fused" (or "shm, fused" / "cma, fused" through
+ *    the node's shared memory) with the same start and duration;
  *  - with 2+ ranks: period 1 has an eager, a fused and a plain ring
  *    allreduce and a mark for another rank; period 2 a plain ring.
  */
@@ -136,16 +136,19 @@ static const char *const kind_upper[] = {"ALLREDUCE", "ALLGATHER", "BROADCAST"};
 #define ALGO_FUSED "ring, fused"
 #define ALGO_SHM "shm"                /* the allreduce through the node's shared memory */
 #define ALGO_SHM_FUSED "shm, fused"
+#define ALGO_CMA "cma"                /* ... reading the other ranks' buffers directly */
+#define ALGO_CMA_FUSED "cma, fused"
 
 /* An allreduce run alone (ring, or shared memory on one node), or fused. */
 static int algo_single(const char *a)
 {
-    return strcmp(a, ALGO_RING) == 0 || strcmp(a, ALGO_SHM) == 0;
+    return strcmp(a, ALGO_RING) == 0 || strcmp(a, ALGO_SHM) == 0 || strcmp(a, ALGO_CMA) == 0;
 }
 
 static int algo_fused(const char *a)
 {
-    return strcmp(a, ALGO_FUSED) == 0 || strcmp(a, ALGO_SHM_FUSED) == 0;
+    return strcmp(a, ALGO_FUSED) == 0 || strcmp(a, ALGO_SHM_FUSED) == 0 ||
+           strcmp(a, ALGO_CMA_FUSED) == 0;
 }
 #define ALGO_EAGER "eager (inputs in the cycle messages)"
 #define ALGO_NONE "none (failed in negotiation)"
