@@ -44,6 +44,9 @@ static const char *algo_label(engine_t *e, const tc_kind_desc_t *kd, const tc_re
     const tc_shm_coll_t *shm = kd->algo_shm != NULL ? tc__shm_for(e, req->pset) : NULL;
     size_t bytes = packed ? total : req->count * tc_dtype_size(req->dtype);
 
+    if (!packed && req->algo != NULL) {
+        return req->algo; /* its run chose (kinds.c) */
+    }
     if (shm == NULL) {
         return packed ? kd->algo_packed : kd->algo;
     }

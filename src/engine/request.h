@@ -52,6 +52,9 @@ struct tc_request {
     int synthetic;      /* made by the engine for a rank that joined: no one waits for it */
     void *owned_output; /* allgather output, returned to the pool with the request */
     size_t owned_cap;   /* its capacity in bytes */
+    const char *algo;   /* the timeline's label of the algorithm its run chose, where
+                         * the run decides from what only it learns (a descriptor's
+                         * string); NULL: exec.c's algo_label decides */
     _Atomic int done;   /* 0 -> 1 once, release by the engine (tc__request_complete),
                          * acquire by tc_test/tc_wait before reading the result */
 };
