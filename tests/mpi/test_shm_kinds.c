@@ -543,7 +543,7 @@ TC_CASE(names_its_algorithms)
     const int64_t from = (kb != NULL ? atoll(kb) : 256) * 1024, n = tt_size;
     const int64_t small = 64, large = 4 << 20; /* bytes: below and above the default 256 KiB */
     named_t named[NAMED];
-    char dir[64] = "", path[128], base[160], cma_seen[32] = "";
+    char dir[256] = "", path[300], base[300], cma_seen[32] = "";
     tc_tensor_t t = { dir, TC_UINT8, 1, { (int64_t)sizeof(dir) } }, x;
     tc_request_t *req = NULL;
     unsigned char *buf = tt_xmalloc((size_t)large);
@@ -557,7 +557,9 @@ TC_CASE(names_its_algorithms)
         return;
     }
     if (tt_rank == 0) {
-        snprintf(dir, sizeof(dir), "%s/tcoll-shmk-XXXXXX", "/tmp");
+        const char *tmp = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
+        CHECK_MSG(strlen(tmp) < sizeof(dir) - 32, "TMPDIR is too long: %s", tmp);
+        snprintf(dir, sizeof(dir), "%s/tcoll-shmk-XXXXXX", tmp);
         CHECK_MSG(mkdtemp(dir) != NULL, "mkdtemp(%s) failed: %s", dir, strerror(errno));
     }
     CHECK_OK(tc_broadcast("shmk/tl/dir", &t, 0, &req)); /* before the timeline starts */
