@@ -81,6 +81,7 @@ tc_status_t tc__shm_direct_open(tc_shm_coll_t *c, const void *in, const void *ou
     const tc_shm_seg_t *s = c->seg;
     tc_shm_ctl_t *mine = tc__shm_ctl(s, s->me);
     const uint64_t g = ++c->seq;
+    tc_status_t st;
 
     /* plain stores: no rank reads them before it has loaded arrived >= g
      * (acquire), which is stored after them (release); no rank still
@@ -88,8 +89,11 @@ tc_status_t tc__shm_direct_open(tc_shm_coll_t *c, const void *in, const void *ou
     mine->in_addr = (uint64_t)(uintptr_t)in;
     mine->out_addr = (uint64_t)(uintptr_t)out;
     tc__shm_publish(s, TC_SHM_ARRIVED, g);
+    if ((st = wait_all(c, TC_SHM_ARRIVED, g)) != TC_OK) {
+        return st;
+    }
     *g_p = g;
-    return wait_all(c, TC_SHM_ARRIVED, g);
+    return TC_OK;
 }
 
 uint64_t tc__shm_direct_addr(const tc_shm_coll_t *c, int p, int out)
