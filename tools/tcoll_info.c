@@ -586,6 +586,9 @@ static int check_expect(const info_opts_t *o)
 static void shm_try(MPI_Comm local, rank_rec_t *rec)
 {
     const tc_config_t *cfg = tc__config();
+    tc_shm_params_t p = {cfg->shm, (size_t)cfg->shm_slot_kb * 1024, cfg->shm_slots,
+                         cfg->shm_fast_bytes > 0 ? cfg->shm_fast_names : 0,
+                         (size_t)cfg->shm_fast_bytes};
     tc_shm_seg_t seg;
 
     rec->shm_ok = -1;
@@ -594,8 +597,7 @@ static void shm_try(MPI_Comm local, rank_rec_t *rec)
                  cfg->shm == TC_SHM_OFF ? "TCOLL_SHM=off" : "one rank on the node");
         return;
     }
-    if (tc__shm_seg_open(local, cfg->shm, (size_t)cfg->shm_slot_kb * 1024, cfg->shm_slots, &seg,
-                         rec->shm_why, sizeof(rec->shm_why)) != TC_OK) {
+    if (tc__shm_seg_open(local, &p, &seg, rec->shm_why, sizeof(rec->shm_why)) != TC_OK) {
         rec->shm_ok = 0;
         return;
     }
@@ -623,9 +625,10 @@ static void print_shm(FILE *f, const info_t *in)
         all_ok = all_ok && rec->shm_ok == 1;
         if (rec->shm_ok == 1) {
             fprintf(f, "  node %s: %s segment of %llu bytes (%d ranks x %d slots x %d KiB, "
-                       "and flags)\n", rec->host, rec->shm_method,
-                    (unsigned long long)rec->shm_bytes, rec->local_size, cfg->shm_slots,
-                    cfg->shm_slot_kb);
+                       "small-message boxes for %d names, flags)\n", rec->host,
+                    rec->shm_method, (unsigned long long)rec->shm_bytes, rec->local_size,
+                    cfg->shm_slots, cfg->shm_slot_kb,
+                    cfg->shm_fast_bytes > 0 ? cfg->shm_fast_names : 0);
         } else {
             fprintf(f, "  node %s: none (%s)%s\n", rec->host, rec->shm_why,
                     rec->shm_ok == 0 ? ": collectives run over MPI" : "");
@@ -680,6 +683,12 @@ int main(int argc, char **argv)
     /* Where every rank runs. Local rank 0 is the lowest world rank there. */
     memset(&me, 0, sizeof(me));
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
+    if (tc__config()->ranks_per_node > 0) { /* pretend nodes, as tc_init makes them */
+        MPI_Comm split;
+        MPI_Comm_split(local, rank / tc__config()->ranks_per_node, rank, &split);
+        MPI_Comm_free(&local);
+        local = split;
+    }
     MPI_Comm_size(local, &me.local_size);
     me.leader = rank;
     MPI_Bcast(&me.leader, 1, MPI_INT, 0, local);

@@ -125,6 +125,26 @@ static inline int tc__shm_uses_cma(const tc_shm_coll_t *c, size_t bytes)
 tc_status_t tc__cma_allreduce(tc_shm_coll_t *c, const void *src, void *buf, size_t count,
                               tc_dtype_t dtype, tc_op_t op);
 
+/* What the hierarchical allreduce runs with (hier_allreduce.c). */
+typedef struct {
+    tc_shm_coll_t *node;      /* this rank's node; NULL when it is alone there */
+    tc_transport_t *leaders;  /* the nodes' leaders (local rank 0 each), on the leaders
+                               * only; NULL elsewhere */
+    int world_size;           /* the ranks of the job (avg divides by it) */
+    size_t chunk_bytes;       /* the leaders' ring chunk */
+    tc_scratch_t *scratch;    /* the leaders' ring scratch */
+    char *err;                /* [errlen]: the reason for a TC_ERR_TRANSPORT */
+    size_t errlen;
+} tc_hier_t;
+
+/* Allreduce across nodes (every rank of the job calls it, with the same
+ * count, dtype and op): inside each node through shared memory, among the
+ * leaders over MPI, then inside each node again (hier_allreduce.c). Every
+ * rank ends with the same bits. TC_OK, or an error with the reason in
+ * h->err. */
+tc_status_t tc__hier_allreduce(const tc_hier_t *h, const void *src, void *buf, size_t count,
+                               tc_dtype_t dtype, tc_op_t op);
+
 /* Binomial-tree broadcast of bytes from root: ceil(log2 n) rounds. */
 tc_status_t tc__bcast_binomial(tc_transport_t *t, void *buf, size_t bytes, int root);
 

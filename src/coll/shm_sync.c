@@ -28,24 +28,27 @@ void tc__shm_publish(const tc_shm_seg_t *s, tc_shm_flag_id_t which, uint64_t g)
     atomic_store_explicit(flag(s, s->me, which), g, memory_order_release);
 }
 
-tc_status_t tc__shm_wait_all(tc_shm_coll_t *c, tc_shm_flag_id_t which, uint64_t g)
+/* Waits until the flag `which` of local ranks lo..hi-1 (this rank's
+ * skipped) is at least g. */
+static tc_status_t wait_range(tc_shm_coll_t *c, tc_shm_flag_id_t which, int lo, int hi,
+                              uint64_t g)
 {
     static const char *const what[] = {"its input", "its share", "it to finish reading"};
     const tc_shm_seg_t *s = c->seg;
     tc_waiter_t w;
     uint64_t next_pid_check = 0;
-    int p = 0, r;
+    int p = lo, r;
 
     tc__waiter_start(&w, c->wait);
     for (;;) {
         /* acquire: pairs with the peer's release in tc__shm_publish() */
-        while (p < s->n &&
+        while (p < hi &&
                (p == s->me ||
                 atomic_load_explicit(flag(s, p, which), memory_order_acquire) >= g)) {
             p++;
             tc__waiter_progress(&w);
         }
-        if (p == s->n) {
+        if (p == hi) {
             return TC_OK;
         }
         r = tc__waiter_idle(&w, c->err, sizeof(c->err));
@@ -70,3 +73,12 @@ tc_status_t tc__shm_wait_all(tc_shm_coll_t *c, tc_shm_flag_id_t which, uint64_t 
     }
 }
 
+tc_status_t tc__shm_wait_all(tc_shm_coll_t *c, tc_shm_flag_id_t which, uint64_t g)
+{
+    return wait_range(c, which, 0, c->seg->n, g);
+}
+
+tc_status_t tc__shm_wait_rank(tc_shm_coll_t *c, tc_shm_flag_id_t which, int r, uint64_t g)
+{
+    return wait_range(c, which, r, r + 1, g);
+}

@@ -28,4 +28,7 @@ void tc__shm_publish(const tc_shm_seg_t *s, tc_shm_flag_id_t which, uint64_t g);
  * has exited. */
 tc_status_t tc__shm_wait_all(tc_shm_coll_t *c, tc_shm_flag_id_t which, uint64_t g);
 
+/* The same wait for local rank r's flag alone. */
+tc_status_t tc__shm_wait_rank(tc_shm_coll_t *c, tc_shm_flag_id_t which, int r, uint64_t g);
+
 #endif

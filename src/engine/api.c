@@ -245,6 +245,9 @@ static tc_status_t submit_locked(eng_shared_t *sh, const char *fn, tc_request_t 
     } else {
         ps->nbarriers += (kd->params & TC_PARAM_NONE_TENSOR) != 0;
     }
+    if (tc__fast_take_locked(req)) {
+        return TC_OK; /* the small-message path: the caller posts it (fast.c) */
+    }
     req->next = NULL;
     if (sh->q_tail != NULL) {
         sh->q_tail->next = req;
@@ -263,13 +266,16 @@ static tc_status_t submit(const char *fn, tc_request_t *req, tc_request_t **req_
 
     pthread_mutex_lock(&sh->mu);
     st = submit_locked(sh, fn, req);
-    if (st == TC_OK && sh->engine_sleeping) {
+    if (st == TC_OK && !req->fast && sh->engine_sleeping) {
         pthread_cond_signal(&sh->wake);
     }
     pthread_mutex_unlock(&sh->mu);
     if (st != TC_OK) {
         tc__request_destroy(req);
         return st;
+    }
+    if (req->fast) {
+        tc__fast_post(req); /* before the caller has it: no one completes it earlier */
     }
     *req_p = req;
     return TC_OK;

@@ -100,7 +100,7 @@ typedef enum {
 
 /*
  * A process set (tcoll.h; pset.c). Set 0 is every rank. The table of sets
- * (eng_shared_t.psets, indexed by id) and the fields above `comm` are read
+ * (eng_shared_t.psets, indexed by id) and the fields above `tp` are read
  * by application threads under mu and written by the engine thread under
  * mu (a set is created and removed by running the PROCESS_SET_ADD and _REMOVE
  * kinds, at the same point of the agreed order on every rank); the data
@@ -118,8 +118,8 @@ typedef struct eng_pset {
     uint64_t nsetops;   /* set 0: process set additions and removals queued since the
                          * last join */
     int join_pending;   /* this rank's join in the set has not completed */
-    /* engine thread: the members' data path (set 0: engine_t.mpi's) */
-    MPI_Comm comm;
+    /* engine thread: the members' data path (set 0: engine_t.mpi's); open
+     * (its own communicator) on members only */
     tc_transport_t tp;
     tc_transport_mpi_t tp_mpi;
     struct engine *e;
@@ -148,6 +148,11 @@ typedef struct {
      * STARTING; read by any thread with relaxed loads (a value is
      * either -1 or final). */
     _Atomic int rank, size, local_rank, local_size;
+    /* The engine thread has requests deferred until this rank's earlier
+     * ones complete (exec.c); a thread completing a request off the engine
+     * (fast.c) wakes it then. Relaxed: a hint; the engine also looks on its
+     * periodic wake-ups. */
+    _Atomic int deferred;
 } eng_shared_t;
 
 extern eng_shared_t tc__engine_shared;
@@ -179,9 +184,9 @@ typedef struct engine {
 
     struct { /* lifecycle.c: MPI and the data transport */
         int own; /* tcoll initialized MPI: it finalizes it */
-        MPI_Comm ctrl, data, local;
-        tc_transport_t tp;
-        tc_transport_mpi_t tp_mpi;
+        MPI_Comm ctrl, local;
+        tc_transport_t tp;         /* the global set's data path, over a */
+        tc_transport_mpi_t tp_mpi; /* communicator of its own */
     } mpi;
 
     struct { /* ctrl.c: control sends in flight */
@@ -207,6 +212,13 @@ typedef struct engine {
         tc_shm_seg_t seg;   /* base NULL: none (off, one local rank, or setup failed) */
         tc_shm_coll_t coll; /* what the shared-memory algorithms run with */
         int single_node;    /* every rank of the job is on this node */
+        int *local_ranks;   /* [local size]: the world rank of each local rank */
+        /* the hierarchical allreduce: usable on every rank or on none */
+        int hier_ok;
+        tc_hier_t hier;
+        eng_pset_t leaders; /* the nodes' leaders and, on them, their transport
+                             * (index -1 on the other ranks) */
+        char hier_err[256];
     } shm;
 
     struct { /* negotiate.c */
@@ -292,6 +304,24 @@ void tc__fail_hook_set_transport(engine_t *e, eng_pset_t *ps);
 void tc__shm_setup(engine_t *e, int local_rank, int local_size);
 void tc__shm_teardown(engine_t *e);
 tc_shm_coll_t *tc__shm_for(engine_t *e, uint32_t pset);
+const tc_hier_t *tc__hier_for(engine_t *e, uint32_t pset);
+
+/* fast.c: small allreduces inside a node without the engine thread (see the
+ * file comment). start/stop/flip/poll: the engine thread (stop drains the
+ * application threads out of the segment); take_locked: submit_locked (mu
+ * held): 1 when req goes this way (then not queued); post: the submitting
+ * thread after the mutex; progress/wait: tc_test/tc_wait; inflight_locked:
+ * such requests in flight (mu held). */
+void tc__fast_start(engine_t *e);
+void tc__fast_stop(engine_t *e);
+void tc__fast_flip(engine_t *e, const tc_request_t *req, const tc_wire_response_t *r);
+void tc__fast_poll(engine_t *e);
+int tc__fast_take_locked(tc_request_t *req);
+void tc__fast_post(tc_request_t *req);
+int tc__fast_progress(tc_request_t *req);
+void tc__fast_wait(tc_request_t *req);
+size_t tc__fast_inflight_locked(void);
+void tc__engine_tl_fast(const tc_request_t *req, uint64_t t0, uint64_t t1, tc_status_t st);
 
 /* negotiate.c */
 uint64_t tc__probe_grace_ns(const tc_config_t *cfg);

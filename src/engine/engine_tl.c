@@ -3,9 +3,10 @@
  * per tensor, its negotiation, its wait in the queue and what ran; fusion
  * groups and their copies; marks as ranks submit or list a tensor.
  *
- * Called from the engine thread only, and only while a timeline runs
- * (tc__tl_active()): the callers test that first, so that nothing is built
- * for the timeline when none runs. Recording never blocks.
+ * Called from the engine thread only (tc__engine_tl_fast also from the
+ * thread that completes a small-message call: fast.c), and only while a
+ * timeline runs (tc__tl_active()): the callers test that first, so that
+ * nothing is built for the timeline when none runs. Recording never blocks.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -49,6 +50,34 @@ void tc__engine_tl_tensor(const engine_t *e, const tc_request_t *req, const char
     a.algo = algo;
     a.status = st;
     a.fused = fused > 1 ? fused : -1;
+    tc__tl_complete(track, kd->upper, strlen(kd->upper), "collective", t0, t1 > t0 ? t1 - t0 : 0,
+                    &a);
+}
+
+/* A small-message call (fast.c): NEGOTIATE from its submission until every
+ * rank's input was there (t0), then the reduction (t0..t1) as the
+ * collective, with the algorithm "shm, fast" and, as its cycle, its use of
+ * the name (it runs in no cycle). Any thread. */
+void tc__engine_tl_fast(const tc_request_t *req, uint64_t t0, uint64_t t1, tc_status_t st)
+{
+    tc_tl_args_t a = TC_TL_ARGS_INIT;
+    int track = tc__tl_track(req->name, req->name_len);
+    const tc_kind_desc_t *kd = tc__kind_of(req);
+
+    if (track < 0) {
+        return;
+    }
+    a.kind = kd->name;
+    a.dtype = req->dtype;
+    a.bytes = (int64_t)(req->count * tc_dtype_size(req->dtype));
+    a.cycle = (int64_t)req->fast_use;
+    a.op = req->op;
+    if (t0 > req->submit_ns) {
+        tc__tl_complete(track, "NEGOTIATE", 9, "negotiation", req->submit_ns,
+                        t0 - req->submit_ns, &a);
+    }
+    a.algo = "shm, fast";
+    a.status = st;
     tc__tl_complete(track, kd->upper, strlen(kd->upper), "collective", t0, t1 > t0 ? t1 - t0 : 0,
                     &a);
 }

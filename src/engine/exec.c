@@ -27,12 +27,15 @@
 static tc_kind_ctx_t kind_ctx(engine_t *e, const tc_request_t *req)
 {
     tc_kind_ctx_t x = {tc__pset_transport(e, req->pset), (size_t)e->cfg->ring_chunk_kb * 1024,
-                       &e->exec.scratch, e, NULL, NULL};
+                       &e->exec.scratch, e, NULL, NULL, NULL};
 
-    if (tc__kind_of(req)->algo_shm != NULL) {
+    if (tc__kind_of(req)->algo_hier != NULL) {
+        x.hier = tc__hier_for(e, req->pset);
+    }
+    if (x.hier == NULL && tc__kind_of(req)->algo_shm != NULL) {
         x.shm = tc__shm_for(e, req->pset);
     }
-    x.err = x.shm != NULL ? x.shm->err : x.tp->err;
+    x.err = x.hier != NULL ? x.hier->err : x.shm != NULL ? x.shm->err : x.tp->err;
     return x;
 }
 
@@ -46,6 +49,9 @@ static const char *algo_label(engine_t *e, const tc_kind_desc_t *kd, const tc_re
 
     if (!packed && req->algo != NULL) {
         return req->algo; /* its run chose (kinds.c) */
+    }
+    if (kd->algo_hier != NULL && tc__hier_for(e, req->pset) != NULL) {
+        return packed ? kd->algo_hier_packed : kd->algo_hier;
     }
     if (shm == NULL) {
         return packed ? kd->algo_packed : kd->algo;
@@ -156,6 +162,7 @@ static void defer(engine_t *e, tc_request_t *req)
         e->exec.capdeferred = cap;
     }
     e->exec.deferred[e->exec.ndeferred++] = req;
+    atomic_store_explicit(&tc__engine_shared.deferred, 1, memory_order_relaxed);
 }
 
 /* This rank joined (tc_join) and runs r without having submitted it: a
@@ -280,6 +287,10 @@ void tc__exec_run(engine_t *e, const tc_wire_response_t *resps, tc_request_t **r
             /* The collective cannot go on without this rank: stop the engine
              * (first, so that later submissions already fail). */
             tc__engine_fail(e, st, "%s; tcoll stops on this rank", msg);
+        } else {
+            for (k = i; k < j; k++) { /* before completion: see fast.c */
+                tc__fast_flip(e, reqs[k], &resps[k]);
+            }
         }
         for (k = i; k < j; k++) {
             exec_finish(e, reqs[k], st, msg);
@@ -319,6 +330,8 @@ int tc__exec_deferred(engine_t *e)
             e->exec.deferred[k - 1] = e->exec.deferred[k];
         }
         e->exec.ndeferred--;
+        atomic_store_explicit(&tc__engine_shared.deferred, e->exec.ndeferred > 0,
+                              memory_order_relaxed);
         tc__queue_finish(req, TC_OK, NULL);
         done = 1;
     }

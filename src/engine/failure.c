@@ -153,10 +153,10 @@ static int transport_peer_alive(void *arg, int peer, char *why, size_t len)
  * before it is declared lost. */
 void tc__fail_hook_transport(engine_t *e)
 {
-    e->mpi.tp_mpi.wait.timeout_ns = (uint64_t)e->cfg->peer_timeout_s * 1000000000ull;
-    e->mpi.tp_mpi.wait.interrupt = transport_interrupt;
-    e->mpi.tp_mpi.wait.peer_alive = transport_peer_alive;
-    e->mpi.tp_mpi.wait.arg = e;
+    e->mpi.tp.wait.timeout_ns = (uint64_t)e->cfg->peer_timeout_s * 1000000000ull;
+    e->mpi.tp.wait.interrupt = transport_interrupt;
+    e->mpi.tp.wait.peer_alive = transport_peer_alive;
+    e->mpi.tp.wait.arg = e;
 }
 
 /* A process set's transport numbers its peers within the set: the probe
@@ -172,6 +172,13 @@ static int set_transport_peer_alive(void *arg, int peer, char *why, size_t len)
     return alive;
 }
 
+static int set_transport_rank_of(void *arg, int peer)
+{
+    eng_pset_t *ps = arg;
+
+    return peer >= 0 && peer < ps->n ? ps->ranks[peer] : peer;
+}
+
 static int set_transport_interrupt(void *arg, char *why, size_t len)
 {
     eng_pset_t *ps = arg;
@@ -181,10 +188,11 @@ static int set_transport_interrupt(void *arg, char *why, size_t len)
 
 void tc__fail_hook_set_transport(engine_t *e, eng_pset_t *ps)
 {
-    ps->tp_mpi.wait.timeout_ns = (uint64_t)e->cfg->peer_timeout_s * 1000000000ull;
-    ps->tp_mpi.wait.interrupt = set_transport_interrupt;
-    ps->tp_mpi.wait.peer_alive = set_transport_peer_alive;
-    ps->tp_mpi.wait.arg = ps;
+    ps->tp.wait.timeout_ns = (uint64_t)e->cfg->peer_timeout_s * 1000000000ull;
+    ps->tp.wait.interrupt = set_transport_interrupt;
+    ps->tp.wait.peer_alive = set_transport_peer_alive;
+    ps->tp.wait.rank_of = set_transport_rank_of;
+    ps->tp.wait.arg = ps;
 }
 
 /* Tells every other rank why this rank stopped, so that none of them waits

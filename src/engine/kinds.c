@@ -79,6 +79,9 @@ static const char *err_of(const tc_kind_ctx_t *x, const tc_shm_coll_t *shm)
 static tc_status_t allreduce_any(const tc_kind_ctx_t *x, const void *src, void *buf,
                                  size_t count, tc_dtype_t dtype, tc_op_t op)
 {
+    if (x->hier != NULL) {
+        return tc__hier_allreduce(x->hier, src, buf, count, dtype, op);
+    }
     if (x->shm != NULL) {
         if (tc__shm_uses_cma(x->shm, count * tc_dtype_size(dtype))) {
             return tc__cma_allreduce(x->shm, src, buf, count, dtype, op);
@@ -165,7 +168,8 @@ static void allreduce_finish(const tc_wire_request_t *w, void *buf, size_t count
     .agree = TC_AGREE_DTYPE | TC_AGREE_OP | TC_AGREE_SHAPE | TC_AGREE_SCALE,              \
     .validate = allreduce_validate, .run = allreduce_run, .algo = "ring",                 \
     .algo_shm = "shm", .algo_shm_packed = "shm, fused", .algo_cma = "cma",                \
-    .algo_cma_packed = "cma, fused",                                                      \
+    .algo_cma_packed = "cma, fused", .algo_hier = "hier",                                 \
+    .algo_hier_packed = "hier, fused",                                                    \
     .run_packed = allreduce_packed, .algo_packed = "ring, fused",                          \
     .eager_prepare = allreduce_prepare, .eager_combine = allreduce_combine,               \
     .eager_finish = allreduce_finish, .algo_eager = "eager (inputs in the cycle messages)", \

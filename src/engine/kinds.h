@@ -123,6 +123,8 @@ typedef struct {
     struct engine *eng;    /* for the kinds that change the engine's own state */
     tc_shm_coll_t *shm;    /* the node's shared-memory collectives, where the request's
                             * process set may use them (engine/shm.c); else NULL */
+    const tc_hier_t *hier; /* the hierarchical allreduce, where it runs (engine/shm.c);
+                            * else NULL */
     const char *err;       /* the reason text of a failed run: tp->err, or shm->err */
 } tc_kind_ctx_t;
 
@@ -159,6 +161,7 @@ typedef struct tc_kind_desc {
     const char *algo_packed;
     const char *algo_shm_packed; /* ... when it runs packed through shared memory */
     const char *algo_cma, *algo_cma_packed; /* ... when it runs direct (tc__shm_uses_cma) */
+    const char *algo_hier, *algo_hier_packed; /* ... when it runs hierarchically */
 
     /* Eager inputs (NULL: never eager): a small cached tensor of this kind
      * rides in the negotiation messages and is combined in each exchange

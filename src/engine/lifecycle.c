@@ -1,12 +1,13 @@
 /*
  * lifecycle.c - tc_init and tc_shutdown, and the engine thread's start and
- * end: MPI and the communicators, the goodbye handshake, MPI's teardown.
+ * end: MPI, the control and node-local communicators and the data
+ * transport (which makes its own), the goodbye handshake, MPI's teardown.
  *
  * tc_init starts the engine thread and waits until it has set MPI up; the
  * thread then runs the loop (loop.c) until the engine stops, fails what is
  * left, and (after a normal shutdown) makes sure no control message is left
- * unmatched before it frees the communicators and, if tcoll initialized MPI,
- * finalizes it. After a failure MPI is left as it is: peers may be gone, and
+ * unmatched before it frees the communicators, closes the data transports
+ * and, if tcoll initialized MPI, finalizes it. After a failure MPI is left as it is: peers may be gone, and
  * MPI_Finalize could wait for them forever. tc_shutdown asks the engine to
  * stop and joins its thread, each step bounded by TCOLL_SHUTDOWN_TIMEOUT_S.
  * The lifecycle state and its transitions (engine_internal.h) live here too:
@@ -129,6 +130,23 @@ static tc_status_t comm_failed(int rc, char *msg, size_t len)
     return TC_ERR_TRANSPORT;
 }
 
+/* TCOLL_RANKS_PER_NODE: splits the node's communicator *local into pretend
+ * nodes of per consecutive world ranks (their intersection with the real
+ * node: shared memory never spans real nodes). */
+static int pretend_nodes(MPI_Comm *local, int per)
+{
+    MPI_Comm split;
+    int world, rc;
+
+    MPI_Comm_rank(MPI_COMM_WORLD, &world);
+    rc = MPI_Comm_split(*local, world / per, world, &split);
+    if (rc == MPI_SUCCESS) {
+        MPI_Comm_free(local);
+        *local = split;
+    }
+    return rc;
+}
+
 /* Initializes MPI if the application has not, creates tcoll's
  * communicators, the data transport and the negotiation's tables. On
  * failure writes why into msg and undoes all of it (MPI is finalized again
@@ -174,17 +192,24 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
         st = comm_failed(rc, msg, len);
         goto err_finalize;
     }
-    if ((rc = MPI_Comm_dup(MPI_COMM_WORLD, &e->mpi.data)) != MPI_SUCCESS) {
-        st = comm_failed(rc, msg, len);
+    /* The data transport makes its own communicator (a duplicate). */
+    if ((st = tc__transport_mpi_open(&e->mpi.tp, &e->mpi.tp_mpi, MPI_COMM_WORLD, NULL, 0, 0,
+                                     (uint32_t)e->cfg->spin, (uint32_t)e->cfg->backoff_max_us)) !=
+        TC_OK) {
+        snprintf(msg, len, "cannot create tcoll's communicators: %s", e->mpi.tp.err);
         goto err_free_ctrl;
     }
     if ((rc = MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
                                   &e->mpi.local)) != MPI_SUCCESS) {
         st = comm_failed(rc, msg, len);
-        goto err_free_data;
+        goto err_close_data;
+    }
+    if (e->cfg->ranks_per_node > 0 &&
+        (rc = pretend_nodes(&e->mpi.local, e->cfg->ranks_per_node)) != MPI_SUCCESS) {
+        st = comm_failed(rc, msg, len);
+        goto err_free_local;
     }
     MPI_Comm_set_errhandler(e->mpi.ctrl, MPI_ERRORS_RETURN);
-    MPI_Comm_set_errhandler(e->mpi.data, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(e->mpi.local, MPI_ERRORS_RETURN);
     /* Knobs that must be the same on every rank (one collective, agree.c). */
     if ((st = tc__knobs_agree(e->mpi.ctrl, e->cfg, msg, len)) != TC_OK) {
@@ -194,8 +219,6 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
     MPI_Comm_size(e->mpi.ctrl, &e->size);
     MPI_Comm_rank(e->mpi.local, &lrank);
     MPI_Comm_size(e->mpi.local, &lsize);
-    tc__transport_mpi_init(&e->mpi.tp, &e->mpi.tp_mpi, e->mpi.data, (uint32_t)e->cfg->spin,
-                           (uint32_t)e->cfg->backoff_max_us);
     tc__fail_hook_transport(e);
     if (tc__nego_init(e) != TC_OK || tc__pset_init_global(e->size, e->rank) != TC_OK) {
         snprintf(msg, len, "out of memory creating the message table");
@@ -217,8 +240,8 @@ err_free_tables: /* then the last communicator */
     tc__nego_destroy(e);
 err_free_local:
     MPI_Comm_free(&e->mpi.local);
-err_free_data:
-    MPI_Comm_free(&e->mpi.data);
+err_close_data:
+    tc__transport_close(&e->mpi.tp);
 err_free_ctrl:
     MPI_Comm_free(&e->mpi.ctrl);
 err_finalize:
@@ -233,7 +256,8 @@ static void mpi_teardown(engine_t *e)
 {
     if (eng_broken()) {
         /* MPI may be unusable, and peers may be gone: leave it as it is
-         * rather than hang in it. */
+         * rather than hang in it (the data transports stay open: closing
+         * one frees its communicator). */
         TC_WARN("engine", "skipping MPI teardown after a failure");
         tc__ctrl_abandon(e);
         tc__pset_free_all(e, 0);
@@ -243,7 +267,7 @@ static void mpi_teardown(engine_t *e)
     tc__shm_teardown(e);
     tc__pset_free_all(e, 1);
     MPI_Comm_free(&e->mpi.ctrl);
-    MPI_Comm_free(&e->mpi.data);
+    tc__transport_close(&e->mpi.tp);
     MPI_Comm_free(&e->mpi.local);
     if (e->mpi.own) {
         MPI_Finalize();

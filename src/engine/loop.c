@@ -52,6 +52,9 @@ static int engine_step(engine_t *e)
         progress |= tc__exec_deferred(e);
     }
     if (eng_running()) {
+        tc__fast_poll(e);
+    }
+    if (eng_running()) {
         periodic(e);
     }
     return progress;
@@ -73,7 +76,9 @@ static void engine_wait(engine_t *e, int shutdown_seen)
         pthread_mutex_unlock(&sh->mu);
         return;
     }
-    if (sh->inflight.count == 0 && !shutdown_seen && !busy) {
+    /* the small-message path's requests need no engine step: only its polls,
+     * which the periodic wake-ups make (fast.c) */
+    if (sh->inflight.count == tc__fast_inflight_locked() && !shutdown_seen && !busy) {
         pthread_mutex_unlock(&sh->mu);
         /* Keep polling through the spin and yield phases first: a training
          * loop submits its next tensor within microseconds, and waking a

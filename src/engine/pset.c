@@ -8,7 +8,7 @@
  * them at the same point of the agreed order. Rank 0's message table gives
  * the new set its id (the RUN response's value) and keeps its own view of
  * the members (coordinator.c); here every rank files the set and its
- * members make the set's data communicator. Negotiation stays global: a
+ * members open the set's data transport. Negotiation stays global: a
  * set's names are decided by rank 0 once every member submitted them
  * (docs/negotiation.md, "Process sets"); only the data moves among the
  * members alone.
@@ -26,8 +26,9 @@
 #include "util/log.h"
 #include "util/status.h"
 
-/* The tag MPI_Comm_create_group uses on the data communicator: nothing else
- * is in flight there while every member runs the same creation. */
+/* The tag MPI_Comm_create_group uses on the global data transport's
+ * communicator (the parent of a set's): nothing else is in flight there
+ * while every member runs the same creation. */
 #define PSET_CREATE_TAG 0x7C5E
 
 eng_pset_t *tc__pset_get(uint32_t id)
@@ -49,7 +50,6 @@ static eng_pset_t *pset_new(uint32_t id, const int *ranks, int n, int rank)
     ps->id = id;
     ps->n = n;
     ps->index = -1;
-    ps->comm = MPI_COMM_NULL;
     for (i = 0; i < n; i++) {
         ps->ranks[i] = ranks != NULL ? ranks[i] : i;
         if (ps->ranks[i] == rank) {
@@ -123,8 +123,8 @@ void tc__pset_free_all(engine_t *e, int comms_usable)
     sh->npsets = 0;
     pthread_mutex_unlock(&sh->mu);
     for (i = 0; i < n; i++) {
-        if (v[i] != NULL && v[i]->comm != MPI_COMM_NULL && comms_usable) {
-            MPI_Comm_free(&v[i]->comm);
+        if (v[i] != NULL && comms_usable) {
+            tc__transport_close(&v[i]->tp); /* nothing on a non-member */
         }
         pset_free(v[i]);
     }
@@ -330,15 +330,13 @@ tc_status_t tc_process_set_ranks(int id, int *ranks, int cap, int *count_p)
 /* ---- running the set operations (engine thread) ----------------------------- */
 
 /* Every rank files the set rank 0 numbered (the response's value); its
- * members make its data communicator, among themselves only. */
+ * members open its data transport, among themselves only. */
 tc_status_t tc__pset_run_add(engine_t *e, tc_request_t *req, const tc_wire_response_t *r,
                              char *msg, size_t len)
 {
     eng_shared_t *sh = &tc__engine_shared;
     eng_pset_t *ps;
-    MPI_Group world = MPI_GROUP_NULL, group = MPI_GROUP_NULL;
-    char why[MPI_MAX_ERROR_STRING];
-    int rc, filed;
+    int filed;
 
     if (r->value <= 0 || tc__pset_get((uint32_t)r->value) != NULL) {
         snprintf(msg, len, "protocol error: rank 0 numbered a new process set %d", r->value);
@@ -351,37 +349,22 @@ tc_status_t tc__pset_run_add(engine_t *e, tc_request_t *req, const tc_wire_respo
     }
     ps->e = e;
     if (ps->index >= 0) {
-        rc = MPI_Comm_group(e->mpi.data, &world);
-        if (rc == MPI_SUCCESS) {
-            rc = MPI_Group_incl(world, ps->n, ps->ranks, &group);
-        }
-        if (rc == MPI_SUCCESS) {
-            rc = MPI_Comm_create_group(e->mpi.data, group, PSET_CREATE_TAG, &ps->comm);
-        }
-        if (group != MPI_GROUP_NULL) {
-            MPI_Group_free(&group);
-        }
-        if (world != MPI_GROUP_NULL) {
-            MPI_Group_free(&world);
-        }
-        if (rc != MPI_SUCCESS) {
-            snprintf(msg, len, "creating process set %d: %s", r->value,
-                     tc__mpi_strerror(rc, why, sizeof(why)));
+        /* The members' transport, over a communicator it makes from the
+         * global set's. */
+        if (tc__transport_mpi_open(&ps->tp, &ps->tp_mpi, e->mpi.tp_mpi.comm, ps->ranks, ps->n,
+                                   PSET_CREATE_TAG, (uint32_t)e->cfg->spin,
+                                   (uint32_t)e->cfg->backoff_max_us) != TC_OK) {
+            snprintf(msg, len, "creating process set %d: %s", r->value, ps->tp.err);
             pset_free(ps);
             return TC_ERR_TRANSPORT;
         }
-        MPI_Comm_set_errhandler(ps->comm, MPI_ERRORS_RETURN);
-        tc__transport_mpi_init(&ps->tp, &ps->tp_mpi, ps->comm, (uint32_t)e->cfg->spin,
-                               (uint32_t)e->cfg->backoff_max_us);
         tc__fail_hook_set_transport(e, ps);
     }
     pthread_mutex_lock(&sh->mu);
     filed = pset_file(ps);
     pthread_mutex_unlock(&sh->mu);
     if (filed != 0) {
-        if (ps->comm != MPI_COMM_NULL) {
-            MPI_Comm_free(&ps->comm);
-        }
+        tc__transport_close(&ps->tp);
         pset_free(ps);
         snprintf(msg, len, "out of memory filing process set %d", r->value);
         return TC_ERR_NOMEM;
@@ -391,7 +374,7 @@ tc_status_t tc__pset_run_add(engine_t *e, tc_request_t *req, const tc_wire_respo
     return TC_OK;
 }
 
-/* Every rank forgets the set; its members free its communicator. Rank 0
+/* Every rank forgets the set; its members close its transport. Rank 0
  * failed the set's pending names before this ran (coordinator.c). */
 tc_status_t tc__pset_run_remove(engine_t *e, tc_request_t *req, const tc_wire_response_t *r,
                                 char *msg, size_t len)
@@ -406,9 +389,7 @@ tc_status_t tc__pset_run_remove(engine_t *e, tc_request_t *req, const tc_wire_re
                  "does not have", req->root);
         return TC_ERR_TRANSPORT;
     }
-    if (ps->comm != MPI_COMM_NULL) {
-        MPI_Comm_free(&ps->comm);
-    }
+    tc__transport_close(&ps->tp); /* nothing on a non-member */
     pthread_mutex_lock(&sh->mu);
     sh->psets[ps->id] = NULL;
     pthread_mutex_unlock(&sh->mu);

@@ -9,6 +9,8 @@
 #define _GNU_SOURCE
 #include "engine/request.h"
 
+#include "engine/engine_internal.h"
+
 #include "util/backoff.h"
 #include "util/config.h"
 #include "util/status.h"
@@ -150,6 +152,9 @@ tc_status_t tc_wait(tc_request_t *req)
     if (req == NULL) {
         return tc__set_error(TC_ERR_ARG, "tc_wait: request is NULL");
     }
+    if (req->fast && !is_done(req)) {
+        tc__fast_wait(req); /* this thread completes it (fast.c) */
+    }
     if (!is_done(req)) {
         /* Spin and yield briefly (small collectives finish within that),
          * then sleep on the condition variable. */
@@ -176,7 +181,7 @@ tc_status_t tc_test(tc_request_t *req, int *done_p)
     if (req == NULL || done_p == NULL) {
         return tc__set_error(TC_ERR_ARG, "tc_test: %s is NULL", req == NULL ? "request" : "done_p");
     }
-    if (!is_done(req)) {
+    if (!is_done(req) && !(req->fast && tc__fast_progress(req))) {
         *done_p = 0;
         return TC_OK;
     }

@@ -52,6 +52,10 @@ struct tc_request {
     int synthetic;      /* made by the engine for a rank that joined: no one waits for it */
     void *owned_output; /* allgather output, returned to the pool with the request */
     size_t owned_cap;   /* its capacity in bytes */
+    int fast;           /* taken by the small-message path (fast.c): never queued */
+    int fast_id;        /* its name's id there */
+    uint64_t fast_use;  /* and its use of the name (1, 2, ...) */
+    uint64_t fast_epoch; /* this rank's joins submitted (global set) when it was */
     const char *algo;   /* the timeline's label of the algorithm its run chose, where
                          * the run decides from what only it learns (a descriptor's
                          * string); NULL: exec.c's algo_label decides */

@@ -1,68 +1,170 @@
 /*
  * shm.c - the engine's side of the node's shared-memory segment: making it
  * when tcoll starts (after the communicators), deciding where the
- * shared-memory collectives may run, and unmapping it at the end.
+ * shared-memory and hierarchical collectives may run, and letting it all go
+ * at the end.
  *
- * The segment is made whenever TCOLL_SHM is not off and this node has more
- * than one rank. If it cannot be made, local rank 0 logs why (one warning
- * per node) and every collective runs over MPI: shared memory is never a
- * reason to fail the job. The shared-memory allreduce runs for the global
- * process set when every rank of the job is on this node (TCOLL_SHM and
- * TCOLL_ALLREDUCE_ALGO are the same on every rank, tc_init checks, so every
- * rank makes the same choice). Engine thread only.
+ * The segment is made whenever TCOLL_SHM is not off and this node (a real
+ * one, or a pretend one: TCOLL_RANKS_PER_NODE) has more than one rank. If it
+ * cannot be made, local rank 0 logs why (one warning per node) and the
+ * collectives run over MPI: shared memory is never a reason to fail the job.
+ * Where they run:
+ *   - one node: the global process set's allreduce through the segment
+ *     (shm, or cma for large buffers where process_vm_readv works);
+ *   - several nodes: the hierarchical allreduce (coll/hier_allreduce.c), if
+ *     every node with two or more ranks has its segment (all ranks agree,
+ *     so all choose the same); the leaders (local rank 0 of each node) get
+ *     an MPI transport of their own (over their own communicator).
+ * TCOLL_SHM, TCOLL_RANKS_PER_NODE and TCOLL_ALLREDUCE_ALGO are the same on
+ * every rank (tc_init checks), so every rank makes the same choices.
+ * Engine thread only.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/engine_internal.h"
 #include "transport/shm_setup.h"
 #include "util/log.h"
 
+/* The world rank of every local rank, for messages and probes. */
+static int map_local_ranks(engine_t *e, int local_size)
+{
+    e->shm.local_ranks = malloc((size_t)local_size * sizeof(int));
+    return e->shm.local_ranks != NULL &&
+           MPI_Allgather(&e->rank, 1, MPI_INT, e->shm.local_ranks, 1, MPI_INT, e->mpi.local) ==
+               MPI_SUCCESS;
+}
+
+#define LEADERS_TAG 0x7c3 /* MPI_Comm_create_group's tag for the leaders' communicator */
+
+/* Several nodes: the leaders' transport (over a communicator of their own),
+ * if every node can run its part (agreed over every rank). */
+static void hier_setup(engine_t *e, int local_rank, int local_size)
+{
+    const tc_config_t *cfg = e->cfg;
+    eng_pset_t *l = &e->shm.leaders;
+    int ok = local_size < 2 || e->shm.seg.base != NULL, all = 0, mine, *leader_of = NULL, r;
+
+    l->index = -1;
+    if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, e->mpi.ctrl) != MPI_SUCCESS || !all) {
+        if (e->rank == 0) {
+            TC_INFO("shm", "no hierarchical allreduce: a node has no shared-memory segment");
+        }
+        return;
+    }
+    /* the leaders, ascending: every rank says whether it leads its node */
+    mine = local_rank == 0 ? e->rank : -1;
+    leader_of = malloc((size_t)e->size * sizeof(int));
+    l->ranks = malloc((size_t)e->size * sizeof(int));
+    ok = leader_of != NULL && l->ranks != NULL &&
+         MPI_Allgather(&mine, 1, MPI_INT, leader_of, 1, MPI_INT, e->mpi.ctrl) == MPI_SUCCESS;
+    l->n = 0;
+    for (r = 0; ok && r < e->size; r++) {
+        if (leader_of[r] >= 0) {
+            l->index = leader_of[r] == e->rank ? l->n : l->index;
+            l->ranks[l->n++] = leader_of[r];
+        }
+    }
+    free(leader_of);
+    l->e = e;
+    if (ok && l->index >= 0 &&
+        tc__transport_mpi_open(&l->tp, &l->tp_mpi, e->mpi.tp_mpi.comm, l->ranks, l->n,
+                               LEADERS_TAG, (uint32_t)cfg->spin,
+                               (uint32_t)cfg->backoff_max_us) != TC_OK) {
+        TC_WARN("shm", "the leaders' transport: %s", l->tp.err);
+        ok = 0;
+    }
+    if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, e->mpi.ctrl) != MPI_SUCCESS || !all) {
+        TC_WARN("shm", "setting up the nodes' leaders failed: no hierarchical allreduce");
+        tc__transport_close(&l->tp); /* nothing if it never opened */
+        free(l->ranks);
+        l->ranks = NULL;
+        l->index = -1;
+        return;
+    }
+    if (l->index >= 0) {
+        tc__fail_hook_set_transport(e, l);
+    }
+    e->shm.hier.node = e->shm.seg.base != NULL ? &e->shm.coll : NULL;
+    e->shm.hier.leaders = l->index >= 0 ? &l->tp : NULL;
+    e->shm.hier.world_size = e->size;
+    e->shm.hier.chunk_bytes = (size_t)cfg->ring_chunk_kb * 1024;
+    e->shm.hier.scratch = &e->exec.scratch;
+    e->shm.hier.err = e->shm.hier_err;
+    e->shm.hier.errlen = sizeof(e->shm.hier_err);
+    e->shm.hier_ok = 1;
+}
+
 void tc__shm_setup(engine_t *e, int local_rank, int local_size)
 {
     const tc_config_t *cfg = e->cfg;
     char why[512] = "";
-    tc_status_t st;
+    tc_status_t st = TC_ERR_STATE;
 
     memset(&e->shm, 0, sizeof(e->shm));
+    e->shm.leaders.index = -1;
     e->shm.single_node = local_size == e->size;
     if (cfg->shm == TC_SHM_OFF || local_size < 2) {
         TC_INFO("shm", "no shared-memory segment (%s)",
                 cfg->shm == TC_SHM_OFF ? "TCOLL_SHM=off" : "one rank on this node");
-        return;
-    }
-    st = tc__shm_seg_open(e->mpi.local, cfg->shm, (size_t)cfg->shm_slot_kb * 1024,
-                          cfg->shm_slots, &e->shm.seg, why, sizeof(why));
-    if (st != TC_OK) {
-        if (local_rank == 0) {
+    } else if (!map_local_ranks(e, local_size)) {
+        TC_WARN("shm", "mapping the node's ranks failed: collectives run over MPI");
+    } else {
+        tc_shm_params_t p = {cfg->shm, (size_t)cfg->shm_slot_kb * 1024, cfg->shm_slots,
+                             cfg->shm_fast_bytes > 0 ? cfg->shm_fast_names : 0,
+                             (size_t)cfg->shm_fast_bytes};
+        st = tc__shm_seg_open(e->mpi.local, &p, &e->shm.seg, why, sizeof(why));
+        if (st != TC_OK && local_rank == 0) {
             TC_WARN("shm", "no shared memory on this node (%s): collectives run over MPI", why);
         }
-        return;
     }
-    e->shm.coll.seg = &e->shm.seg;
-    e->shm.coll.wait = &e->mpi.tp_mpi.wait;
-    e->shm.coll.ranks = NULL; /* single node: local index = global rank (split keeps order) */
-    e->shm.coll.seq = 0;
-    e->shm.coll.cma_from = cfg->allreduce_algo == TC_ALGO_CMA   ? 0
-                           : cfg->allreduce_algo == TC_ALGO_SHM ? SIZE_MAX
-                                                                : (size_t)cfg->shm_direct_kb * 1024;
-    if (tc__scratch_reserve(&e->shm.coll.bounce, 64 * 1024) != TC_OK) {
-        e->shm.coll.cma_from = SIZE_MAX;
+    if (st == TC_OK) {
+        e->shm.coll.seg = &e->shm.seg;
+        e->shm.coll.wait = &e->mpi.tp.wait;
+        e->shm.coll.ranks = e->shm.local_ranks;
+        e->shm.coll.seq = 0;
+        e->shm.coll.cma_from = cfg->allreduce_algo == TC_ALGO_CMA   ? 0
+                               : cfg->allreduce_algo == TC_ALGO_SHM ? SIZE_MAX
+                                                                    : (size_t)cfg->shm_direct_kb * 1024;
+        if (tc__scratch_reserve(&e->shm.coll.bounce, 64 * 1024) != TC_OK) {
+            e->shm.coll.cma_from = SIZE_MAX;
+        }
     }
-    TC_INFO("shm", "%s segment of %zu bytes: %d local ranks x %d slots x %zu bytes; direct "
-            "reads (process_vm_readv) %s; allreduce of the global set: %s", e->shm.seg.method,
-            e->shm.seg.bytes, local_size, cfg->shm_slots, e->shm.seg.slot_bytes,
-            e->shm.seg.cma ? "work" : "refused here",
-            tc__shm_for(e, 0) == NULL ? "ring (ranks on other nodes, or TCOLL_ALLREDUCE_ALGO=ring)"
-            : !e->shm.seg.cma || e->shm.coll.cma_from == SIZE_MAX ? "shm"
-            : e->shm.coll.cma_from == 0 ? "cma" : "shm, and cma from TCOLL_SHM_DIRECT_KB up");
+    if (!e->shm.single_node && cfg->shm != TC_SHM_OFF) {
+        hier_setup(e, local_rank, local_size); /* collective over every rank */
+    }
+    tc__fast_start(e); /* the small-message path, where it applies (fast.c) */
+    if (st == TC_OK) {
+        TC_INFO("shm", "%s segment of %zu bytes: %d local ranks x %d slots x %zu bytes; direct "
+                "reads (process_vm_readv) %s", e->shm.seg.method, e->shm.seg.bytes, local_size,
+                cfg->shm_slots, e->shm.seg.slot_bytes, e->shm.seg.cma ? "work" : "refused here");
+    }
+    if (e->rank == 0) {
+        TC_INFO("shm", "allreduce of the global set: %s",
+                tc__hier_for(e, 0) != NULL ? "hier (shared memory inside nodes, MPI between)"
+                : tc__shm_for(e, 0) == NULL ? "ring"
+                : !e->shm.seg.cma || e->shm.coll.cma_from == SIZE_MAX ? "shm"
+                : e->shm.coll.cma_from == 0 ? "cma"
+                                             : "shm, and cma from TCOLL_SHM_DIRECT_KB up");
+    }
 }
 
 void tc__shm_teardown(engine_t *e)
 {
+    eng_pset_t *l = &e->shm.leaders;
+
+    tc__fast_stop(e); /* no thread touches the segment after this */
+    if (!eng_broken()) {
+        tc__transport_close(&l->tp); /* after a failure MPI is left as it is */
+    }
+    free(l->ranks);
+    l->ranks = NULL;
     tc__shm_seg_close(&e->shm.seg); /* local: safe after a failure too */
     tc__scratch_free(&e->shm.coll.bounce);
+    free(e->shm.local_ranks);
+    e->shm.local_ranks = NULL;
 }
 
 tc_shm_coll_t *tc__shm_for(engine_t *e, uint32_t pset)
@@ -72,4 +174,14 @@ tc_shm_coll_t *tc__shm_for(engine_t *e, uint32_t pset)
         return NULL;
     }
     return &e->shm.coll;
+}
+
+const tc_hier_t *tc__hier_for(engine_t *e, uint32_t pset)
+{
+    int algo = e->cfg->allreduce_algo;
+
+    if (pset != 0 || !e->shm.hier_ok || (algo != TC_ALGO_AUTO && algo != TC_ALGO_HIER)) {
+        return NULL;
+    }
+    return &e->shm.hier;
 }

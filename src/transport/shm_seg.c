@@ -50,19 +50,33 @@ static size_t round_up(size_t v, size_t to)
     return (v + to - 1) / to * to;
 }
 
-/* The layout for n ranks; 0 when it does not fit in a size_t. */
-static size_t layout(int n, int nslots, size_t slot_bytes, size_t *ctl_off_p, size_t *stage_off_p)
+/* The layout for n ranks: offsets into seg, the size returned; 0 when it
+ * does not fit in a size_t. */
+static size_t layout(int n, const tc_shm_params_t *p, tc_shm_seg_t *seg)
 {
     size_t ctl_off = round_up(sizeof(seg_hdr_t), TC_SHM_LINE);
     size_t stage_off = round_up(ctl_off + (size_t)n * sizeof(tc_shm_ctl_t), 4096);
-    size_t per_rank = (size_t)nslots * slot_bytes;
+    size_t per_rank = (size_t)p->nslots * p->slot_bytes, verdict_off, box_off, box_bytes, boxes;
 
-    if (per_rank / (size_t)nslots != slot_bytes || per_rank > (SIZE_MAX - stage_off) / (size_t)n) {
+    if (per_rank / (size_t)p->nslots != p->slot_bytes ||
+        per_rank > (SIZE_MAX / 2 - stage_off) / (size_t)n || p->fast_bytes > (1u << 30)) {
         return 0;
     }
-    *ctl_off_p = ctl_off;
-    *stage_off_p = stage_off;
-    return stage_off + per_rank * (size_t)n;
+    verdict_off = round_up(stage_off + per_rank * (size_t)n, 4096);
+    box_off = round_up(verdict_off + (size_t)p->fast_names * TC_SHM_VERDICT_STRIDE, 4096);
+    box_bytes = round_up(TC_SHM_BOX_DATA + p->fast_bytes, TC_SHM_LINE);
+    boxes = (size_t)p->fast_names * (size_t)n * 2;
+    if (p->fast_names > 0 && box_bytes > (SIZE_MAX / 2 - box_off) / boxes) {
+        return 0;
+    }
+    seg->ctl_off = ctl_off;
+    seg->stage_off = stage_off;
+    seg->verdict_off = verdict_off;
+    seg->box_off = box_off;
+    seg->box_bytes = box_bytes;
+    seg->fast_names = p->fast_names;
+    seg->fast_bytes = p->fast_bytes;
+    return box_off + boxes * box_bytes;
 }
 
 /* Local rank 0: an anonymous memory file of bytes, reserved; fd or -1. */
@@ -236,11 +250,14 @@ int tc__shm_peer_read(const tc_shm_seg_t *s, int r, void *to, uint64_t from, siz
     return 0;
 }
 
-tc_status_t tc__shm_seg_open(MPI_Comm local, int mode, size_t slot_bytes, int nslots,
-                             tc_shm_seg_t *seg, char *why, size_t len)
+tc_status_t tc__shm_seg_open(MPI_Comm local, const tc_shm_params_t *p, tc_shm_seg_t *seg,
+                             char *why, size_t len)
 {
+    const int mode = p->mode, nslots = p->nslots;
+    const size_t slot_bytes = p->slot_bytes;
+    tc_shm_seg_t lay;
     seg_info_t info;
-    size_t ctl_off = 0, stage_off = 0, bytes;
+    size_t bytes;
     char *base = NULL;
     int me, n, fd = -1, r;
     tc_status_t st;
@@ -249,7 +266,8 @@ tc_status_t tc__shm_seg_open(MPI_Comm local, int mode, size_t slot_bytes, int ns
     memset(seg, 0, sizeof(*seg));
     MPI_Comm_rank(local, &me);
     MPI_Comm_size(local, &n);
-    bytes = layout(n, nslots, slot_bytes, &ctl_off, &stage_off);
+    memset(&lay, 0, sizeof(lay));
+    bytes = layout(n, p, &lay);
     memset(&info, 0, sizeof(info));
     if (me == 0) {
         if (bytes == 0) {
@@ -302,14 +320,13 @@ err_unlink:
         }
         return st;
     }
+    *seg = lay;
     seg->base = base;
     seg->bytes = bytes;
     seg->n = n;
     seg->me = me;
     seg->nslots = nslots;
     seg->slot_bytes = slot_bytes;
-    seg->ctl_off = ctl_off;
-    seg->stage_off = stage_off;
     seg->method = info.posix ? "posix" : "memfd";
     /* Each rank touches its own control block and slots (pre-faulted,
      * NUMA-local to it); the barrier orders these stores before any use. */
@@ -324,6 +341,10 @@ err_unlink:
     memset(tc__shm_ctl(seg, me), 0, sizeof(tc_shm_ctl_t));
     tc__shm_ctl(seg, me)->pid = (int32_t)getpid();
     memset(tc__shm_slot(seg, me, 0), 0, (size_t)nslots * slot_bytes);
+    for (r = 0; r < seg->fast_names; r++) { /* this rank's boxes (the verdicts stay 0) */
+        memset(tc__shm_box(seg, r, me, 0), 0, seg->box_bytes);
+        memset(tc__shm_box(seg, r, me, 1), 0, seg->box_bytes);
+    }
     if (MPI_Barrier(local) != MPI_SUCCESS) {
         snprintf(why, len, "MPI_Barrier over the node's ranks failed");
         tc__shm_seg_close(seg);

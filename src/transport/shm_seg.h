@@ -23,8 +23,10 @@
  * MPI), so a node never ends up half in shared memory.
  *
  * Layout (offsets multiples of TC_SHM_LINE): a header; n control blocks of
- * three flags, each on its own cache-line pair; then n staging areas of
- * nslots x slot_bytes. Only the engine thread touches the segment. Making
+ * three flags, each on its own cache-line pair; n staging areas of
+ * nslots x slot_bytes; then the small-message boxes (engine/fast.c): per
+ * name id a verdict word, and per id, rank and parity a box holding one
+ * contribution. Only the engine thread touches the segment. Making
  * and unmapping it (over MPI) is declared in shm_setup.h.
  */
 #ifndef TC_TRANSPORT_SHM_SEG_H
@@ -57,6 +59,30 @@ typedef struct {
     char pad[TC_SHM_LINE - 2 * sizeof(uint64_t) - sizeof(int32_t)];
 } tc_shm_ctl_t;
 
+/* One rank's contribution to one use of a small-message name (engine/fast.c):
+ * its description, then (fits) its input at TC_SHM_BOX_DATA. seq is stored
+ * last, with release. */
+typedef struct {
+    _Atomic uint64_t seq; /* the use (1, 2, ...) this box holds; 0: none yet */
+    int32_t dtype, op;
+    uint64_t count;
+    int32_t ndim, fits;   /* fits: the input is in the box (else a description only) */
+    int64_t shape[TC_MAX_DIMS];
+    double prescale, postscale;
+    uint64_t epoch;       /* the poster's joins submitted so far (engine/fast.c) */
+} tc_shm_box_t;
+
+#define TC_SHM_BOX_DATA ((sizeof(tc_shm_box_t) + 63) / 64 * 64)
+
+/* What a segment is made with (the knobs). */
+typedef struct {
+    int mode;          /* TC_SHM_AUTO, _MEMFD or _POSIX (config.h) */
+    size_t slot_bytes; /* TCOLL_SHM_SLOT_KB */
+    int nslots;        /* TCOLL_SHM_SLOTS */
+    int fast_names;    /* TCOLL_SHM_FAST_NAMES (0: no boxes) */
+    size_t fast_bytes; /* TCOLL_SHM_FAST_BYTES */
+} tc_shm_params_t;
+
 typedef struct {
     char *base;         /* the mapping; NULL when there is no segment */
     size_t bytes;       /* its length */
@@ -65,6 +91,10 @@ typedef struct {
     int nslots;         /* staging slots per rank */
     size_t slot_bytes;  /* bytes per slot */
     size_t ctl_off, stage_off;
+    int fast_names;     /* ids with boxes */
+    size_t fast_bytes;  /* input bytes a box holds */
+    size_t box_bytes;   /* one box, header and data */
+    size_t verdict_off, box_off;
     int pids_visible;   /* every peer's pid exists in this pid namespace */
     int cma;            /* every local rank can read the others' memory with
                          * process_vm_readv (checked at setup; a container's
@@ -81,6 +111,29 @@ static inline tc_shm_ctl_t *tc__shm_ctl(const tc_shm_seg_t *s, int r)
 static inline char *tc__shm_slot(const tc_shm_seg_t *s, int r, int slot)
 {
     return s->base + s->stage_off + ((size_t)r * (size_t)s->nslots + (size_t)slot) * s->slot_bytes;
+}
+
+#define TC_SHM_VERDICT_STRIDE 512 /* the word, then a note of the rest */
+
+/* The verdict word of small-message id k (engine/fast.c). */
+static inline _Atomic uint64_t *tc__shm_verdict(const tc_shm_seg_t *s, int k)
+{
+    return (_Atomic uint64_t *)(s->base + s->verdict_off + (size_t)k * TC_SHM_VERDICT_STRIDE);
+}
+
+/* The text written with id k's verdict (an abort's explanation). */
+static inline char *tc__shm_verdict_note(const tc_shm_seg_t *s, int k, size_t *len_p)
+{
+    *len_p = TC_SHM_VERDICT_STRIDE - TC_SHM_LINE;
+    return s->base + s->verdict_off + (size_t)k * TC_SHM_VERDICT_STRIDE + TC_SHM_LINE;
+}
+
+/* Local rank r's box for id k and parity b (0 or 1). */
+static inline tc_shm_box_t *tc__shm_box(const tc_shm_seg_t *s, int k, int r, int b)
+{
+    return (tc_shm_box_t *)(s->base + s->box_off +
+                            (((size_t)k * (size_t)s->n + (size_t)r) * 2 + (size_t)b) *
+                                s->box_bytes);
 }
 
 /* Reads bytes at address `from` in local rank r's process into to

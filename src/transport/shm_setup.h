@@ -11,12 +11,11 @@
 #include "transport/shm_seg.h"
 
 /* Makes and maps the node's segment over the local communicator (every
- * rank of local must call it, with the same mode, slot_bytes and nslots).
- * mode: TC_SHM_AUTO, _MEMFD or _POSIX (config.h). TC_OK on every local
- * rank, or an error on every one, with why written (the first failing
+ * rank of local must call it, with the same parameters). TC_OK on every
+ * local rank, or an error on every one, with why written (the first failing
  * rank's reason) and seg left empty. */
-tc_status_t tc__shm_seg_open(MPI_Comm local, int mode, size_t slot_bytes, int nslots,
-                             tc_shm_seg_t *seg, char *why, size_t len);
+tc_status_t tc__shm_seg_open(MPI_Comm local, const tc_shm_params_t *p, tc_shm_seg_t *seg,
+                             char *why, size_t len);
 
 /* Unmaps the segment (the memory goes when the last local rank unmaps). */
 void tc__shm_seg_close(tc_shm_seg_t *seg);

@@ -1,22 +1,39 @@
 /*
- * transport_mpi.c - moves bytes between ranks with MPI point-to-point calls.
+ * transport_mpi.c - moves bytes between ranks with MPI point-to-point calls,
+ * over a communicator the transport makes at open and frees at close.
  *
- * Only the engine thread calls into this file. Transfers larger than 1 GiB are
- * split into pieces so MPI's int counts never overflow; all pieces are posted
- * at once and completed together with MPI_Testall under our own back-off, so a
- * rank waiting for a slow peer yields its core instead of busy-polling inside
- * a blocking MPI call (the wait policy is wait.h's, shared with every
- * transport). Never blocks without backing off.
+ * Only the engine thread calls into this file. A transfer is posted as
+ * MPI_Isend or MPI_Irecv pieces and tested with MPI_Testall; it never waits
+ * inside MPI: the blocking exchange (transport.c) polls the test under the
+ * shared wait policy (wait.h), so a rank waiting for a slow peer yields its
+ * core instead of busy-polling inside a blocking MPI call. Transfers larger
+ * than 1 GiB are split into pieces so MPI's int counts never overflow; all
+ * pieces are posted at once and complete together. The pieces' requests sit
+ * in the transfer's inline state up to INLINE_REQS of them (4 GiB), and on
+ * the heap beyond.
  */
 #define _GNU_SOURCE
 #include "transport/transport_mpi.h"
 
+#include <stdalign.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #define PIECE_BYTES ((size_t)1 << 30)
 #define DATA_TAG 17
-#define MAX_STACK_REQS 16
+#define INLINE_REQS 4
+
+/* A transfer's state (tc_xfer_t.state) between post and done. */
+typedef struct {
+    int n;             /* pieces */
+    MPI_Request *heap; /* [n] when n > INLINE_REQS, else NULL */
+    MPI_Request inl[INLINE_REQS];
+} mpi_xfer_t;
+
+_Static_assert(sizeof(mpi_xfer_t) <= TC_XFER_STATE_BYTES,
+               "an MPI transfer's state must fit in tc_xfer_t");
+_Static_assert(alignof(mpi_xfer_t) <= alignof(max_align_t),
+               "an MPI transfer's state must be aligned in tc_xfer_t");
 
 const char *tc__mpi_strerror(int code, char *buf, size_t len)
 {
@@ -31,112 +48,164 @@ const char *tc__mpi_strerror(int code, char *buf, size_t len)
     return buf;
 }
 
-int tc__mpi_wait_all(const tc_transport_mpi_t *m, int n, MPI_Request *reqs, int nrecv, int src,
-                     int dst, char *why, size_t len)
+static mpi_xfer_t *xfer_state(tc_xfer_t *x)
 {
-    tc_waiter_t w;
-    int done = 0, i, r;
-
-    tc__waiter_start(&w, &m->wait);
-    for (;;) {
-        int rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
-        if (rc != MPI_SUCCESS) {
-            return rc;
-        }
-        if (done) {
-            return MPI_SUCCESS;
-        }
-        if ((r = tc__waiter_idle(&w, why, len)) == 0) {
-            continue;
-        }
-        if (r < 0) {
-            return -1;
-        }
-        /* Name the side still waiting: a receive waits on src, a send on dst. */
-        for (i = 0; i < n; i++) {
-            int flag = 1;
-            if (reqs[i] != MPI_REQUEST_NULL) {
-                MPI_Test(&reqs[i], &flag, MPI_STATUS_IGNORE);
-            }
-            if (!flag) {
-                break;
-            }
-        }
-        if (tc__waiter_timeout(&w, i < nrecv ? src : dst, why, len) < 0) {
-            return -1;
-        }
-    }
+    return (mpi_xfer_t *)(void *)x->state.bytes;
 }
 
-static size_t npieces(size_t bytes)
+static MPI_Request *xfer_reqs(mpi_xfer_t *s)
 {
-    return (bytes + PIECE_BYTES - 1) / PIECE_BYTES;
+    return s->heap != NULL ? s->heap : s->inl;
 }
 
-static tc_status_t mpi_sendrecv(tc_transport_t *t, const void *sbuf, size_t sbytes, int dst,
-                                void *rbuf, size_t rbytes, int src)
+/* Writes why x failed with MPI error rc into t->err. */
+static tc_status_t xfer_failed(tc_transport_t *t, const tc_xfer_t *x, int rc)
 {
-    tc_transport_mpi_t *m = t->impl;
-    MPI_Request stack_reqs[MAX_STACK_REQS];
-    MPI_Request *reqs = stack_reqs;
-    size_t ns = dst >= 0 ? npieces(sbytes) : 0;
-    size_t nr = src >= 0 ? npieces(rbytes) : 0;
-    size_t i, n = 0;
-    int rc = MPI_SUCCESS;
     char why[MPI_MAX_ERROR_STRING];
 
-    if (ns + nr == 0) {
-        return TC_OK;
+    snprintf(t->err, sizeof(t->err), "MPI %s rank %d failed: %s",
+             x->dir == TC_XFER_SEND ? "send to" : "receive from", x->peer,
+             tc__mpi_strerror(rc, why, sizeof(why)));
+    return TC_ERR_TRANSPORT;
+}
+
+static int mpi_reaches(tc_transport_t *t, int peer)
+{
+    return peer >= 0 && peer < t->size;
+}
+
+static tc_status_t mpi_post(tc_transport_t *t, tc_xfer_t *x)
+{
+    tc_transport_mpi_t *m = t->impl;
+    mpi_xfer_t *s = xfer_state(x);
+    size_t n = (x->bytes + PIECE_BYTES - 1) / PIECE_BYTES, i;
+    MPI_Request *reqs;
+    int rc = MPI_SUCCESS;
+
+    if (!mpi_reaches(t, x->peer)) {
+        snprintf(t->err, sizeof(t->err), "MPI transport: no rank %d in a group of %d", x->peer,
+                 t->size);
+        return TC_ERR_TRANSPORT;
     }
-    if (ns + nr > MAX_STACK_REQS) {
-        reqs = malloc((ns + nr) * sizeof(*reqs));
-        if (reqs == NULL) {
-            snprintf(t->err, sizeof(t->err), "out of memory for %zu MPI requests", ns + nr);
-            return TC_ERR_NOMEM;
+    s->n = (int)n;
+    s->heap = NULL;
+    if (n > INLINE_REQS && (s->heap = malloc(n * sizeof(*s->heap))) == NULL) {
+        snprintf(t->err, sizeof(t->err), "out of memory for %zu MPI requests", n);
+        return TC_ERR_NOMEM;
+    }
+    reqs = xfer_reqs(s);
+    for (i = 0; i < n && rc == MPI_SUCCESS; i++) {
+        size_t off = i * PIECE_BYTES;
+        int len = (int)(x->bytes - off < PIECE_BYTES ? x->bytes - off : PIECE_BYTES);
+        if (x->dir == TC_XFER_SEND) {
+            rc = MPI_Isend((const char *)x->buf + off, len, MPI_BYTE, x->peer, DATA_TAG, m->comm,
+                           &reqs[i]);
+        } else {
+            rc = MPI_Irecv((char *)x->buf + off, len, MPI_BYTE, x->peer, DATA_TAG, m->comm,
+                           &reqs[i]);
         }
     }
-    /* Sends first: when the partner's data is already waiting, posting the
-     * receive may copy it at once (a single-copy rendezvous), and this
-     * rank's own data would leave only after that copy; posted first, it
-     * is copied by the partner at the same time. The receives still take
-     * reqs[0..nr-1], as tc__mpi_wait_all expects. */
-    for (i = 0; i < ns && rc == MPI_SUCCESS; i++) {
-        size_t off = i * PIECE_BYTES;
-        size_t len = sbytes - off < PIECE_BYTES ? sbytes - off : PIECE_BYTES;
-        rc = MPI_Isend((const char *)sbuf + off, (int)len, MPI_BYTE, dst, DATA_TAG, m->comm,
-                       &reqs[nr + i]);
-    }
-    for (i = 0; i < nr && rc == MPI_SUCCESS; i++) {
-        size_t off = i * PIECE_BYTES;
-        size_t len = rbytes - off < PIECE_BYTES ? rbytes - off : PIECE_BYTES;
-        rc = MPI_Irecv((char *)rbuf + off, (int)len, MPI_BYTE, src, DATA_TAG, m->comm, &reqs[i]);
-    }
-    n = nr + ns;
-    if (rc == MPI_SUCCESS) {
-        rc = tc__mpi_wait_all(m, (int)n, reqs, (int)nr, src, dst, t->err, sizeof(t->err));
-    }
-    if (reqs != stack_reqs) {
-        free(reqs);
-    }
-    if (rc == -1) {
-        return TC_ERR_TRANSPORT; /* t->err says why */
-    }
     if (rc != MPI_SUCCESS) {
-        snprintf(t->err, sizeof(t->err), "MPI exchange with ranks %d/%d failed: %s", dst, src,
-                 tc__mpi_strerror(rc, why, sizeof(why)));
-        return TC_ERR_TRANSPORT;
+        /* The pieces posted are left to MPI, as after any MPI error: the
+         * engine stops using MPI. */
+        free(s->heap);
+        return xfer_failed(t, x, rc);
     }
     return TC_OK;
 }
 
-void tc__transport_mpi_init(tc_transport_t *t, tc_transport_mpi_t *impl, MPI_Comm comm,
-                            uint32_t spin, uint32_t backoff_max_us)
+static tc_status_t mpi_test(tc_transport_t *t, tc_xfer_t *const *xs, int n)
 {
-    impl->comm = comm;
-    tc__wait_policy_init(&impl->wait, spin, backoff_max_us);
-    MPI_Comm_rank(comm, &t->rank);
-    MPI_Comm_size(comm, &t->size);
-    t->sendrecv = mpi_sendrecv;
+    int i, rc, flag;
+
+    for (i = 0; i < n; i++) {
+        tc_xfer_t *x = xs[i];
+        mpi_xfer_t *s;
+        if (x->done) {
+            continue;
+        }
+        s = xfer_state(x);
+        flag = 0;
+        rc = MPI_Testall(s->n, xfer_reqs(s), &flag, MPI_STATUSES_IGNORE);
+        if (rc != MPI_SUCCESS) {
+            return xfer_failed(t, x, rc);
+        }
+        if (flag) {
+            free(s->heap);
+            s->heap = NULL;
+            x->done = 1;
+        }
+    }
+    return TC_OK;
+}
+
+/* Requests still pending stay with MPI: after a failure MPI is not used
+ * again, and cancelling a send to a dead peer could itself hang. */
+static void mpi_abandon(tc_transport_t *t, tc_xfer_t *x)
+{
+    mpi_xfer_t *s = xfer_state(x);
+
+    (void)t;
+    free(s->heap);
+    s->heap = NULL;
+}
+
+static void mpi_close(tc_transport_t *t)
+{
+    tc_transport_mpi_t *m = t->impl;
+
+    if (m->comm != MPI_COMM_NULL) {
+        MPI_Comm_free(&m->comm);
+    }
+}
+
+tc_status_t tc__transport_mpi_open(tc_transport_t *t, tc_transport_mpi_t *impl, MPI_Comm parent,
+                                   const int *ranks, int n, int tag, uint32_t spin,
+                                   uint32_t backoff_max_us)
+{
+    MPI_Group all = MPI_GROUP_NULL, group = MPI_GROUP_NULL;
+    char why[MPI_MAX_ERROR_STRING];
+    const char *what;
+    int rc, rank = -1, size = 0;
+
+    tc__transport_init(t, -1, 0, spin, backoff_max_us);
+    impl->comm = MPI_COMM_NULL;
+    if (ranks == NULL) {
+        what = "MPI_Comm_dup";
+        rc = MPI_Comm_dup(parent, &impl->comm);
+    } else {
+        what = "MPI_Comm_group";
+        rc = MPI_Comm_group(parent, &all);
+        if (rc == MPI_SUCCESS) {
+            what = "MPI_Group_incl";
+            rc = MPI_Group_incl(all, n, ranks, &group);
+        }
+        if (rc == MPI_SUCCESS) {
+            what = "MPI_Comm_create_group";
+            rc = MPI_Comm_create_group(parent, group, tag, &impl->comm);
+        }
+        if (group != MPI_GROUP_NULL) {
+            MPI_Group_free(&group);
+        }
+        if (all != MPI_GROUP_NULL) {
+            MPI_Group_free(&all);
+        }
+    }
+    if (rc != MPI_SUCCESS) {
+        snprintf(t->err, sizeof(t->err), "%s failed: %s", what,
+                 tc__mpi_strerror(rc, why, sizeof(why)));
+        return TC_ERR_TRANSPORT;
+    }
+    MPI_Comm_set_errhandler(impl->comm, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(impl->comm, &rank);
+    MPI_Comm_size(impl->comm, &size);
+    t->rank = rank;
+    t->size = size;
+    t->reaches = mpi_reaches;
+    t->post = mpi_post;
+    t->test = mpi_test;
+    t->abandon = mpi_abandon;
+    t->close = mpi_close;
     t->impl = impl;
-    t->err[0] = '\0';
+    return TC_OK;
 }

@@ -1,5 +1,6 @@
 /*
- * transport_mpi.h - the MPI implementation of the transport ops table.
+ * transport_mpi.h - the MPI implementation of the transport ops table
+ * (transport.h), over a communicator it makes and frees itself.
  */
 #ifndef TC_TRANSPORT_MPI_H
 #define TC_TRANSPORT_MPI_H
@@ -7,23 +8,27 @@
 #include <mpi.h>
 
 #include "transport/transport.h"
-#include "transport/wait.h"
 
 typedef struct {
-    MPI_Comm comm;         /* data-plane communicator, owned by the caller */
-    tc_wait_policy_t wait; /* back-off, interrupt and lost-peer timeout (wait.h) */
+    MPI_Comm comm; /* the data communicator: the transport's own, freed by close */
 } tc_transport_mpi_t;
 
-/* Fills t to send over comm (which must have MPI_ERRORS_RETURN set). */
-void tc__transport_mpi_init(tc_transport_t *t, tc_transport_mpi_t *impl, MPI_Comm comm,
-                            uint32_t spin, uint32_t backoff_max_us);
-
-/* Waits for n requests under m's wait policy. Returns MPI_SUCCESS, an MPI error code, or -1 when it gave up (timeout
- * or interrupt) with the reason in why; requests still pending are left as
- * they are (the caller stops using MPI). nrecv: how many of reqs, first, are
- * receives from src (the rest are sends to dst), to name the silent peer. */
-int tc__mpi_wait_all(const tc_transport_mpi_t *m, int n, MPI_Request *reqs, int nrecv, int src,
-                     int dst, char *why, size_t len);
+/*
+ * Opens t over a communicator of its own, made from parent, with
+ * MPI_ERRORS_RETURN set on it: a duplicate of parent (ranks NULL: the group
+ * is parent's), or the communicator of ranks[0..n-1] (ranks of parent,
+ * ascending; this rank among them) made by MPI_Comm_create_group with tag.
+ * Collective: every rank of parent (a duplicate), or every listed rank, opens
+ * it at the same point. Reaches every rank of its group. The wait policy backs
+ * off with spin polls then sleeps up to backoff_max_us and has no hooks (the
+ * owner sets t->wait's). impl must live until t is closed; close
+ * (tc__transport_close) frees the communicator, a collective call, so it is
+ * skipped after a failure (the engine leaves MPI as it is then). TC_OK, or
+ * TC_ERR_TRANSPORT with the reason in t->err and t not open.
+ */
+tc_status_t tc__transport_mpi_open(tc_transport_t *t, tc_transport_mpi_t *impl, MPI_Comm parent,
+                                   const int *ranks, int n, int tag, uint32_t spin,
+                                   uint32_t backoff_max_us);
 
 /* MPI error code -> text, in buf. */
 const char *tc__mpi_strerror(int code, char *buf, size_t len);

@@ -15,6 +15,7 @@ void tc__wait_policy_init(tc_wait_policy_t *p, uint32_t spin, uint32_t backoff_m
     p->timeout_ns = 0;
     p->interrupt = NULL;
     p->peer_alive = NULL;
+    p->rank_of = NULL;
     p->arg = NULL;
 }
 
@@ -71,7 +72,8 @@ int tc__waiter_timeout(tc_waiter_t *w, int peer, char *why, size_t len)
     snprintf(why, len,
              "lost rank %d: no data from it for %llu s in a collective every rank agreed to "
              "run%s (the process died, or its engine thread is stuck)",
-             peer, (unsigned long long)(p->timeout_ns / 1000000000u),
+             p->rank_of != NULL ? p->rank_of(p->arg, peer) : peer,
+             (unsigned long long)(p->timeout_ns / 1000000000u),
              p->peer_alive != NULL ? " and no answer to a probe" : "");
     return -1;
 }

@@ -39,7 +39,9 @@ typedef struct tc_wait_policy {
      * group) still answers: 1 yes (the wait goes on), 0 no (it is lost), -1
      * the wait must end with why. NULL: a timeout always means lost. */
     int (*peer_alive)(void *arg, int peer, char *why, size_t len);
-    void *arg; /* for both */
+    /* The job-wide rank of the group's peer, for messages. NULL: the same. */
+    int (*rank_of)(void *arg, int peer);
+    void *arg; /* for the three */
 } tc_wait_policy_t;
 
 /* One wait in progress under a policy. */

@@ -53,7 +53,7 @@ typedef struct {
 /* The names of the choice knobs, NULL-terminated; index = stored value
  * (config.h's TC_SHM_* and TC_ALGO_* enums follow them). */
 static const char *const shm_choices[] = {"auto", "memfd", "posix", "off", NULL};
-static const char *const algo_choices[] = {"auto", "ring", "shm", "cma", NULL};
+static const char *const algo_choices[] = {"auto", "ring", "shm", "cma", "hier", NULL};
 
 #define OFF(field) offsetof(tc_config_t, field)
 #define FIELD_SIZE(field) ((long)sizeof(((tc_config_t *)0)->field))
@@ -146,14 +146,36 @@ static const knob_t knobs[] = {
      "Allreduce algorithm: ring (over MPI point-to-point), shm (through the "
      "node's shared-memory segment), cma (reading the other local ranks' "
      "buffers directly with process_vm_readv, where the system allows it, "
-     "else shm) or auto (cma from TCOLL_SHM_DIRECT_KB up, shm below). shm and "
-     "cma run where every rank of the process set is on one node and the "
-     "segment is up, else ring. All give the same bits.",
+     "else shm), hier (across nodes: inside each node through shared memory, "
+     "then among one leader per node over MPI, then back inside each node) "
+     "or auto (one node: cma from TCOLL_SHM_DIRECT_KB up, shm below; several "
+     "nodes: hier). shm and cma run where every rank of the process set is on "
+     "one node and the segment is up, hier where the job spans several nodes "
+     "and every node with two or more ranks has its segment; else ring. ring, "
+     "shm and cma give the same bits; hier adds in another order (node sums "
+     "first), the same bits on every rank. ring also turns the small-message "
+     "path off.",
      algo_choices},
     {"TCOLL_SHM_DIRECT_KB", KNOB_INT, OFF(shm_direct_kb), "256", 0, 1048576, KNOB_AGREE,
      "With TCOLL_ALLREDUCE_ALGO=auto, allreduces of at least this many KiB "
      "inside a node read the other ranks' buffers directly (cma) instead of "
      "going through the segment's slots.", NULL},
+    {"TCOLL_SHM_FAST_BYTES", KNOB_INT, OFF(shm_fast_bytes), "16384", 0, 1048576, KNOB_AGREE,
+     "Allreduces of at most this many bytes, of a name that has run once "
+     "(and cached), skip the engine thread inside a node: the calling thread "
+     "puts its input in the segment and the waiting thread reduces the "
+     "ranks' inputs itself. Only when every rank is on one node, for the "
+     "global process set. 0 turns this off.", NULL},
+    {"TCOLL_SHM_FAST_NAMES", KNOB_INT, OFF(shm_fast_names), "64", 0, 65536, KNOB_AGREE,
+     "Names that can take that path (the first ones to run; the segment "
+     "holds two boxes of TCOLL_SHM_FAST_BYTES per name and local rank: 2 MiB "
+     "per local rank by default); later ones go through the engine.", NULL},
+    {"TCOLL_RANKS_PER_NODE", KNOB_INT, OFF(ranks_per_node), "0", 0, 1048576, KNOB_AGREE,
+     "Pretend nodes: the ranks of each real node are grouped into nodes of "
+     "this many consecutive ranks (the last may hold fewer), and tcoll treats "
+     "them as separate nodes: shared memory only inside them, MPI between "
+     "them, local_rank and local_size within them. For testing and measuring "
+     "the paths across nodes on one machine; 0: the real nodes.", NULL},
     {"TCOLL_PROXY_CPUS", KNOB_STRING, OFF(proxy_cpus), "", 0, FIELD_SIZE(proxy_cpus), KNOB_LOCAL,
      "CPUs the default proxy init hook binds its thread to (hwloc list syntax, "
      "e.g. 0-3,8), or NUMA nodes as numa:<nodes>; empty binds nothing.", NULL},

@@ -33,6 +33,9 @@ typedef struct {
     int shm_slots;        /* TCOLL_SHM_SLOTS */
     int allreduce_algo;   /* TCOLL_ALLREDUCE_ALGO: tc_algo_choice_t */
     int shm_direct_kb;    /* TCOLL_SHM_DIRECT_KB */
+    int ranks_per_node;   /* TCOLL_RANKS_PER_NODE */
+    int shm_fast_bytes;   /* TCOLL_SHM_FAST_BYTES */
+    int shm_fast_names;   /* TCOLL_SHM_FAST_NAMES */
     char timeline[1024];  /* TCOLL_TIMELINE */
     char proxy_cpus[256]; /* TCOLL_PROXY_CPUS */
 } tc_config_t;
@@ -40,7 +43,7 @@ typedef struct {
 /* TCOLL_SHM's values, in the order of its names in config.c. */
 typedef enum { TC_SHM_AUTO, TC_SHM_MEMFD, TC_SHM_POSIX, TC_SHM_OFF } tc_shm_mode_t;
 /* TCOLL_*_ALGO's values, in the order of their names in config.c. */
-typedef enum { TC_ALGO_AUTO, TC_ALGO_RING, TC_ALGO_SHM, TC_ALGO_CMA } tc_algo_choice_t;
+typedef enum { TC_ALGO_AUTO, TC_ALGO_RING, TC_ALGO_SHM, TC_ALGO_CMA, TC_ALGO_HIER } tc_algo_choice_t;
 
 /* Loads the table from the environment on first call (thread-safe); then
  * returns the same values. Logs overrides at info level and warns about

@@ -4,17 +4,22 @@
 # default, and what a user sees) and checks that every surviving rank printed
 # its "survived" line. mpiexec's own exit status is not the verdict: a killed
 # rank and survivors that leave MPI unfinalized make it non-zero by design.
-# With SHM (TCOLL_SHM: auto, memfd, posix or off) the job runs with that
-# segment mode, and ALGO (TCOLL_ALLREDUCE_ALGO) with that algorithm; after
-# it no tcoll segment may be left in /dev/shm.
-# Usage: run_lost_rank.sh MPIEXEC NP PROGRAM MODE [SHM [ALGO]] (MODE: the case)
+# Any VAR=value after MODE (e.g. TCOLL_SHM=posix, TCOLL_ALLREDUCE_ALGO=shm,
+# TCOLL_RANKS_PER_NODE=2) is set for the job; after it no tcoll segment may
+# be left in /dev/shm.
+# Usage: run_lost_rank.sh MPIEXEC NP PROGRAM MODE [VAR=value...] (MODE: the case)
 set -u
-mpiexec=$1 np=$2 prog=$3 mode=$4 shm=${5:-auto} algo=${6:-auto}
+mpiexec=$1 np=$2 prog=$3 mode=$4
+shift 4
+xs=(-x TCOLL_PEER_TIMEOUT_S)
+for kv in "$@"; do
+    export "${kv?}"
+    xs+=(-x "${kv%%=*}")
+done
 segments() { ls /dev/shm 2>/dev/null | grep '^tcoll-' | sort; }
 before=$(segments)
-out=$(TCOLL_PEER_TIMEOUT_S=3 TCOLL_SHM=$shm TCOLL_ALLREDUCE_ALGO=$algo timeout 90 "$mpiexec" \
-      -n "$np" --oversubscribe --enable-recovery -x TCOLL_PEER_TIMEOUT_S -x TCOLL_SHM \
-      -x TCOLL_ALLREDUCE_ALGO "$prog" --case "$mode" 2>&1)
+out=$(TCOLL_PEER_TIMEOUT_S=3 timeout 90 "$mpiexec" -n "$np" --oversubscribe --enable-recovery \
+      "${xs[@]}" "$prog" --case "$mode" 2>&1)
 rc=$?
 printf '%s\n' "$out"
 if [ "$rc" -eq 124 ]; then
@@ -35,5 +40,5 @@ if [ -n "$left" ]; then
     echo "run_lost_rank: left in /dev/shm: $left" >&2
     exit 1
 fi
-echo "run_lost_rank $mode (TCOLL_SHM=$shm, TCOLL_ALLREDUCE_ALGO=$algo): all $((np - 1)) surviving ranks failed cleanly," \
+echo "run_lost_rank $mode ($*): all $((np - 1)) surviving ranks failed cleanly," \
      "nothing left in /dev/shm"

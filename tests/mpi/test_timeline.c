@@ -58,10 +58,11 @@
  *  - the collectives row holds, per fused group, MEMCPY_IN_FUSION_BUFFER,
  *    MEMCPY_OUT_FUSION_BUFFER and "fused(N) first, ...", nested in time,
  *    with the group's bytes and count, matching exactly the N tensors whose
- *    collective says "ring, fused" (or "shm, fused" / "cma, fused" through
- *    the node's shared memory) with the same start and duration;
- *  - with 2+ ranks: period 1 has an eager, a fused and a plain ring
- *    allreduce and a mark for another rank; period 2 a plain ring.
+ *    collective says "ring, fused" (or "shm, fused" and the like inside a
+ *    node) with the same start and duration;
+ *  - with 2+ ranks: period 1 has an eager (or, inside a node, a "shm,
+ *    fast" one: src/engine/fast.c), a fused and a plain ring (or shm, cma,
+ *    hier) allreduce and a mark for another rank; period 2 a plain one.
  */
 #define _GNU_SOURCE
 #include "mpi_common.h"
@@ -135,29 +136,30 @@ static const char *const kind_upper[] = {"ALLREDUCE", "ALLGATHER", "BROADCAST"};
 
 #define ALGO_RING "ring"
 #define ALGO_FUSED "ring, fused"
-#define ALGO_SHM "shm"                /* the allreduce through the node's shared memory */
-#define ALGO_SHM_FUSED "shm, fused"
-#define ALGO_CMA "cma"                /* ... reading the other ranks' buffers directly */
-#define ALGO_CMA_FUSED "cma, fused"
 
-/* An allreduce run alone (ring, or shared memory on one node), or fused. */
+/* An allreduce run alone: the ring, or inside a node through the segment
+ * (shm), reading the other ranks' buffers (cma), or across nodes (hier);
+ * or one of those fused. */
 static int algo_single(const char *a)
 {
-    return strcmp(a, ALGO_RING) == 0 || strcmp(a, ALGO_SHM) == 0 || strcmp(a, ALGO_CMA) == 0;
+    return strcmp(a, ALGO_RING) == 0 || strcmp(a, "shm") == 0 || strcmp(a, "cma") == 0 ||
+           strcmp(a, "hier") == 0;
 }
 
 static int algo_fused(const char *a)
 {
-    return strcmp(a, ALGO_FUSED) == 0 || strcmp(a, ALGO_SHM_FUSED) == 0 ||
-           strcmp(a, ALGO_CMA_FUSED) == 0;
+    return strcmp(a, ALGO_FUSED) == 0 || strcmp(a, "shm, fused") == 0 ||
+           strcmp(a, "cma, fused") == 0 || strcmp(a, "hier, fused") == 0;
 }
 
 /* A kind other than allreduce: its MPI algorithm, or inside the node. */
 static int algo_kind(const char *a, const char *mpi)
 {
-    return strcmp(a, mpi) == 0 || strcmp(a, ALGO_SHM) == 0 || strcmp(a, ALGO_CMA) == 0;
+    return strcmp(a, mpi) == 0 || strcmp(a, "shm") == 0 || strcmp(a, "cma") == 0;
 }
+
 #define ALGO_EAGER "eager (inputs in the cycle messages)"
+#define ALGO_FAST "shm, fast" /* a cached small one inside a node: src/engine/fast.c */
 #define ALGO_NONE "none (failed in negotiation)"
 #define ALGO_GATHER "ring allgatherv"
 #define ALGO_TREE "binomial tree"
@@ -482,7 +484,7 @@ static void check_collective(const char *path, const jval_t *e, const sub_t *s, 
         st->bcast++;
     } else if (algo_single(algo)) {
         st->ring++;
-    } else if (strcmp(algo, ALGO_EAGER) == 0) {
+    } else if (strcmp(algo, ALGO_EAGER) == 0 || strcmp(algo, ALGO_FAST) == 0) {
         st->eager++;
     } else if (algo_fused(algo)) {
         member_t *m;

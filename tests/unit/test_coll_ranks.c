@@ -1,9 +1,13 @@
 /*
  * test_coll_ranks.c - the threads-as-ranks harness of the collective tests
- * (test_coll_ranks.h). Each (src, dst) pair of ranks has a channel: a send
- * copies the bytes into a message queued there and never waits; a receive
- * waits for the next message and checks its size. Each rank appends to its
- * own call log only, and the logs are read after the threads are joined.
+ * (test_coll_ranks.h) and its fake transport. Each (network, src, dst) has
+ * a channel: a queue of messages under a mutex. A buffered send copies its
+ * bytes into a message it queues and is done at once; a rendezvous send
+ * queues a message that points at its own buffer, kept in the transfer's
+ * inline state, and is done once the receiver set its `taken` flag. A
+ * receive is done once it took the next message of its channel. Each rank
+ * appends to its own call log only, and the logs are read after the
+ * threads are joined.
  */
 #define _GNU_SOURCE
 #include "test_coll_ranks.h"
@@ -12,21 +16,33 @@
 #include "reduce/reduce.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 typedef struct msg {
     struct msg *next;
     size_t len;
-    unsigned char data[];
+    const unsigned char *data;
+    /* Rendezvous: the sender's flag, set once the data is copied; NULL for
+     * a buffered message (freed by the receiver, data after the header). */
+    atomic_int *taken;
 } msg_t;
+
+/* A rendezvous send's state, in its tc_xfer_t. */
+typedef struct {
+    msg_t m;
+    atomic_int taken;
+} rdv_t;
+
+_Static_assert(sizeof(rdv_t) <= TC_XFER_STATE_BYTES, "rdv_t fits a transfer's state");
 
 typedef struct {
     pthread_mutex_t mu;
-    pthread_cond_t cv;
     msg_t *head, *tail;
 } chan_t;
 
-static chan_t chans[COLL_MAXN][COLL_MAXN]; /* [src][dst] */
+static chan_t chans[COLL_NNETS][COLL_MAXN][COLL_MAXN]; /* [net][src][dst] */
 static pthread_once_t chans_once = PTHREAD_ONCE_INIT;
 
 typedef struct {
@@ -49,14 +65,178 @@ typedef struct {
 
 static void chans_init(void)
 {
-    int s, d;
+    int k, s, d;
 
-    for (s = 0; s < COLL_MAXN; s++) {
-        for (d = 0; d < COLL_MAXN; d++) {
-            pthread_mutex_init(&chans[s][d].mu, NULL);
-            pthread_cond_init(&chans[s][d].cv, NULL);
+    for (k = 0; k < COLL_NNETS; k++) {
+        for (s = 0; s < COLL_MAXN; s++) {
+            for (d = 0; d < COLL_MAXN; d++) {
+                pthread_mutex_init(&chans[k][s][d].mu, NULL);
+            }
         }
     }
+}
+
+static rdv_t *rdv_of(tc_xfer_t *x)
+{
+    return (rdv_t *)(void *)x->state.bytes;
+}
+
+static int fake_reaches(tc_transport_t *t, int peer)
+{
+    const coll_fake_t *f = t->impl;
+
+    return peer >= 0 && peer < t->size && (f->reach >> peer & 1u);
+}
+
+static tc_status_t fake_post(tc_transport_t *t, tc_xfer_t *x)
+{
+    coll_fake_t *f = t->impl;
+    chan_t *c;
+    msg_t *m;
+
+    CHECK(!x->done && x->bytes > 0 && x->peer >= 0); /* tc__xfer_post's job */
+    if (!fake_reaches(t, x->peer)) {
+        snprintf(t->err, sizeof(t->err), "fake network %d: rank %d does not reach rank %d",
+                 f->net, t->rank, x->peer);
+        return TC_ERR_TRANSPORT;
+    }
+    f->nposted++;
+    if (x->dir == TC_XFER_RECV) {
+        return TC_OK; /* the test takes the message */
+    }
+    if (f->rendezvous) {
+        rdv_t *r = rdv_of(x);
+        atomic_init(&r->taken, 0);
+        r->m = (msg_t){.len = x->bytes, .data = x->buf, .taken = &r->taken};
+        m = &r->m;
+    } else {
+        m = malloc(sizeof(*m) + x->bytes);
+        CHECK(m != NULL);
+        *m = (msg_t){.len = x->bytes, .data = (unsigned char *)(m + 1)};
+        memcpy(m + 1, x->buf, x->bytes);
+        x->done = 1;
+        f->nposted--;
+    }
+    c = &chans[f->net][t->rank][x->peer];
+    pthread_mutex_lock(&c->mu);
+    if (c->tail) {
+        c->tail->next = m;
+    } else {
+        c->head = m;
+    }
+    c->tail = m;
+    pthread_mutex_unlock(&c->mu);
+    return TC_OK;
+}
+
+/* Takes the next message from src to rank on net, or NULL. */
+static msg_t *chan_pop(int net, int src, int rank)
+{
+    chan_t *c = &chans[net][src][rank];
+    msg_t *m;
+
+    pthread_mutex_lock(&c->mu);
+    m = c->head;
+    if (m != NULL) {
+        c->head = m->next;
+        if (c->head == NULL) {
+            c->tail = NULL;
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return m;
+}
+
+static tc_status_t fake_test(tc_transport_t *t, tc_xfer_t *const *xs, int n)
+{
+    coll_fake_t *f = t->impl;
+    int i;
+
+    for (i = 0; i < n; i++) {
+        tc_xfer_t *x = xs[i];
+        msg_t *m;
+        if (x->done) {
+            continue;
+        }
+        if (x->dir == TC_XFER_SEND) {
+            /* acquire: pairs with the receiver's release store below; the
+             * receiver has finished reading the buffer (and the message in
+             * this transfer) before the send is done */
+            x->done = atomic_load_explicit(&rdv_of(x)->taken, memory_order_acquire);
+        } else if ((m = chan_pop(f->net, x->peer, t->rank)) != NULL) {
+            CHECK_MSG(m->len == x->bytes, "fake network %d: rank %d receives %zu bytes from "
+                      "%d, which sent %zu", f->net, t->rank, x->bytes, x->peer, m->len);
+            memcpy(x->buf, m->data, x->bytes);
+            if (m->taken == NULL) {
+                free(m);
+            } else {
+                /* release: the copy above is complete before the sender
+                 * sees its send done and reuses or frees the buffer; pairs
+                 * with the acquire load above. m is the sender's and is
+                 * not touched after this. */
+                atomic_store_explicit(m->taken, 1, memory_order_release);
+            }
+            x->done = 1;
+        }
+        f->nposted -= x->done;
+    }
+    return TC_OK;
+}
+
+/* A receive has nothing queued. A rendezvous send still queued is unlinked;
+ * one a receiver has already taken is waited for (the receiver is copying
+ * from it and sets taken at once). */
+static void fake_abandon(tc_transport_t *t, tc_xfer_t *x)
+{
+    coll_fake_t *f = t->impl;
+
+    f->nposted--;
+    if (x->dir == TC_XFER_SEND) {
+        rdv_t *r = rdv_of(x);
+        chan_t *c = &chans[f->net][t->rank][x->peer];
+        msg_t **pp, *prev = NULL;
+        int found = 0;
+        pthread_mutex_lock(&c->mu);
+        for (pp = &c->head; *pp != NULL; prev = *pp, pp = &(*pp)->next) {
+            if (*pp == &r->m) {
+                *pp = r->m.next;
+                if (c->tail == &r->m) {
+                    c->tail = prev;
+                }
+                found = 1;
+                break;
+            }
+        }
+        pthread_mutex_unlock(&c->mu);
+        /* acquire: as in fake_test */
+        while (!found && !atomic_load_explicit(&r->taken, memory_order_acquire)) {
+            sched_yield();
+        }
+    }
+}
+
+static void fake_close(tc_transport_t *t)
+{
+    const coll_fake_t *f = t->impl;
+
+    CHECK_MSG(f->nposted == 0, "fake network %d: rank %d closes with %d transfers posted",
+              f->net, t->rank, f->nposted);
+}
+
+void coll_fake_open(tc_transport_t *t, coll_fake_t *impl, int rank, int n, int net,
+                    unsigned reach, int rendezvous)
+{
+    CHECK(net >= 0 && net < COLL_NNETS && n >= 1 && n <= COLL_MAXN);
+    pthread_once(&chans_once, chans_init);
+    /* spin a little, then yield: the ranks share a few cores */
+    tc__transport_init(t, rank, n, 16, 50);
+    *impl = (coll_fake_t){.net = net, .reach = reach, .rendezvous = rendezvous};
+    t->reaches = fake_reaches;
+    t->post = fake_post;
+    t->test = fake_test;
+    t->abandon = fake_abandon;
+    t->close = fake_close;
+    t->impl = impl;
 }
 
 static void log_call(int rank, size_t sbytes, int dst, size_t rbytes, int src)
@@ -71,56 +251,24 @@ static void log_call(int rank, size_t sbytes, int dst, size_t rbytes, int src)
     l->calls[l->n++] = (call_t){.sbytes = sbytes, .rbytes = rbytes, .dst = dst, .src = src};
 }
 
-static tc_status_t fake_sendrecv(tc_transport_t *t, const void *sbuf, size_t sbytes, int dst,
-                                 void *rbuf, size_t rbytes, int src)
+/* coll_run's sendrecv: logs the call, then the generic exchange. */
+static tc_status_t logged_sendrecv(tc_transport_t *t, const void *sbuf, size_t sbytes, int dst,
+                                   void *rbuf, size_t rbytes, int src)
 {
     log_call(t->rank, sbytes, dst, rbytes, src);
-    if (dst >= 0 && sbytes > 0) {
-        chan_t *c = &chans[t->rank][dst];
-        msg_t *m = malloc(sizeof(*m) + sbytes);
-        CHECK(m != NULL);
-        m->next = NULL;
-        m->len = sbytes;
-        memcpy(m->data, sbuf, sbytes);
-        pthread_mutex_lock(&c->mu);
-        if (c->tail) {
-            c->tail->next = m;
-        } else {
-            c->head = m;
-        }
-        c->tail = m;
-        pthread_cond_signal(&c->cv);
-        pthread_mutex_unlock(&c->mu);
-    }
-    if (src >= 0 && rbytes > 0) {
-        chan_t *c = &chans[src][t->rank];
-        msg_t *m;
-        pthread_mutex_lock(&c->mu);
-        while (c->head == NULL) {
-            pthread_cond_wait(&c->cv, &c->mu);
-        }
-        m = c->head;
-        c->head = m->next;
-        if (c->head == NULL) {
-            c->tail = NULL;
-        }
-        pthread_mutex_unlock(&c->mu);
-        CHECK_EQ(m->len, rbytes);
-        memcpy(rbuf, m->data, rbytes);
-        free(m);
-    }
-    return TC_OK;
+    return tc__transport_sendrecv(t, sbuf, sbytes, dst, rbuf, rbytes, src);
 }
 
 static void *rank_main(void *arg)
 {
     rank_t *rk = arg;
-    tc_transport_t t = {0};
+    tc_transport_t t;
+    coll_fake_t f;
 
-    t.rank = rk->rank;
-    t.size = rk->n;
-    t.sendrecv = fake_sendrecv;
+    coll_fake_open(&t, &f, rk->rank, rk->n, 0, (1u << rk->n) - 1, 0);
+    t.sendrecv = logged_sendrecv;
     rk->fn(&t, rk->arg);
+    tc__transport_close(&t);
     return NULL;
 }
 
@@ -142,6 +290,26 @@ void coll_run(int n, void (*fn)(tc_transport_t *t, void *arg), void *args, size_
     }
     for (r = 0; r < n; r++) {
         pthread_join(th[r], NULL);
+    }
+    coll_check_quiet();
+}
+
+void coll_check_quiet(void)
+{
+    int k, s, d;
+
+    pthread_once(&chans_once, chans_init);
+    pthread_once(&chans_once, chans_init);
+    for (k = 0; k < COLL_NNETS; k++) {
+        for (s = 0; s < COLL_MAXN; s++) {
+            for (d = 0; d < COLL_MAXN; d++) {
+                chan_t *c = &chans[k][s][d];
+                pthread_mutex_lock(&c->mu);
+                CHECK_MSG(c->head == NULL, "a message from rank %d to %d on fake network %d "
+                          "was never received", s, d, k);
+                pthread_mutex_unlock(&c->mu);
+            }
+        }
     }
 }
 

@@ -1,10 +1,11 @@
 /*
  * test_coll_ranks.h - what the tests of the collective algorithms
- * (test_coll*.c) share: 1..COLL_MAXN "ranks" that are threads of this
- * process, joined by an in-memory transport (buffered sends, blocking
- * receives), with a log of every sendrecv call; and inputs whose reductions
- * are exact in every dtype used, with their reduction computed naively.
- * No MPI.
+ * (test_coll*.c, test_router.c) share: 1..COLL_MAXN "ranks" that are
+ * threads of this process, joined by in-memory transports (the fake
+ * transport below, through the transport interface: non-blocking post and
+ * test, the generic blocking sendrecv), with a log of every sendrecv call;
+ * and inputs whose reductions are exact in every dtype used, with their
+ * reduction computed naively. No MPI.
  */
 #ifndef TC_TEST_COLL_RANKS_H
 #define TC_TEST_COLL_RANKS_H
@@ -14,10 +15,36 @@
 #include "coll/coll.h"
 
 #define COLL_MAXN 8
+#define COLL_NNETS 3 /* fake networks: 0 coll_run's, the others a test's own */
+
+/* A fake transport: every (network, src, dst) has a queue of messages.
+ * Buffered: a send copies its bytes into a message and is done at once.
+ * Rendezvous: a send queues its own buffer and is done only once the
+ * receiver has copied it (as a large MPI message), so two ranks that each
+ * wait for their send before testing their receive deadlock. A receive is
+ * done once it copied the next message of its queue, which must have its
+ * size. Each rank thread owns its own fake transports. */
+typedef struct {
+    int net;
+    unsigned reach; /* bit p: peer p is reached */
+    int rendezvous;
+    int nposted;    /* sends and receives posted and not yet done or abandoned */
+} coll_fake_t;
+
+/* Opens t as a fake transport of rank in a group of n on network net
+ * (0..COLL_NNETS-1), reaching the peers in reach. Close checks nothing is
+ * left posted. */
+void coll_fake_open(tc_transport_t *t, coll_fake_t *impl, int rank, int n, int net,
+                    unsigned reach, int rendezvous);
+
+/* Checks that no message was left unreceived on any fake network. */
+void coll_check_quiet(void);
 
 /* Runs fn(t, arg of rank r) on n threads, rank r's arg at args + r * arg_size,
- * t a transport of rank r in a group of n; returns when all have returned.
- * Clears the call log first. Called from the main thread only. */
+ * t a buffered fake transport of rank r in a group of n on network 0 that
+ * reaches every rank and logs each sendrecv call; returns when all have
+ * returned. Clears the call log first, and checks coll_check_quiet after.
+ * Called from the main thread only. */
 void coll_run(int n, void (*fn)(tc_transport_t *t, void *arg), void *args, size_t arg_size);
 
 /* After coll_run: every rank made the same number of sendrecv calls, and in

@@ -68,7 +68,9 @@ static void test_table(void)
                                         "TCOLL_FUSION_BUFFER_KB", "TCOLL_EAGER_BYTES",
                                         "TCOLL_CACHE_CAPACITY", "TCOLL_SHM",
                                         "TCOLL_SHM_SLOT_KB", "TCOLL_SHM_SLOTS",
-                                        "TCOLL_ALLREDUCE_ALGO", "TCOLL_SHM_DIRECT_KB"};
+                                        "TCOLL_ALLREDUCE_ALGO", "TCOLL_SHM_DIRECT_KB",
+                                        "TCOLL_SHM_FAST_BYTES", "TCOLL_SHM_FAST_NAMES",
+                                        "TCOLL_RANKS_PER_NODE"};
     tc_config_t cfg;
     int vals[M];
     size_t i, n = 0;

@@ -2,6 +2,7 @@
  * test_segments.c - the segment math of the ring algorithms: segments cover
  * the buffer exactly once, in order, and differ in size by at most one.
  */
+#define _GNU_SOURCE /* coll.h -> transport/wait.h -> util/backoff.h: clock_gettime */
 #include "check.h"
 #include "coll/coll.h"
 #include "tc_test.h"
