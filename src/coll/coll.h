@@ -148,4 +148,59 @@ tc_status_t tc__hier_allreduce(const tc_hier_t *h, const void *src, void *buf, s
 /* Binomial-tree broadcast of bytes from root: ceil(log2 n) rounds. */
 tc_status_t tc__bcast_binomial(tc_transport_t *t, void *buf, size_t bytes, int root);
 
+/* ---- allgather, broadcast, reducescatter and alltoall among the node's
+ * ranks (shm_allgather.c, shm_bcast.c, shm_reducescatter.c,
+ * shm_alltoall.c; the steps they share: shm_steps.h). Each comes two ways
+ * with the same arguments and the same result: tc__cma_* reads the other
+ * local ranks' buffers directly with process_vm_readv (only where
+ * c->seg->cma), tc__shm_* goes through the segment's slots. Which one runs
+ * must be the same on every local rank: the engine picks with
+ * tc__shm_uses_cma over a size every rank knows. Ranks are local indexes
+ * (the arrays below have c->seg->n entries), every rank of the segment
+ * must call the same function with the same sizes, and the result is the
+ * bits the MPI algorithm named gives for the same inputs. TC_OK, or
+ * TC_ERR_TRANSPORT with c->err (a lost peer, an abort; after it the
+ * segment must not be used again), or TC_ERR_NOMEM. ---- */
+
+/* Whether the segment's slots can carry these collectives' per-rank parts
+ * (one 8-byte count per local rank in a slot); where not, run the MPI
+ * algorithm instead. The same on every local rank. */
+static inline int tc__shm_kinds_fit(const tc_shm_coll_t *c)
+{
+    return (size_t)c->seg->n * sizeof(uint64_t) <= c->seg->slot_bytes;
+}
+
+/* tc__ring_allgatherv's contract: block p (bytes[p] bytes) at displs[p] of
+ * out, this rank's already in place. */
+tc_status_t tc__shm_allgatherv(tc_shm_coll_t *c, void *out, const size_t *bytes,
+                               const size_t *displs);
+tc_status_t tc__cma_allgatherv(tc_shm_coll_t *c, void *out, const size_t *bytes,
+                               const size_t *displs);
+
+/* tc__bcast_binomial's: root's bytes of buf into every rank's buf. */
+tc_status_t tc__shm_bcast(tc_shm_coll_t *c, void *buf, size_t bytes, int root);
+tc_status_t tc__cma_bcast(tc_shm_coll_t *c, void *buf, size_t bytes, int root);
+
+/* tc__ring_reducescatter's (same reduction order, same bits; src is only
+ * read, out must not overlap it); uses c->bounce, no other scratch. */
+tc_status_t tc__shm_reducescatter(tc_shm_coll_t *c, const void *src, void *out, size_t rows,
+                                  size_t row_elems, tc_dtype_t dtype, tc_op_t op);
+tc_status_t tc__cma_reducescatter(tc_shm_coll_t *c, const void *src, void *out, size_t rows,
+                                  size_t row_elems, tc_dtype_t dtype, tc_op_t op);
+
+/* Every rank's n counts (send_counts[q]: what this rank sends local rank
+ * q) into matrix (n x n: matrix[p * n + q] is what p sends q), the same on
+ * every rank, through one slot step. Collective. */
+tc_status_t tc__shm_alltoall_counts(tc_shm_coll_t *c, const uint64_t *send_counts,
+                                    uint64_t *matrix);
+
+/* Alltoall with blocks in rank order on both sides: matrix (from
+ * tc__shm_alltoall_counts) in units of unit bytes; this rank's blocks for
+ * 0, 1, ... n-1 back to back in send, the blocks from 0, 1, ... land back
+ * to back in recv. send and recv must not overlap. */
+tc_status_t tc__shm_alltoall(tc_shm_coll_t *c, const void *send, void *recv,
+                             const uint64_t *matrix, size_t unit);
+tc_status_t tc__cma_alltoall(tc_shm_coll_t *c, const void *send, void *recv,
+                             const uint64_t *matrix, size_t unit);
+
 #endif

@@ -47,6 +47,9 @@ static const char *algo_label(engine_t *e, const tc_kind_desc_t *kd, const tc_re
     const tc_shm_coll_t *shm = kd->algo_shm != NULL ? tc__shm_for(e, req->pset) : NULL;
     size_t bytes = packed ? total : req->count * tc_dtype_size(req->dtype);
 
+    if (!packed && req->algo != NULL) {
+        return req->algo; /* its run chose (kinds.c) */
+    }
     if (kd->algo_hier != NULL && tc__hier_for(e, req->pset) != NULL) {
         return packed ? kd->algo_hier_packed : kd->algo_hier;
     }

@@ -1,12 +1,14 @@
 /*
  * kinds.c - the collective kinds' descriptors (see kinds.h): per kind, its
- * argument checks, how it runs over the data transport once rank 0 has
- * agreed, and its row in the table.
+ * argument checks, how it runs over the data transport (or, for the global
+ * process set on one node, through the node's shared memory) once rank 0
+ * has agreed, and its row in the table.
  *
  * A run function is glue only: it turns the request and rank 0's response
  * into the byte counts an algorithm of src/coll/ takes, calls it, and sets
- * the request's output. It must not block on anything but the transport and
- * must leave the request uncompleted (the engine completes it).
+ * the request's output. It must not block on anything but the transport (or
+ * the segment's waits) and must leave the request uncompleted (the engine
+ * completes it).
  */
 #define _GNU_SOURCE
 #include "engine/kinds.h"
@@ -19,13 +21,55 @@
 #include "reduce/reduce.h"
 #include "util/status.h"
 
-/* The message of a failed run: the tensor, the kind, and why. */
+/* The message of a failed run: the tensor, the kind, and why (the
+ * algorithm's reason text). */
+static tc_status_t failed_with(const tc_request_t *req, tc_status_t st, const char *why,
+                               char *msg, size_t len)
+{
+    snprintf(msg, len, "tensor '%s': %s failed: %s", req->name, tc__kind_of(req)->name,
+             st == TC_ERR_NOMEM ? "out of memory" : why);
+    return st;
+}
+
 static tc_status_t run_failed(const tc_kind_ctx_t *x, const tc_request_t *req, tc_status_t st,
                               char *msg, size_t len)
 {
-    snprintf(msg, len, "tensor '%s': %s failed: %s", req->name, tc__kind_of(req)->name,
-             st == TC_ERR_NOMEM ? "out of memory" : x->err);
-    return st;
+    return failed_with(req, st, x->err, msg, len);
+}
+
+/* ---- the kinds other than allreduce inside a node (coll.h, "allgather,
+ * broadcast, reducescatter and alltoall among the node's ranks") ---------- */
+
+/* The node's shared-memory collectives where req may use them (x->shm:
+ * the global process set, every rank on this node; its segment's slots
+ * large enough), else NULL and the MPI algorithm runs. The same answer on
+ * every rank. Records the label of the choice for the timeline. */
+static tc_shm_coll_t *shm_for_kind(const tc_kind_ctx_t *x, tc_request_t *req)
+{
+    tc_shm_coll_t *shm = x->shm;
+
+    if (shm == NULL || shm->seg->n != x->tp->size || !tc__shm_kinds_fit(shm)) {
+        req->algo = tc__kind_of(req)->algo;
+        return NULL;
+    }
+    req->algo = tc__kind_of(req)->algo_shm;
+    return shm;
+}
+
+/* Whether a collective of bytes (a size every local rank knows alike)
+ * runs direct (tc__cma_*) rather than through the slots; the label too. */
+static int shm_direct(const tc_shm_coll_t *shm, tc_request_t *req, size_t bytes)
+{
+    int direct = tc__shm_uses_cma(shm, bytes);
+
+    req->algo = direct ? tc__kind_of(req)->algo_cma : tc__kind_of(req)->algo_shm;
+    return direct;
+}
+
+/* The reason text of a failed run over shm (NULL: over the transport). */
+static const char *err_of(const tc_kind_ctx_t *x, const tc_shm_coll_t *shm)
+{
+    return shm != NULL ? shm->err : x->tp->err;
 }
 
 /* ---- allreduce: ring allreduce (coll/ring_allreduce.c), or through the
@@ -131,7 +175,8 @@ static void allreduce_finish(const tc_wire_request_t *w, void *buf, size_t count
     .eager_finish = allreduce_finish, .algo_eager = "eager (inputs in the cycle messages)", \
     .groupable = 1, .without_joined = 1
 
-/* ---- allgather: ring allgatherv (coll/ring_allgatherv.c) ----------------- */
+/* ---- allgather: ring allgatherv (coll/ring_allgatherv.c), or inside the
+ * node (coll/shm_allgather.c) ---------------------------------------------- */
 
 static tc_status_t allgather_validate(const tc_kind_args_t *a, char *why, size_t len)
 {
@@ -163,6 +208,7 @@ static tc_status_t allgather_run(const tc_kind_ctx_t *x, tc_request_t *req,
     const int rank = x->tp->rank, size = x->tp->size;
     size_t row = tc_dtype_size(req->dtype) * row_elems(req), total = 0;
     size_t *bytes, *displs;
+    tc_shm_coll_t *shm;
     int64_t rows = 0;
     tc_status_t st;
     int q;
@@ -199,9 +245,15 @@ static tc_status_t allgather_run(const tc_kind_ctx_t *x, tc_request_t *req,
     if (bytes[rank] > 0) {
         memcpy((char *)req->owned_output + displs[rank], req->send, bytes[rank]);
     }
-    st = tc__ring_allgatherv(x->tp, req->owned_output, bytes, displs);
+    if ((shm = shm_for_kind(x, req)) == NULL) {
+        st = tc__ring_allgatherv(x->tp, req->owned_output, bytes, displs);
+    } else if (shm_direct(shm, req, total)) {
+        st = tc__cma_allgatherv(shm, req->owned_output, bytes, displs);
+    } else {
+        st = tc__shm_allgatherv(shm, req->owned_output, bytes, displs);
+    }
     if (st != TC_OK) {
-        snprintf(msg, len, "tensor '%s': allgather failed: %s", req->name, x->tp->err);
+        failed_with(req, st, err_of(x, shm), msg, len);
         goto err_free_bytes;
     }
     free(bytes);
@@ -222,11 +274,13 @@ err_free_bytes:
     .params = 0, .output = TC_OUT_GATHERED,                                             \
     .agree = TC_AGREE_DTYPE | TC_AGREE_NDIM | TC_AGREE_SHAPE_TAIL,                      \
     .validate = allgather_validate, .run = allgather_run, .algo = "ring allgatherv",   \
+    .algo_shm = "shm", .algo_cma = "cma",                                               \
     .run_packed = NULL, .algo_packed = NULL, .eager_prepare = NULL, .eager_combine = NULL, \
     .eager_finish = NULL,                                                               \
     .algo_eager = NULL, .groupable = 1
 
-/* ---- broadcast: binomial tree (coll/bcast.c) ------------------------------ */
+/* ---- broadcast: binomial tree (coll/bcast.c), or inside the node
+ * (coll/shm_bcast.c) -------------------------------------------------------- */
 
 /* The root is a global rank, checked at submission to be in the request's
  * process set (tc__pset_check); the algorithm takes its place there. */
@@ -234,11 +288,20 @@ err_free_bytes:
 static tc_status_t broadcast_run(const tc_kind_ctx_t *x, tc_request_t *req,
                                  const tc_wire_response_t *r, char *msg, size_t len)
 {
-    tc_status_t st = tc__bcast_binomial(x->tp, req->recv, req->count * tc_dtype_size(req->dtype),
-                                        req->root_index);
+    const size_t bytes = req->count * tc_dtype_size(req->dtype);
+    tc_shm_coll_t *shm = shm_for_kind(x, req);
+    tc_status_t st;
 
+    (void)r;
+    if (shm == NULL) {
+        st = tc__bcast_binomial(x->tp, req->recv, bytes, req->root_index);
+    } else if (shm_direct(shm, req, bytes)) { /* the global set: its index is the local one */
+        st = tc__cma_bcast(shm, req->recv, bytes, req->root_index);
+    } else {
+        st = tc__shm_bcast(shm, req->recv, bytes, req->root_index);
+    }
     if (st != TC_OK) {
-        return run_failed(x, req, st, msg, len);
+        return failed_with(req, st, err_of(x, shm), msg, len);
     }
     tc__request_set_output(req, req->recv, -1);
     return TC_OK;
@@ -248,11 +311,13 @@ static tc_status_t broadcast_run(const tc_kind_ctx_t *x, tc_request_t *req,
     .params = TC_PARAM_ROOT, .output = TC_OUT_IN_PLACE,                                 \
     .agree = TC_AGREE_DTYPE | TC_AGREE_ROOT | TC_AGREE_SHAPE,                           \
     .validate = NULL, .run = broadcast_run, .algo = "binomial tree",                    \
+    .algo_shm = "shm", .algo_cma = "cma",                                               \
     .run_packed = NULL, .algo_packed = NULL, .eager_prepare = NULL, .eager_combine = NULL, \
     .eager_finish = NULL,                                                               \
     .algo_eager = NULL
 
-/* ---- reducescatter: ring reduce-scatter (coll/ring_reducescatter.c) ------ */
+/* ---- reducescatter: ring reduce-scatter (coll/ring_reducescatter.c), or
+ * inside the node (coll/shm_reducescatter.c: the same bits) --------------- */
 
 static tc_status_t reducescatter_validate(const tc_kind_args_t *a, char *why, size_t len)
 {
@@ -279,6 +344,7 @@ static tc_status_t reducescatter_run(const tc_kind_ctx_t *x, tc_request_t *req,
     size_t rows = (size_t)req->shape[0], row = row_elems(req), off, elems;
     void *scaled = NULL;
     const void *src = req->send;
+    tc_shm_coll_t *shm = shm_for_kind(x, req);
     tc_status_t st;
 
     (void)r;
@@ -297,11 +363,17 @@ static tc_status_t reducescatter_run(const tc_kind_ctx_t *x, tc_request_t *req,
         tc__scale(req->dtype, scaled, req->send, req->count, req->prescale);
         src = scaled;
     }
-    st = tc__ring_reducescatter(x->tp, src, req->owned_output, rows, row, req->dtype, req->op,
-                                x->chunk_bytes, x->scratch);
+    if (shm == NULL) {
+        st = tc__ring_reducescatter(x->tp, src, req->owned_output, rows, row, req->dtype,
+                                    req->op, x->chunk_bytes, x->scratch);
+    } else if (shm_direct(shm, req, req->count * es)) {
+        st = tc__cma_reducescatter(shm, src, req->owned_output, rows, row, req->dtype, req->op);
+    } else {
+        st = tc__shm_reducescatter(shm, src, req->owned_output, rows, row, req->dtype, req->op);
+    }
     free(scaled);
     if (st != TC_OK) {
-        return run_failed(x, req, st, msg, len);
+        return failed_with(req, st, err_of(x, shm), msg, len);
     }
     if (req->postscale != 1.0) {
         tc__scale(req->dtype, req->owned_output, req->owned_output, elems, req->postscale);
@@ -314,11 +386,13 @@ static tc_status_t reducescatter_run(const tc_kind_ctx_t *x, tc_request_t *req,
     .params = TC_PARAM_OP | TC_PARAM_SCALE, .output = TC_OUT_ALLOCATED,                 \
     .agree = TC_AGREE_DTYPE | TC_AGREE_OP | TC_AGREE_SHAPE | TC_AGREE_SCALE,            \
     .validate = reducescatter_validate, .run = reducescatter_run,                       \
-    .algo = "ring reduce-scatter", .run_packed = NULL, .algo_packed = NULL,             \
+    .algo = "ring reduce-scatter", .algo_shm = "shm", .algo_cma = "cma",               \
+    .run_packed = NULL, .algo_packed = NULL,                                            \
     .eager_prepare = NULL, .eager_combine = NULL, .eager_finish = NULL, .algo_eager = NULL, \
     .groupable = 1, .without_joined = 1
 
-/* ---- alltoall: pairwise exchange (coll/alltoallv.c) ----------------------- */
+/* ---- alltoall: pairwise exchange (coll/alltoallv.c), or inside the node
+ * (coll/shm_alltoall.c) ------------------------------------------------------ */
 
 static tc_status_t alltoall_validate(const tc_kind_args_t *a, char *why, size_t len)
 {
@@ -359,6 +433,48 @@ static tc_status_t alltoall_validate(const tc_kind_args_t *a, char *why, size_t 
     return TC_OK;
 }
 
+/* How many rows every rank sends every rank: this rank's are counts[0..n),
+ * what each rank sends this one goes into counts[n..2n). Inside the node
+ * (shm) the whole matrix comes (n x n, matrix[p * n + q]: p to q), which
+ * places every block in every rank's buffer. */
+static tc_status_t alltoall_counts(const tc_kind_ctx_t *x, tc_shm_coll_t *shm, uint64_t *counts,
+                                   uint64_t *matrix)
+{
+    const int size = x->tp->size, rank = x->tp->rank;
+    tc_status_t st;
+    int q;
+
+    if (shm == NULL) {
+        return tc__alltoall_counts(x->tp, counts, counts + size);
+    }
+    st = tc__shm_alltoall_counts(shm, counts, matrix);
+    for (q = 0; st == TC_OK && q < size; q++) {
+        counts[size + q] = matrix[(size_t)q * (size_t)size + (size_t)rank];
+    }
+    return st;
+}
+
+/* The largest send buffer of any rank, in bytes (SIZE_MAX past a size_t):
+ * whether an alltoall inside the node runs direct, alike on every rank. */
+static size_t alltoall_most(const uint64_t *matrix, int n, size_t row)
+{
+    size_t most = 0;
+    int p, q;
+
+    for (p = 0; p < n; p++) {
+        uint64_t rows = 0;
+        for (q = 0; q < n; q++) {
+            uint64_t c = matrix[(size_t)p * (size_t)n + (size_t)q];
+            rows = c > UINT64_MAX - rows ? UINT64_MAX : rows + c;
+        }
+        if (row != 0 && rows > SIZE_MAX / row) {
+            return SIZE_MAX;
+        }
+        most = rows * row > most ? (size_t)rows * row : most;
+    }
+    return most;
+}
+
 /* The ranks first exchange how many rows each sends each (8 bytes a pair),
  * then the rows; the output (tcoll's) stacks what came, in rank order. */
 static tc_status_t alltoall_run(const tc_kind_ctx_t *x, tc_request_t *req,
@@ -366,7 +482,8 @@ static tc_status_t alltoall_run(const tc_kind_ctx_t *x, tc_request_t *req,
 {
     const int size = x->tp->size;
     size_t row = tc_dtype_size(req->dtype) * row_elems(req), total = 0, off = 0;
-    uint64_t *counts;
+    tc_shm_coll_t *shm = shm_for_kind(x, req);
+    uint64_t *counts, *matrix = NULL;
     size_t *sb, *sd, *rb, *rd;
     int64_t rows = 0;
     tc_status_t st = TC_ERR_NOMEM;
@@ -376,7 +493,10 @@ static tc_status_t alltoall_run(const tc_kind_ctx_t *x, tc_request_t *req,
     counts = malloc(2 * (size_t)size * sizeof(*counts));
     sb = malloc(4 * (size_t)size * sizeof(*sb));
     req->out_splits = malloc((size_t)size * sizeof(*req->out_splits));
-    if (counts == NULL || sb == NULL || req->out_splits == NULL) {
+    if (shm != NULL) {
+        matrix = malloc((size_t)size * (size_t)size * sizeof(*matrix));
+    }
+    if (counts == NULL || sb == NULL || req->out_splits == NULL || (shm != NULL && matrix == NULL)) {
         snprintf(msg, len, "tensor '%s': out of memory", req->name);
         goto out;
     }
@@ -390,10 +510,10 @@ static tc_status_t alltoall_run(const tc_kind_ctx_t *x, tc_request_t *req,
         sd[q] = off;
         off += sb[q];
     }
-    st = tc__alltoall_counts(x->tp, counts, counts + size);
+    st = alltoall_counts(x, shm, counts, matrix);
     if (st != TC_OK) {
         snprintf(msg, len, "tensor '%s': alltoall failed exchanging row counts: %s", req->name,
-                 st == TC_ERR_NOMEM ? "out of memory" : x->tp->err);
+                 st == TC_ERR_NOMEM ? "out of memory" : err_of(x, shm));
         goto out;
     }
     for (q = 0; q < size; q++) {
@@ -417,14 +537,21 @@ static tc_status_t alltoall_run(const tc_kind_ctx_t *x, tc_request_t *req,
         st = TC_ERR_NOMEM;
         goto out;
     }
-    st = tc__alltoallv(x->tp, req->send, sb, sd, req->owned_output, rb, rd);
+    if (shm == NULL) {
+        st = tc__alltoallv(x->tp, req->send, sb, sd, req->owned_output, rb, rd);
+    } else if (shm_direct(shm, req, alltoall_most(matrix, size, row))) {
+        st = tc__cma_alltoall(shm, req->send, req->owned_output, matrix, row);
+    } else {
+        st = tc__shm_alltoall(shm, req->send, req->owned_output, matrix, row);
+    }
     if (st != TC_OK) {
-        snprintf(msg, len, "tensor '%s': alltoall failed: %s", req->name, x->tp->err);
+        failed_with(req, st, err_of(x, shm), msg, len);
         goto out;
     }
     tc__request_set_output(req, req->owned_output, rows);
 
 out:
+    free(matrix);
     free(counts);
     free(sb);
     return st;
@@ -434,6 +561,7 @@ out:
     .params = TC_PARAM_SPLITS, .output = TC_OUT_ALLOCATED,                              \
     .agree = TC_AGREE_DTYPE | TC_AGREE_NDIM | TC_AGREE_SHAPE_TAIL,                      \
     .validate = alltoall_validate, .run = alltoall_run, .algo = "pairwise exchange",   \
+    .algo_shm = "shm", .algo_cma = "cma",                                               \
     .run_packed = NULL, .algo_packed = NULL, .eager_prepare = NULL, .eager_combine = NULL, \
     .eager_finish = NULL, .algo_eager = NULL
 

@@ -147,7 +147,9 @@ typedef struct tc_kind_desc {
                        char *msg, size_t len);
     const char *algo; /* the timeline's algorithm label for run */
     const char *algo_shm; /* ... when it runs through shared memory (x->shm set); NULL:
-                           * it never does */
+                           * it never does (x->shm stays NULL). A run that picks its
+                           * algorithm from what only it learns (an alltoall's counts)
+                           * records the label it picked in req->algo */
 
     /* Fusion (NULL: never fused): runs count elements packed into buf, in
      * place, for a group of consecutive small requests of this kind with one

@@ -56,6 +56,9 @@ struct tc_request {
     int fast_id;        /* its name's id there */
     uint64_t fast_use;  /* and its use of the name (1, 2, ...) */
     uint64_t fast_epoch; /* this rank's joins submitted (global set) when it was */
+    const char *algo;   /* the timeline's label of the algorithm its run chose, where
+                         * the run decides from what only it learns (a descriptor's
+                         * string); NULL: exec.c's algo_label decides */
     _Atomic int done;   /* 0 -> 1 once, release by the engine (tc__request_complete),
                          * acquire by tc_test/tc_wait before reading the result */
 };

@@ -7,7 +7,10 @@
  *   negotiation  it dies between two allreduces, so the others wait for its
  *                negotiation message;
  *   transfer     a thread kills it during a stream of 64 MiB allreduces, so
- *                the others are most likely inside a transfer with it.
+ *                the others are most likely inside a transfer with it;
+ *   allgather, broadcast, reducescatter, alltoall
+ *                the same during a stream of that kind (16 MiB from each
+ *                rank; inside a node: direct or through the slots).
  *
  * Every survivor's pending request must fail with TC_ERR_TRANSPORT and a
  * message naming the lost rank within TCOLL_PEER_TIMEOUT_S (3 s here) plus a
@@ -34,10 +37,55 @@ static void *killer(void *arg)
     return NULL;
 }
 
+/* One collective of mode's kind on in (count floats, all 1) and its
+ * request; out receives an allreduce's result. */
+static tc_status_t submit(const char *mode, float *in, float *out, size_t count,
+                          tc_request_t **req_p)
+{
+    tc_tensor_t t = { in, TC_FLOAT32, 1, { (int64_t)count } };
+
+    if (strcmp(mode, "allgather") == 0) {
+        return tc_allgather("lost/gather", &t, req_p);
+    }
+    if (strcmp(mode, "broadcast") == 0) {
+        t.data = out;
+        return tc_broadcast("lost/bcast", &t, 0, req_p);
+    }
+    if (strcmp(mode, "reducescatter") == 0) {
+        return tc_reducescatter("lost/scatter", &t, TC_SUM, req_p);
+    }
+    if (strcmp(mode, "alltoall") == 0) {
+        t.shape[0] = (int64_t)(count / (size_t)tt_size * (size_t)tt_size);
+        return tc_alltoall("lost/a2a", &t, NULL, req_p);
+    }
+    return tc_allreduce("lost/grad", &t, out, TC_SUM, req_p);
+}
+
+/* The first and last element of req's result, as mode's kind gives them. */
+static void check_result(const char *mode, const tc_request_t *req, const float *out,
+                         size_t count)
+{
+    const float want = strcmp(mode, "transfer") == 0 || strcmp(mode, "negotiation") == 0 ||
+                               strcmp(mode, "reducescatter") == 0
+                           ? (float)tt_size
+                           : 1.0f;
+    tc_tensor_t o = { (void *)(uintptr_t)out, TC_FLOAT32, 1, { (int64_t)count } };
+    const float *v;
+
+    if (strcmp(mode, "broadcast") != 0 && strcmp(mode, "transfer") != 0 &&
+        strcmp(mode, "negotiation") != 0) {
+        CHECK_OK(tc_request_output(req, &o));
+    }
+    v = o.data;
+    CHECK(o.shape[0] > 0 && v[0] == want && v[o.shape[0] - 1] == want);
+}
+
 static void lose_last_rank(const char *mode)
 {
-    const int transfer = strcmp(mode, "transfer") == 0;
-    size_t count = transfer ? (size_t)16 << 20 : 1000;
+    const int transfer = strcmp(mode, "negotiation") != 0;
+    size_t count = strcmp(mode, "transfer") == 0 ? (size_t)16 << 20
+                   : transfer                    ? (size_t)4 << 20
+                                                 : 1000;
     float *in, *out;
     tc_tensor_t t;
     tc_request_t *req = NULL;
@@ -54,6 +102,7 @@ static void lose_last_rank(const char *mode)
     out = tt_xmalloc(count * sizeof(float));
     for (i = 0; i < (int)count; i++) {
         in[i] = 1.0f;
+        out[i] = 1.0f;
     }
     t = (tc_tensor_t){ in, TC_FLOAT32, 1, { (int64_t)count } };
     if (transfer && rank == size - 1) {
@@ -64,12 +113,12 @@ static void lose_last_rank(const char *mode)
             raise(SIGKILL);
         }
         t0 = tt_now();
-        CHECK_OK(tc_allreduce("lost/grad", &t, out, TC_SUM, &req));
+        CHECK_OK(submit(mode, in, out, count, &req));
         st = tc_wait(req);
         if (st != TC_OK) {
             break;
         }
-        CHECK(out[0] == (float)size && out[count - 1] == (float)size);
+        check_result(mode, req, out, count);
         tc_request_free(req);
     }
     CHECK_MSG(rank != size - 1, "the last rank was not killed");
@@ -105,6 +154,26 @@ TC_CASE(negotiation)
 TC_CASE(transfer)
 {
     lose_last_rank("transfer");
+}
+
+TC_CASE(allgather)
+{
+    lose_last_rank("allgather");
+}
+
+TC_CASE(broadcast)
+{
+    lose_last_rank("broadcast");
+}
+
+TC_CASE(reducescatter)
+{
+    lose_last_rank("reducescatter");
+}
+
+TC_CASE(alltoall)
+{
+    lose_last_rank("alltoall");
 }
 
 int main(int argc, char **argv)

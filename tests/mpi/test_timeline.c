@@ -50,9 +50,10 @@
  *  - each name submitted in the period has a row holding, per submission,
  *    NEGOTIATE, optionally QUEUE, then its collective, in that order and
  *    back to back in time, with exactly the expected args (kind, algo known
- *    for the kind, dtype, op or root, bytes, fused count for a fused one,
- *    cycle, status "success" or the mismatch's status text), besides marks
- *    "rank N ready" / "rank N submitted" for other ranks N;
+ *    for the kind: its MPI algorithm, or shm or cma inside the node; dtype,
+ *    op or root, bytes, fused count for a fused one, cycle, status
+ *    "success" or the mismatch's status text), besides marks "rank N
+ *    ready" / "rank N submitted" for other ranks N;
  *  - rows of names not submitted in the period hold marks only;
  *  - the collectives row holds, per fused group, MEMCPY_IN_FUSION_BUFFER,
  *    MEMCPY_OUT_FUSION_BUFFER and "fused(N) first, ...", nested in time,
@@ -149,6 +150,12 @@ static int algo_fused(const char *a)
 {
     return strcmp(a, ALGO_FUSED) == 0 || strcmp(a, "shm, fused") == 0 ||
            strcmp(a, "cma, fused") == 0 || strcmp(a, "hier, fused") == 0;
+}
+
+/* A kind other than allreduce: its MPI algorithm, or inside the node. */
+static int algo_kind(const char *a, const char *mpi)
+{
+    return strcmp(a, mpi) == 0 || strcmp(a, "shm") == 0 || strcmp(a, "cma") == 0;
 }
 
 #define ALGO_EAGER "eager (inputs in the cycle messages)"
@@ -468,11 +475,11 @@ static void check_collective(const char *path, const jval_t *e, const sub_t *s, 
                   algo);
         st->failed++;
     } else if (s->kind == TT_ALLGATHER) {
-        CHECK_MSG(strcmp(algo, ALGO_GATHER) == 0, "%s: %s: allgather algo '%s'", path, s->name,
+        CHECK_MSG(algo_kind(algo, ALGO_GATHER), "%s: %s: allgather algo '%s'", path, s->name,
                   algo);
         st->gather++;
     } else if (s->kind == TT_BROADCAST) {
-        CHECK_MSG(strcmp(algo, ALGO_TREE) == 0, "%s: %s: broadcast algo '%s'", path, s->name,
+        CHECK_MSG(algo_kind(algo, ALGO_TREE), "%s: %s: broadcast algo '%s'", path, s->name,
                   algo);
         st->bcast++;
     } else if (algo_single(algo)) {
