@@ -57,9 +57,11 @@ static tc_status_t read_failed(tc_shm_coll_t *c, int p, uint64_t g, int err)
     char why[sizeof(c->err)];
 
     if (err == ESRCH || tc__shm_peer_dead(c->seg, p)) {
-        snprintf(c->err, sizeof(c->err), "lost rank %d: its process exited in a direct "
-                 "shared-memory allreduce every rank agreed to run",
-                 c->ranks != NULL ? c->ranks[p] : p);
+        if (!tc__shm_abort_first(c)) {
+            snprintf(c->err, sizeof(c->err), "lost rank %d: its process exited in a direct "
+                     "shared-memory allreduce every rank agreed to run",
+                     c->ranks != NULL ? c->ranks[p] : p);
+        }
         return TC_ERR_TRANSPORT;
     }
     snprintf(why, sizeof(why), "reading the buffer of rank %d failed in a direct shared-memory "

@@ -28,6 +28,25 @@ void tc__shm_publish(const tc_shm_seg_t *s, tc_shm_flag_id_t which, uint64_t g)
     atomic_store_explicit(flag(s, s->me, which), g, memory_order_release);
 }
 
+int tc__shm_abort_first(tc_shm_coll_t *c)
+{
+    const tc_wait_policy_t *w = c->wait;
+    uint64_t end = tc__now_ns() + 200000000u;
+    tc_backoff_t bo;
+
+    if (w->interrupt == NULL) {
+        return 0;
+    }
+    tc__backoff_init(&bo, 0, 1000);
+    do {
+        if (w->interrupt(w->arg, c->err, sizeof(c->err))) {
+            return 1;
+        }
+        tc__backoff_wait(&bo);
+    } while (tc__now_ns() < end);
+    return 0;
+}
+
 /* Waits until the flag `which` of local ranks lo..hi-1 (this rank's
  * skipped) is at least g. */
 static tc_status_t wait_range(tc_shm_coll_t *c, tc_shm_flag_id_t which, int lo, int hi,
@@ -58,6 +77,9 @@ static tc_status_t wait_range(tc_shm_coll_t *c, tc_shm_flag_id_t which, int lo, 
         if (w.start != 0 && tc__now_ns() >= next_pid_check) {
             next_pid_check = tc__now_ns() + 1000000u;
             if (tc__shm_peer_dead(s, p)) {
+                if (tc__shm_abort_first(c)) {
+                    return TC_ERR_TRANSPORT; /* it failed first, then exited: its reason */
+                }
                 snprintf(c->err, sizeof(c->err),
                          "lost rank %d: its process (pid %d) exited in a shared-memory "
                          "collective every rank agreed to run, waiting for %s",

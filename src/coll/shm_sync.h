@@ -28,6 +28,11 @@ void tc__shm_publish(const tc_shm_seg_t *s, tc_shm_flag_id_t which, uint64_t g);
  * has exited. */
 tc_status_t tc__shm_wait_all(tc_shm_coll_t *c, tc_shm_flag_id_t which, uint64_t g);
 
+/* A local peer's process is gone: did it fail first and tell the others?
+ * Asks the wait policy's interrupt hook (an abort from another rank) for up
+ * to 200 ms: 1 with that reason in c->err, else 0 (the peer is lost). */
+int tc__shm_abort_first(tc_shm_coll_t *c);
+
 /* The same wait for local rank r's flag alone. */
 tc_status_t tc__shm_wait_rank(tc_shm_coll_t *c, tc_shm_flag_id_t which, int r, uint64_t g);
 

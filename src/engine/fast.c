@@ -718,6 +718,9 @@ void tc__fast_poll(engine_t *e)
         F.next_pid_ns = now + 10000000u;
         for (r = 0; r < s->n; r++) {
             if (tc__shm_peer_dead(s, r)) {
+                if (tc__fail_poll_abort(e)) {
+                    return; /* it failed first and said why: that stops this rank */
+                }
                 tc__engine_fail(e, TC_ERR_TRANSPORT,
                                 "lost rank %d: its process (pid %d) exited while this rank "
                                 "waited for its small allreduces", r, (int)tc__shm_ctl(s, r)->pid);
