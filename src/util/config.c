@@ -153,13 +153,16 @@ static const knob_t knobs[] = {
      "one node and the segment is up, hier where the job spans several nodes "
      "and every node with two or more ranks has its segment; else ring. ring, "
      "shm and cma give the same bits; hier adds in another order (node sums "
-     "first), the same bits on every rank. ring also turns the small-message "
-     "path off.",
+     "first), the same bits on every rank. On one node it also chooses for "
+     "allgather, broadcast, reducescatter and alltoall (ring: their MPI "
+     "algorithms; hier: as auto), and ring turns the small-message path off.",
      algo_choices},
     {"TCOLL_SHM_DIRECT_KB", KNOB_INT, OFF(shm_direct_kb), "256", 0, 1048576, KNOB_AGREE,
-     "With TCOLL_ALLREDUCE_ALGO=auto, allreduces of at least this many KiB "
-     "inside a node read the other ranks' buffers directly (cma) instead of "
-     "going through the segment's slots.", NULL},
+     "With TCOLL_ALLREDUCE_ALGO=auto, collectives inside a node of at least "
+     "this many KiB (allreduce and reducescatter: the input; allgather: the "
+     "output; broadcast: the buffer; alltoall: the largest rank's input) read "
+     "the other ranks' buffers directly (cma) instead of going through the "
+     "segment's slots.", NULL},
     {"TCOLL_SHM_FAST_BYTES", KNOB_INT, OFF(shm_fast_bytes), "8192", 0, 1048576, KNOB_AGREE,
      "Allreduces of at most this many bytes, of a name that has run once "
      "(and cached), skip the engine thread inside a node: the calling thread "
