@@ -248,6 +248,14 @@ static tc_status_t submit_locked(eng_shared_t *sh, const char *fn, tc_request_t 
     if (tc__fast_take_locked(req)) {
         return TC_OK; /* the small-message path: the caller posts it (fast.c) */
     }
+    tc__queue_append_locked(req);
+    return TC_OK;
+}
+
+void tc__queue_append_locked(tc_request_t *req)
+{
+    eng_shared_t *sh = &tc__engine_shared;
+
     req->next = NULL;
     if (sh->q_tail != NULL) {
         sh->q_tail->next = req;
@@ -255,7 +263,6 @@ static tc_status_t submit_locked(eng_shared_t *sh, const char *fn, tc_request_t 
         sh->q_head = req;
     }
     sh->q_tail = req;
-    return TC_OK;
 }
 
 /* Queues req for the engine thread, or fails it at once (and frees it). */

@@ -268,6 +268,7 @@ size_t tc__queue_inflight(void);
 /* The smallest seq in flight in process set pset, UINT64_MAX if none. */
 uint64_t tc__queue_oldest_seq(uint32_t pset);
 tc_status_t tc__queue_submit_all(const char *fn, tc_request_t **reqs, int n); /* all or none */
+void tc__queue_append_locked(tc_request_t *req); /* to the queue's tail; mu held */
 void tc__queue_fail_all(tc_status_t st, const char *msg);
 /* api.c: a submission's checks and its request (any thread; pure) */
 tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name,

@@ -437,13 +437,7 @@ static int claim_locked(tc_request_t *req, int state)
     if (state == V_ENGINE) {
         /* still in flight: queued for the engine like any submission */
         req->fast = 0;
-        req->next = NULL;
-        if (sh->q_tail != NULL) {
-            sh->q_tail->next = req;
-        } else {
-            sh->q_head = req;
-        }
-        sh->q_tail = req;
+        tc__queue_append_locked(req);
         if (sh->engine_sleeping) {
             pthread_cond_signal(&sh->wake);
         }
