@@ -35,6 +35,9 @@ each (through mpi4py, imported first so that MPI runs with
 MPI_THREAD_MULTIPLE; without mpi4py a tcoll barrier, whose ranks leave it
 further apart, so every row reads higher), the slowest rank's time, the
 median. The difference from the C row is what Python adds per operation.
+With another MPI than the one mpi4py is built on (Debian's: Open MPI), pass
+--barrier tcoll (bench_workload.sh does, under another launcher): two MPI
+libraries in one process do not mix.
 
 Exit status: 0, 1 when an element was wrong, 2 when it cannot run.
 """
@@ -79,6 +82,11 @@ def parse_args(argv):
                         "(1000; 0 skips the table)")
     p.add_argument("--latency-rounds", type=int, default=3,
                    help="rounds of the latency ways, interleaved (3)")
+    p.add_argument("--barrier", choices=("mpi", "tcoll"), default="mpi",
+                   help="what separates the latency table's operations: mpi "
+                        "(MPI_Barrier through mpi4py, as tcoll-perf; mpi4py must be "
+                        "built on the MPI tcoll runs on: Debian's is Open MPI's) or "
+                        "tcoll (a tcoll barrier; every row reads higher)")
     p.add_argument("--threads", type=int, default=1,
                    help="torch threads per rank (1: one core each)")
     p.add_argument("--c-json", action="append", default=[], metavar="FILE",
@@ -304,7 +312,7 @@ def main(argv):
     except (OSError, ValueError, KeyError) as e:
         say(PROG, str(e))
         return 2
-    barrier = mpi_barrier() if args.latency_iters > 0 else None
+    barrier = mpi_barrier() if args.latency_iters > 0 and args.barrier == "mpi" else None
     hvd = import_tcoll_torch(PROG)
     if hvd is None:
         return 2

@@ -22,8 +22,12 @@ src=$(cd "$here/../.." && pwd)
 build=${BUILD:-$src/build}
 mpiexec=${MPIEXEC:-mpiexec}
 python=${PYTHON:-/usr/bin/python3}
+openmpi=0
+if "$mpiexec" --version 2>/dev/null | grep -q "Open MPI\|OpenRTE"; then
+    openmpi=1
+fi
 if [ -z "${MPIEXEC_FLAGS+set}" ]; then
-    if "$mpiexec" --version 2>/dev/null | grep -q "Open MPI\|OpenRTE"; then
+    if [ "$openmpi" = 1 ]; then
         MPIEXEC_FLAGS=--oversubscribe
     else
         MPIEXEC_FLAGS=
@@ -82,6 +86,11 @@ else
     echo "bench_workload.sh: no tcoll-perf at $perf (--tcoll-perf PATH): no C rows" >&2
 fi
 
+# Debian's mpi4py is built on Open MPI: under another launcher (MPICH) the
+# latency table's barrier is tcoll's, unless --barrier was given
+if [ "$openmpi" = 0 ] && [[ " ${py_args[*]} " != *" --barrier "* ]]; then
+    py_args+=(--barrier tcoll)
+fi
 export PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}"
 echo "# Python: $mpiexec -n $np${flags[*]:+ ${flags[*]}} $python $here/bench_workload.py" \
      "${py_args[*]}"
