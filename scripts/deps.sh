@@ -3,16 +3,17 @@
 # build and test, when any is missing (set TC_NO_APT=1 to skip), and holds the
 # steps the test scripts share.
 TCOLL_DEBIAN_PACKAGES="build-essential cmake pkg-config libopenmpi-dev openmpi-bin libhwloc-dev"
-# What the test scripts add for the Python package: python3-dev (the
-# extension is built only with it), python3-numpy and python3-pytest (its
-# tests), python3-mpi4py (the tests compare their results with it),
-# python3-torch (the PyTorch API's tests; with what it pulls in, about
-# 140 MiB to download and 620 MiB installed on Debian 12) and
-# python3-torchvision (the smoke test of tools/python/bench_synthetic.py,
-# skipped without it; 1 MiB more).
+# What the test scripts add: python3 (tools/perf_algos.sh merges its runs'
+# figures with it; its smoke test is skipped without it), and for the Python
+# package python3-dev (the extension is built only with it), python3-numpy
+# and python3-pytest (its tests), python3-mpi4py (the tests compare their
+# results with it), python3-torch (the PyTorch API's tests; with what it
+# pulls in, about 140 MiB to download and 620 MiB installed on Debian 12)
+# and python3-torchvision (the smoke test of
+# tools/python/bench_synthetic.py, skipped without it; 1 MiB more).
 # shellcheck disable=SC2034 # used by the scripts that source this file
-TCOLL_DEBIAN_TEST_PACKAGES="python3-dev python3-numpy python3-pytest python3-mpi4py python3-torch
-python3-torchvision"
+TCOLL_DEBIAN_TEST_PACKAGES="python3 python3-dev python3-numpy python3-pytest python3-mpi4py
+python3-torch python3-torchvision"
 tc_src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # tc_install_deps [package...]: the packages above and the ones given.

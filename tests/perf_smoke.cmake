@@ -28,3 +28,40 @@ if(TCOLL_BUILD_TESTS AND TARGET tcoll-perf)
   tc_mpi_run(mpi.tcoll_perf_barrier_smoke.np2 NP 2 TIMEOUT 120
     PROGRAM $<TARGET_FILE:tcoll-perf> ARGS -m barrier -n 20 -w 2 -c 1)
 endif()
+
+# tools/perf_algos.sh (not installed): one tcoll-perf sweep and workload run
+# per allreduce algorithm, merged into one table by tools/perf_algos.py. At 2
+# ranks, with the pretend-node columns (one rank per node), tiny sizes and
+# the tiny workload; the output must hold a column per algorithm and a row
+# per size and for the workload, each with a time and a ratio per column. No
+# time is judged. Skipped ("SKIPPED:") without a Python 3 to merge with.
+if(TCOLL_BUILD_TESTS AND TARGET tcoll-perf AND TCOLL_TEST_MAX_NP GREATER_EQUAL 2)
+  if(EXISTS /usr/bin/python3)
+    set(_tc_algos_python /usr/bin/python3)
+  else()
+    find_program(_tc_algos_python NAMES python3)
+  endif()
+  string(JOIN " " _tc_algos_flags ${TCOLL_MPIEXEC_PREFLAGS} ${MPIEXEC_PREFLAGS})
+  set(_tc_num "[0-9][0-9.-]*")
+  set(_tc_cells " +${_tc_num}")
+  string(REPEAT "${_tc_cells}" 13 _tc_cells) # 6 columns x (time, ratio), MPI
+  set(_tc_algos_expect
+    "\n#  +-+ auto -+  -+ ring -+  -+ shm -+  -+ cma -+  -+ auto@1 -+  -+ ring@1 -+\n")
+  foreach(size "4 B" "64 B" "1 KiB" "16 KiB" "64 KiB" "tiny_workload \\(ms\\)")
+    list(APPEND _tc_algos_expect "\n +${size}${_tc_cells}\n")
+  endforeach()
+  string(JOIN "@@" _tc_algos_expect ${_tc_algos_expect})
+  add_test(NAME mpi.perf_algos_smoke.np2
+    COMMAND ${CMAKE_COMMAND} -DPYTHON=${_tc_algos_python} -DIMPORTS=json
+            "-DEXPECT=${_tc_algos_expect}"
+            -P ${PROJECT_SOURCE_DIR}/tools/python/smoke_check.cmake --
+            bash ${PROJECT_SOURCE_DIR}/tools/perf_algos.sh -n 2
+            --tcoll-perf $<TARGET_FILE:tcoll-perf>
+            -b 4 -e 64K -f 16 --iters 3 --warmup 1 --nodes 1 # not -i, -w: cmake's own
+            --workload ${CMAKE_CURRENT_LIST_DIR}/data/tiny_workload.tsv --steps 2
+            --plot ${CMAKE_CURRENT_BINARY_DIR}/perf_algos_smoke.png)
+  set(_tc_algos_env ${TCOLL_MPI_TEST_ENV} "MPIEXEC=${MPIEXEC_EXECUTABLE}"
+    "MPIEXEC_FLAGS=${_tc_algos_flags}" "PYTHON=${_tc_algos_python}")
+  set_tests_properties(mpi.perf_algos_smoke.np2 PROPERTIES TIMEOUT 240 LABELS mpi
+    SKIP_REGULAR_EXPRESSION "SKIPPED: " ENVIRONMENT "${_tc_algos_env}")
+endif()
