@@ -180,10 +180,10 @@ def print_text(text, cols, columns, rows):
 def print_markdown(text, cols, columns, rows):
     print(text[0] + ".")
     print()
-    for line in text[1:]:
-        print("- " + line.strip() if line.startswith("  ") else line)
+    for line in text[1:]:  # a list, so the lines stay lines
+        print("  - " + line.strip() if line.startswith("  ") else "- " + line)
     for col, settings, ran in cols:
-        print("- `%s`: `%s`, ran as %s" % (col, settings, ran))
+        print("  - `%s`: `%s`, ran as %s" % (col, settings, ran))
     print()
     head = ["size"] + ["%s %s" % (c, h) for c in columns for h in ("us", "ratio")] + ["MPI us"]
     print("| " + " | ".join(head) + " |")
