@@ -242,6 +242,27 @@ def plot_script(path, text, columns, sizes, cells):
     return "\n".join(lines) + "\n"
 
 
+def draw_svg(path, text, columns, sizes, cells):
+    """The same plot as an SVG file, drawn here (perf_svg.py): no gnuplot."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import perf_svg
+    sizes = [s for s in sizes if s > 0]
+    series = []
+    for col in columns:
+        pts = [(s, statistics.median(busbw(g, "tcoll") for g in cells[(col, s)]))
+               for s in sizes if cells.get((col, s))]
+        series.append((col, pts, False))
+    mpi = [(s, statistics.median(busbw(g, "mpi") for col in columns
+                                 for g in cells.get((col, s), [])))
+           for s in sizes if any(cells.get((col, s)) for col in columns)]
+    series.append(("MPI_Allreduce", mpi, True))
+    perf_svg.write(path, "allreduce per algorithm: %s" % (
+        text[1].replace("tcoll-perf: ", "") if len(text) > 1 else ""), "size (bytes)",
+        "busbw (GB/s), algbw x 2(n-1)/n; medians over the runs", series,
+        lambda x: fmt_size(x).replace(" ", ""))
+    print("perf_algos: plot written to %s" % path, file=sys.stderr)
+
+
 def draw(path, script):
     if shutil.which("gnuplot") is None:
         gp = os.path.splitext(path)[0] + ".gp"
@@ -264,7 +285,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--columns", required=True, help="comma-separated, in table order")
     ap.add_argument("--markdown", action="store_true")
-    ap.add_argument("--plot", metavar="FILE.png")
+    ap.add_argument("--plot", metavar="FILE.png|FILE.svg")
     ap.add_argument("manifest")
     args = ap.parse_args()
     columns = args.columns.split(",")
@@ -284,7 +305,9 @@ def main():
     for col, size in wrong:
         print("perf_algos: wrong elements in %s at %s" % (col, fmt_size(size)), file=sys.stderr)
     if args.plot and sizes and any(s > 0 for s in sizes):
-        if draw(args.plot, plot_script(args.plot, text, columns, sizes, cells)):
+        if args.plot.endswith(".svg"):
+            draw_svg(args.plot, text, columns, sizes, cells)
+        elif draw(args.plot, plot_script(args.plot, text, columns, sizes, cells)):
             return 1
     return 1 if wrong else 0
 

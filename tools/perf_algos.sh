@@ -11,7 +11,7 @@
 #   tools/perf_algos.sh [-n NP] [-b SIZE] [-e SIZE] [-f F] [-i ITERS] [-w N]
 #                       [--runs R] [--algos LIST] [--nodes K]
 #                       [--workload FILE | --no-workload] [--steps N]
-#                       [--plot FILE.png] [--markdown] [--dir DIR]
+#                       [--plot FILE.png|FILE.svg] [--markdown] [--dir DIR]
 #                       [--mpiexec PATH] [--tcoll-perf PATH]
 #                       [tcoll-perf options...] [-- tcoll-perf options...]
 #
@@ -35,7 +35,8 @@
 #   --plot FILE.png  busbw against size, one line per algorithm and one for
 #                    MPI (medians over the runs), drawn by gnuplot; without
 #                    gnuplot on PATH a note, and FILE.gp, the gnuplot script
-#                    with its data, to draw it elsewhere (gnuplot FILE.gp)
+#                    with its data, to draw it elsewhere (gnuplot FILE.gp).
+#                    FILE.svg: the same plot as SVG, drawn without gnuplot
 #   --markdown       the table in Markdown (for a README) instead of text
 #   --dir DIR        keep every run's JSON, output and log in DIR (default: a
 #                    temporary folder, removed at the end)
