@@ -586,9 +586,7 @@ static int check_expect(const info_opts_t *o)
 static void shm_try(MPI_Comm local, rank_rec_t *rec)
 {
     const tc_config_t *cfg = tc__config();
-    tc_shm_params_t p = {cfg->shm, (size_t)cfg->shm_slot_kb * 1024, cfg->shm_slots,
-                         cfg->shm_fast_bytes > 0 ? cfg->shm_fast_names : 0,
-                         (size_t)cfg->shm_fast_bytes};
+    tc_shm_params_t p = tc__shm_params(cfg);
     tc_shm_seg_t seg;
 
     rec->shm_ok = -1;

@@ -653,6 +653,10 @@ static void watch_stalls(engine_t *e, uint64_t now)
             continue;
         }
         t = now - F.stall_t0[k];
+        if ((abort_ns == 0 || t < abort_ns) &&
+            (warn == 0 || t < warn * (F.stall_warned[k] + 1))) {
+            continue; /* nothing due yet: no need to list the ranks */
+        }
         nhave = rank_list(s, k, u, 1, have, sizeof(have));
         nmiss = rank_list(s, k, u, 0, miss, sizeof(miss));
         if (abort_ns > 0 && t >= abort_ns) {

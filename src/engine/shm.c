@@ -112,9 +112,7 @@ void tc__shm_setup(engine_t *e, int local_rank, int local_size)
     } else if (!map_local_ranks(e, local_size)) {
         TC_WARN("shm", "mapping the node's ranks failed: collectives run over MPI");
     } else {
-        tc_shm_params_t p = {cfg->shm, (size_t)cfg->shm_slot_kb * 1024, cfg->shm_slots,
-                             cfg->shm_fast_bytes > 0 ? cfg->shm_fast_names : 0,
-                             (size_t)cfg->shm_fast_bytes};
+        tc_shm_params_t p = tc__shm_params(cfg);
         st = tc__shm_seg_open(e->mpi.local, &p, &e->shm.seg, why, sizeof(why));
         if (st != TC_OK && local_rank == 0) {
             TC_WARN("shm", "no shared memory on this node (%s): collectives run over MPI", why);

@@ -361,6 +361,14 @@ err_unlink:
     return TC_OK;
 }
 
+tc_shm_params_t tc__shm_params(const tc_config_t *cfg)
+{
+    tc_shm_params_t p = {cfg->shm, (size_t)cfg->shm_slot_kb * 1024, cfg->shm_slots,
+                         cfg->shm_fast_bytes > 0 ? cfg->shm_fast_names : 0,
+                         (size_t)cfg->shm_fast_bytes};
+    return p;
+}
+
 void tc__shm_seg_close(tc_shm_seg_t *seg)
 {
     if (seg->base != NULL) {

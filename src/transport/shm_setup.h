@@ -17,6 +17,11 @@
 tc_status_t tc__shm_seg_open(MPI_Comm local, const tc_shm_params_t *p, tc_shm_seg_t *seg,
                              char *why, size_t len);
 
+/* The parameters the knobs give (TCOLL_SHM, _SLOT_KB, _SLOTS, _FAST_BYTES,
+ * _FAST_NAMES): what tc_init makes the segment with, and tcoll-info too. */
+struct tc_config;
+tc_shm_params_t tc__shm_params(const struct tc_config *cfg);
+
 /* Unmaps the segment (the memory goes when the last local rank unmaps). */
 void tc__shm_seg_close(tc_shm_seg_t *seg);
 

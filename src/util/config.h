@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-typedef struct {
+typedef struct tc_config {
     int log_level;        /* TCOLL_LOG_LEVEL */
     int idle_poll_ms;     /* TCOLL_IDLE_POLL_MS */
     int spin;             /* TCOLL_SPIN */
