@@ -105,7 +105,7 @@ uint64_t tc__shm_direct_addr(const tc_shm_coll_t *c, int p, int out)
 
 /* A failed read from local rank p in step g: the reason in c->err. A
  * process that is gone is lost (unless an abort names another cause:
- * real_cause). A live one whose buffer cannot be read has
+ * tc__shm_abort_first). A live one whose buffer cannot be read has
  * left the collective: it failed (its wait saw an abort, or a lost rank)
  * and let its buffers go, so the real cause is elsewhere: wait for it (the
  * wait policy delivers the abort that rank sent, or names a lost rank),
@@ -117,9 +117,13 @@ static tc_status_t read_failed(tc_shm_coll_t *c, int p, uint64_t g, int err, con
     char why[sizeof(c->err)];
 
     if (err == ESRCH || tc__shm_peer_dead(c->seg, p)) {
-        snprintf(c->err, sizeof(c->err), "lost rank %d: its process exited in a direct "
-                 "shared-memory %s every rank agreed to run", rank, what);
-        return real_cause(c, TC_ERR_TRANSPORT);
+        /* it may have failed first (for a lost third rank) and exited:
+         * its abort, which can arrive a little after the exit, wins */
+        if (!tc__shm_abort_first(c)) {
+            snprintf(c->err, sizeof(c->err), "lost rank %d: its process exited in a direct "
+                     "shared-memory %s every rank agreed to run", rank, what);
+        }
+        return TC_ERR_TRANSPORT;
     }
     snprintf(why, sizeof(why), "reading the buffer of rank %d failed in a direct shared-memory "
              "%s: %s", rank, what, strerror(err));
