@@ -61,6 +61,7 @@ typedef struct {
     int shm_ok;
     char shm_method[8];
     uint64_t shm_bytes;
+    uint64_t shm_cell; /* data bytes of a point-to-point mailbox cell (0: none) */
     char shm_why[200];
 } rank_rec_t;
 
@@ -496,8 +497,9 @@ static void print_json(FILE *f, const info_t *in, int *scratch)
             }
             fprintf(f, "], \"shm\": ");
             if (in->recs[r].shm_ok == 1) {
-                fprintf(f, "{\"method\": \"%s\", \"bytes\": %llu}", in->recs[r].shm_method,
-                        (unsigned long long)in->recs[r].shm_bytes);
+                fprintf(f, "{\"method\": \"%s\", \"bytes\": %llu, \"p2p_cell_bytes\": %llu}",
+                        in->recs[r].shm_method, (unsigned long long)in->recs[r].shm_bytes,
+                        (unsigned long long)in->recs[r].shm_cell);
             } else {
                 fprintf(f, "null, \"shm_why\": ");
                 put_json(f, in->recs[r].shm_why);
@@ -602,6 +604,7 @@ static void shm_try(MPI_Comm local, rank_rec_t *rec)
     rec->shm_ok = 1;
     snprintf(rec->shm_method, sizeof(rec->shm_method), "%s", seg.method);
     rec->shm_bytes = seg.bytes;
+    rec->shm_cell = seg.cell_bytes > 0 ? seg.cell_bytes - TC_SHM_CELL_HDR : 0;
     tc__shm_seg_close(&seg);
 }
 
@@ -623,10 +626,12 @@ static void print_shm(FILE *f, const info_t *in)
         all_ok = all_ok && rec->shm_ok == 1;
         if (rec->shm_ok == 1) {
             fprintf(f, "  node %s: %s segment of %llu bytes (%d ranks x %d slots x %d KiB, "
-                       "small-message boxes for %d names, flags)\n", rec->host,
+                       "small-message boxes for %d names, point-to-point mailboxes of %d x "
+                       "%llu bytes per pair of ranks, flags)\n", rec->host,
                     rec->shm_method, (unsigned long long)rec->shm_bytes, rec->local_size,
                     cfg->shm_slots, cfg->shm_slot_kb,
-                    cfg->shm_fast_bytes > 0 ? cfg->shm_fast_names : 0);
+                    cfg->shm_fast_bytes > 0 ? cfg->shm_fast_names : 0,
+                    rec->shm_cell > 0 ? TC_SHM_P2P_CELLS : 0, (unsigned long long)rec->shm_cell);
         } else {
             fprintf(f, "  node %s: none (%s)%s\n", rec->host, rec->shm_why,
                     rec->shm_ok == 0 ? ": collectives run over MPI" : "");

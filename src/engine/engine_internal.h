@@ -34,7 +34,9 @@
 #include "coll/coll.h"
 #include "engine/neg.h"
 #include "engine/request.h"
+#include "transport/router.h"
 #include "transport/transport_mpi.h"
+#include "transport/transport_shm.h"
 #include "util/backoff.h"
 #include "util/config.h"
 #include "util/hmap.h"
@@ -106,6 +108,15 @@ typedef enum {
  * kinds, at the same point of the agreed order on every rank); the data
  * path below is the engine thread's alone.
  */
+/* A process set's data path inside a node (shm.c): the segment's
+ * point-to-point transport under a router with the set's MPI transport. */
+typedef struct {
+    int open;
+    tc_transport_t p2p, rt;
+    tc_transport_shm_t p2p_impl;
+    tc_router_t rt_impl;
+} eng_route_t;
+
 struct engine;
 typedef struct eng_pset {
     uint32_t id;
@@ -122,6 +133,7 @@ typedef struct eng_pset {
      * (its own communicator) on members only */
     tc_transport_t tp;
     tc_transport_mpi_t tp_mpi;
+    eng_route_t route; /* open: the set's collectives go through route.rt */
     struct engine *e;
 } eng_pset_t;
 
@@ -218,6 +230,7 @@ typedef struct engine {
         tc_hier_t hier;
         eng_pset_t leaders; /* the nodes' leaders and, on them, their transport
                              * (index -1 on the other ranks) */
+        eng_route_t route;  /* the global set's data path inside the node */
         char hier_err[256];
     } shm;
 
@@ -306,6 +319,13 @@ void tc__shm_setup(engine_t *e, int local_rank, int local_size);
 void tc__shm_teardown(engine_t *e);
 tc_shm_coll_t *tc__shm_for(engine_t *e, uint32_t pset);
 const tc_hier_t *tc__hier_for(engine_t *e, uint32_t pset);
+/* Opens r for the group of n ranks (global ranks `ranks`, NULL: 0..n-1) in
+ * which this rank is `me`, over mpi (open, its hooks set) and the segment's
+ * mailboxes, when the group has another rank on this node and the segment
+ * has mailboxes; else leaves r closed. Never fails: without it, MPI. */
+void tc__shm_route_open(engine_t *e, eng_route_t *r, tc_transport_t *mpi, const int *ranks,
+                        int n, int me, uint32_t id);
+void tc__shm_route_close(eng_route_t *r);
 
 /* fast.c: small allreduces inside a node without the engine thread (see the
  * file comment). start/stop/flip/poll: the engine thread (stop drains the

@@ -62,6 +62,7 @@ static eng_pset_t *pset_new(uint32_t id, const int *ranks, int n, int rank)
 static void pset_free(eng_pset_t *ps)
 {
     if (ps != NULL) {
+        tc__shm_route_close(&ps->route); /* local memory only: safe after a failure */
         free(ps->ranks);
         free(ps);
     }
@@ -135,7 +136,10 @@ tc_transport_t *tc__pset_transport(engine_t *e, uint32_t id)
 {
     eng_pset_t *ps = tc__pset_get(id);
 
-    return id == 0 || ps == NULL ? &e->mpi.tp : &ps->tp;
+    if (id == 0 || ps == NULL) {
+        return e->shm.route.open ? &e->shm.route.rt : &e->mpi.tp;
+    }
+    return ps->route.open ? &ps->route.rt : &ps->tp;
 }
 
 tc_status_t tc__pset_check(const char *fn, const char *name, uint32_t id, int has_root,
@@ -359,6 +363,7 @@ tc_status_t tc__pset_run_add(engine_t *e, tc_request_t *req, const tc_wire_respo
             return TC_ERR_TRANSPORT;
         }
         tc__fail_hook_set_transport(e, ps);
+        tc__shm_route_open(e, &ps->route, &ps->tp, ps->ranks, ps->n, ps->index, ps->id);
     }
     pthread_mutex_lock(&sh->mu);
     filed = pset_file(ps);
@@ -389,6 +394,7 @@ tc_status_t tc__pset_run_remove(engine_t *e, tc_request_t *req, const tc_wire_re
                  "does not have", req->root);
         return TC_ERR_TRANSPORT;
     }
+    tc__shm_route_close(&ps->route);
     tc__transport_close(&ps->tp); /* nothing on a non-member */
     pthread_mutex_lock(&sh->mu);
     sh->psets[ps->id] = NULL;

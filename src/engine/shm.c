@@ -133,6 +133,7 @@ void tc__shm_setup(engine_t *e, int local_rank, int local_size)
     if (!e->shm.single_node && cfg->shm != TC_SHM_OFF) {
         hier_setup(e, local_rank, local_size); /* collective over every rank */
     }
+    tc__shm_route_open(e, &e->shm.route, &e->mpi.tp, NULL, e->size, e->rank, 0);
     tc__fast_start(e); /* the small-message path, where it applies (fast.c) */
     if (st == TC_OK) {
         TC_INFO("shm", "%s segment of %zu bytes: %d local ranks x %d slots x %zu bytes; direct "
@@ -154,6 +155,7 @@ void tc__shm_teardown(engine_t *e)
     eng_pset_t *l = &e->shm.leaders;
 
     tc__fast_stop(e); /* no thread touches the segment after this */
+    tc__shm_route_close(&e->shm.route);
     if (!eng_broken()) {
         tc__transport_close(&l->tp); /* after a failure MPI is left as it is */
     }
@@ -163,6 +165,58 @@ void tc__shm_teardown(engine_t *e)
     tc__scratch_free(&e->shm.coll.bounce);
     free(e->shm.local_ranks);
     e->shm.local_ranks = NULL;
+}
+
+void tc__shm_route_open(engine_t *e, eng_route_t *r, tc_transport_t *mpi, const int *ranks,
+                        int n, int me, uint32_t id)
+{
+    const tc_shm_seg_t *seg = &e->shm.seg;
+    tc_transport_t *children[2] = {&r->p2p, mpi};
+    /* direct reads from two cells' worth up (measured: about where one copy
+     * through process_vm_readv beats two through the cells); shm and cma
+     * force either way, as for the collectives */
+    const int algo = e->cfg->allreduce_algo;
+    size_t direct = algo == TC_ALGO_SHM   ? SIZE_MAX
+                    : algo == TC_ALGO_CMA ? 0
+                                          : 2 * (seg->cell_bytes - TC_SHM_CELL_HDR);
+    int *local, p, l, others = 0;
+
+    memset(r, 0, sizeof(*r));
+    if (seg->base == NULL || seg->mbox_bytes == 0 || (local = malloc((size_t)n * sizeof(int))) == NULL) {
+        return;
+    }
+    for (p = 0; p < n; p++) { /* the local rank of each member, or -1 */
+        int g = ranks != NULL ? ranks[p] : p;
+        for (local[p] = -1, l = 0; l < seg->n; l++) {
+            local[p] = e->shm.local_ranks[l] == g ? l : local[p];
+        }
+        others += p != me && local[p] >= 0;
+    }
+    if (others > 0 &&
+        tc__transport_shm_open(&r->p2p, &r->p2p_impl, seg, me, n, local, id, direct,
+                               (uint32_t)e->cfg->spin, (uint32_t)e->cfg->backoff_max_us) == TC_OK) {
+        r->p2p.wait = mpi->wait; /* its messages name ranks as the set's do */
+        if (tc__router_open(&r->rt, &r->rt_impl, children, 2, NULL, (uint32_t)e->cfg->spin,
+                            (uint32_t)e->cfg->backoff_max_us) == TC_OK) {
+            r->rt.wait = mpi->wait; /* the set's hooks: aborts, probes, names */
+            r->open = 1;
+            TC_INFO("shm", "process set %u: point to point through shared memory with %d "
+                    "rank(s) of this node, MPI with %d other(s)", id, others, n - 1 - others);
+        } else {
+            TC_WARN("shm", "no shared-memory path for process set %u: %s", id, r->rt.err);
+            tc__transport_close(&r->p2p);
+        }
+    }
+    free(local);
+}
+
+void tc__shm_route_close(eng_route_t *r)
+{
+    if (r->open) {
+        tc__transport_close(&r->rt);
+        tc__transport_close(&r->p2p);
+        r->open = 0;
+    }
 }
 
 tc_shm_coll_t *tc__shm_for(engine_t *e, uint32_t pset)

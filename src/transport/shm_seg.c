@@ -50,13 +50,12 @@ static size_t round_up(size_t v, size_t to)
     return (v + to - 1) / to * to;
 }
 
-/* The layout for n ranks: offsets into seg, the size returned; 0 when it
- * does not fit in a size_t. */
-static size_t layout(int n, const tc_shm_params_t *p, tc_shm_seg_t *seg)
+size_t tc__shm_seg_layout(int n, const tc_shm_params_t *p, tc_shm_seg_t *seg)
 {
     size_t ctl_off = round_up(sizeof(seg_hdr_t), TC_SHM_LINE);
     size_t stage_off = round_up(ctl_off + (size_t)n * sizeof(tc_shm_ctl_t), 4096);
     size_t per_rank = (size_t)p->nslots * p->slot_bytes, verdict_off, box_off, box_bytes, boxes;
+    size_t mbox_off, cell, cell_bytes, mbox_bytes;
 
     if (per_rank / (size_t)p->nslots != p->slot_bytes ||
         per_rank > (SIZE_MAX / 2 - stage_off) / (size_t)n || p->fast_bytes > (1u << 30)) {
@@ -69,6 +68,18 @@ static size_t layout(int n, const tc_shm_params_t *p, tc_shm_seg_t *seg)
     if (p->fast_names > 0 && box_bytes > (SIZE_MAX / 2 - box_off) / boxes) {
         return 0;
     }
+    mbox_off = round_up(box_off + boxes * box_bytes, 4096);
+    /* cells are capped so that the mailboxes (n * n of them) take at most
+     * TC_SHM_P2P_MAX_BYTES, with at least TC_SHM_P2P_MIN_CELL of data each */
+    cell = TC_SHM_P2P_MAX_BYTES / ((size_t)n * (size_t)n * TC_SHM_P2P_CELLS);
+    cell = cell < TC_SHM_P2P_MIN_CELL ? TC_SHM_P2P_MIN_CELL : cell / 64 * 64;
+    cell = p->cell_bytes < cell ? p->cell_bytes : cell;
+    cell_bytes = p->cell_bytes > 0 ? round_up(TC_SHM_CELL_HDR + cell, TC_SHM_LINE) : 0;
+    mbox_bytes = cell_bytes > 0 ? sizeof(tc_shm_mbox_t) + TC_SHM_P2P_CELLS * cell_bytes : 0;
+    if (p->cell_bytes > (1u << 30) ||
+        (mbox_bytes > 0 && mbox_bytes > (SIZE_MAX / 2 - mbox_off) / ((size_t)n * (size_t)n))) {
+        return 0;
+    }
     seg->ctl_off = ctl_off;
     seg->stage_off = stage_off;
     seg->verdict_off = verdict_off;
@@ -76,7 +87,10 @@ static size_t layout(int n, const tc_shm_params_t *p, tc_shm_seg_t *seg)
     seg->box_bytes = box_bytes;
     seg->fast_names = p->fast_names;
     seg->fast_bytes = p->fast_bytes;
-    return box_off + boxes * box_bytes;
+    seg->cell_bytes = cell_bytes;
+    seg->mbox_off = mbox_off;
+    seg->mbox_bytes = mbox_bytes;
+    return mbox_off + (size_t)n * (size_t)n * mbox_bytes;
 }
 
 /* Local rank 0: an anonymous memory file of bytes, reserved; fd or -1. */
@@ -267,7 +281,7 @@ tc_status_t tc__shm_seg_open(MPI_Comm local, const tc_shm_params_t *p, tc_shm_se
     MPI_Comm_rank(local, &me);
     MPI_Comm_size(local, &n);
     memset(&lay, 0, sizeof(lay));
-    bytes = layout(n, p, &lay);
+    bytes = tc__shm_seg_layout(n, p, &lay);
     memset(&info, 0, sizeof(info));
     if (me == 0) {
         if (bytes == 0) {
@@ -345,6 +359,9 @@ err_unlink:
         memset(tc__shm_box(seg, r, me, 0), 0, seg->box_bytes);
         memset(tc__shm_box(seg, r, me, 1), 0, seg->box_bytes);
     }
+    for (r = 0; r < n && seg->mbox_bytes > 0; r++) { /* the mailboxes to this rank */
+        memset(tc__shm_mbox(seg, r, me), 0, seg->mbox_bytes);
+    }
     if (MPI_Barrier(local) != MPI_SUCCESS) {
         snprintf(why, len, "MPI_Barrier over the node's ranks failed");
         tc__shm_seg_close(seg);
@@ -365,7 +382,7 @@ tc_shm_params_t tc__shm_params(const tc_config_t *cfg)
 {
     tc_shm_params_t p = {cfg->shm, (size_t)cfg->shm_slot_kb * 1024, cfg->shm_slots,
                          cfg->shm_fast_bytes > 0 ? cfg->shm_fast_names : 0,
-                         (size_t)cfg->shm_fast_bytes};
+                         (size_t)cfg->shm_fast_bytes, (size_t)cfg->shm_p2p_cell_kb * 1024};
     return p;
 }
 

@@ -26,7 +26,9 @@
  * three flags, each on its own cache-line pair; n staging areas of
  * nslots x slot_bytes; then the small-message boxes (engine/fast.c): per
  * name id a verdict word, and per id, rank and parity a box holding one
- * contribution. Only the engine thread touches the segment. Making
+ * contribution; then the point-to-point mailboxes (transport_shm.c): per
+ * ordered pair of local ranks a ring of TC_SHM_P2P_CELLS cells. Only the
+ * engine thread touches the segment. Making
  * and unmapping it (over MPI) is declared in shm_setup.h.
  */
 #ifndef TC_TRANSPORT_SHM_SEG_H
@@ -81,7 +83,22 @@ typedef struct {
     int nslots;        /* TCOLL_SHM_SLOTS */
     int fast_names;    /* TCOLL_SHM_FAST_NAMES (0: no boxes) */
     size_t fast_bytes; /* TCOLL_SHM_FAST_BYTES */
+    size_t cell_bytes; /* TCOLL_SHM_P2P_CELL_KB (0: no mailboxes) */
 } tc_shm_params_t;
+
+#define TC_SHM_P2P_CELLS 4 /* cells in one mailbox */
+#define TC_SHM_CELL_HDR 64 /* a cell's header (transport_shm.c), before its data */
+/* TCOLL_SHM_P2P_CELL_KB is a most: on a node with many ranks the cells
+ * shrink so that all mailboxes fit in this (cells of at least the minimum) */
+#define TC_SHM_P2P_MAX_BYTES ((size_t)64 << 20)
+#define TC_SHM_P2P_MIN_CELL ((size_t)1024)
+
+/* The head of one mailbox (transport_shm.c): the sender counts the cells
+ * it has filled, the receiver those it has emptied. */
+typedef struct {
+    tc_shm_flag_t head;
+    tc_shm_flag_t tail;
+} tc_shm_mbox_t;
 
 typedef struct {
     char *base;         /* the mapping; NULL when there is no segment */
@@ -95,6 +112,8 @@ typedef struct {
     size_t fast_bytes;  /* input bytes a box holds */
     size_t box_bytes;   /* one box, header and data */
     size_t verdict_off, box_off;
+    size_t cell_bytes;  /* one mailbox cell, header and data; 0: no mailboxes */
+    size_t mbox_off, mbox_bytes;
     int pids_visible;   /* every peer's pid exists in this pid namespace */
     int cma;            /* every local rank can read the others' memory with
                          * process_vm_readv (checked at setup; a container's
@@ -135,6 +154,25 @@ static inline tc_shm_box_t *tc__shm_box(const tc_shm_seg_t *s, int k, int r, int
                             (((size_t)k * (size_t)s->n + (size_t)r) * 2 + (size_t)b) *
                                 s->box_bytes);
 }
+
+/* The mailbox from local rank `from` to local rank `to`: its counters,
+ * then TC_SHM_P2P_CELLS cells of cell_bytes. */
+static inline tc_shm_mbox_t *tc__shm_mbox(const tc_shm_seg_t *s, int from, int to)
+{
+    return (tc_shm_mbox_t *)(s->base + s->mbox_off +
+                             ((size_t)from * (size_t)s->n + (size_t)to) * s->mbox_bytes);
+}
+
+static inline char *tc__shm_cell(const tc_shm_seg_t *s, tc_shm_mbox_t *m, uint64_t k)
+{
+    return (char *)(m + 1) + (size_t)(k % TC_SHM_P2P_CELLS) * s->cell_bytes;
+}
+
+/* Fills the offsets and sizes of seg for n local ranks and parameters p and
+ * returns the segment's length (0: too large for a size_t). base, me and
+ * the rest are the caller's. No MPI: the unit tests lay out a segment of
+ * their own in memory with it. */
+size_t tc__shm_seg_layout(int n, const tc_shm_params_t *p, tc_shm_seg_t *seg);
 
 /* Reads bytes at address `from` in local rank r's process into to
  * (process_vm_readv, looping over partial reads). 0, or -1 with errno set

@@ -143,7 +143,8 @@ static const knob_t knobs[] = {
      "Staging slots per local rank: how many chunks may be in flight at once "
      "(the segment holds local ranks x slots x slot size).", NULL},
     {"TCOLL_ALLREDUCE_ALGO", KNOB_CHOICE, OFF(allreduce_algo), "auto", 0, 0, KNOB_AGREE,
-     "Allreduce algorithm: ring (over MPI point-to-point), shm (through the "
+     "Allreduce algorithm: ring (point to point: through the segment's "
+     "mailboxes to ranks of the same node, over MPI to the others), shm (through the "
      "node's shared-memory segment), cma (reading the other local ranks' "
      "buffers directly with process_vm_readv, where the system allows it, "
      "else shm), hier (across nodes: inside each node through shared memory, "
@@ -173,6 +174,17 @@ static const knob_t knobs[] = {
      "Names that can take that path (the first ones to run; the segment "
      "holds two boxes of TCOLL_SHM_FAST_BYTES per name and local rank: 4 MiB "
      "per local rank by default); later ones go through the engine.", NULL},
+    {"TCOLL_SHM_P2P_CELL_KB", KNOB_INT, OFF(shm_p2p_cell_kb), "16", 0, 16384, KNOB_AGREE,
+     "Size (KiB) of one cell of the segment's point-to-point mailboxes: "
+     "every ordered pair of local ranks has a mailbox of 4 cells, through "
+     "which the point-to-point algorithms (ring, pairwise, trees) send to a rank "
+     "of the same node instead of through MPI; messages of more than two "
+     "cells go as one direct read (process_vm_readv) where the system "
+     "allows it (TCOLL_ALLREDUCE_ALGO=shm: never; cma: always). The segment holds local ranks squared x 4 "
+     "cells; with many local ranks the cells shrink (to no less than 1 KiB) "
+     "so that the mailboxes take at most 64 MiB. 0: no mailboxes (those "
+     "algorithms use MPI inside a node too).",
+     NULL},
     {"TCOLL_RANKS_PER_NODE", KNOB_INT, OFF(ranks_per_node), "0", 0, 1048576, KNOB_AGREE,
      "Pretend nodes: the ranks of each real node are grouped into nodes of "
      "this many consecutive ranks (the last may hold fewer), and tcoll treats "

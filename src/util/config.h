@@ -36,6 +36,7 @@ typedef struct tc_config {
     int ranks_per_node;   /* TCOLL_RANKS_PER_NODE */
     int shm_fast_bytes;   /* TCOLL_SHM_FAST_BYTES */
     int shm_fast_names;   /* TCOLL_SHM_FAST_NAMES */
+    int shm_p2p_cell_kb;  /* TCOLL_SHM_P2P_CELL_KB */
     char timeline[1024];  /* TCOLL_TIMELINE */
     char proxy_cpus[256]; /* TCOLL_PROXY_CPUS */
 } tc_config_t;

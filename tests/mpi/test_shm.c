@@ -6,8 +6,9 @@
  *
  * The global process set runs allreduce through the node's segment (every
  * rank of a job under one mpiexec here is on this node), while a process
- * set of every rank in the same order runs the ring over MPI point-to-point
- * (process sets do not use shared memory yet). For every dtype and
+ * set of every rank in the same order runs the ring (point to point: the
+ * segment's mailboxes, or MPI with TCOLL_SHM_P2P_CELL_KB=0; process sets
+ * have no shared-memory collectives). For every dtype and
  * op, counts around the share and chunk boundaries and past the slot ring
  * (run with small slots: TCOLL_SHM_SLOT_KB=4, TCOLL_SHM_SLOTS=2), in place
  * and out of place, with and without scale factors: non-integer floats

@@ -3,12 +3,15 @@
  * inside a node (coll/shm_allgather.c, shm_bcast.c, shm_reducescatter.c,
  * shm_alltoall.c: through the segment's slots, or reading the other ranks'
  * buffers directly; TCOLL_ALLREDUCE_ALGO and TCOLL_SHM_DIRECT_KB pick, by
- * size with auto) against the MPI algorithms, bit for bit, on one node.
+ * size with auto) against the point-to-point ("MPI") algorithms, bit for
+ * bit, on one node.
  *
  * The global process set runs each kind inside the node (every rank of a
  * job under one mpiexec here is on this node), while a process set of
- * every rank in the same order runs the MPI algorithm (process sets do not
- * use shared memory). Every dtype; empty blocks on some ranks, one row,
+ * every rank in the same order runs the point-to-point algorithm (process
+ * sets have no shared-memory collectives; their transfers go through the
+ * segment's mailboxes, or MPI). With TCOLL_ALLREDUCE_ALGO=ring both sides
+ * run the point-to-point algorithms (CTest's test_p2p_kinds). Every dtype; empty blocks on some ranks, one row,
  * uneven rows, sizes around and past the slots (CTest runs it with 4 KiB
  * slots too), several MiB; broadcast from every root; alltoall with zero
  * splits; reducescatter with every op, non-integer floats (whose sum
