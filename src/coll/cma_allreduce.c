@@ -15,19 +15,20 @@
  *         block
  *   2     waits for every rank's arrived >= g
  *   3     reduces share r into its output, block by block: reduced = g
- *         its own input, then op= rank r+1's, ..., r-1's
- *         (read into a cache-sized bounce buffer), then
- *         divides (avg)
+ *         rank 0's input, then op= rank 1's, ..., n-1's
+ *         (the others' read into a cache-sized bounce
+ *         buffer), then divides (avg)
  *   4     waits for every rank's reduced >= g
  *   5     reads every other share p from rank p's output   done = g
  *         into its own
  *   6     waits for every rank's done >= g (its buffers
  *         may be reused as soon as it returns)
  *
- * That is the ring's order exactly: segment x starts with rank x's input,
- * then x+1, ... (ring_allreduce.c), so the bits match the ring's and the
- * slot algorithm's. In place, rank r overwrites only share r of its buffer
- * before step 4, and no other rank reads share r of its input; the other
+ * That is the documented order (docs/reproducibility.md: local ranks left
+ * to right), so the bits match every other allreduce's. In place, rank r
+ * (r > 0) first keeps its own input block aside (rank 0's lands on it), and
+ * overwrites only share r of its buffer before step 4, and no other rank
+ * reads share r of its input; the other
  * shares it overwrites in step 5, after every rank has reduced (and read
  * its input). Per byte a rank reads its own input and, across processes,
  * (n-1)/n of the others' inputs and of their results: no staging copy.
@@ -82,11 +83,11 @@ tc_status_t tc__cma_allreduce(tc_shm_coll_t *c, const void *src, void *buf, size
     const char *in = src != NULL ? src : buf;
     char *out = buf;
     tc_shm_ctl_t *mine = tc__shm_ctl(s, me);
-    unsigned char *bounce;
+    char *bounce, *saved;
     size_t off, len, at;
     uint64_t g;
     tc_status_t st;
-    int j, p;
+    int p;
 
     if (n == 1 || count == 0) {
         if (in != out && count > 0) {
@@ -94,10 +95,11 @@ tc_status_t tc__cma_allreduce(tc_shm_coll_t *c, const void *src, void *buf, size
         }
         return TC_OK;
     }
-    if (tc__scratch_reserve(&c->bounce, BOUNCE_BYTES) != TC_OK) {
+    if (tc__scratch_reserve(&c->bounce, 2 * BOUNCE_BYTES) != TC_OK) {
         return TC_ERR_NOMEM; /* before the step: the other ranks fail the same way or wait */
     }
     bounce = c->bounce.data;
+    saved = bounce + BOUNCE_BYTES;
     g = ++c->seq;
     mine->in_addr = (uint64_t)(uintptr_t)in;
     mine->out_addr = (uint64_t)(uintptr_t)out;
@@ -108,16 +110,28 @@ tc_status_t tc__cma_allreduce(tc_shm_coll_t *c, const void *src, void *buf, size
     tc__segment(count, n, me, &off, &len);
     for (at = off; at < off + len; at += block) {
         size_t k = off + len - at < block ? off + len - at : block;
-        if (in != out) {
-            memcpy(out + at * es, in + at * es, k * es);
+        const char *own = in + at * es;
+        if (in == out && me != 0) { /* in place: rank 0's input lands on this one's */
+            memcpy(saved, own, k * es);
+            own = saved;
         }
-        for (j = 1; j < n; j++) {
-            p = (me + j) % n;
-            if (tc__shm_peer_read(s, p, bounce, tc__shm_ctl(s, p)->in_addr + at * es,
-                                  k * es) != 0) {
-                return read_failed(c, p, g, errno);
+        for (p = 0; p < n; p++) {
+            const char *x = own;
+            if (p != me) {
+                /* rank 0's input straight into the output, the others' into the bounce */
+                if (tc__shm_peer_read(s, p, p == 0 ? out + at * es : bounce,
+                                      tc__shm_ctl(s, p)->in_addr + at * es, k * es) != 0) {
+                    return read_failed(c, p, g, errno);
+                }
+                x = bounce;
             }
-            tc__reduce(dtype, op, out + at * es, bounce, k);
+            if (p == 0) {
+                if (me == 0 && in != out) {
+                    memcpy(out + at * es, own, k * es);
+                }
+            } else {
+                tc__reduce(dtype, op, out + at * es, x, k);
+            }
         }
         if (op == TC_AVG) {
             tc__reduce_avg_finish(dtype, out + at * es, k, n);

@@ -14,6 +14,7 @@
 
 #include "tcoll.h"
 #include "transport/shm_seg.h"
+#include "util/status.h"
 #include "transport/transport.h"
 
 struct tc_wait_policy; /* transport/wait.h */
@@ -60,6 +61,35 @@ tc_status_t tc__ring_allreduce(tc_transport_t *t, const void *src, void *buf, si
 tc_status_t tc__ring_reducescatter(tc_transport_t *t, const void *src, void *out, size_t rows,
                                    size_t row_elems, tc_dtype_t dtype, tc_op_t op,
                                    size_t chunk_bytes, tc_scratch_t *scratch);
+
+/* Whether op on dtype can give different bits in different orders of the
+ * combinations (floating-point sums, averages and products): with
+ * TCOLL_DETERMINISTIC those run in the documented order below. Integer
+ * ops wrap, and min and max pick: exact in any order. */
+static inline int tc__order_matters(tc_dtype_t dtype, tc_op_t op)
+{
+    return tc__dtype_is_float((int)dtype) && (op == TC_SUM || op == TC_AVG || op == TC_PROD);
+}
+
+/* Allreduce and reduce-scatter in the documented order (ordered_rs.c,
+ * docs/reproducibility.md): every element combined node by node, each
+ * node's ranks left to right in rank order, then the nodes' results left to
+ * right in the order of their lowest rank, whatever the chunking, the block
+ * or the buffer the element is in. node[p] is the lowest rank of the group
+ * on group rank p's node (NULL: every rank on one node); every rank passes
+ * the same table. Arguments otherwise as tc__ring_allreduce's and
+ * tc__ring_reducescatter's, with the same traffic; scratch holds about
+ * n + 1 chunks (at most 64 MiB). */
+tc_status_t tc__ordered_allreduce(tc_transport_t *t, const void *src, void *buf, size_t count,
+                                  tc_dtype_t dtype, tc_op_t op, size_t chunk_bytes,
+                                  tc_scratch_t *scratch, const int *node);
+tc_status_t tc__ordered_reducescatter(tc_transport_t *t, const void *src, void *out, size_t rows,
+                                      size_t row_elems, tc_dtype_t dtype, tc_op_t op,
+                                      size_t chunk_bytes, tc_scratch_t *scratch, const int *node);
+
+/* Ring allgather of the segments tc__segment cuts count elements of es bytes
+ * into: rank r holds segment r of buf; every rank ends with all of them. */
+tc_status_t tc__ring_allgather_segments(tc_transport_t *t, void *buf, size_t count, size_t es);
 
 /* Ring allgather with variable block sizes: block i (bytes[i] bytes) starts at
  * displs[i] of out; this rank's block must already be in place. */
@@ -132,6 +162,8 @@ typedef struct {
                                * only; NULL elsewhere */
     int world_size;           /* the ranks of the job (avg divides by it) */
     size_t chunk_bytes;       /* the leaders' ring chunk */
+    int ordered;              /* TCOLL_DETERMINISTIC: the leaders combine the node
+                               * results in node order (tc__ordered_allreduce) */
     tc_scratch_t *scratch;    /* the leaders' ring scratch */
     char *err;                /* [errlen]: the reason for a TC_ERR_TRANSPORT */
     size_t errlen;

@@ -34,12 +34,11 @@
  * reads (and step 4's) with step 2's overwrite of the slot nslots chunks
  * later.
  *
- * Reduction order: an element in the ring's segment x (tc__segment(count,
- * n, x), the segments of ring_allreduce.c) is combined as the ring combines
- * it: ((in_x op in_x+1) op in_x+2) ... op in_x+n-1, ranks mod n. With the
- * kernels' commutative ops (reduce.h) this gives the ring's bits exactly,
- * so the two algorithms agree bit for bit, and every rank gets the same
- * bits (each element is reduced once, by one rank, then copied).
+ * Reduction order: the documented one (docs/reproducibility.md): every
+ * element is ((in_0 op in_1) op in_2) ... op in_n-1, local ranks left to
+ * right, whatever chunk or share it falls in, so this gives the bits of
+ * every other allreduce of tcoll, and every rank gets the same bits (each
+ * element is reduced once, by one rank, then copied).
  *
  * Waiting uses the data transport's policy (transport/wait.h): back-off,
  * the engine's abort check, the lost-peer timeout and probe; a local peer
@@ -67,36 +66,26 @@ static const char *input_of(const tc_shm_seg_t *s, int slot, int p, const char *
 }
 
 /* Reduces elements [a, b) of the buffer (chunk starting at element cs, in
- * slot `slot`) into the same place of this rank's slot, in the ring's order
- * (file comment), block by block, then divides for avg. */
-static void reduce_share(const tc_shm_seg_t *s, int slot, const char *in, size_t count,
-                         size_t cs, size_t a, size_t b, tc_dtype_t dtype, tc_op_t op)
+ * slot `slot`) into the same place of this rank's slot, in the documented
+ * order (file comment), block by block, then divides for avg. */
+static void reduce_share(const tc_shm_seg_t *s, int slot, const char *in, size_t cs, size_t a,
+                         size_t b, tc_dtype_t dtype, tc_op_t op)
 {
     const size_t es = tc_dtype_size(dtype), block = BLOCK_BYTES / es > 0 ? BLOCK_BYTES / es : 1;
     const int n = s->n;
     char *mine = tc__shm_slot(s, s->me, slot);
+    size_t at;
+    int p;
 
-    while (a < b) {
-        const size_t base = count / (size_t)n, rem = count % (size_t)n;
-        const size_t big = rem * (base + 1); /* the longer segments come first */
-        size_t off, len, end, at;
-        int x, j;
-        /* the ring segment x holding element a (tc__segment's arithmetic) */
-        x = (int)(a < big ? a / (base + 1) : rem + (a - big) / base);
-        tc__segment(count, n, x, &off, &len);
-        end = off + len < b ? off + len : b;
-        for (at = a - cs; at < end - cs; at += block) {
-            size_t k = end - cs - at < block ? end - cs - at : block;
-            memcpy(mine + at * es, input_of(s, slot, x, in, cs, at, es), k * es);
-            for (j = 1; j < n; j++) {
-                tc__reduce(dtype, op, mine + at * es,
-                           input_of(s, slot, (x + j) % n, in, cs, at, es), k);
-            }
-            if (op == TC_AVG) {
-                tc__reduce_avg_finish(dtype, mine + at * es, k, n);
-            }
+    for (at = a - cs; at < b - cs; at += block) {
+        size_t k = b - cs - at < block ? b - cs - at : block;
+        memcpy(mine + at * es, input_of(s, slot, 0, in, cs, at, es), k * es);
+        for (p = 1; p < n; p++) {
+            tc__reduce(dtype, op, mine + at * es, input_of(s, slot, p, in, cs, at, es), k);
         }
-        a = end;
+        if (op == TC_AVG) {
+            tc__reduce_avg_finish(dtype, mine + at * es, k, n);
+        }
     }
 }
 
@@ -138,7 +127,7 @@ tc_status_t tc__shm_allreduce(tc_shm_coll_t *c, const void *src, void *buf, size
             return st;
         }
         tc__segment(len, n, me, &soff, &slen);
-        reduce_share(s, slot, in, count, cs, cs + soff, cs + soff + slen, dtype, op);
+        reduce_share(s, slot, in, cs, cs + soff, cs + soff + slen, dtype, op);
         tc__shm_publish(s, TC_SHM_REDUCED, g);
         if ((st = tc__shm_wait_all(c, TC_SHM_REDUCED, g)) != TC_OK) {
             return st;

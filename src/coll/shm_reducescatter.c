@@ -4,11 +4,12 @@
  * as tc__row_block cuts the rows, reduced over every rank's src, into out
  * on local rank j) and its bits, two ways.
  *
- * Reduction order, the ring's (ring_reducescatter.c): block j is
- * ((x[j+1] op x[j+2]) op ...) op x[j], ranks mod n, the running partial
- * always tc__reduce's dst and the next input its src; TC_AVG divides the
- * sum once by n at the end (tc__reduce_avg_finish). Here rank j makes its
- * own block in exactly that order, so the bits are the ring's.
+ * Reduction order, the documented one (docs/reproducibility.md): every
+ * element of block j is ((x[0] op x[1]) op ...) op x[n-1], local ranks left
+ * to right, the running partial always tc__reduce's dst and the next input
+ * its src; TC_AVG divides the sum once by n at the end
+ * (tc__reduce_avg_finish). Rank j makes its own block in exactly that
+ * order, so the bits are those of every other reduce-scatter of tcoll.
  *
  * Direct (tc__cma_reducescatter: where process_vm_readv works between the
  * local ranks, tc_shm_seg_t.cma), one step g for the whole collective:
@@ -18,11 +19,11 @@
  *         control block
  *   2     waits for every rank's arrived >= g
  *   3     makes block r in out, 64 KiB at a time (the      done = g
- *         result piece stays in cache): reads rank r+1's
- *         piece straight into out, then for p = r+2, ...,
- *         r-1 reads rank p's into a bounce buffer and
- *         reduces it in, then reduces its own input's
- *         piece in, then divides (avg)
+ *         result piece stays in cache): rank 0's piece
+ *         (read straight into out), then for p = 1, ...,
+ *         n-1 reduces rank p's in (read into a bounce
+ *         buffer; its own from its input), then divides
+ *         (avg)
  *   4     waits for every rank's done >= g (its input may
  *         change as soon as it returns)
  *
@@ -41,8 +42,9 @@
  *         input into part j of its slot
  *   3     waits for every rank's arrived >= g
  *   4     makes piece k of block r in out: part r of rank  done = g
- *         r+1's slot, op= part r of r+2's, ..., of r-1's,
- *         op= its own input's piece, then divides (avg)
+ *         0's slot, op= part r of rank 1's, ..., of n-1's
+ *         (its own piece from its input), then divides
+ *         (avg)
  *
  * Part r of rank r's slot holds nothing (rank r reads its own input from
  * its buffer). Every rank computes the same P and step count.
@@ -80,7 +82,7 @@ tc_status_t tc__cma_reducescatter(tc_shm_coll_t *c, const void *src, void *out, 
     size_t off, len, most, at, k;
     tc_status_t st;
     uint64_t g;
-    int j, p;
+    int p;
 
     if (n == 1) {
         copy_all(src, out, rows, row_elems, es);
@@ -100,19 +102,23 @@ tc_status_t tc__cma_reducescatter(tc_shm_coll_t *c, const void *src, void *out, 
     tc__row_block(rows, row_elems, n, me, &off, &len);
     for (at = 0; at < len; at += block) {
         k = len - at < block ? len - at : block;
-        for (j = 1; j < n; j++) {
-            p = (me + j) % n;
-            st = tc__shm_direct_read(c, p, g, j == 1 ? dst + at * es : bounce,
-                                     tc__shm_direct_addr(c, p, 0) + (off + at) * es, k * es,
-                                     "reducescatter");
-            if (st != TC_OK) {
-                return st;
+        for (p = 0; p < n; p++) { /* rank 0's piece straight into out, the others' via bounce */
+            const char *x = in + (off + at) * es;
+            if (p != me) {
+                st = tc__shm_direct_read(c, p, g, p == 0 ? dst + at * es : bounce,
+                                         tc__shm_direct_addr(c, p, 0) + (off + at) * es, k * es,
+                                         "reducescatter");
+                if (st != TC_OK) {
+                    return st;
+                }
+                x = bounce;
             }
-            if (j > 1) {
-                tc__reduce(dtype, op, dst + at * es, bounce, k);
+            if (p == 0 && me == 0) {
+                memcpy(dst + at * es, x, k * es);
+            } else if (p > 0) {
+                tc__reduce(dtype, op, dst + at * es, x, k);
             }
         }
-        tc__reduce(dtype, op, dst + at * es, in + (off + at) * es, k);
         if (op == TC_AVG) {
             tc__reduce_avg_finish(dtype, dst + at * es, k, n);
         }
@@ -158,12 +164,15 @@ tc_status_t tc__shm_reducescatter(tc_shm_coll_t *c, const void *src, void *out, 
             char *piece = dst + at * es;
             const size_t mine_at = (size_t)me * part * es;
             k = my_len - at < part ? my_len - at : part;
-            memcpy(piece, tc__shm_slot_of(c, (me + 1) % n, g) + mine_at, k * es);
-            for (j = 2; j < n; j++) {
-                p = (me + j) % n;
-                tc__reduce(dtype, op, piece, tc__shm_slot_of(c, p, g) + mine_at, k);
+            for (p = 0; p < n; p++) { /* ranks left to right: this rank's from its input */
+                const char *x = p == me ? in + (my_off + at) * es
+                                        : tc__shm_slot_of(c, p, g) + mine_at;
+                if (p == 0) {
+                    memcpy(piece, x, k * es);
+                } else {
+                    tc__reduce(dtype, op, piece, x, k);
+                }
             }
-            tc__reduce(dtype, op, piece, in + (my_off + at) * es, k);
             if (op == TC_AVG) {
                 tc__reduce_avg_finish(dtype, piece, k, n);
             }

@@ -134,6 +134,8 @@ typedef struct eng_pset {
     tc_transport_t tp;
     tc_transport_mpi_t tp_mpi;
     eng_route_t route; /* open: the set's collectives go through route.rt */
+    int *node;         /* [n] on members: the set's node table (coll.h, the
+                        * documented order); NULL elsewhere */
     struct engine *e;
 } eng_pset_t;
 
@@ -231,6 +233,8 @@ typedef struct engine {
         eng_pset_t leaders; /* the nodes' leaders and, on them, their transport
                              * (index -1 on the other ranks) */
         eng_route_t route;  /* the global set's data path inside the node */
+        int *node_of;       /* [size]: the lowest rank on each rank's node (the
+                             * global set's node table, coll.h) */
         char hier_err[256];
     } shm;
 
@@ -362,6 +366,8 @@ eng_pset_t *tc__pset_get(uint32_t id);
 tc_status_t tc__pset_init_global(int size, int rank);
 void tc__pset_free_all(engine_t *e, int comms_usable);
 tc_transport_t *tc__pset_transport(engine_t *e, uint32_t id);
+/* The node table of set id's members (coll.h; NULL: one node's order). */
+const int *tc__pset_node_table(engine_t *e, uint32_t id);
 /* A submission to set id (mu held): the set exists and this rank is in it,
  * and with has_root (TC_PARAM_ROOT kinds), root is a member; *size_p is the
  * set's size, *root_index_p root's place in it. TC_ERR_ARG with the error

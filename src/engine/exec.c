@@ -27,7 +27,7 @@
 static tc_kind_ctx_t kind_ctx(engine_t *e, const tc_request_t *req)
 {
     tc_kind_ctx_t x = {tc__pset_transport(e, req->pset), (size_t)e->cfg->ring_chunk_kb * 1024,
-                       &e->exec.scratch, e, NULL, NULL, NULL};
+                       &e->exec.scratch, e, NULL, NULL, 0, NULL, NULL};
 
     if (tc__kind_of(req)->algo_hier != NULL) {
         x.hier = tc__hier_for(e, req->pset);
@@ -35,6 +35,8 @@ static tc_kind_ctx_t kind_ctx(engine_t *e, const tc_request_t *req)
     if (x.hier == NULL && tc__kind_of(req)->algo_shm != NULL) {
         x.shm = tc__shm_for(e, req->pset);
     }
+    x.ordered = e->cfg->deterministic;
+    x.node = tc__pset_node_table(e, req->pset);
     x.err = x.hier != NULL ? x.hier->err : x.shm != NULL ? x.shm->err : x.tp->err;
     return x;
 }
@@ -52,6 +54,10 @@ static const char *algo_label(engine_t *e, const tc_kind_desc_t *kd, const tc_re
     }
     if (kd->algo_hier != NULL && tc__hier_for(e, req->pset) != NULL) {
         return packed ? kd->algo_hier_packed : kd->algo_hier;
+    }
+    if (shm == NULL && kd->kind == TC_KIND_ALLREDUCE && e->cfg->deterministic &&
+        tc__order_matters(req->dtype, req->op)) {
+        return packed ? "ordered, fused" : "ordered";
     }
     if (shm == NULL) {
         return packed ? kd->algo_packed : kd->algo;

@@ -88,6 +88,10 @@ static tc_status_t allreduce_any(const tc_kind_ctx_t *x, const void *src, void *
         }
         return tc__shm_allreduce(x->shm, src, buf, count, dtype, op);
     }
+    if (x->ordered && tc__order_matters(dtype, op)) {
+        return tc__ordered_allreduce(x->tp, src, buf, count, dtype, op, x->chunk_bytes,
+                                     x->scratch, x->node);
+    }
     return tc__ring_allreduce(x->tp, src, buf, count, dtype, op, x->chunk_bytes, x->scratch);
 }
 
@@ -363,7 +367,11 @@ static tc_status_t reducescatter_run(const tc_kind_ctx_t *x, tc_request_t *req,
         tc__scale(req->dtype, scaled, req->send, req->count, req->prescale);
         src = scaled;
     }
-    if (shm == NULL) {
+    if (shm == NULL && x->ordered && tc__order_matters(req->dtype, req->op)) {
+        req->algo = "ordered reduce-scatter";
+        st = tc__ordered_reducescatter(x->tp, src, req->owned_output, rows, row, req->dtype,
+                                       req->op, x->chunk_bytes, x->scratch, x->node);
+    } else if (shm == NULL) {
         st = tc__ring_reducescatter(x->tp, src, req->owned_output, rows, row, req->dtype,
                                     req->op, x->chunk_bytes, x->scratch);
     } else if (shm_direct(shm, req, req->count * es)) {

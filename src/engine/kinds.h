@@ -125,6 +125,9 @@ typedef struct {
                             * process set may use them (engine/shm.c); else NULL */
     const tc_hier_t *hier; /* the hierarchical allreduce, where it runs (engine/shm.c);
                             * else NULL */
+    int ordered;           /* TCOLL_DETERMINISTIC: order-sensitive reductions over tp
+                            * run in the documented order (coll/ordered_rs.c) */
+    const int *node;       /* the set's node table for it (NULL: one node) */
     const char *err;       /* the reason text of a failed run: tp->err, or shm->err */
 } tc_kind_ctx_t;
 

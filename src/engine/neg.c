@@ -176,8 +176,9 @@ int neg_is_eager(const tc_neg_t *n, const tc_wire_request_t *w, size_t *bytes_p)
     size_t count = 1;
     int d;
 
-    if (n->p.eager_bytes == 0 || kd == NULL || kd->eager_combine == NULL) {
-        return 0;
+    if (n->p.eager_bytes == 0 || kd == NULL || kd->eager_combine == NULL ||
+        (n->p.deterministic && tc__order_matters((tc_dtype_t)w->dtype, (tc_op_t)w->op))) {
+        return 0; /* the tree's order of combining is not the documented one */
     }
     for (d = 0; d < w->ndim; d++) {
         if (w->shape[d] <= 0 || (uint64_t)w->shape[d] > n->p.eager_bytes) {

@@ -63,6 +63,7 @@ static void pset_free(eng_pset_t *ps)
 {
     if (ps != NULL) {
         tc__shm_route_close(&ps->route); /* local memory only: safe after a failure */
+        free(ps->node);
         free(ps->ranks);
         free(ps);
     }
@@ -130,6 +131,13 @@ void tc__pset_free_all(engine_t *e, int comms_usable)
         pset_free(v[i]);
     }
     free(v);
+}
+
+const int *tc__pset_node_table(engine_t *e, uint32_t id)
+{
+    eng_pset_t *ps = tc__pset_get(id);
+
+    return id == 0 || ps == NULL ? e->shm.node_of : ps->node;
 }
 
 tc_transport_t *tc__pset_transport(engine_t *e, uint32_t id)
@@ -333,6 +341,25 @@ tc_status_t tc_process_set_ranks(int id, int *ranks, int cap, int *count_p)
 
 /* ---- running the set operations (engine thread) ----------------------------- */
 
+/* The set's node table (coll.h): for each member, the lowest member on its
+ * node, computed alike by every member from the job's agreed table. NULL
+ * when the job has none (every rank then uses one node's order) or memory
+ * is short (the caller fails the set: a rank must not use another order). */
+static int *set_node_table(engine_t *e, const eng_pset_t *ps)
+{
+    int *node, i, j;
+
+    if (e->shm.node_of == NULL || (node = malloc((size_t)ps->n * sizeof(int))) == NULL) {
+        return NULL;
+    }
+    for (i = 0; i < ps->n; i++) {
+        for (j = 0; e->shm.node_of[ps->ranks[j]] != e->shm.node_of[ps->ranks[i]]; j++) {
+        }
+        node[i] = j;
+    }
+    return node;
+}
+
 /* Every rank files the set rank 0 numbered (the response's value); its
  * members open its data transport, among themselves only. */
 tc_status_t tc__pset_run_add(engine_t *e, tc_request_t *req, const tc_wire_response_t *r,
@@ -364,6 +391,13 @@ tc_status_t tc__pset_run_add(engine_t *e, tc_request_t *req, const tc_wire_respo
         }
         tc__fail_hook_set_transport(e, ps);
         tc__shm_route_open(e, &ps->route, &ps->tp, ps->ranks, ps->n, ps->index, ps->id);
+        ps->node = set_node_table(e, ps);
+        if (ps->node == NULL && e->shm.node_of != NULL) {
+            snprintf(msg, len, "out of memory creating process set %d", r->value);
+            tc__transport_close(&ps->tp);
+            pset_free(ps);
+            return TC_ERR_NOMEM;
+        }
     }
     pthread_mutex_lock(&sh->mu);
     filed = pset_file(ps);

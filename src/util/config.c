@@ -185,6 +185,17 @@ static const knob_t knobs[] = {
      "so that the mailboxes take at most 64 MiB. 0: no mailboxes (those "
      "algorithms use MPI inside a node too).",
      NULL},
+    {"TCOLL_DETERMINISTIC", KNOB_INT, OFF(deterministic), "1", 0, 1, KNOB_AGREE,
+     "1: every floating-point allreduce and reducescatter sum, average or "
+     "product combines the ranks' inputs in one documented order (each "
+     "node's ranks left to right, then the nodes in the order of their "
+     "lowest rank), so the same inputs give the same bits in every run of "
+     "the same layout, whatever the fusion, timing, chunking, algorithm or "
+     "path (docs/reproducibility.md); such small allreduces then do not ride "
+     "in the negotiation messages. 0: the ring and the eager path combine in "
+     "their own orders (the same bits on every rank, but not across those "
+     "choices). Integers, min and max are exact in any order either way.",
+     NULL},
     {"TCOLL_RANKS_PER_NODE", KNOB_INT, OFF(ranks_per_node), "0", 0, 1048576, KNOB_AGREE,
      "Pretend nodes: the ranks of each real node are grouped into nodes of "
      "this many consecutive ranks (the last may hold fewer), and tcoll treats "

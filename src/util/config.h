@@ -34,6 +34,7 @@ typedef struct tc_config {
     int allreduce_algo;   /* TCOLL_ALLREDUCE_ALGO: tc_algo_choice_t */
     int shm_direct_kb;    /* TCOLL_SHM_DIRECT_KB */
     int ranks_per_node;   /* TCOLL_RANKS_PER_NODE */
+    int deterministic;    /* TCOLL_DETERMINISTIC */
     int shm_fast_bytes;   /* TCOLL_SHM_FAST_BYTES */
     int shm_fast_names;   /* TCOLL_SHM_FAST_NAMES */
     int shm_p2p_cell_kb;  /* TCOLL_SHM_P2P_CELL_KB */

@@ -137,18 +137,20 @@ static const char *const kind_upper[] = {"ALLREDUCE", "ALLGATHER", "BROADCAST"};
 #define ALGO_RING "ring"
 #define ALGO_FUSED "ring, fused"
 
-/* An allreduce run alone: the ring, or inside a node through the segment
+/* An allreduce run alone: the ring (or, for float sums with
+ * TCOLL_DETERMINISTIC, the ordered reduce-scatter), or inside a node through the segment
  * (shm), reading the other ranks' buffers (cma), or across nodes (hier);
  * or one of those fused. */
 static int algo_single(const char *a)
 {
-    return strcmp(a, ALGO_RING) == 0 || strcmp(a, "shm") == 0 || strcmp(a, "cma") == 0 ||
-           strcmp(a, "hier") == 0;
+    return strcmp(a, ALGO_RING) == 0 || strcmp(a, "ordered") == 0 || strcmp(a, "shm") == 0 ||
+           strcmp(a, "cma") == 0 || strcmp(a, "hier") == 0;
 }
 
 static int algo_fused(const char *a)
 {
-    return strcmp(a, ALGO_FUSED) == 0 || strcmp(a, "shm, fused") == 0 ||
+    return strcmp(a, ALGO_FUSED) == 0 || strcmp(a, "ordered, fused") == 0 ||
+           strcmp(a, "shm, fused") == 0 ||
            strcmp(a, "cma, fused") == 0 || strcmp(a, "hier, fused") == 0;
 }
 

@@ -70,7 +70,7 @@ static void test_table(void)
                                         "TCOLL_SHM_SLOT_KB", "TCOLL_SHM_SLOTS",
                                         "TCOLL_ALLREDUCE_ALGO", "TCOLL_SHM_DIRECT_KB",
                                         "TCOLL_SHM_FAST_BYTES", "TCOLL_SHM_FAST_NAMES",
-                                        "TCOLL_SHM_P2P_CELL_KB",
+                                        "TCOLL_SHM_P2P_CELL_KB", "TCOLL_DETERMINISTIC",
                                         "TCOLL_RANKS_PER_NODE"};
     tc_config_t cfg;
     int vals[M];
