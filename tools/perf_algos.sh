@@ -27,6 +27,9 @@
 #                    with TCOLL_ALLREDUCE_ALGO=ALGO, and for ALGO@K also
 #                    TCOLL_RANKS_PER_NODE=K (pretend nodes of K ranks, so the
 #                    path across nodes runs over MPI on one machine).
+#                    A column ending in -nd runs with TCOLL_DETERMINISTIC=0
+#                    (the others with 1): e.g. ring,ring-nd for the cost of
+#                    the documented reduction order.
 #                    Default auto,ring,shm,cma
 #   --nodes K        adds auto@K (the hierarchical allreduce) and ring@K
 #   --workload FILE  the workload mode's tensors (default tcoll-perf's:
@@ -50,7 +53,7 @@
 # MPIEXEC, MPIEXEC_FLAGS (default --oversubscribe with Open MPI's launcher,
 # none with others), PYTHON (default /usr/bin/python3, else python3 on PATH).
 # Other TCOLL_* settings (e.g. TCOLL_SHM_DIRECT_KB) apply to every run; each
-# run sets TCOLL_ALLREDUCE_ALGO, TCOLL_RANKS_PER_NODE (unset without @K) and
+# run sets TCOLL_ALLREDUCE_ALGO, TCOLL_DETERMINISTIC, TCOLL_RANKS_PER_NODE (unset without @K) and
 # TCOLL_LOG_LEVEL=info (rank 0's log then names the algorithm that ran: cma
 # runs as shm where process_vm_readv is refused, shm and cma as ring across
 # pretend nodes); with Open MPI they are exported to the ranks with -x. As
@@ -125,8 +128,8 @@ IFS=, read -r -a columns <<<"$algos"
 [ ${#columns[@]} -gt 0 ] || die_usage "--algos names no algorithm"
 for c in "${columns[@]}"; do
     case ",$algos," in *",$c,"*",$c,"*) die_usage "--algos names $c twice" ;; esac
-    [[ $c =~ ^(auto|ring|shm|cma|hier)(@[1-9][0-9]*)?$ ]] ||
-        die_usage "--algos: '$c' is not ALGO or ALGO@K (ALGO: auto, ring, shm, cma, hier)"
+    [[ $c =~ ^(auto|ring|shm|cma|hier)(@[1-9][0-9]*)?(-nd)?$ ]] ||
+        die_usage "--algos: '$c' is not ALGO, ALGO@K or either with -nd (ALGO: auto, ring, shm, cma, hier)"
 done
 if [ -n "$plot" ] && [ ! -d "$(dirname "$plot")" ]; then
     die_usage "--plot $plot: no folder $(dirname "$plot")"
@@ -163,11 +166,13 @@ manifest=$dir/manifest.tsv
 # stdout and stderr in $dir, a line in the manifest; on failure its output
 # and exit 1.
 run_perf() {
-    local col=$1 run=$2 kind=$3 algo=${1%@*} rpn='' base
+    local col=$1 run=$2 kind=$3 spec=${1%-nd} algo rpn='' base det=1
+    algo=${spec%@*}
+    [ "$spec" != "$col" ] && det=0
     shift 3
-    [ "$col" != "$algo" ] && rpn=${col#*@}
+    [ "$spec" != "$algo" ] && rpn=${spec#*@}
     base=$dir/${col/@/-at-}.$kind.$run
-    local vars=(TCOLL_ALLREDUCE_ALGO="$algo" TCOLL_LOG_LEVEL=info) xs=()
+    local vars=(TCOLL_ALLREDUCE_ALGO="$algo" TCOLL_DETERMINISTIC=$det TCOLL_LOG_LEVEL=info) xs=()
     [ -n "$rpn" ] && vars+=(TCOLL_RANKS_PER_NODE="$rpn")
     if [ "$is_ompi" = 1 ]; then
         local v

@@ -65,19 +65,15 @@ static size_t chunk_len(size_t len, size_t k, size_t chunk)
     return k * chunk >= len ? 0 : len - k * chunk < chunk ? len - k * chunk : chunk;
 }
 
-/* Combines m elements of the n inputs x[] into dst in the order (file
- * comment); tmp holds m elements. dst may be x[p] only for the first rank
- * of the order (the caller moves this rank's input out of the way
- * otherwise). */
-static void combine(tc_dtype_t dtype, tc_op_t op, const int *node, int n, char *const *x,
-                    char *dst, char *tmp, size_t m)
+void tc__combine_ordered(tc_dtype_t dtype, tc_op_t op, const int *node, int n,
+                         const char *const *x, char *dst, char *tmp, size_t m)
 {
     const size_t bytes = m * tc_dtype_size(dtype);
     int p, q;
 
     for (p = 0; p < n; p++) {
         char *acc;
-        if (node[p] != p) {
+        if (node != NULL ? node[p] != p : p != 0) {
             continue; /* not the first rank of its node: combined with it below */
         }
         acc = p == 0 ? dst : tmp; /* rank 0 leads the first node */
@@ -85,7 +81,7 @@ static void combine(tc_dtype_t dtype, tc_op_t op, const int *node, int n, char *
             memcpy(acc, x[p], bytes);
         }
         for (q = p + 1; q < n; q++) {
-            if (node[q] == p) {
+            if (node != NULL ? node[q] == p : 1) {
                 tc__reduce(dtype, op, acc, x[q], m);
             }
         }
@@ -99,14 +95,13 @@ static void combine(tc_dtype_t dtype, tc_op_t op, const int *node, int n, char *
  * (TC_AVG divided). */
 static tc_status_t ordered_rs(tc_transport_t *t, const char *in, char *out, block_fn_t blocks,
                               const void *arg, tc_dtype_t dtype, tc_op_t op, size_t chunk_bytes,
-                              tc_scratch_t *scratch, const int *node_in)
+                              tc_scratch_t *scratch, const int *node)
 {
     const int n = t->size, r = t->rank;
     const size_t es = tc_dtype_size(dtype);
     const tc_op_t sum_op = op == TC_AVG ? TC_SUM : op;
     size_t off, len, myoff, mylen, max_len = 0, chunk, nrounds, k, slots_bytes;
     char **x, *slots, *tmp;
-    const int *node = node_in;
     tc_status_t st;
     int p, j;
 
@@ -125,22 +120,14 @@ static tc_status_t ordered_rs(tc_transport_t *t, const char *in, char *out, bloc
     chunk = chunk < max_len ? chunk : max_len;
     nrounds = (max_len + chunk - 1) / chunk;
     /* scratch: n slots and a partial of one chunk each, then the inputs'
-     * pointers and (one node) the node table */
+     * pointers */
     slots_bytes = ((size_t)(n + 1) * chunk * es + 63) / 64 * 64;
-    if ((st = tc__scratch_reserve(scratch, slots_bytes + (size_t)n * (sizeof(char *) + sizeof(int)))) !=
-        TC_OK) {
+    if ((st = tc__scratch_reserve(scratch, slots_bytes + (size_t)n * sizeof(char *))) != TC_OK) {
         return st;
     }
     slots = scratch->data;
     tmp = slots + (size_t)n * chunk * es;
     x = (char **)(void *)(slots + slots_bytes);
-    if (node == NULL) { /* one node */
-        int *flat = (int *)(void *)(x + n);
-        for (p = 0; p < n; p++) {
-            flat[p] = 0;
-        }
-        node = flat;
-    }
 
     for (k = 0; k < nrounds; k++) {
         const size_t m = chunk_len(mylen, k, chunk);
@@ -165,7 +152,7 @@ static tc_status_t ordered_rs(tc_transport_t *t, const char *in, char *out, bloc
         if (x[r] == dst && r != 0) { /* in place: keep this rank's input until its turn */
             memcpy(x[r] = slots + (size_t)r * chunk * es, dst, m * es);
         }
-        combine(dtype, sum_op, node, n, x, dst, tmp, m);
+        tc__combine_ordered(dtype, sum_op, node, n, (const char *const *)x, dst, tmp, m);
         if (op == TC_AVG) {
             tc__reduce_avg_finish(dtype, dst, m, n);
         }

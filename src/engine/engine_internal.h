@@ -201,6 +201,9 @@ typedef struct engine {
         MPI_Comm ctrl, local;
         tc_transport_t tp;         /* the global set's data path, over a */
         tc_transport_mpi_t tp_mpi; /* communicator of its own */
+        int *node_of;              /* [size]: the lowest rank on each rank's node (the
+                                    * global set's node table, coll.h; shm.c); NULL:
+                                    * unknown, one node's order everywhere */
     } mpi;
 
     struct { /* ctrl.c: control sends in flight */
@@ -233,8 +236,6 @@ typedef struct engine {
         eng_pset_t leaders; /* the nodes' leaders and, on them, their transport
                              * (index -1 on the other ranks) */
         eng_route_t route;  /* the global set's data path inside the node */
-        int *node_of;       /* [size]: the lowest rank on each rank's node (the
-                             * global set's node table, coll.h) */
         char hier_err[256];
     } shm;
 
@@ -320,6 +321,11 @@ void tc__fail_hook_set_transport(engine_t *e, eng_pset_t *ps);
  * unmapped at the end. tc__shm_for: the shared-memory state collectives of
  * process set pset may use, or NULL. */
 void tc__shm_setup(engine_t *e, int local_rank, int local_size);
+/* The job's node table (e->mpi.node_of), after the local communicator and
+ * before the negotiation starts; collective over every rank. Freed with
+ * tc__node_table_free. */
+void tc__node_table(engine_t *e);
+void tc__node_table_free(engine_t *e);
 void tc__shm_teardown(engine_t *e);
 tc_shm_coll_t *tc__shm_for(engine_t *e, uint32_t pset);
 const tc_hier_t *tc__hier_for(engine_t *e, uint32_t pset);

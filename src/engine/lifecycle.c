@@ -220,6 +220,7 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
     MPI_Comm_rank(e->mpi.local, &lrank);
     MPI_Comm_size(e->mpi.local, &lsize);
     tc__fail_hook_transport(e);
+    tc__node_table(e); /* before the negotiation, whose eager path uses it */
     if (tc__nego_init(e) != TC_OK || tc__pset_init_global(e->size, e->rank) != TC_OK) {
         snprintf(msg, len, "out of memory creating the message table");
         st = TC_ERR_NOMEM;
@@ -238,6 +239,7 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
 err_free_tables: /* then the last communicator */
     tc__pset_free_all(e, 1);
     tc__nego_destroy(e);
+    tc__node_table_free(e);
 err_free_local:
     MPI_Comm_free(&e->mpi.local);
 err_close_data:
@@ -277,6 +279,7 @@ static void mpi_teardown(engine_t *e)
 static void engine_free(engine_t *e)
 {
     tc__nego_destroy(e);
+    tc__node_table_free(e); /* after the negotiation, which reads it */
     tc__scratch_free(&e->exec.scratch);
     tc__scratch_free(&e->exec.fusion);
     free(e->exec.deferred);

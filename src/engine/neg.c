@@ -168,17 +168,25 @@ void tc__neg_fail(tc_neg_t *n, tc_status_t st, const char *text)
 
 /* ---- submissions --------------------------------------------------------- */
 
+int neg_eager_gathers(const tc_neg_t *n, const tc_wire_request_t *w)
+{
+    return n->p.deterministic && tc__order_matters((tc_dtype_t)w->dtype, (tc_op_t)w->op);
+}
+
 /* Whether a cached submission rides eagerly: a small tensor of a kind that
- * can combine eager inputs (kinds.h). */
+ * can combine eager inputs (kinds.h), whose record (gathered: one input per
+ * rank) fits TCOLL_EAGER_BYTES. *bytes_p: the record's size. */
 int neg_is_eager(const tc_neg_t *n, const tc_wire_request_t *w, size_t *bytes_p)
 {
     const tc_kind_desc_t *kd = tc__kind_get(w->kind);
     size_t count = 1;
     int d;
 
-    if (n->p.eager_bytes == 0 || kd == NULL || kd->eager_combine == NULL ||
-        (n->p.deterministic && tc__order_matters((tc_dtype_t)w->dtype, (tc_op_t)w->op))) {
-        return 0; /* the tree's order of combining is not the documented one */
+    if (n->p.eager_bytes == 0 || kd == NULL || kd->eager_combine == NULL) {
+        return 0;
+    }
+    if (neg_eager_gathers(n, w)) {
+        count = (size_t)n->p.size; /* a slot per rank */
     }
     for (d = 0; d < w->ndim; d++) {
         if (w->shape[d] <= 0 || (uint64_t)w->shape[d] > n->p.eager_bytes) {
@@ -448,19 +456,26 @@ static void run_cached(tc_neg_t *n, const tc_wire_msg_t *msg)
         ce->pending = NULL;
         n->ncached--;
         neg_id_reset(n, id);
-        if (x != NULL) { /* every rank's input came with the cycle */
+        if (x != NULL) { /* every rank's input came with the cycle (gathered: one slot
+                          * per rank, combined here in the documented order) */
+            const size_t len = neg_eager_gathers(n, &s->w) ? x->len / (size_t)n->p.size : x->len;
             it = neg_add_item(n, TC_NEG_DONE, s->req);
             if (it != NULL && s->out != NULL) {
-                memcpy(s->out, x->data, x->len);
                 it->result = s->out;
             } else if (it != NULL) {
-                it->result = neg_keep(n, x->data, x->len);
+                it->result = neg_keep(n, NULL, len);
             }
             if (it != NULL && it->result != NULL) { /* the job-wide partial: finish it */
                 tc_dtype_t dt = (tc_dtype_t)ce->desc.dtype;
-                it->result_len = x->len;
+                if (len == x->len) {
+                    memcpy((void *)it->result, x->data, len);
+                } else if (neg_eager_fold(n, &s->w, x->data, (void *)it->result, len) != 0) {
+                    sub_free(s);
+                    return; /* failed (out of memory) */
+                }
+                it->result_len = len;
                 tc__kind_get(ce->desc.kind)
-                    ->eager_finish(&ce->desc, (void *)it->result, x->len / tc_dtype_size(dt),
+                    ->eager_finish(&ce->desc, (void *)it->result, len / tc_dtype_size(dt),
                                    n->p.size);
             }
         } else {

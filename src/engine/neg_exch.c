@@ -222,13 +222,16 @@ static int snapshot(tc_neg_t *n, part_t *pt)
         pt->ready[pt->nready++] = ce->id;
         if ((!((sub_t *)ce->pending)->eager_sent || ((sub_t *)ce->pending)->promoted) &&
             neg_is_eager(n, &ce->desc, &bytes)) {
-            if ((d = malloc(bytes)) == NULL) {
+            const int gathers = neg_eager_gathers(n, &ce->desc);
+            const size_t slot = gathers ? bytes / (size_t)n->p.size : bytes;
+            if ((d = gathers ? calloc(1, bytes) : malloc(bytes)) == NULL) {
                 goto nomem;
             }
             ((sub_t *)ce->pending)->eager_sent = 1;
             tc__kind_get(ce->desc.kind)
-                ->eager_prepare(&ce->desc, d, ((const sub_t *)ce->pending)->data,
-                                bytes / tc_dtype_size((tc_dtype_t)ce->desc.dtype));
+                ->eager_prepare(&ce->desc, gathers ? (char *)d + (size_t)n->p.rank * slot : d,
+                                ((const sub_t *)ce->pending)->data,
+                                slot / tc_dtype_size((tc_dtype_t)ce->desc.dtype));
             pt->eager[pt->neager++] = (tc_wire_eager_t){ce->id, (uint32_t)bytes, d};
         }
     }
@@ -429,10 +432,64 @@ static uint32_t ids_or(const uint32_t *a, uint32_t na, const uint32_t *b, uint32
     return k;
 }
 
+/* Whether rank q is in the group whose part rank src sent: its extra's
+ * snapshot (src is this rank's extra) holds src alone; a partner's part of
+ * round k every core rank sharing src's bits above k-1, with their extras. */
+static int in_group(const tc_neg_t *n, int src, int round, int q)
+{
+    const int core = 1 << n->nrounds;
+
+    if (src == n->extra) {
+        return q == src;
+    }
+    return ((q < core ? q : q - core) >> round) == (src >> round);
+}
+
+/* Gathered eager records (neg_eager_gathers): the slots of the other
+ * group's ranks, from b into a. */
+static void gather_slots(const tc_neg_t *n, int src, int round, void *a, const void *b,
+                         size_t len)
+{
+    const size_t slot = len / (size_t)n->p.size;
+    int q;
+
+    for (q = 0; q < n->p.size; q++) {
+        if (in_group(n, src, round, q)) {
+            memcpy((char *)a + (size_t)q * slot, (const char *)b + (size_t)q * slot, slot);
+        }
+    }
+}
+
+int neg_eager_fold(tc_neg_t *n, const tc_wire_request_t *w, const void *record, void *out,
+                   size_t len)
+{
+    const int size = n->p.size;
+    const tc_dtype_t dt = (tc_dtype_t)w->dtype;
+    const char **x = malloc((size_t)size * sizeof(*x));
+    char *tmp = malloc(len > 0 ? len : 1);
+    int q;
+
+    if (x == NULL || tmp == NULL) {
+        free(x);
+        free(tmp);
+        neg_fail(n, TC_ERR_NOMEM, "out of memory combining an eager allreduce");
+        return -1;
+    }
+    for (q = 0; q < size; q++) {
+        x[q] = (const char *)record + (size_t)q * len;
+    }
+    tc__combine_ordered(dt, w->op == TC_AVG ? TC_SUM : (tc_op_t)w->op, n->p.node, size, x, out,
+                        tmp, len / tc_dtype_size(dt));
+    free(x);
+    free(tmp);
+    return 0;
+}
+
 /* The group's part merged with another group's (m, from rank src). The
  * partial result of an eager id is the lower group's combined with the
  * higher group's, in that order, so both partners of a round compute the
- * same bits (docs/negotiation.md). -1 after a failure. */
+ * same bits (docs/negotiation.md); a gathered one (neg_eager_gathers) takes
+ * the other group's slots. -1 after a failure. */
 static int merge(tc_neg_t *n, const tc_wire_msg_t *m, int src)
 {
     part_t *mine = &n->part, *out = &n->spare, swap;
@@ -486,7 +543,10 @@ static int merge(tc_neg_t *n, const tc_wire_msg_t *m, int src)
         if (b == NULL || !neg_has_id(out->ready, out->nready, a->id)) {
             continue; /* not every rank of the other group has it, or sent its input */
         }
-        if (other_low) {
+        if (neg_eager_gathers(n, &ce->desc)) {
+            acc = (void *)a->data;
+            gather_slots(n, src, m->round, acc, b->data, a->len);
+        } else if (other_low) {
             if ((acc = malloc(a->len)) == NULL) {
                 goto nomem;
             }

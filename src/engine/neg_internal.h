@@ -138,6 +138,13 @@ void neg_send_to(tc_neg_t *n, const tc_wire_msg_t *msg, int tag, int dst);
 void *neg_keep(tc_neg_t *n, const void *src, size_t len);
 tc_neg_item_t *neg_add_item(tc_neg_t *n, tc_neg_action_t action, void *req);
 int neg_is_eager(const tc_neg_t *n, const tc_wire_request_t *w, size_t *bytes_p);
+/* Whether w's eager record gathers every rank's input (TCOLL_DETERMINISTIC
+ * and an order-sensitive op) instead of a partial result: a slot per rank,
+ * combined at the end in the documented order by neg_eager_fold (len: one
+ * slot's bytes) into out. 0, or -1 after a failure (out of memory). */
+int neg_eager_gathers(const tc_neg_t *n, const tc_wire_request_t *w);
+int neg_eager_fold(tc_neg_t *n, const tc_wire_request_t *w, const void *record, void *out,
+                   size_t len);
 void neg_run_cycle(tc_neg_t *n, const tc_wire_msg_t *g, uint64_t now);
 
 /* neg_exch.c */

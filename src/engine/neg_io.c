@@ -55,7 +55,8 @@ void neg_send_to(tc_neg_t *n, const tc_wire_msg_t *msg, int tag, int dst)
     }
 }
 
-/* A copy of src that lives until tc__neg_clear; NULL after a failure. */
+/* A copy of src (NULL: uninitialized memory) that lives until tc__neg_clear;
+ * NULL after a failure. */
 void *neg_keep(tc_neg_t *n, const void *src, size_t len)
 {
     void *p;
@@ -75,7 +76,7 @@ void *neg_keep(tc_neg_t *n, const void *src, size_t len)
         neg_fail(n, TC_ERR_NOMEM, "out of memory keeping a negotiation result");
         return NULL;
     }
-    if (len > 0) {
+    if (len > 0 && src != NULL) {
         memcpy(p, src, len);
     }
     n->keep[n->nkeep++] = p;

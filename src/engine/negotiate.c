@@ -43,6 +43,7 @@ tc_status_t tc__nego_init(engine_t *e)
     p.cache_capacity = (uint32_t)e->cfg->cache_capacity;
     p.eager_bytes = (uint32_t)e->cfg->eager_bytes;
     p.deterministic = e->cfg->deterministic;
+    p.node = e->mpi.node_of;
     p.stall_warn_ns = (uint64_t)e->cfg->stall_warn_s * 1000000000ull;
     p.stall_abort_ns = (uint64_t)e->cfg->stall_abort_s * 1000000000ull;
     p.peer_timeout_ns = (uint64_t)e->cfg->peer_timeout_s * 1000000000ull;

@@ -137,7 +137,7 @@ const int *tc__pset_node_table(engine_t *e, uint32_t id)
 {
     eng_pset_t *ps = tc__pset_get(id);
 
-    return id == 0 || ps == NULL ? e->shm.node_of : ps->node;
+    return id == 0 || ps == NULL ? e->mpi.node_of : ps->node;
 }
 
 tc_transport_t *tc__pset_transport(engine_t *e, uint32_t id)
@@ -349,11 +349,11 @@ static int *set_node_table(engine_t *e, const eng_pset_t *ps)
 {
     int *node, i, j;
 
-    if (e->shm.node_of == NULL || (node = malloc((size_t)ps->n * sizeof(int))) == NULL) {
+    if (e->mpi.node_of == NULL || (node = malloc((size_t)ps->n * sizeof(int))) == NULL) {
         return NULL;
     }
     for (i = 0; i < ps->n; i++) {
-        for (j = 0; e->shm.node_of[ps->ranks[j]] != e->shm.node_of[ps->ranks[i]]; j++) {
+        for (j = 0; e->mpi.node_of[ps->ranks[j]] != e->mpi.node_of[ps->ranks[i]]; j++) {
         }
         node[i] = j;
     }
@@ -392,7 +392,7 @@ tc_status_t tc__pset_run_add(engine_t *e, tc_request_t *req, const tc_wire_respo
         tc__fail_hook_set_transport(e, ps);
         tc__shm_route_open(e, &ps->route, &ps->tp, ps->ranks, ps->n, ps->index, ps->id);
         ps->node = set_node_table(e, ps);
-        if (ps->node == NULL && e->shm.node_of != NULL) {
+        if (ps->node == NULL && e->mpi.node_of != NULL) {
             snprintf(msg, len, "out of memory creating process set %d", r->value);
             tc__transport_close(&ps->tp);
             pset_free(ps);

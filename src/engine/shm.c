@@ -101,21 +101,27 @@ static void hier_setup(engine_t *e, int local_rank, int local_size)
 /* The global set's node table (coll.h): the lowest rank on every rank's
  * node, agreed by every rank; NULL (everyone alike) if that failed, which
  * only changes the order to that of one node. Collective over every rank. */
-static void node_table(engine_t *e)
+void tc__node_table(engine_t *e)
 {
     int first = e->rank, ok, all = 0;
 
-    e->shm.node_of = malloc((size_t)e->size * sizeof(int));
-    ok = e->shm.node_of != NULL &&
+    e->mpi.node_of = malloc((size_t)e->size * sizeof(int));
+    ok = e->mpi.node_of != NULL &&
          MPI_Allreduce(&e->rank, &first, 1, MPI_INT, MPI_MIN, e->mpi.local) == MPI_SUCCESS &&
-         MPI_Allgather(&first, 1, MPI_INT, e->shm.node_of, 1, MPI_INT, e->mpi.ctrl) ==
+         MPI_Allgather(&first, 1, MPI_INT, e->mpi.node_of, 1, MPI_INT, e->mpi.ctrl) ==
              MPI_SUCCESS;
     if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, e->mpi.ctrl) != MPI_SUCCESS || !all) {
         TC_WARN("shm", "learning which ranks share a node failed: reductions combine in "
                 "the order of one node");
-        free(e->shm.node_of);
-        e->shm.node_of = NULL;
+        free(e->mpi.node_of);
+        e->mpi.node_of = NULL;
     }
+}
+
+void tc__node_table_free(engine_t *e)
+{
+    free(e->mpi.node_of);
+    e->mpi.node_of = NULL;
 }
 
 void tc__shm_setup(engine_t *e, int local_rank, int local_size)
@@ -125,7 +131,6 @@ void tc__shm_setup(engine_t *e, int local_rank, int local_size)
     tc_status_t st = TC_ERR_STATE;
 
     memset(&e->shm, 0, sizeof(e->shm));
-    node_table(e);
     e->shm.leaders.index = -1;
     e->shm.single_node = local_size == e->size;
     if (cfg->shm == TC_SHM_OFF || local_size < 2) {
@@ -187,8 +192,7 @@ void tc__shm_teardown(engine_t *e)
     tc__scratch_free(&e->shm.coll.bounce);
     free(e->shm.local_ranks);
     e->shm.local_ranks = NULL;
-    free(e->shm.node_of);
-    e->shm.node_of = NULL;
+
 }
 
 void tc__shm_route_open(engine_t *e, eng_route_t *r, tc_transport_t *mpi, const int *ranks,

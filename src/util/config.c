@@ -92,7 +92,9 @@ static const knob_t knobs[] = {
      "groups of ranks are combined, the lower group's first, so every rank "
      "gets the same bits with the decision to run it: no separate transfer. "
      "An input that waited for other ranks rides once more, in the cycle "
-     "after every rank has it. 0 turns this off.", NULL},
+     "after every rank has it. With TCOLL_DETERMINISTIC=1, float sums, "
+     "averages and products do not (their order would not be the documented "
+     "one). 0 turns this off.", NULL},
     {"TCOLL_CACHE_CAPACITY", KNOB_INT, OFF(cache_capacity), "1024", 0, 1048576, KNOB_AGREE,
      "Names the response cache holds: a name negotiated once is filed on every "
      "rank, and later submissions with the same parameters skip rank 0's "
@@ -152,9 +154,9 @@ static const knob_t knobs[] = {
      "or auto (one node: cma from TCOLL_SHM_DIRECT_KB up, shm below; several "
      "nodes: hier). shm and cma run where every rank of the process set is on "
      "one node and the segment is up, hier where the job spans several nodes "
-     "and every node with two or more ranks has its segment; else ring. ring, "
-     "shm and cma give the same bits; hier adds in another order (node sums "
-     "first), the same bits on every rank. On one node it also chooses for "
+     "and every node with two or more ranks has its segment; else ring. With "
+     "TCOLL_DETERMINISTIC=1 every choice gives the same bits (the documented "
+     "order); with 0, ring and hier add in their own orders. On one node it also chooses for "
      "allgather, broadcast, reducescatter and alltoall (ring: their MPI "
      "algorithms; hier: as auto), and ring turns the small-message path off.",
      algo_choices},
