@@ -93,8 +93,9 @@ static const knob_t knobs[] = {
      "gets the same bits with the decision to run it: no separate transfer. "
      "An input that waited for other ranks rides once more, in the cycle "
      "after every rank has it. With TCOLL_DETERMINISTIC=1, float sums, "
-     "averages and products do not (their order would not be the documented "
-     "one). 0 turns this off.", NULL},
+     "averages and products ride as every rank's input (combined at the end "
+     "in the documented order), so up to this many bytes divided by the "
+     "number of ranks. 0 turns this off.", NULL},
     {"TCOLL_CACHE_CAPACITY", KNOB_INT, OFF(cache_capacity), "1024", 0, 1048576, KNOB_AGREE,
      "Names the response cache holds: a name negotiated once is filed on every "
      "rank, and later submissions with the same parameters skip rank 0's "
@@ -193,8 +194,9 @@ static const knob_t knobs[] = {
      "node's ranks left to right, then the nodes in the order of their "
      "lowest rank), so the same inputs give the same bits in every run of "
      "the same layout, whatever the fusion, timing, chunking, algorithm or "
-     "path (docs/reproducibility.md); such small allreduces then do not ride "
-     "in the negotiation messages. 0: the ring and the eager path combine in "
+     "path (docs/reproducibility.md); such small allreduces then ride in the "
+     "negotiation messages as every rank's input, up to TCOLL_EAGER_BYTES "
+     "divided by the number of ranks. 0: the ring and the eager path combine in "
      "their own orders (the same bits on every rank, but not across those "
      "choices). Integers, min and max are exact in any order either way.",
      NULL},

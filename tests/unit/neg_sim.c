@@ -11,6 +11,7 @@
 
 #include "check.h"
 #include "util/log.h"
+#include "util/status.h"
 
 /* ---- random numbers (xorshift64*) ------------------------------------------ */
 
@@ -637,8 +638,13 @@ static size_t spec_bytes(const spec_t *sp)
 /* Whether a cached submission of the spec (unchanged) rides eagerly. */
 int spec_eager(const sim_t *s, const spec_t *sp)
 {
+    /* deterministic: float sums, averages and products ride gathered, a
+     * slot per rank */
+    const int gathered = s->p.deterministic && tc__dtype_is_float(sp->dtype) &&
+                         (sp->op == TC_SUM || sp->op == TC_AVG || sp->op == TC_PROD);
+
     return s->p.eager_bytes > 0 && sp->kind == TC_KIND_ALLREDUCE &&
-           spec_bytes(sp) <= s->p.eager_bytes;
+           spec_bytes(sp) * (gathered ? (size_t)s->size : 1) <= s->p.eager_bytes;
 }
 
 /* The exact reduction of every rank's input of instance inst (sum, average

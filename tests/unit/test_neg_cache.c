@@ -66,6 +66,48 @@ TC_CASE(eager)
     }
 }
 
+/* Deterministic: float sums and averages ride gathered (a slot per rank,
+ * combined at the end), so only while size x bytes fits; the others as
+ * partial sums. Every rank gets the exact results with the same bits, on
+ * sizes with and without extra ranks. */
+TC_CASE(eager_gathered)
+{
+    static const int sizes[] = {1, 2, 3, 4, 5, 8};
+    size_t si, i;
+    uint64_t seed;
+    int r, k, ndone, neager;
+
+    for (si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+        for (seed = 1; seed <= 3; seed++) {
+            tc_neg_params_t p = params(sizes[si]);
+            sim_t *s;
+            p.eager_bytes = 32;
+            p.deterministic = 1;
+            s = sim_new(&p, seed);
+            s->specs = eager_specs;
+            s->nspecs = NEAGER;
+            plan_rounds(s, 4);
+            run(s);
+            check_settled(s);
+            check_agreement(s);
+            check_cached_rounds(s);
+            for (k = 0, neager = 0; k < NEAGER; k++) {
+                neager += spec_eager(s, &eager_specs[k]);
+            }
+            for (r = 0, ndone = 0; r < s->size; r++) {
+                for (i = 0; i < s->nlog[r]; i++) {
+                    ndone += s->log[r][i].action == TC_NEG_DONE;
+                }
+            }
+            CHECK_EQ(ndone, neager * 3 * s->size);
+            CHECK(sizes[si] < 3 || !spec_eager(s, &eager_specs[0])); /* 12 B x 3 > 32 */
+            CHECK(spec_eager(s, &eager_specs[4]));                     /* 4 B x 8 fits */
+            CHECK(spec_eager(s, &eager_specs[6]));                     /* int min: partial */
+            sim_free(s);
+        }
+    }
+}
+
 /* A kind whose names are used once (the barrier's) never takes a cache
  * slot: with room for one name, the allreduce gets it, however many barrier
  * rounds run first, and every barrier round negotiates in full. */
