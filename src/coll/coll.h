@@ -79,7 +79,7 @@ static inline int tc__order_matters(tc_dtype_t dtype, tc_op_t op)
  * on group rank p's node (NULL: every rank on one node); every rank passes
  * the same table. Arguments otherwise as tc__ring_allreduce's and
  * tc__ring_reducescatter's, with the same traffic; scratch holds about
- * n + 1 chunks (at most 64 MiB). */
+ * n chunks (at most 64 MiB). */
 tc_status_t tc__ordered_allreduce(tc_transport_t *t, const void *src, void *buf, size_t count,
                                   tc_dtype_t dtype, tc_op_t op, size_t chunk_bytes,
                                   tc_scratch_t *scratch, const int *node);

@@ -25,8 +25,9 @@
  *                     into its output, in the order
  *
  * Each rank sends and receives (n-1)/n of its input, as the ring does, with
- * n-1 exchanges per chunk, as the ring does. Memory: n + 1 chunks of
- * scratch (the slots and a node's partial), at most SCRATCH_MAX bytes.
+ * n-1 exchanges per chunk, as the ring does. Memory: n chunks of scratch
+ * (the slots), at most SCRATCH_MAX bytes; the combining adds into the
+ * slots themselves, so a rank copies at most one chunk more than the ring.
  * TC_AVG sums, then divides once by n.
  *
  * Must never skip an exchange because its sizes are zero (exchanges are
@@ -91,6 +92,44 @@ void tc__combine_ordered(tc_dtype_t dtype, tc_op_t op, const int *node, int n,
     }
 }
 
+/* tc__combine_ordered for one chunk of this rank's block, without copies:
+ * each node's result accumulates in its first rank's slot (the received
+ * contribution, no longer needed as such), or in dst when that rank is
+ * this one (its input x[r], which dst may alias, is read first); the nodes'
+ * results add into the first node's; dst gets the total last, so an input
+ * aliasing dst is read before dst is written. */
+static void fold(tc_dtype_t dtype, tc_op_t op, const int *node, int n, int r, char *const *x,
+                 char *dst, size_t m)
+{
+    const size_t bytes = m * tc_dtype_size(dtype);
+    char *total = NULL;
+    int p, q;
+
+    for (p = 0; p < n; p++) {
+        char *acc;
+        if (node != NULL ? node[p] != p : p != 0) {
+            continue; /* combined with its node's first rank */
+        }
+        acc = p == r ? dst : x[p];
+        if (acc != x[p]) {
+            memcpy(acc, x[p], bytes);
+        }
+        for (q = p + 1; q < n; q++) {
+            if (node != NULL ? node[q] == p : 1) {
+                tc__reduce(dtype, op, acc, x[q], m);
+            }
+        }
+        if (total == NULL) {
+            total = acc;
+        } else {
+            tc__reduce(dtype, op, total, acc, m);
+        }
+    }
+    if (total != dst) {
+        memcpy(dst, total, bytes);
+    }
+}
+
 /* The reduce-scatter of blocks(): this rank's block, combined, into out
  * (TC_AVG divided). */
 static tc_status_t ordered_rs(tc_transport_t *t, const char *in, char *out, block_fn_t blocks,
@@ -101,7 +140,7 @@ static tc_status_t ordered_rs(tc_transport_t *t, const char *in, char *out, bloc
     const size_t es = tc_dtype_size(dtype);
     const tc_op_t sum_op = op == TC_AVG ? TC_SUM : op;
     size_t off, len, myoff, mylen, max_len = 0, chunk, nrounds, k, slots_bytes;
-    char **x, *slots, *tmp;
+    char **x, *slots;
     tc_status_t st;
     int p, j;
 
@@ -114,19 +153,17 @@ static tc_status_t ordered_rs(tc_transport_t *t, const char *in, char *out, bloc
         return TC_OK; /* every block empty, on every rank alike */
     }
     chunk = chunk_bytes / es > 0 ? chunk_bytes / es : 1;
-    if (chunk > SCRATCH_MAX / es / (size_t)(n + 1)) {
-        chunk = SCRATCH_MAX / es / (size_t)(n + 1) > 0 ? SCRATCH_MAX / es / (size_t)(n + 1) : 1;
+    if (chunk > SCRATCH_MAX / es / (size_t)n) {
+        chunk = SCRATCH_MAX / es / (size_t)n > 0 ? SCRATCH_MAX / es / (size_t)n : 1;
     }
     chunk = chunk < max_len ? chunk : max_len;
     nrounds = (max_len + chunk - 1) / chunk;
-    /* scratch: n slots and a partial of one chunk each, then the inputs'
-     * pointers */
-    slots_bytes = ((size_t)(n + 1) * chunk * es + 63) / 64 * 64;
+    /* scratch: n slots of one chunk each, then the inputs' pointers */
+    slots_bytes = ((size_t)n * chunk * es + 63) / 64 * 64;
     if ((st = tc__scratch_reserve(scratch, slots_bytes + (size_t)n * sizeof(char *))) != TC_OK) {
         return st;
     }
     slots = scratch->data;
-    tmp = slots + (size_t)n * chunk * es;
     x = (char **)(void *)(slots + slots_bytes);
 
     for (k = 0; k < nrounds; k++) {
@@ -149,10 +186,7 @@ static tc_status_t ordered_rs(tc_transport_t *t, const char *in, char *out, bloc
             x[p] = slots + (size_t)p * chunk * es;
         }
         x[r] = (char *)in + (myoff + k * chunk) * es;
-        if (x[r] == dst && r != 0) { /* in place: keep this rank's input until its turn */
-            memcpy(x[r] = slots + (size_t)r * chunk * es, dst, m * es);
-        }
-        tc__combine_ordered(dtype, sum_op, node, n, (const char *const *)x, dst, tmp, m);
+        fold(dtype, sum_op, node, n, r, x, dst, m);
         if (op == TC_AVG) {
             tc__reduce_avg_finish(dtype, dst, m, n);
         }
