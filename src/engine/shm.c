@@ -260,8 +260,9 @@ const tc_hier_t *tc__hier_for(engine_t *e, uint32_t pset)
 {
     int algo = e->cfg->allreduce_algo;
 
-    if (pset != 0 || !e->shm.hier_ok || (algo != TC_ALGO_AUTO && algo != TC_ALGO_HIER)) {
-        return NULL;
+    if (pset != 0 || !e->shm.hier_ok || (algo != TC_ALGO_AUTO && algo != TC_ALGO_HIER) ||
+        (e->cfg->deterministic && e->mpi.node_of == NULL)) {
+        return NULL; /* (no node table: the ordered ring keeps one node's order) */
     }
     return &e->shm.hier;
 }
