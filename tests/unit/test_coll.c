@@ -102,30 +102,21 @@ static void test_allreduce(int n, size_t count, tc_dtype_t dt, tc_op_t op, size_
 static void test_allgatherv(int n)
 {
     job_t jobs[MAXN];
-    size_t bytes[MAXN], displs[MAXN], total = 0, i;
-    unsigned char *want;
+    coll_gather_t g;
     int r;
 
+    coll_gather_make(&g, n, 3);
     for (r = 0; r < n; r++) {
-        bytes[r] = (size_t)((r * 37) % 11) * 3; /* some ranks contribute nothing */
-        displs[r] = total;
-        total += bytes[r];
-    }
-    want = malloc(total + 1);
-    for (i = 0; i < total; i++) {
-        want[i] = (unsigned char)(i * 31 + 7);
-    }
-    for (r = 0; r < n; r++) {
-        jobs[r] = (job_t){.rank = r, .n = n, .what = 1, .bytes = bytes, .displs = displs};
-        jobs[r].buf = calloc(1, total + 1);
-        memcpy((char *)jobs[r].buf + displs[r], want + displs[r], bytes[r]);
+        jobs[r] = (job_t){.rank = r, .n = n, .what = 1, .bytes = g.bytes, .displs = g.displs};
+        jobs[r].buf = coll_gather_input(&g, r);
     }
     run_all(jobs, n);
     for (r = 0; r < n; r++) {
-        CHECK_MSG(memcmp(jobs[r].buf, want, total) == 0, "allgatherv n=%d rank %d wrong", n, r);
+        CHECK_MSG(memcmp(jobs[r].buf, g.want, g.total) == 0, "allgatherv n=%d rank %d wrong", n,
+                  r);
         free(jobs[r].buf);
     }
-    free(want);
+    coll_gather_free(&g);
 }
 
 static void test_bcast(int n, int root, size_t bytes)

@@ -406,3 +406,92 @@ void coll_check_value(tc_dtype_t dt, tc_op_t op, int n, double got, size_t i, co
                   tc_dtype_name(dt), tc_op_name(op), i, got, want);
     }
 }
+
+void coll_gather_make(coll_gather_t *g, int n, size_t unit)
+{
+    size_t i;
+    int r;
+
+    g->total = 0;
+    for (r = 0; r < n; r++) {
+        g->bytes[r] = (size_t)((r * 37) % 11) * unit; /* some ranks contribute nothing */
+        g->displs[r] = g->total;
+        g->total += g->bytes[r];
+    }
+    g->want = malloc(g->total + 1);
+    CHECK(g->want != NULL);
+    for (i = 0; i < g->total; i++) {
+        g->want[i] = (unsigned char)(i * 31 + 7);
+    }
+}
+
+void *coll_gather_input(const coll_gather_t *g, int r)
+{
+    char *buf = calloc(1, g->total + 1);
+
+    CHECK(buf != NULL);
+    memcpy(buf + g->displs[r], g->want + g->displs[r], g->bytes[r]);
+    return buf;
+}
+
+void coll_gather_free(coll_gather_t *g)
+{
+    free(g->want);
+    g->want = NULL;
+}
+
+/* Byte k of the block rank s sends rank d. */
+static unsigned char a2a_byte(int s, int d, size_t k)
+{
+    return (unsigned char)(s * 31 + d * 17 + k * 7 + 1);
+}
+
+void coll_a2a_make(coll_a2a_t *a, int n, size_t unit)
+{
+    size_t k;
+    int r, i;
+
+    a->n = n;
+    for (r = 0; r < n; r++) {
+        size_t soff = 0, roff = 0;
+        for (i = 0; i < n; i++) {
+            a->sb[r][i] = (size_t)((r * 5 + i * 3) % 7) * unit;
+            a->sd[r][i] = soff;
+            soff += a->sb[r][i];
+            a->rb[r][i] = (size_t)((i * 5 + r * 3) % 7) * unit;
+            a->rd[r][i] = roff;
+            roff += a->rb[r][i];
+        }
+        a->rtotal[r] = roff;
+        a->send[r] = malloc(soff + 1);
+        CHECK(a->send[r] != NULL);
+        for (i = 0; i < n; i++) {
+            for (k = 0; k < a->sb[r][i]; k++) {
+                a->send[r][a->sd[r][i] + k] = a2a_byte(r, i, k);
+            }
+        }
+    }
+}
+
+void coll_a2a_check(const coll_a2a_t *a, int r, const unsigned char *got, const char *what)
+{
+    size_t k;
+    int i;
+
+    for (i = 0; i < a->n; i++) {
+        for (k = 0; k < a->rb[r][i]; k++) {
+            CHECK_MSG(got[a->rd[r][i] + k] == a2a_byte(i, r, k), "%s n=%d: rank %d, byte %zu "
+                      "of the block from %d", what, a->n, r, k, i);
+        }
+    }
+}
+
+void coll_a2a_free(coll_a2a_t *a)
+{
+    int r;
+
+    for (r = 0; r < a->n; r++) {
+        free(a->send[r]);
+        a->send[r] = NULL;
+    }
+}

@@ -67,4 +67,34 @@ double coll_load(tc_dtype_t dt, const void *buf, size_t i);
 void coll_check_value(tc_dtype_t dt, tc_op_t op, int n, double got, size_t i, const char *what,
                       size_t count);
 
+/* Allgatherv data for n ranks: rank r's block is ((r * 37) % 11) * unit
+ * bytes (some empty) at displs[r]; want is the whole gathered output. */
+typedef struct {
+    size_t bytes[COLL_MAXN], displs[COLL_MAXN], total;
+    unsigned char *want;
+} coll_gather_t;
+
+void coll_gather_make(coll_gather_t *g, int n, size_t unit);
+/* A zeroed output buffer (total + 1 bytes) with rank r's block in place;
+ * the caller frees it. */
+void *coll_gather_input(const coll_gather_t *g, int r);
+void coll_gather_free(coll_gather_t *g);
+
+/* Alltoallv data for n ranks: the block rank s sends rank d is
+ * ((s * 5 + d * 3) % 7) * unit bytes (uneven, some empty), with bytes
+ * that depend on s, d and their place. send[r] is rank r's input (sb, sd:
+ * its blocks); rb, rd are rank r's receive sizes and displacements, rtotal[r]
+ * its output's size. */
+typedef struct {
+    size_t sb[COLL_MAXN][COLL_MAXN], sd[COLL_MAXN][COLL_MAXN];
+    size_t rb[COLL_MAXN][COLL_MAXN], rd[COLL_MAXN][COLL_MAXN], rtotal[COLL_MAXN];
+    unsigned char *send[COLL_MAXN];
+    int n;
+} coll_a2a_t;
+
+void coll_a2a_make(coll_a2a_t *a, int n, size_t unit);
+/* Rank r's output got holds every block sent to it; what names the test. */
+void coll_a2a_check(const coll_a2a_t *a, int r, const unsigned char *got, const char *what);
+void coll_a2a_free(coll_a2a_t *a);
+
 #endif

@@ -182,88 +182,46 @@ static void test_allreduce(node_t *nodes, int layout, int send, int n, size_t co
 static void test_allgatherv(node_t *nodes, int layout, int send, int n)
 {
     job_t jobs[MAXN];
-    size_t bytes[MAXN], displs[MAXN], total = 0, i;
-    unsigned char *want;
+    coll_gather_t g;
     int r;
 
+    coll_gather_make(&g, n, 301);
     for (r = 0; r < n; r++) {
-        bytes[r] = (size_t)((r * 37) % 11) * 301; /* some ranks contribute nothing */
-        displs[r] = total;
-        total += bytes[r];
-    }
-    want = malloc(total + 1);
-    CHECK(want != NULL);
-    for (i = 0; i < total; i++) {
-        want[i] = (unsigned char)(i * 31 + 7);
-    }
-    for (r = 0; r < n; r++) {
-        jobs[r] = (job_t){.job = JOB_ALLGATHERV, .layout = layout, .send = send, .bytes = bytes,
-                          .displs = displs, .nodes = nodes};
-        jobs[r].buf = calloc(1, total + 1);
-        CHECK(jobs[r].buf != NULL);
-        memcpy((char *)jobs[r].buf + displs[r], want + displs[r], bytes[r]);
+        jobs[r] = (job_t){.job = JOB_ALLGATHERV, .layout = layout, .send = send,
+                          .bytes = g.bytes, .displs = g.displs, .nodes = nodes};
+        jobs[r].buf = coll_gather_input(&g, r);
     }
     run(jobs, n);
     for (r = 0; r < n; r++) {
-        CHECK_MSG(memcmp(jobs[r].buf, want, total) == 0, "shm allgatherv layout %d send %d n=%d: "
-                  "rank %d wrong", layout, send, n, r);
+        CHECK_MSG(memcmp(jobs[r].buf, g.want, g.total) == 0, "shm allgatherv layout %d send %d "
+                  "n=%d: rank %d wrong", layout, send, n, r);
         free(jobs[r].buf);
     }
-    free(want);
-}
-
-static unsigned char a2a_byte(int s, int d, size_t k)
-{
-    return (unsigned char)(s * 31 + d * 17 + k * 7 + 1);
-}
-
-static size_t a2a_size(int s, int d)
-{
-    return (size_t)((s * 5 + d * 3) % 7) * 301; /* uneven, some empty */
+    coll_gather_free(&g);
 }
 
 static void test_alltoallv(node_t *nodes, int layout, int send, int n)
 {
     job_t jobs[MAXN];
-    size_t sb[MAXN][MAXN], sd[MAXN][MAXN], rb[MAXN][MAXN], rd[MAXN][MAXN], k;
-    unsigned char *sbuf[MAXN];
-    int r, i;
+    coll_a2a_t a;
+    char what[64];
+    int r;
 
+    coll_a2a_make(&a, n, 301);
     for (r = 0; r < n; r++) {
-        size_t soff = 0, roff = 0;
-        for (i = 0; i < n; i++) {
-            sb[r][i] = a2a_size(r, i);
-            sd[r][i] = soff;
-            soff += sb[r][i];
-            rb[r][i] = a2a_size(i, r);
-            rd[r][i] = roff;
-            roff += rb[r][i];
-        }
-        sbuf[r] = malloc(soff + 1);
-        CHECK(sbuf[r] != NULL);
-        for (i = 0; i < n; i++) {
-            for (k = 0; k < sb[r][i]; k++) {
-                sbuf[r][sd[r][i] + k] = a2a_byte(r, i, k);
-            }
-        }
-        jobs[r] = (job_t){.job = JOB_ALLTOALLV, .layout = layout, .send = send, .send_buf = sbuf[r],
-                          .bytes = sb[r], .displs = sd[r], .rbytes = rb[r], .rdispls = rd[r],
-                          .nodes = nodes};
-        jobs[r].buf = malloc(roff + 1);
+        jobs[r] = (job_t){.job = JOB_ALLTOALLV, .layout = layout, .send = send,
+                          .send_buf = a.send[r], .bytes = a.sb[r], .displs = a.sd[r],
+                          .rbytes = a.rb[r], .rdispls = a.rd[r], .nodes = nodes};
+        jobs[r].buf = malloc(a.rtotal[r] + 1);
         CHECK(jobs[r].buf != NULL);
     }
     run(jobs, n);
+    snprintf(what, sizeof(what), "shm alltoallv layout %d send %d", layout, send);
     for (r = 0; r < n; r++) {
-        const unsigned char *got = jobs[r].buf;
-        for (i = 0; i < n; i++) {
-            for (k = 0; k < rb[r][i]; k++) {
-                CHECK_MSG(got[rd[r][i] + k] == a2a_byte(i, r, k), "shm alltoallv layout %d send "
-                          "%d n=%d: rank %d, byte %zu from %d", layout, send, n, r, k, i);
-            }
-        }
+        coll_a2a_check(&a, r, jobs[r].buf, what);
         free(jobs[r].buf);
-        free(sbuf[r]);
     }
+    coll_a2a_free(&a);
 }
 
 static void test_bcast(node_t *nodes, int layout, int send, int n, int root, size_t bytes)
