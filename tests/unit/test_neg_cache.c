@@ -31,12 +31,26 @@ static const spec_t eager_specs[] = {
 };
 #define NEAGER ((int)(sizeof(eager_specs) / sizeof(eager_specs[0])))
 
+/* The items every rank completed with an eager result. */
+static int count_done(const sim_t *s)
+{
+    size_t i;
+    int r, ndone = 0;
+
+    for (r = 0; r < s->size; r++) {
+        for (i = 0; i < s->nlog[r]; i++) {
+            ndone += s->log[r][i].action == TC_NEG_DONE;
+        }
+    }
+    return ndone;
+}
+
 TC_CASE(eager)
 {
     static const int sizes[] = {1, 2, 3, 4, 5, 8};
-    size_t si, i;
+    size_t si;
     uint64_t seed;
-    int eager_bytes, r, ndone;
+    int eager_bytes;
 
     for (si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
         for (eager_bytes = 0; eager_bytes <= 16; eager_bytes += 16) {
@@ -52,14 +66,9 @@ TC_CASE(eager)
                 check_settled(s);
                 check_agreement(s); /* DONE results: the same bits on every rank */
                 check_cached_rounds(s); /* exact sums and averages; RUN when not eager */
-                for (r = 0, ndone = 0; r < s->size; r++) {
-                    for (i = 0; i < s->nlog[r]; i++) {
-                        ndone += s->log[r][i].action == TC_NEG_DONE;
-                    }
-                }
                 /* all but e/over: three cached rounds each, on every rank, however
                  * long an input waited for the others' */
-                CHECK_EQ(ndone, eager_bytes > 0 ? (NEAGER - 1) * 3 * s->size : 0);
+                CHECK_EQ(count_done(s), eager_bytes > 0 ? (NEAGER - 1) * 3 * s->size : 0);
                 sim_free(s);
             }
         }
@@ -73,9 +82,9 @@ TC_CASE(eager)
 TC_CASE(eager_gathered)
 {
     static const int sizes[] = {1, 2, 3, 4, 5, 8};
-    size_t si, i;
+    size_t si;
     uint64_t seed;
-    int r, k, ndone, neager;
+    int k, neager;
 
     for (si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
         for (seed = 1; seed <= 3; seed++) {
@@ -94,12 +103,7 @@ TC_CASE(eager_gathered)
             for (k = 0, neager = 0; k < NEAGER; k++) {
                 neager += spec_eager(s, &eager_specs[k]);
             }
-            for (r = 0, ndone = 0; r < s->size; r++) {
-                for (i = 0; i < s->nlog[r]; i++) {
-                    ndone += s->log[r][i].action == TC_NEG_DONE;
-                }
-            }
-            CHECK_EQ(ndone, neager * 3 * s->size);
+            CHECK_EQ(count_done(s), neager * 3 * s->size);
             CHECK(sizes[si] < 3 || !spec_eager(s, &eager_specs[0])); /* 12 B x 3 > 32 */
             CHECK(spec_eager(s, &eager_specs[4]));                     /* 4 B x 8 fits */
             CHECK(spec_eager(s, &eager_specs[6]));                     /* int min: partial */
