@@ -89,10 +89,11 @@ tc_status_t tc__ordered_reducescatter(tc_transport_t *t, const void *src, void *
 
 /* Combines m elements of n inputs x[] (one per group rank) into dst in the
  * documented order, with node table node (NULL: one node) and the two-operand
- * kernel (op: TC_SUM for an average; the caller divides); tmp holds m
- * elements. dst may be x[0], but no other input. */
-void tc__combine_ordered(tc_dtype_t dtype, tc_op_t op, const int *node, int n,
-                         const char *const *x, char *dst, char *tmp, size_t m);
+ * kernel (op: TC_SUM for an average; the caller divides). The inputs are
+ * the caller's scratch, overwritten, except x[self] (self -1: none), which
+ * is only read and may be dst itself; no other input may overlap dst. */
+void tc__combine_ordered(tc_dtype_t dtype, tc_op_t op, const int *node, int n, int self,
+                         char *const *x, char *dst, size_t m);
 
 /* Ring allgather of the segments tc__segment cuts count elements of es bytes
  * into: rank r holds segment r of buf; every rank ends with all of them. */

@@ -66,40 +66,13 @@ static size_t chunk_len(size_t len, size_t k, size_t chunk)
     return k * chunk >= len ? 0 : len - k * chunk < chunk ? len - k * chunk : chunk;
 }
 
-void tc__combine_ordered(tc_dtype_t dtype, tc_op_t op, const int *node, int n,
-                         const char *const *x, char *dst, char *tmp, size_t m)
-{
-    const size_t bytes = m * tc_dtype_size(dtype);
-    int p, q;
-
-    for (p = 0; p < n; p++) {
-        char *acc;
-        if (node != NULL ? node[p] != p : p != 0) {
-            continue; /* not the first rank of its node: combined with it below */
-        }
-        acc = p == 0 ? dst : tmp; /* rank 0 leads the first node */
-        if (acc != x[p]) {
-            memcpy(acc, x[p], bytes);
-        }
-        for (q = p + 1; q < n; q++) {
-            if (node != NULL ? node[q] == p : 1) {
-                tc__reduce(dtype, op, acc, x[q], m);
-            }
-        }
-        if (p != 0) {
-            tc__reduce(dtype, op, dst, tmp, m);
-        }
-    }
-}
-
-/* tc__combine_ordered for one chunk of this rank's block, without copies:
- * each node's result accumulates in its first rank's slot (the received
- * contribution, no longer needed as such), or in dst when that rank is
- * this one (its input x[r], which dst may alias, is read first); the nodes'
- * results add into the first node's; dst gets the total last, so an input
- * aliasing dst is read before dst is written. */
-static void fold(tc_dtype_t dtype, tc_op_t op, const int *node, int n, int r, char *const *x,
-                 char *dst, size_t m)
+/* Without copies: each node's result accumulates in its first rank's
+ * input (scratch the caller gives up), or in dst when that rank is self
+ * (whose input, which dst may alias, is read first); the nodes' results add
+ * into the first node's; dst gets the total last, so an input aliasing dst
+ * is read before dst is written. */
+void tc__combine_ordered(tc_dtype_t dtype, tc_op_t op, const int *node, int n, int self,
+                         char *const *x, char *dst, size_t m)
 {
     const size_t bytes = m * tc_dtype_size(dtype);
     char *total = NULL;
@@ -110,7 +83,7 @@ static void fold(tc_dtype_t dtype, tc_op_t op, const int *node, int n, int r, ch
         if (node != NULL ? node[p] != p : p != 0) {
             continue; /* combined with its node's first rank */
         }
-        acc = p == r ? dst : x[p];
+        acc = p == self ? dst : x[p];
         if (acc != x[p]) {
             memcpy(acc, x[p], bytes);
         }
@@ -186,7 +159,7 @@ static tc_status_t ordered_rs(tc_transport_t *t, const char *in, char *out, bloc
             x[p] = slots + (size_t)p * chunk * es;
         }
         x[r] = (char *)in + (myoff + k * chunk) * es;
-        fold(dtype, sum_op, node, n, r, x, dst, m);
+        tc__combine_ordered(dtype, sum_op, node, n, r, x, dst, m);
         if (op == TC_AVG) {
             tc__reduce_avg_finish(dtype, dst, m, n);
         }

@@ -465,23 +465,24 @@ int neg_eager_fold(tc_neg_t *n, const tc_wire_request_t *w, const void *record, 
 {
     const int size = n->p.size;
     const tc_dtype_t dt = (tc_dtype_t)w->dtype;
-    const char **x = malloc((size_t)size * sizeof(*x));
-    char *tmp = malloc(len > 0 ? len : 1);
+    char **x = malloc((size_t)size * sizeof(*x));
+    char *copy = malloc((size_t)size * len + 1); /* the combining overwrites its inputs */
     int q;
 
-    if (x == NULL || tmp == NULL) {
+    if (x == NULL || copy == NULL) {
         free(x);
-        free(tmp);
+        free(copy);
         neg_fail(n, TC_ERR_NOMEM, "out of memory combining an eager allreduce");
         return -1;
     }
+    memcpy(copy, record, (size_t)size * len);
     for (q = 0; q < size; q++) {
-        x[q] = (const char *)record + (size_t)q * len;
+        x[q] = copy + (size_t)q * len;
     }
-    tc__combine_ordered(dt, w->op == TC_AVG ? TC_SUM : (tc_op_t)w->op, n->p.node, size, x, out,
-                        tmp, len / tc_dtype_size(dt));
+    tc__combine_ordered(dt, w->op == TC_AVG ? TC_SUM : (tc_op_t)w->op, n->p.node, size, -1, x,
+                        out, len / tc_dtype_size(dt));
     free(x);
-    free(tmp);
+    free(copy);
     return 0;
 }
 
