@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/engine_info.h"
 #include "engine/engine_internal.h"
 #include "engine/kinds.h"
 #include "util/backoff.h"
@@ -48,6 +49,10 @@ static tc_status_t set_size(const char *fn, const char *name, uint32_t id, int *
     return TC_OK;
 }
 
+/* Set on this thread while tcoll's own layers submit under names in the
+ * reserved space (tc__allgather_reserved and the like). */
+static _Thread_local int reserved_ok;
+
 /* Validates a submission and builds its request; nothing is shared yet. */
 tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name,
                              const tc_tensor_t *t, void *recv, tc_op_t op, int root,
@@ -70,7 +75,7 @@ tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name,
     if (len == 0) {
         return tc__set_error(TC_ERR_ARG, "%s: name is empty", fn);
     }
-    if (!(kd->params & TC_PARAM_NONE_TENSOR) &&
+    if (!(kd->params & TC_PARAM_NONE_TENSOR) && !reserved_ok &&
         strncmp(name, TC_AUTO_NAME_PREFIX, strlen(TC_AUTO_NAME_PREFIX)) == 0) {
         return tc__set_error(TC_ERR_ARG, "%s: name '%s': names starting with '%s' are tcoll's",
                              fn, name, TC_AUTO_NAME_PREFIX);
@@ -367,6 +372,28 @@ tc_status_t tc_allgather(const char *name, const tc_tensor_t *send, tc_request_t
                        req_p);
 }
 
+tc_status_t tc__allgather_reserved(const char *name, const tc_tensor_t *send,
+                                   tc_request_t **req_p)
+{
+    tc_status_t st;
+
+    reserved_ok = 1;
+    st = tc_allgather(name, send, req_p);
+    reserved_ok = 0;
+    return st;
+}
+
+tc_status_t tc__allreduce_reserved(const char *name, const tc_tensor_t *send, void *recv,
+                                   tc_op_t op, tc_request_t **req_p)
+{
+    tc_status_t st;
+
+    reserved_ok = 1;
+    st = tc_allreduce(name, send, recv, op, req_p);
+    reserved_ok = 0;
+    return st;
+}
+
 tc_status_t tc_allgather_ex(const char *name, const tc_tensor_t *send, const tc_opts_t *opts,
                             tc_request_t **req_p)
 {
@@ -460,6 +487,16 @@ int tc_local_rank(void)
 int tc_local_size(void)
 {
     return atomic_load_explicit(&tc__engine_shared.local_size, memory_order_relaxed);
+}
+
+int tc__engine_node_first(void)
+{
+    return atomic_load_explicit(&tc__engine_shared.node_first, memory_order_relaxed);
+}
+
+int tc__engine_thread_multiple(void)
+{
+    return atomic_load_explicit(&tc__engine_shared.thread_multiple, memory_order_relaxed);
 }
 
 /* ------------------------------------------------------------------------ */

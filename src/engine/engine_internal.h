@@ -162,6 +162,9 @@ typedef struct {
      * STARTING; read by any thread with relaxed loads (a value is
      * either -1 or final). */
     _Atomic int rank, size, local_rank, local_size;
+    /* The lowest rank on this rank's node (-1: unknown) and whether MPI runs
+     * at MPI_THREAD_MULTIPLE (engine_info.h). */
+    _Atomic int node_first, thread_multiple;
     /* The engine thread has requests deferred until this rank's earlier
      * ones complete (exec.c); a thread completing a request off the engine
      * (fast.c) wakes it then. Relaxed: a hint; the engine also looks on its

@@ -39,6 +39,7 @@ eng_shared_t tc__engine_shared = {
     .size = -1,
     .local_rank = -1,
     .local_size = -1,
+    .node_first = -1,
 };
 
 /* ------------------------------------------------------------------------ */
@@ -230,6 +231,11 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
     atomic_store_explicit(&tc__engine_shared.size, e->size, memory_order_relaxed);
     atomic_store_explicit(&tc__engine_shared.local_rank, lrank, memory_order_relaxed);
     atomic_store_explicit(&tc__engine_shared.local_size, lsize, memory_order_relaxed);
+    atomic_store_explicit(&tc__engine_shared.node_first,
+                          e->mpi.node_of != NULL ? e->mpi.node_of[e->rank] : -1,
+                          memory_order_relaxed);
+    atomic_store_explicit(&tc__engine_shared.thread_multiple, provided >= MPI_THREAD_MULTIPLE,
+                          memory_order_relaxed);
     atomic_store_explicit(&tc__log_rank, e->rank, memory_order_relaxed);
     TC_INFO("engine", "rank %d of %d (local %d of %d), MPI %s by tcoll", e->rank, e->size, lrank,
             lsize, e->mpi.own ? "initialized" : "initialized by the application");

@@ -1,6 +1,6 @@
 /*
- * futex.h - thin wrappers over Linux futexes (process-private, bitset
- * flavour) and a CPU pause hint, for the few places in tcoll that park a
+ * futex.h - thin wrappers over Linux futexes (bitset flavour; process-private,
+ * and shared between processes) and a CPU pause hint, for the few places in tcoll that park a
  * thread on a 32-bit word instead of polling it.
  *
  * A futex is only a sleeping place: it never carries data and never orders
@@ -55,6 +55,20 @@ static inline int tc__futex_wait(_Atomic uint32_t *addr, uint32_t val, uint32_t 
 static inline void tc__futex_wake(_Atomic uint32_t *addr, int n, uint32_t bitset)
 {
     (void)syscall(SYS_futex, (void *)addr, FUTEX_WAKE_BITSET_PRIVATE, n, NULL, NULL, bitset);
+}
+
+/* The same on a word in memory shared between processes (MAP_SHARED): the
+ * kernel keys the wait by the page, not by this process's address. */
+static inline int tc__futex_wait_shared(_Atomic uint32_t *addr, uint32_t val,
+                                        const struct timespec *deadline)
+{
+    return (int)syscall(SYS_futex, (void *)addr, FUTEX_WAIT_BITSET, val, deadline, NULL,
+                        TC_FUTEX_BITSET_ALL);
+}
+
+static inline void tc__futex_wake_shared(_Atomic uint32_t *addr, int n)
+{
+    (void)syscall(SYS_futex, (void *)addr, FUTEX_WAKE_BITSET, n, NULL, NULL, TC_FUTEX_BITSET_ALL);
 }
 
 /* CLOCK_MONOTONIC nanoseconds as a timespec, for tc__futex_wait deadlines. */

@@ -1,0 +1,178 @@
+/*
+ * channel_internal.h - the channel layer's objects (tcoll_channel.h): a
+ * context per group of channels (its proxy, its semaphore area, what it
+ * knows of every rank), registered memory, semaphores, memory and port
+ * channels. Shared by the files of src/channel/; nothing here touches MPI or
+ * the engine's internals (only engine_info.h and the public collectives).
+ */
+#ifndef TC_CHANNEL_INTERNAL_H
+#define TC_CHANNEL_INTERNAL_H
+
+#include "tcoll.h"
+#include "tcoll_channel.h"
+#include "tcoll_trigger.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define TC_CHAN_LINE 64
+#define TC_CHAN_DEFAULT_SEM_IDS 64u
+#define TC_CHAN_MAX_SEM_IDS 4096u
+#define TC_CHAN_DEFAULT_SPIN_NS 20000
+#define TC_CHAN_NCHANS (TC_TRIG_MAX_CHAN + 1u)
+/* How often a parked waiter looks whether its peer still runs. */
+#define TC_CHAN_PEER_CHECK_NS 100000000ull
+
+/* ------------------------------------------------------------------------ */
+/* shmem.c: the shared allocator                                             */
+/* ------------------------------------------------------------------------ */
+
+/* Where [ptr, ptr + size) lies in a region of tc_mem_alloc: 1 and the
+ * region's memory file, the offset of ptr in it and the region's length;
+ * 0 when it is not inside one region. */
+int tc__shmem_find(const void *ptr, size_t size, int *fd_p, uint64_t *off_p, uint64_t *len_p);
+/* Maps len bytes of process pid's memory file fd (read-write, shared).
+ * TC_OK and *addr_p, or an error with why written. */
+tc_status_t tc__shmem_map_peer(pid_t pid, int fd, uint64_t len, void **addr_p, char *why,
+                               size_t why_len);
+void tc__shmem_unmap(void *addr, uint64_t len);
+
+/* ------------------------------------------------------------------------ */
+/* A semaphore's counter: one line of a rank's semaphore area                */
+/* ------------------------------------------------------------------------ */
+
+/* Written by the peer (signals), read by the owner (waits). */
+typedef struct {
+    _Atomic uint64_t value;   /* signals received */
+    _Atomic uint32_t seq;     /* futex word: moves when a signal finds waiters */
+    _Atomic uint32_t waiters; /* threads parked (or about to park) on seq */
+    char pad[TC_CHAN_LINE - 16];
+} tc_sem_line_t;
+
+_Static_assert(sizeof(tc_sem_line_t) == TC_CHAN_LINE, "a semaphore line is one cache line");
+
+/* Adds 1 to a counter and wakes its parked waiters (any process). */
+void tc__sem_line_signal(tc_sem_line_t *line);
+
+/* ------------------------------------------------------------------------ */
+/* The context                                                               */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    pid_t pid;
+    int node_first;      /* engine_info.h; equal values: the same node */
+    int same_node;       /* with this rank */
+    int pidfd;           /* to see it exit (same node; -1: none) */
+    tc_sem_line_t *area; /* its semaphore area, mapped (same node), else NULL */
+    uint64_t area_len;
+} tc_chan_peer_t;
+
+struct tc_chan_ctx {
+    int rank, size;
+    uint32_t index;   /* this process's index-th context: the same on every rank */
+    uint64_t key;     /* rank 0's random key: handles of another context are refused */
+    uint32_t sem_ids; /* semaphore ids per peer */
+    int64_t spin_ns;
+    tc_chan_peer_t *peers;
+    tc_sem_line_t *area; /* this rank's semaphore area: [peer * sem_ids + id] */
+    uint64_t area_len;
+    tc_proxy_t *proxy;
+    tc_fifo_t *fifo;
+
+    pthread_mutex_t mu;       /* the tables below */
+    unsigned char *sem_taken; /* [size * sem_ids]: a semaphore holds (peer, id) */
+    uint64_t *sem_consumed;   /* [size * sem_ids]: signals its waits consumed */
+    uint64_t next_mem_id;
+    struct tc_portchan *_Atomic chans[TC_CHAN_NCHANS]; /* by id: NULL = free */
+    struct tc_mem *mems;                               /* registrations, a list */
+    _Atomic uint64_t bad_triggers;                     /* for no open channel */
+};
+
+/* Whether rank r's process has exited (same node only; 0 if unknown). */
+int tc__chan_peer_gone(const tc_chan_ctx_t *ctx, int r);
+
+/* ------------------------------------------------------------------------ */
+/* Registered memory                                                         */
+/* ------------------------------------------------------------------------ */
+
+struct tc_mem {
+    tc_chan_ctx_t *ctx;
+    uint64_t id;
+    char *base;
+    uint64_t size;
+    int fd;              /* its tc_mem_alloc region's memory file, -1: not in one */
+    uint64_t region_off; /* base's offset in that region */
+    uint64_t region_len;
+    struct tc_mem *next;
+};
+
+struct tc_rmem {
+    tc_chan_ctx_t *ctx;
+    int rank;
+    pid_t pid;
+    uint64_t id;
+    uint64_t base; /* its address in the owner's process */
+    uint64_t size;
+    int fd;        /* the owner's region file, -1: none */
+    uint64_t region_off, region_len;
+    char *mapped;  /* same node, in a region: the region mapped here (else NULL) */
+    char *local;   /* this rank's own memory (rank == ctx->rank) */
+};
+
+/* Where the memory of r starts in this process, or NULL when it cannot be
+ * reached with loads and stores (another node, not in a shared region). */
+char *tc__rmem_addr(const tc_rmem_t *r);
+
+/* Whether [off, off + size) fits in len bytes (no overflow). */
+static inline int tc__chan_fits(uint64_t off, uint64_t size, uint64_t len)
+{
+    return off <= len && size <= len - off;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Semaphores and channels                                                   */
+/* ------------------------------------------------------------------------ */
+
+struct tc_sem {
+    tc_chan_ctx_t *ctx;
+    int peer;
+    uint32_t id;
+    tc_sem_line_t *in;  /* this rank's line the peer signals */
+    tc_sem_line_t *out; /* the peer's line this rank signals */
+    uint64_t expected;  /* signals consumed by waits and polls */
+};
+
+struct tc_memchan {
+    tc_sem_t *sem;
+    tc_mem_t *local;
+    tc_rmem_t *remote;
+    char *dst; /* the peer's memory, mapped */
+};
+
+struct tc_portchan {
+    tc_chan_ctx_t *ctx;
+    uint32_t id;
+    tc_sem_t *sem;
+    tc_mem_t *local;
+    tc_rmem_t *remote;
+    char *dst;  /* the peer's memory mapped here, or NULL: written with process_vm_writev */
+    _Atomic int peer_gone; /* the proxy saw the peer's process exit */
+    uint64_t done;         /* operations carried out (proxy thread only) */
+    pthread_mutex_t mu;    /* the first failure, set by the proxy, taken by a flush */
+    tc_status_t err;
+    char err_msg[256];
+    uint64_t failed; /* operations that failed since the last report */
+};
+
+/* The proxy handler of a context (portchan.c). */
+tc_proxy_result_t tc__portchan_handle(tc_trigger_t t, void *arg);
+
+/* Waits until line->value >= target (spinning spin_ns first), or the peer
+ * exits, or timeout_ns passes (< 0: no limit). */
+tc_status_t tc__sem_line_wait(tc_chan_ctx_t *ctx, int peer, tc_sem_line_t *line,
+                              uint64_t target, int64_t timeout_ns, const char *who);
+
+#endif

@@ -1,0 +1,326 @@
+/*
+ * regmem.c - registered memory: a rank's registrations (tc_mem_t), their
+ * handles (96 bytes that name one to another rank), and handles opened on
+ * arrival (tc_rmem_t), one at a time or all at once (tc_mem_exchange).
+ *
+ * A handle is little-endian and checked before anything in it is used:
+ *
+ *   offset  bytes  field
+ *   ------  -----  ---------------------------------------------------------
+ *        0      4  magic "TCMH"
+ *        4      4  version (1)
+ *        8      8  the context's key (rank 0's random number)
+ *       16      4  owner rank
+ *       20      4  owner pid
+ *       24      4  owner's node (engine_info.h; -1 unknown)
+ *       28      4  the region's memory file in the owner, -1: not tc_mem_alloc'd
+ *       32      8  registration id (per context and rank)
+ *       40      8  base address in the owner
+ *       48      8  size in bytes
+ *       56      8  base's offset in the region
+ *       64      8  the region's length
+ *       72     16  zero
+ *       88      8  FNV-1a 64 of bytes 0..87
+ *
+ * Opening never trusts a handle further than its checks: a wrong magic or
+ * version, a damaged checksum, another context's key, an impossible rank
+ * or region are TC_ERR_ARG with a message that says which.
+ */
+#define _GNU_SOURCE
+#include "channel/channel_internal.h"
+#include "engine/engine_info.h"
+#include "util/le.h"
+#include "util/status.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HANDLE_MAGIC 0x484d4354u /* "TCMH" little-endian */
+#define HANDLE_VERSION 1u
+#define HANDLE_SUMMED 88
+
+_Static_assert(HANDLE_SUMMED + 8 == TC_MEM_HANDLE_BYTES, "the checksum ends the handle");
+
+static uint64_t fnv1a(const unsigned char *p, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        h = (h ^ p[i]) * 0x100000001b3ull;
+    }
+    return h;
+}
+
+tc_status_t tc_mem_register(tc_chan_ctx_t *ctx, void *ptr, size_t size, tc_mem_t **mem_p)
+{
+    tc_mem_t *m;
+
+    if (ctx == NULL || ptr == NULL || mem_p == NULL) {
+        return tc__set_error(TC_ERR_ARG, "tc_mem_register: %s is NULL",
+                             ctx == NULL ? "ctx" : ptr == NULL ? "ptr" : "mem_p");
+    }
+    if ((uint64_t)(uintptr_t)ptr > UINT64_MAX - size) {
+        return tc__set_error(TC_ERR_ARG, "tc_mem_register: %zu bytes at %p wrap around", size,
+                             ptr);
+    }
+    m = calloc(1, sizeof(*m));
+    if (m == NULL) {
+        return tc__set_error(TC_ERR_NOMEM, "tc_mem_register: out of memory");
+    }
+    m->ctx = ctx;
+    m->base = ptr;
+    m->size = size;
+    if (!tc__shmem_find(ptr, size, &m->fd, &m->region_off, &m->region_len)) {
+        m->fd = -1;
+    }
+    pthread_mutex_lock(&ctx->mu);
+    m->id = ctx->next_mem_id++;
+    m->next = ctx->mems;
+    ctx->mems = m;
+    pthread_mutex_unlock(&ctx->mu);
+    *mem_p = m;
+    return TC_OK;
+}
+
+void tc_mem_deregister(tc_mem_t *mem)
+{
+    tc_mem_t **pp;
+
+    if (mem == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&mem->ctx->mu);
+    for (pp = &mem->ctx->mems; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == mem) {
+            *pp = mem->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&mem->ctx->mu);
+    free(mem);
+}
+
+tc_status_t tc_mem_handle(const tc_mem_t *mem, tc_mem_handle_t *handle_p)
+{
+    const tc_chan_ctx_t *ctx;
+    unsigned char *b;
+
+    if (mem == NULL || handle_p == NULL) {
+        return tc__set_error(TC_ERR_ARG, "tc_mem_handle: %s is NULL",
+                             mem == NULL ? "mem" : "handle_p");
+    }
+    ctx = mem->ctx;
+    b = handle_p->bytes;
+    memset(b, 0, TC_MEM_HANDLE_BYTES);
+    tc__le_put32(b + 0, HANDLE_MAGIC);
+    tc__le_put32(b + 4, HANDLE_VERSION);
+    tc__le_put64(b + 8, ctx->key);
+    tc__le_put32(b + 16, (uint32_t)ctx->rank);
+    tc__le_put32(b + 20, (uint32_t)ctx->peers[ctx->rank].pid);
+    tc__le_put32(b + 24, (uint32_t)ctx->peers[ctx->rank].node_first);
+    tc__le_put32(b + 28, (uint32_t)mem->fd);
+    tc__le_put64(b + 32, mem->id);
+    tc__le_put64(b + 40, (uint64_t)(uintptr_t)mem->base);
+    tc__le_put64(b + 48, mem->size);
+    tc__le_put64(b + 56, mem->region_off);
+    tc__le_put64(b + 64, mem->region_len);
+    tc__le_put64(b + HANDLE_SUMMED, fnv1a(b, HANDLE_SUMMED));
+    return TC_OK;
+}
+
+/* Checks a handle's bytes; fills r (not mapped yet). */
+static tc_status_t decode(tc_chan_ctx_t *ctx, const unsigned char *b, tc_rmem_t *r)
+{
+    uint32_t magic = tc__le_get32(b), version = tc__le_get32(b + 4);
+    int32_t fd;
+
+    if (magic != HANDLE_MAGIC) {
+        return tc__set_error(TC_ERR_ARG, "tc_mem_open: not a tcoll memory handle (magic "
+                             "0x%08x, expected 0x%08x)", magic, HANDLE_MAGIC);
+    }
+    if (version != HANDLE_VERSION) {
+        return tc__set_error(TC_ERR_ARG, "tc_mem_open: handle version %u, this tcoll reads %u",
+                             version, HANDLE_VERSION);
+    }
+    if (tc__le_get64(b + HANDLE_SUMMED) != fnv1a(b, HANDLE_SUMMED)) {
+        return tc__set_error(TC_ERR_ARG, "tc_mem_open: the handle is damaged (checksum)");
+    }
+    if (tc__le_get64(b + 8) != ctx->key) {
+        return tc__set_error(TC_ERR_ARG, "tc_mem_open: the handle belongs to another channel "
+                             "context or job");
+    }
+    memset(r, 0, sizeof(*r));
+    r->ctx = ctx;
+    r->rank = (int)tc__le_get32(b + 16);
+    if (r->rank < 0 || r->rank >= ctx->size) {
+        return tc__set_error(TC_ERR_ARG, "tc_mem_open: the handle names rank %d of %d", r->rank,
+                             ctx->size);
+    }
+    r->pid = (pid_t)tc__le_get32(b + 20);
+    if (r->pid != ctx->peers[r->rank].pid) {
+        return tc__set_error(TC_ERR_ARG, "tc_mem_open: the handle's rank %d runs as pid %d, "
+                             "not %d", r->rank, (int)ctx->peers[r->rank].pid, (int)r->pid);
+    }
+    fd = (int32_t)tc__le_get32(b + 28);
+    r->fd = fd;
+    r->id = tc__le_get64(b + 32);
+    r->base = tc__le_get64(b + 40);
+    r->size = tc__le_get64(b + 48);
+    r->region_off = tc__le_get64(b + 56);
+    r->region_len = tc__le_get64(b + 64);
+    if (fd >= 0 && !tc__chan_fits(r->region_off, r->size, r->region_len)) {
+        return tc__set_error(TC_ERR_ARG, "tc_mem_open: the handle's memory (%llu bytes at "
+                             "%llu) is outside its region of %llu bytes",
+                             (unsigned long long)r->size, (unsigned long long)r->region_off,
+                             (unsigned long long)r->region_len);
+    }
+    return TC_OK;
+}
+
+/* Maps what can be mapped: this rank's own memory is used as it is; memory
+ * in a region of a rank on this node is mapped. */
+static tc_status_t attach(tc_rmem_t *r)
+{
+    tc_chan_ctx_t *ctx = r->ctx;
+    char why[256];
+    void *addr;
+
+    if (r->rank == ctx->rank) {
+        r->local = (char *)(uintptr_t)r->base;
+        return TC_OK;
+    }
+    if (!ctx->peers[r->rank].same_node || r->fd < 0) {
+        return TC_OK;
+    }
+    if (tc__shmem_map_peer(r->pid, r->fd, r->region_len, &addr, why, sizeof(why)) != TC_OK) {
+        return tc__set_error(TC_ERR_TRANSPORT, "tc_mem_open: rank %d's memory: %s", r->rank,
+                             why);
+    }
+    r->mapped = addr;
+    return TC_OK;
+}
+
+tc_status_t tc_mem_open(tc_chan_ctx_t *ctx, const void *bytes, size_t len, tc_rmem_t **rmem_p)
+{
+    tc_rmem_t tmp, *r;
+    tc_status_t st;
+
+    if (ctx == NULL || bytes == NULL || rmem_p == NULL) {
+        return tc__set_error(TC_ERR_ARG, "tc_mem_open: %s is NULL",
+                             ctx == NULL ? "ctx" : bytes == NULL ? "bytes" : "rmem_p");
+    }
+    if (len != TC_MEM_HANDLE_BYTES) {
+        return tc__set_error(TC_ERR_ARG, "tc_mem_open: a handle has %d bytes, not %zu",
+                             TC_MEM_HANDLE_BYTES, len);
+    }
+    if ((st = decode(ctx, bytes, &tmp)) != TC_OK || (st = attach(&tmp)) != TC_OK) {
+        return st;
+    }
+    r = malloc(sizeof(*r));
+    if (r == NULL) {
+        tc__shmem_unmap(tmp.mapped, tmp.region_len);
+        return tc__set_error(TC_ERR_NOMEM, "tc_mem_open: out of memory");
+    }
+    *r = tmp;
+    *rmem_p = r;
+    return TC_OK;
+}
+
+void tc_mem_close(tc_rmem_t *rmem)
+{
+    if (rmem != NULL) {
+        tc__shmem_unmap(rmem->mapped, rmem->region_len);
+        free(rmem);
+    }
+}
+
+char *tc__rmem_addr(const tc_rmem_t *r)
+{
+    if (r->local != NULL) {
+        return r->local;
+    }
+    return r->mapped != NULL ? r->mapped + r->region_off : NULL;
+}
+
+int tc_rmem_rank(const tc_rmem_t *rmem)
+{
+    return rmem != NULL ? rmem->rank : -1;
+}
+
+uint64_t tc_rmem_size(const tc_rmem_t *rmem)
+{
+    return rmem != NULL ? rmem->size : 0;
+}
+
+tc_status_t tc_mem_exchange(tc_chan_ctx_t *ctx, const char *name, const tc_mem_t *mem,
+                            tc_rmem_t *rmems[])
+{
+    static _Atomic uint64_t unnamed;
+    tc_mem_handle_t h;
+    tc_tensor_t t, out;
+    tc_request_t *req = NULL;
+    tc_rmem_t **opened;
+    char auto_name[64];
+    int r, ok = 1, n;
+    tc_status_t st;
+    int32_t v;
+
+    if (ctx == NULL || mem == NULL || rmems == NULL || mem->ctx != ctx) {
+        return tc__set_error(TC_ERR_ARG, "tc_mem_exchange: %s",
+                             ctx == NULL   ? "ctx is NULL"
+                             : mem == NULL ? "mem is NULL"
+                             : rmems == NULL ? "rmems is NULL"
+                                             : "mem was registered with another context");
+    }
+    if (name == NULL) {
+        snprintf(auto_name, sizeof(auto_name), "tcoll/chan/%u/mem/%llu", ctx->index,
+                 (unsigned long long)atomic_fetch_add(&unnamed, 1));
+        name = auto_name;
+    }
+    n = ctx->size;
+    opened = calloc((size_t)n, sizeof(*opened));
+    if (opened == NULL) {
+        return tc__set_error(TC_ERR_NOMEM, "tc_mem_exchange: out of memory");
+    }
+    tc_mem_handle(mem, &h);
+    t = (tc_tensor_t){h.bytes, TC_UINT8, 1, {TC_MEM_HANDLE_BYTES}};
+    if ((st = tc__allgather_reserved(name, &t, &req)) != TC_OK) {
+        free(opened);
+        return st;
+    }
+    if ((st = tc_wait(req)) != TC_OK || (st = tc_request_output(req, &out)) != TC_OK) {
+        char msg[512];
+        snprintf(msg, sizeof(msg), "%s", tc_request_error(req));
+        tc_request_free(req);
+        free(opened);
+        return tc__set_error(st, "tc_mem_exchange: %s", msg);
+    }
+    for (r = 0; r < n && ok; r++) {
+        ok = tc_mem_open(ctx, (const unsigned char *)out.data + (size_t)r * TC_MEM_HANDLE_BYTES,
+                         TC_MEM_HANDLE_BYTES, &opened[r]) == TC_OK;
+    }
+    tc_request_free(req);
+    /* Every rank opened every handle, or none keeps any. */
+    v = ok;
+    t = (tc_tensor_t){&v, TC_INT32, 1, {1}};
+    snprintf(auto_name, sizeof(auto_name), "%.40s/opened", name);
+    if ((st = tc__allreduce_reserved(auto_name, &t, &v, TC_MIN, &req)) == TC_OK) {
+        st = tc_wait(req);
+        tc_request_free(req);
+    }
+    if (st != TC_OK || !v) {
+        for (r = 0; r < n; r++) {
+            tc_mem_close(opened[r]);
+        }
+        free(opened);
+        return st != TC_OK ? st
+               : ok        ? tc__set_error(TC_ERR_TRANSPORT, "tc_mem_exchange: another rank "
+                                           "could not open a handle")
+                           : TC_ERR_TRANSPORT;
+    }
+    memcpy(rmems, opened, (size_t)n * sizeof(*opened));
+    free(opened);
+    return TC_OK;
+}
