@@ -510,6 +510,36 @@ TC_CASE(refusals)
     ring_close(&g);
 }
 
+/* With pretend nodes (TCOLL_RANKS_PER_NODE=k: ranks 0..k-1 on one, and so
+ * on), a semaphore or channel with a rank of the same node works and one
+ * with a rank of another node is refused with a reason (channels across
+ * nodes are not there yet). Without the knob every rank is on this node. */
+TC_CASE(pretend_nodes)
+{
+    const char *env = getenv("TCOLL_RANKS_PER_NODE");
+    int per = env != NULL && atoi(env) > 0 ? atoi(env) : tt_size, r;
+    tc_chan_ctx_t *ctx;
+    tc_sem_t *sem;
+
+    CHECK_OK(tc_chan_ctx_create(NULL, &ctx));
+    for (r = 0; r < tt_size; r++) {
+        if (r == tt_rank) {
+            continue;
+        }
+        if (r / per == tt_rank / per) {
+            CHECK_OK(tc_sem_create(ctx, r, 0, &sem));
+            CHECK_OK(tc_sem_signal(sem));
+            CHECK_OK(tc_sem_wait(sem, 30 * SEC));
+            tc_sem_destroy(sem);
+        } else {
+            CHECK_EQ(tc_sem_create(ctx, r, 0, &sem), TC_ERR_ARG);
+            CHECK_STR_CONTAINS(tc_last_error(), "another node");
+        }
+    }
+    barrier();
+    CHECK_OK(tc_chan_ctx_destroy(ctx));
+}
+
 int main(int argc, char **argv)
 {
     return tt_mpi_main(argc, argv, &(tt_program_t){0});

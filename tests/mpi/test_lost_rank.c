@@ -10,7 +10,11 @@
  *                the others are most likely inside a transfer with it;
  *   allgather, broadcast, reducescatter, alltoall
  *                the same during a stream of that kind (16 MiB from each
- *                rank; inside a node: direct or through the slots).
+ *                rank; inside a node: direct or through the slots);
+ *   channel      it dies while the others keep putting into its memory
+ *                through port channels (one into a shared region, one with
+ *                process_vm_writev): their flushes and a wait on its
+ *                semaphore must fail with TC_ERR_TRANSPORT, not hang.
  *
  * Every survivor's pending request must fail with TC_ERR_TRANSPORT and a
  * message naming the lost rank within TCOLL_PEER_TIMEOUT_S (3 s here) plus a
@@ -21,6 +25,7 @@
 #define _GNU_SOURCE
 
 #include "mpi_common.h"
+#include "tcoll_channel.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -174,6 +179,86 @@ TC_CASE(reducescatter)
 TC_CASE(alltoall)
 {
     lose_last_rank("alltoall");
+}
+
+#define CHAN_BYTES (1u << 20)
+
+TC_CASE(channel)
+{
+    const int last = tt_size - 1;
+    tc_chan_ctx_t *ctx;
+    char *shared, *priv = tt_xmalloc(CHAN_BYTES);
+    tc_mem_t *mshared, *mpriv;
+    tc_rmem_t **rshared = calloc((size_t)tt_size, sizeof(*rshared));
+    tc_rmem_t **rpriv = calloc((size_t)tt_size, sizeof(*rpriv));
+    tc_portchan_t *to_shared = NULL, *to_priv = NULL;
+    tc_sem_t *s0 = NULL, *s1 = NULL;
+    tc_status_t st1 = TC_OK, st2 = TC_OK;
+    tc_request_t *req;
+    double t0;
+    float x = 1, y;
+    tc_tensor_t t = { &x, TC_FLOAT32, 1, { 1 } };
+    int i;
+
+    CHECK_MSG(tt_size >= 2, "test_lost_rank needs 2 or more ranks");
+    CHECK_OK(tc_chan_ctx_create(NULL, &ctx));
+    CHECK_OK(tc_mem_alloc(CHAN_BYTES, (void **)&shared));
+    CHECK_OK(tc_mem_register(ctx, shared, CHAN_BYTES, &mshared));
+    CHECK_OK(tc_mem_register(ctx, priv, CHAN_BYTES, &mpriv));
+    CHECK_OK(tc_mem_exchange(ctx, "lost/shared", mshared, rshared));
+    CHECK_OK(tc_mem_exchange(ctx, "lost/priv", mpriv, rpriv));
+    if (tt_rank != last) {
+        CHECK_OK(tc_sem_create(ctx, last, 0, &s0));
+        CHECK_OK(tc_sem_create(ctx, last, 1, &s1));
+        CHECK_OK(tc_portchan_create(s0, mshared, rshared[last], &to_shared));
+        CHECK_OK(tc_portchan_create(s1, mpriv, rpriv[last], &to_priv));
+    }
+    CHECK_OK(tc_allreduce("lost/ready", &t, &y, TC_SUM, &req));
+    CHECK_OK(tc_wait(req));
+    tc_request_free(req);
+    if (tt_rank == last) {
+        tt_sleep_ms(200);
+        raise(SIGKILL);
+    }
+    t0 = tt_now();
+    for (i = 0; st1 == TC_OK || st2 == TC_OK; i++) {
+        if (st1 == TC_OK) {
+            CHECK_OK(tc_portchan_put_with_signal(to_shared, 0, 0, CHAN_BYTES));
+            st1 = tc_portchan_flush(to_shared, -1);
+        }
+        if (st2 == TC_OK) {
+            CHECK_OK(tc_portchan_put_with_signal(to_priv, 0, 0, CHAN_BYTES));
+            st2 = tc_portchan_flush(to_priv, -1);
+        }
+        CHECK_MSG(tt_now() - t0 < MARGIN_S, "rank %d: puts to a dead rank still succeed "
+                  "after %.1f s", tt_rank, tt_now() - t0);
+    }
+    CHECK_EQ(st1, TC_ERR_TRANSPORT);
+    CHECK_EQ(st2, TC_ERR_TRANSPORT);
+    /* the wait on its semaphore ends too, without a limit given */
+    CHECK_EQ(tc_sem_wait(s0, -1), TC_ERR_TRANSPORT);
+    CHECK_STR_CONTAINS(tc_last_error(), "has exited");
+    CHECK_EQ(tc_portchan_destroy(to_shared), TC_ERR_TRANSPORT); /* fails again, said again */
+    CHECK_EQ(tc_portchan_destroy(to_priv), TC_ERR_TRANSPORT);
+    tc_sem_destroy(s0);
+    tc_sem_destroy(s1);
+    for (i = 0; i < tt_size; i++) {
+        tc_mem_close(rshared[i]);
+        tc_mem_close(rpriv[i]);
+    }
+    CHECK_OK(tc_chan_ctx_destroy(ctx));
+    CHECK_OK(tc_mem_free(shared));
+    /* the engine finds the lost rank too; then shutdown returns */
+    CHECK_OK(tc_allreduce("lost/after", &t, &y, TC_SUM, &req));
+    CHECK_EQ(tc_wait(req), TC_ERR_TRANSPORT);
+    tc_request_free(req);
+    CHECK_EQ(tc_shutdown(), TC_ERR_TRANSPORT);
+    printf("test_lost_rank channel: rank %d survived: failed after %.1f s: rank %d has exited\n",
+           tt_rank, tt_now() - t0, last);
+    fflush(stdout);
+    free(rshared);
+    free(rpriv);
+    free(priv);
 }
 
 int main(int argc, char **argv)
