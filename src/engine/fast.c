@@ -61,6 +61,7 @@
 #include "engine/kinds.h"
 #include "engine/neg.h"
 #include "reduce/reduce.h"
+#include "util/backoff.h"
 #include "util/log.h"
 #include "util/timeline.h"
 
@@ -716,9 +717,20 @@ void tc__fast_poll(engine_t *e)
         F.next_pid_ns = now + 10000000u;
         for (r = 0; r < s->n; r++) {
             if (tc__shm_peer_dead(s, r)) {
-                if (tc__fail_poll_abort(e)) {
-                    return; /* it failed first and said why: that stops this rank */
-                }
+                /* A rank that failed first (another rank lost, say) sends
+                 * its abort and exits: give that abort 200 ms to arrive,
+                 * as the shared-memory collectives do (tc__shm_abort_first),
+                 * so this rank reports the cause, not the rank that left. */
+                uint64_t end = now + 200000000u;
+                tc_backoff_t bo;
+
+                tc__backoff_init(&bo, 0, 1000);
+                do {
+                    if (tc__fail_poll_abort(e)) {
+                        return; /* it failed first and said why: that stops this rank */
+                    }
+                    tc__backoff_wait(&bo);
+                } while (tc__now_ns() < end);
                 tc__engine_fail(e, TC_ERR_TRANSPORT,
                                 "lost rank %d: its process (pid %d) exited while this rank "
                                 "waited for its small allreduces", r, (int)tc__shm_ctl(s, r)->pid);
