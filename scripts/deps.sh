@@ -13,7 +13,7 @@ TCOLL_DEBIAN_PACKAGES="build-essential cmake pkg-config libopenmpi-dev openmpi-b
 # tools/python/bench_synthetic.py, skipped without it; 1 MiB more).
 # shellcheck disable=SC2034 # used by the scripts that source this file
 TCOLL_DEBIAN_TEST_PACKAGES="python3 python3-dev python3-numpy python3-pytest python3-mpi4py
-python3-torch python3-torchvision"
+python3-torch python3-torchvision python3-sklearn python3-tqdm"
 tc_src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # tc_install_deps [package...]: the packages above and the ones given.
