@@ -10,7 +10,8 @@ TCOLL_DEBIAN_PACKAGES="build-essential cmake pkg-config libopenmpi-dev openmpi-b
 # results with it), python3-torch (the PyTorch API's tests; with what it
 # pulls in, about 140 MiB to download and 620 MiB installed on Debian 12)
 # and python3-torchvision (the smoke test of
-# tools/python/bench_synthetic.py, skipped without it; 1 MiB more).
+# tools/python/bench_synthetic.py, skipped without it; 1 MiB more), and
+# python3-sklearn and python3-tqdm (the short run of the demo, python.demo.np2).
 # shellcheck disable=SC2034 # used by the scripts that source this file
 TCOLL_DEBIAN_TEST_PACKAGES="python3 python3-dev python3-numpy python3-pytest python3-mpi4py
 python3-torch python3-torchvision python3-sklearn python3-tqdm"
