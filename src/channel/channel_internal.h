@@ -91,6 +91,14 @@ struct tc_chan_ctx {
     _Atomic uint64_t bad_triggers;                     /* for no open channel */
 };
 
+/* Collectives of every rank through the engine, under reserved names; on
+ * failure why holds the reason. tc__chan_gather: len bytes from each rank,
+ * *out_p a malloc'd copy of size * len bytes. tc__chan_all_ok: *all_p 1
+ * when every rank passed ok != 0. */
+tc_status_t tc__chan_gather(const char *name, const void *mine, size_t len, void **out_p,
+                            char *why, size_t why_len);
+tc_status_t tc__chan_all_ok(const char *name, int ok, int *all_p, char *why, size_t why_len);
+
 /* Whether rank r's process has exited (same node only; 0 if unknown). */
 int tc__chan_peer_gone(const tc_chan_ctx_t *ctx, int r);
 

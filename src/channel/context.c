@@ -62,8 +62,7 @@ static tc_status_t finish(tc_status_t st, tc_request_t *req, char *why, size_t l
     return st;
 }
 
-/* Allgathers len bytes per rank; *out_p: a copy of size * len bytes. */
-static tc_status_t gather(const char *name, const void *mine, size_t len, void **out_p, char *why,
+tc_status_t tc__chan_gather(const char *name, const void *mine, size_t len, void **out_p, char *why,
                           size_t why_len)
 {
     tc_tensor_t t = {(void *)mine, TC_UINT8, 1, {(int64_t)len}};
@@ -91,8 +90,7 @@ static tc_status_t gather(const char *name, const void *mine, size_t len, void *
     return st;
 }
 
-/* 1 when every rank passes ok != 0 (an allreduce of the minimum). */
-static tc_status_t all_ok(const char *name, int ok, int *all_p, char *why, size_t why_len)
+tc_status_t tc__chan_all_ok(const char *name, int ok, int *all_p, char *why, size_t why_len)
 {
     int32_t v = ok != 0;
     tc_tensor_t t = {&v, TC_INT32, 1, {1}};
@@ -272,7 +270,7 @@ static tc_status_t ctx_setup(tc_chan_ctx_t *ctx, const tc_chan_opts_t *o, char *
     mine.area_len = rlen;
     mine.key = key;
     snprintf(name, sizeof(name), "tcoll/chan/%u/ranks", ctx->index);
-    st = gather(name, &mine, sizeof(mine), (void **)&recs, why, len);
+    st = tc__chan_gather(name, &mine, sizeof(mine), (void **)&recs, why, len);
     if (st != TC_OK) {
         return st;
     }
@@ -288,7 +286,7 @@ static tc_status_t ctx_setup(tc_chan_ctx_t *ctx, const tc_chan_opts_t *o, char *
     ok = peers_setup(ctx, recs, why, len);
     free(recs);
     snprintf(name, sizeof(name), "tcoll/chan/%u/mapped", ctx->index);
-    st = all_ok(name, ok, &all, agree_why, sizeof(agree_why));
+    st = tc__chan_all_ok(name, ok, &all, agree_why, sizeof(agree_why));
     if (st != TC_OK) {
         snprintf(why, len, "%s", agree_why);
         return st;

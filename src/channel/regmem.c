@@ -28,7 +28,6 @@
  */
 #define _GNU_SOURCE
 #include "channel/channel_internal.h"
-#include "engine/engine_info.h"
 #include "util/le.h"
 #include "util/status.h"
 
@@ -259,13 +258,11 @@ tc_status_t tc_mem_exchange(tc_chan_ctx_t *ctx, const char *name, const tc_mem_t
 {
     static _Atomic uint64_t unnamed;
     tc_mem_handle_t h;
-    tc_tensor_t t, out;
-    tc_request_t *req = NULL;
+    unsigned char *all = NULL;
     tc_rmem_t **opened;
-    char auto_name[64];
-    int r, ok = 1, n;
+    char auto_name[64], why[512];
+    int r, ok = 1, every = 0, n;
     tc_status_t st;
-    int32_t v;
 
     if (ctx == NULL || mem == NULL || rmems == NULL || mem->ctx != ctx) {
         return tc__set_error(TC_ERR_ARG, "tc_mem_exchange: %s",
@@ -285,37 +282,25 @@ tc_status_t tc_mem_exchange(tc_chan_ctx_t *ctx, const char *name, const tc_mem_t
         return tc__set_error(TC_ERR_NOMEM, "tc_mem_exchange: out of memory");
     }
     tc_mem_handle(mem, &h);
-    t = (tc_tensor_t){h.bytes, TC_UINT8, 1, {TC_MEM_HANDLE_BYTES}};
-    if ((st = tc__allgather_reserved(name, &t, &req)) != TC_OK) {
+    st = tc__chan_gather(name, h.bytes, TC_MEM_HANDLE_BYTES, (void **)&all, why, sizeof(why));
+    if (st != TC_OK) {
         free(opened);
-        return st;
-    }
-    if ((st = tc_wait(req)) != TC_OK || (st = tc_request_output(req, &out)) != TC_OK) {
-        char msg[512];
-        snprintf(msg, sizeof(msg), "%s", tc_request_error(req));
-        tc_request_free(req);
-        free(opened);
-        return tc__set_error(st, "tc_mem_exchange: %s", msg);
+        return tc__set_error(st, "tc_mem_exchange: %s", why);
     }
     for (r = 0; r < n && ok; r++) {
-        ok = tc_mem_open(ctx, (const unsigned char *)out.data + (size_t)r * TC_MEM_HANDLE_BYTES,
-                         TC_MEM_HANDLE_BYTES, &opened[r]) == TC_OK;
+        ok = tc_mem_open(ctx, all + (size_t)r * TC_MEM_HANDLE_BYTES, TC_MEM_HANDLE_BYTES,
+                         &opened[r]) == TC_OK;
     }
-    tc_request_free(req);
+    free(all);
     /* Every rank opened every handle, or none keeps any. */
-    v = ok;
-    t = (tc_tensor_t){&v, TC_INT32, 1, {1}};
     snprintf(auto_name, sizeof(auto_name), "%.40s/opened", name);
-    if ((st = tc__allreduce_reserved(auto_name, &t, &v, TC_MIN, &req)) == TC_OK) {
-        st = tc_wait(req);
-        tc_request_free(req);
-    }
-    if (st != TC_OK || !v) {
+    st = tc__chan_all_ok(auto_name, ok, &every, why, sizeof(why));
+    if (st != TC_OK || !every) {
         for (r = 0; r < n; r++) {
             tc_mem_close(opened[r]);
         }
         free(opened);
-        return st != TC_OK ? st
+        return st != TC_OK ? tc__set_error(st, "tc_mem_exchange: %s", why)
                : ok        ? tc__set_error(TC_ERR_TRANSPORT, "tc_mem_exchange: another rank "
                                            "could not open a handle")
                            : TC_ERR_TRANSPORT;
