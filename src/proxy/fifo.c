@@ -13,7 +13,9 @@
  * plus three counters on their own cache lines: head (the next position to
  * hand to a producer), tail (the next position the consumer will pop) and
  * the consumer's doorbell (parked, bell). Positions are 64-bit and count
- * every push since create; position p lives in slot p mod N.
+ * every push since create; position p lives in slot p mod N. The counters
+ * and the slots share one page-aligned allocation of whole pages, which a
+ * device can map as it is.
  *
  * Slot protocol. A slot's seq says whose turn it is, counted in positions:
  *
@@ -87,11 +89,20 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+/* The allocation unit of a FIFO: a page, so a GPU may map it whole. */
+static size_t fifo_page_size(void)
+{
+    long page = sysconf(_SC_PAGESIZE);
+
+    return page >= TC_CACHE_LINE && (page & (page - 1)) == 0 ? (size_t)page : 4096u;
+}
 
 tc_status_t tc_fifo_create(uint32_t size, tc_fifo_t **fifo_p)
 {
     tc_fifo_t *f;
-    size_t bytes;
+    size_t bytes, page;
     uint64_t i;
 
     if (fifo_p == NULL) {
@@ -102,18 +113,18 @@ tc_status_t tc_fifo_create(uint32_t size, tc_fifo_t **fifo_p)
                              "tc_fifo_create: size %u is not a power of two in 1..%u", size,
                              TC_FIFO_MAX_SIZE);
     }
-    f = aligned_alloc(TC_CACHE_LINE, sizeof(*f));
+    /* The struct (a whole number of cache lines, by its alignas), then the
+     * slots, rounded up to whole pages: see struct tc_fifo. */
+    page = fifo_page_size();
+    bytes = sizeof(*f) + (size_t)size * sizeof(tc__fifo_slot_t);
+    bytes = (bytes + page - 1) / page * page;
+    f = aligned_alloc(page, bytes);
     if (f == NULL) {
         goto err;
     }
-    memset(f, 0, sizeof(*f));
-    bytes = (size_t)size * sizeof(tc__fifo_slot_t);
-    bytes = (bytes + TC_CACHE_LINE - 1) / TC_CACHE_LINE * TC_CACHE_LINE;
-    f->slots = aligned_alloc(TC_CACHE_LINE, bytes);
-    if (f->slots == NULL) {
-        goto err_free_fifo;
-    }
-    memset(f->slots, 0, bytes);
+    memset(f, 0, bytes);
+    f->slots = (tc__fifo_slot_t *)(void *)((char *)f + sizeof(*f));
+    f->map_bytes = bytes;
     f->size = size;
     f->mask = (uint64_t)size - 1;
     f->room_mask = f->size >= 4 ? f->size / 4 - 1 : 0;
@@ -136,12 +147,10 @@ tc_status_t tc_fifo_create(uint32_t size, tc_fifo_t **fifo_p)
     *fifo_p = f;
     return TC_OK;
 
-err_free_fifo:
-    free(f);
 err:
     TC_ERROR("proxy", "tc_fifo_create: cannot allocate a FIFO of %u slots", size);
     return tc__set_error(TC_ERR_NOMEM, "tc_fifo_create: cannot allocate a FIFO of %u slots (%zu bytes)",
-                         size, (size_t)size * sizeof(tc__fifo_slot_t));
+                         size, bytes);
 }
 
 void tc_fifo_destroy(tc_fifo_t *fifo)
@@ -149,8 +158,7 @@ void tc_fifo_destroy(tc_fifo_t *fifo)
     if (fifo == NULL) {
         return;
     }
-    free(fifo->slots);
-    free(fifo);
+    free(fifo); /* the slots too: one allocation */
 }
 
 void tc__fifo_wake_slot(tc_fifo_t *f, tc__fifo_slot_t *s, uint64_t pos)

@@ -29,13 +29,19 @@ typedef struct {
 
 _Static_assert(sizeof(tc__fifo_slot_t) == 32, "a slot is 32 bytes");
 
+/*
+ * One allocation of whole pages holds this struct and, right after it, the
+ * slots (map_bytes in all), so that a GPU can map the head counter and the
+ * slots with one registration that shares no page with anything else.
+ */
 struct tc_fifo {
     /* Read-only after create; shared by every thread without traffic. */
-    alignas(TC_CACHE_LINE) tc__fifo_slot_t *slots;
+    alignas(TC_CACHE_LINE) tc__fifo_slot_t *slots; /* in the same pages, after this struct */
     uint64_t size;      /* slots, a power of two */
     uint64_t mask;      /* size - 1 */
     uint64_t room_mask; /* batch - 1: the proxy wakes producers every batch pops */
     uint32_t shift;     /* log2(size): pos >> shift is the lap */
+    size_t map_bytes;   /* bytes of the allocation that starts at this struct */
 
     /* Producers' ticket counter: the next position to hand out. */
     alignas(TC_CACHE_LINE) _Atomic uint64_t head;
