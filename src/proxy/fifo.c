@@ -15,7 +15,8 @@
  * the consumer's doorbell (parked, bell). Positions are 64-bit and count
  * every push since create; position p lives in slot p mod N. The counters
  * and the slots share one page-aligned allocation of whole pages, which a
- * device can map as it is.
+ * GPU can map as it is (tc_fifo_device_view; the device push, which follows
+ * the protocol below without parking or ringing, is in tcoll_fifo_device.h).
  *
  * Slot protocol. A slot's seq says whose turn it is, counted in positions:
  *
@@ -144,6 +145,7 @@ tc_status_t tc_fifo_create(uint32_t size, tc_fifo_t **fifo_p)
     atomic_store_explicit(&f->tail, 0, memory_order_relaxed);
     atomic_store_explicit(&f->parked, 0, memory_order_relaxed);
     atomic_store_explicit(&f->bell, 0, memory_order_relaxed);
+    atomic_store_explicit(&f->device, 0, memory_order_relaxed);
     *fifo_p = f;
     return TC_OK;
 
@@ -202,6 +204,31 @@ void tc__fifo_park(tc_fifo_t *f, uint32_t ticket)
         (void)tc__futex_wait(&f->bell, ticket, TC_FUTEX_BITSET_ALL, NULL);
     }
     tc__fifo_park_cancel(f);
+}
+
+int tc__fifo_park_timed(tc_fifo_t *f, uint32_t ticket, uint64_t timeout_ns)
+{
+    struct timespec ts = tc__timespec_from_ns(tc__now_ns() + timeout_ns);
+    int rung = 0;
+
+    for (;;) {
+        /* acquire: as in tc__fifo_park. The futex compares bell with ticket
+         * as it goes to sleep, so a ring after this load is not lost; the
+         * deadline is absolute (CLOCK_MONOTONIC), so spurious wakes do not
+         * extend it. */
+        if (atomic_load_explicit(&f->bell, memory_order_acquire) != ticket) {
+            rung = 1;
+            break;
+        }
+        if (tc__futex_wait(&f->bell, ticket, TC_FUTEX_BITSET_ALL, &ts) != 0 &&
+            errno == ETIMEDOUT) {
+            /* acquire: as above; a ring that raced with the timeout counts. */
+            rung = atomic_load_explicit(&f->bell, memory_order_acquire) != ticket;
+            break;
+        }
+    }
+    tc__fifo_park_cancel(f);
+    return rung;
 }
 
 /* tc_fifo_sync's park: sleeps on the slot of pos until that slot's seq

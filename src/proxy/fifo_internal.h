@@ -32,7 +32,8 @@ _Static_assert(sizeof(tc__fifo_slot_t) == 32, "a slot is 32 bytes");
 /*
  * One allocation of whole pages holds this struct and, right after it, the
  * slots (map_bytes in all), so that a GPU can map the head counter and the
- * slots with one registration that shares no page with anything else.
+ * slots with one registration that shares no page with anything else
+ * (tc_fifo_device_view, tcoll_fifo_device.h).
  */
 struct tc_fifo {
     /* Read-only after create; shared by every thread without traffic. */
@@ -58,6 +59,9 @@ struct tc_fifo {
      * is about to sleep or sleeping on bell; a waker bumps bell and wakes it. */
     alignas(TC_CACHE_LINE) _Atomic uint32_t parked;
     _Atomic uint32_t bell;
+    /* 1 once tc_fifo_device_view handed out a view: producers that cannot
+     * ring the bell may push, so the consumer parks with a time limit. */
+    _Atomic uint32_t device;
 };
 
 /* Slot waiters: a producer counts 1, a tc_fifo_sync caller 1 << 16. */
@@ -201,6 +205,21 @@ static inline void tc__fifo_park_cancel(tc_fifo_t *f)
 
 /* Sleeps until the bell moves past ticket (returns at once if it already has). */
 void tc__fifo_park(tc_fifo_t *f, uint32_t ticket);
+
+/* As tc__fifo_park, but for timeout_ns at most. Returns 1 if the bell moved
+ * past ticket, 0 if the time ran out first. */
+int tc__fifo_park_timed(tc_fifo_t *f, uint32_t ticket, uint64_t timeout_ns);
+
+/* Consumer: 1 if device producers (which never ring) may push, see
+ * tc_fifo_device_view. */
+static inline int tc__fifo_device_mode(tc_fifo_t *f)
+{
+    /* relaxed: tc_fifo_device_view stores 1, then rings the bell (release);
+     * a consumer that parks reads this after taking its ticket (acquire on
+     * bell), so either it sees the 1 or its ticket predates that ring and the
+     * ring wakes it, after which it looks again. */
+    return atomic_load_explicit(&f->device, memory_order_relaxed) != 0;
+}
 
 /* Wakes the consumer if it is parked or about to park. Any thread. */
 void tc__fifo_ring(tc_fifo_t *f);

@@ -13,7 +13,8 @@
  *    3    proxy thread               marks itself ready, wakes a blocking start
  *    4    proxy thread               loop: poll -> handler -> pop; when empty spin
  *                                    for PROXY_SPIN_NS, then park on the FIFO's
- *                                    doorbell until a push (or a stop) rings it
+ *                                    doorbell until a push (or a stop) rings it;
+ *                                    in device mode (below) for a limited time
  *    5    tc_proxy_stop              records stop_pos = head (every position pushed
  *                                    before the call is below it), rings the doorbell
  *    6    proxy thread               leaves the loop once tail >= stop_pos, or after a
@@ -24,6 +25,17 @@
  * start, stop and destroy are serialized by a mutex, so they may be called
  * from any threads; none of them may be called from the handler or the init
  * hook (the proxy thread itself): that is refused with TC_ERR_STATE.
+ *
+ * Device mode. Once tc_fifo_device_view has handed out a view of the FIFO,
+ * producers that cannot ring the doorbell (a GPU) may push, so in step 4 the
+ * thread parks for PROXY_PARK_MIN_NS, then, while each park ends with nothing
+ * to do, for twice as long, up to PROXY_PARK_MAX_NS; between two such parks
+ * it polls once and does not spin again. A device push is thus handled
+ * within about PROXY_PARK_MAX_NS even by a sleeping proxy, which wakes about
+ * a thousand times a second to look (a few microseconds of CPU each). A ring
+ * (a host push, a stop) still wakes it at once, and the stop of step 5 still
+ * drains: head counts the device positions too, and the thread polls until
+ * tail reaches it.
  */
 #define _GNU_SOURCE
 #include "util/futex.h"
@@ -54,6 +66,10 @@
 
 /* At most 2^PROXY_PAUSE_LOG2 CPU pauses between two polls of an empty FIFO. */
 #define PROXY_PAUSE_LOG2 4u
+
+/* Device mode: the first timed park, and the longest (see the top). */
+#define PROXY_PARK_MIN_NS 50000u
+#define PROXY_PARK_MAX_NS 1000000u
 
 struct tc_proxy {
     tc_fifo_t *fifo;
@@ -166,6 +182,19 @@ err_topo:
 /* The service thread                                                        */
 /* ------------------------------------------------------------------------ */
 
+/* The service thread's idle state, reset whenever it handles a trigger. */
+typedef struct {
+    uint64_t since;   /* when the spin began */
+    uint32_t polls;   /* empty polls in a row, while spinning */
+    uint32_t park_ns; /* device mode: the next timed park's length; 0 while spinning */
+} proxy_idle_t;
+
+static inline void proxy_idle_reset(proxy_idle_t *idle)
+{
+    idle->polls = 0;
+    idle->park_ns = 0;
+}
+
 /* Waits for work with no trigger ready: spin, then park. Returns when a
  * trigger may be ready or a stop may have been requested. While spinning, the
  * pause between two polls grows 1, 2, 4, ... up to 2^PROXY_PAUSE_LOG2 pauses:
@@ -173,15 +202,20 @@ err_topo:
  * that producer: with one producer, polling after every pause gave ~30 M
  * triggers/s on 2 EPYC vCPUs, this ~40 M (and a cap of 32, ~60 M, but a
  * p50 latency of 400 ns instead of 100). The first quick polls keep the
- * latency of a lone trigger low. */
-static void proxy_idle(tc_proxy_t *p, uint64_t *idle_since_p, uint32_t *polls_p)
+ * latency of a lone trigger low. In device mode a park that ran out of time
+ * is followed by one poll (the caller's) and the next, longer, park. */
+static void proxy_idle(tc_proxy_t *p, proxy_idle_t *idle)
 {
     tc_fifo_t *f = p->fifo;
-    uint32_t polls = (*polls_p)++, ticket, i, n;
+    uint32_t polls, ticket, i, n;
 
+    if (idle->park_ns != 0) {
+        goto park; /* device mode, between two timed parks */
+    }
+    polls = idle->polls++;
     if (polls == 0) {
-        *idle_since_p = tc__now_ns();
-    } else if (polls % PROXY_CLOCK_EVERY == 0 && tc__now_ns() - *idle_since_p >= PROXY_SPIN_NS) {
+        idle->since = tc__now_ns();
+    } else if (polls % PROXY_CLOCK_EVERY == 0 && tc__now_ns() - idle->since >= PROXY_SPIN_NS) {
         goto park;
     }
     n = polls < PROXY_PAUSE_LOG2 ? 1u << polls : 1u << PROXY_PAUSE_LOG2;
@@ -199,10 +233,25 @@ park:
     if (tc__fifo_ready(f) ||
         tc__fifo_tail(f) >= atomic_load_explicit(&p->stop_pos, memory_order_acquire)) {
         tc__fifo_park_cancel(f);
-    } else {
-        tc__fifo_park(f, ticket);
+        proxy_idle_reset(idle);
+        return;
     }
-    *polls_p = 0;
+    /* The mode is read after the ticket: see tc__fifo_device_mode. */
+    if (!tc__fifo_device_mode(f)) {
+        tc__fifo_park(f, ticket);
+        proxy_idle_reset(idle);
+        return;
+    }
+    if (idle->park_ns == 0) {
+        idle->park_ns = PROXY_PARK_MIN_NS;
+    }
+    if (tc__fifo_park_timed(f, ticket, idle->park_ns)) {
+        proxy_idle_reset(idle); /* rung: a host push or a stop, as above */
+    } else if (idle->park_ns < PROXY_PARK_MAX_NS) {
+        /* Ran out of time: a device push may be waiting (no ring tells). */
+        idle->park_ns = idle->park_ns * 2u < PROXY_PARK_MAX_NS ? idle->park_ns * 2u
+                                                               : PROXY_PARK_MAX_NS;
+    }
 }
 
 static void proxy_loop(tc_proxy_t *p)
@@ -210,8 +259,7 @@ static void proxy_loop(tc_proxy_t *p)
     tc_fifo_t *f = p->fifo;
     tc_proxy_handler_t handler = p->handler;
     void *arg = p->handler_arg;
-    uint64_t idle_since = 0;
-    uint32_t polls = 0; /* empty polls in a row */
+    proxy_idle_t idle = {0, 0, 0};
     tc_trigger_t t;
 
     for (;;) {
@@ -228,10 +276,10 @@ static void proxy_loop(tc_proxy_t *p)
                          (unsigned long long)(tc__fifo_tail(f) - 1));
                 return;
             }
-            polls = 0;
+            proxy_idle_reset(&idle);
             continue;
         }
-        proxy_idle(p, &idle_since, &polls);
+        proxy_idle(p, &idle);
     }
 }
 
