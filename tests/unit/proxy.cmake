@@ -2,6 +2,9 @@
 # its CPU binding. No MPI; all of them also run under ThreadSanitizer
 # (TCOLL_SANITIZE=thread), where they shrink their iteration counts.
 tc_unit_test(test_fifo test_fifo.c)
+# The device push (tcoll_fifo_device.h) on the CPU; fifo_device_strict.c
+# compiles the header as a strict C11 user would.
+tc_unit_test(test_fifo_device test_fifo_device.c fifo_device_strict.c)
 tc_unit_test(test_proxy test_proxy.c)
 tc_unit_test(test_proxy_bind test_proxy_bind.c ARGS --case first)
 
