@@ -1,6 +1,8 @@
-// test_header_cxx.cpp - the public header compiles as C++ and its C linkage
+// test_header_cxx.cpp - the public headers compile as C++ and their C linkage
 // works from C++ code.
 #include "tcoll.h"
+#include "tcoll_fifo_device.h"
+#include "tcoll_trigger.h"
 
 #include <cstdio>
 #include <cstring>
@@ -28,6 +30,23 @@ int main()
     }
     tc_trigger_t trig = {0, 0};
     (void)trig;
+    // the trigger encoding, and the device push's host path, as C++
+    tc_trigger_t enc = {0, 0}, got = {0, 0};
+    tc_trigger_fields_t dec = {};
+    if (tc_trigger_encode(TC_TRIG_PUT | TC_TRIG_SIGNAL, 7, 1ull << 39, 5, 4096, &enc) != 0 ||
+        tc_trigger_decode(enc, &dec) != 0 || dec.type != 3 || dec.chan != 7 ||
+        dec.dst_offset != 1ull << 39 || dec.src_offset != 5 || dec.size != 4096) {
+        return 1;
+    }
+    tc_fifo_t *fifo = nullptr;
+    tc_fifo_device_t view;
+    if (tc_fifo_create(2, &fifo) != TC_OK || tc_fifo_device_view(fifo, &view) != TC_OK ||
+        tc_fifo_device_push(&view, enc) != 0 || tc_fifo_poll(fifo, &got) != 1 ||
+        got.fst != enc.fst || got.snd != enc.snd) {
+        return 1;
+    }
+    tc_fifo_pop(fifo);
+    tc_fifo_destroy(fifo);
     std::printf("test_header_cxx: ok (tcoll %s)\n", tc_version());
     return 0;
 }
