@@ -64,6 +64,10 @@
 #endif
 #endif
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 700
+#error "tcoll_fifo_device.h: the device push needs compute capability 7.0 or newer"
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
