@@ -51,7 +51,9 @@
  * Waiting. Three kinds of thread wait here. Each spins first (TCOLL_SPIN
  * polls through tc__backoff_next, or PROXY_SPIN_NS in the proxy) and then
  * parks on a futex, announcing itself before a last check (seq_cst on both
- * sides, so one of the two always sees the other). There is deliberately no
+ * sides, so one of the two always sees the other). The consumer reads its
+ * doorbell ticket before it announces itself: any producer may take the
+ * announcement and ring, and that ring must count (tc__fifo_park_prepare). There is deliberately no
  * sched_yield phase in between: the event waited for has a precise waker,
  * and on a loaded machine one yield can hand the core away for a whole time
  * slice (milliseconds) while a parked thread is woken, and usually run, at
@@ -308,9 +310,11 @@ static inline void fifo_publish(tc_fifo_t *f, tc__fifo_slot_t *s, uint64_t pos,
      * we see parked == 1 and ring, or the consumer sees this trigger. */
     atomic_store_explicit(&s->seq, tc__fifo_seq_full(pos), memory_order_seq_cst);
     if (atomic_load_explicit(&f->parked, memory_order_seq_cst) != 0 &&
-        /* relaxed: only picks the one producer that rings; the ring itself
-         * orders the data (release on bell). */
-        atomic_exchange_explicit(&f->parked, 0, memory_order_relaxed) != 0) {
+        /* acquire: picks the one producer that rings, and pairs with the
+         * release part of the consumer's store of parked, so our ring comes
+         * after the ticket it took before that store (tc__fifo_park_prepare)
+         * and wakes it. The ring itself orders the data (release on bell). */
+        atomic_exchange_explicit(&f->parked, 0, memory_order_acquire) != 0) {
         tc__fifo_ring(f);
     }
 }

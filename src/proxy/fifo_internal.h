@@ -179,13 +179,25 @@ static inline void tc__fifo_pop(tc_fifo_t *f)
  */
 static inline uint32_t tc__fifo_park_prepare(tc_fifo_t *f)
 {
+    uint32_t ticket;
+
+    /* The ticket comes first. A producer that sees parked == 1 takes it
+     * (exchange) and rings, whichever slot it filled; the ring must then move
+     * the bell past our ticket. Announcing first would let a producer of a
+     * later position ring between the announcement and the ticket: its ring
+     * would be counted in the ticket and wake nobody, while the producer of
+     * the position we wait for, finding parked == 0, would not ring either
+     * (a lost wake-up: seen as a proxy asleep on a full FIFO).
+     * acquire: pairs with the release increment in tc__fifo_ring, so if the
+     * ticket already counts a ring, what the ringer published is visible. */
+    ticket = atomic_load_explicit(&f->bell, memory_order_acquire);
     /* seq_cst: pairs with the seq_cst publishing store + seq_cst load of
      * parked in push (a Dekker pair): either the producer sees parked == 1 and
-     * rings, or our seq_cst load of seq in tc__fifo_ready sees its trigger. */
+     * rings, or our seq_cst load of seq in tc__fifo_ready sees its trigger.
+     * Its release part also orders the ticket load before the ring of a
+     * producer whose exchange (acquire) takes this 1. */
     atomic_store_explicit(&f->parked, 1, memory_order_seq_cst);
-    /* acquire: pairs with the release increment in tc__fifo_ring, so if the
-     * ticket already counts a ring, what the ringer published is visible. */
-    return atomic_load_explicit(&f->bell, memory_order_acquire);
+    return ticket;
 }
 
 /* Consumer only: the seq_cst half of the Dekker pair above. */
