@@ -22,8 +22,8 @@
  * never rings: tc_fifo_device_view puts the FIFO in device mode, in which
  * its proxy parks with a time limit (50 us, doubling to 1 ms while idle), so
  * a device push is handled within about a millisecond even when the proxy
- * sleeps, and an idle proxy still costs next to no CPU. Host pushes
- * (tc_fifo_push) keep waking it at once.
+ * sleeps, while an idle proxy costs only about a thousand short wake-ups a
+ * second. Host pushes (tc_fifo_push) keep waking it at once.
  *
  * Using it from a GPU (compute capability 7.0 or newer: __nanosleep, and
  * independent thread scheduling so that the threads of one warp waiting on

@@ -32,7 +32,8 @@
  * to do, for twice as long, up to PROXY_PARK_MAX_NS; between two such parks
  * it polls once and does not spin again. A device push is thus handled
  * within about PROXY_PARK_MAX_NS even by a sleeping proxy, which wakes about
- * a thousand times a second to look (a few microseconds of CPU each). A ring
+ * a thousand times a second to look (on 2 KVM vCPUs: ~20 us of CPU each, so
+ * under 2% of one core while idle; 0 outside device mode). A ring
  * (a host push, a stop) still wakes it at once, and the stop of step 5 still
  * drains: head counts the device positions too, and the thread polls until
  * tail reaches it.
