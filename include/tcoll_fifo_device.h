@@ -38,9 +38,9 @@
  *   ...
  *   cudaHostUnregister(host_view.map_base);   before tc_proxy_destroy
  *
- * map_base and map_bytes are whole pages, holding the head counter and the
- * slots and nothing of any other object, so registering them cannot collide
- * with another registration.
+ * map_base and map_bytes are whole pages that hold the FIFO (its counters,
+ * head among them, and its slots) and nothing else, so registering them
+ * cannot collide with another registration.
  *
  * Atomicity across the bus. Step 1 is the only read-modify-write a producer
  * makes. GPU atomics on mapped host memory are atomic among the threads of
@@ -89,7 +89,7 @@ typedef struct {
     uint64_t *head;               /* the ticket counter: the next position to hand out */
     uint64_t size;                /* slots, a power of two */
     uint64_t mask;                /* size - 1 */
-    void *map_base;               /* start of the pages that hold head and slots */
+    void *map_base;               /* start of the FIFO's pages (head, slots and the rest) */
     size_t map_bytes;             /* their length (whole pages): what to register */
     size_t slots_bytes;           /* size * sizeof(tc_fifo_device_slot_t) */
 } tc_fifo_device_t;
