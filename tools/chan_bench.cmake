@@ -1,0 +1,8 @@
+# tcoll-chan-bench: channels between 2 ranks of a node (memory channels, port
+# channels) side by side with MPI_Send/Recv and MPI_Put: latency, bandwidth,
+# ratios, local memcpy as the reference (the comment atop bench_channel.c).
+# Public API only; it calls MPI itself (MPI_THREAD_MULTIPLE), so it links MPI.
+add_executable(tcoll-chan-bench ${CMAKE_CURRENT_LIST_DIR}/bench_channel.c)
+target_compile_options(tcoll-chan-bench PRIVATE ${TCOLL_WARN_FLAGS})
+target_link_libraries(tcoll-chan-bench PRIVATE tcoll MPI::MPI_C Threads::Threads)
+install(TARGETS tcoll-chan-bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
