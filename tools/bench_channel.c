@@ -1172,8 +1172,9 @@ static void mpi_library(char *buf, size_t len)
 int main(int argc, char **argv)
 {
     opts_t o;
-    char err[256], lib[MPI_MAX_LIBRARY_VERSION_STRING], host[64] = "", cpus[2][64];
-    int provided, size, local_size, rc, nsizes = 0, i, t, twoway, exit_code = 0, ncpus[2];
+    char err[256], lib[MPI_MAX_LIBRARY_VERSION_STRING], host[64] = "", my_cpus[64], cpus[2][64];
+    int provided, size, local_size, rc, nsizes = 0, i, t, twoway, exit_code = 0, my_ncpus,
+        ncpus[2];
     MPI_Comm node;
     uint64_t bytes, sizes[72], *rtt = NULL;
     lat_row_t lat[NLAT];
@@ -1252,10 +1253,10 @@ int main(int argc, char **argv)
         die("out of memory");
     }
 
-    ncpus[g_rank] = cpu_list(cpus[g_rank], sizeof(cpus[g_rank]));
-    MPI_Gather(cpus[g_rank], (int)sizeof(cpus[0]), MPI_CHAR, cpus, (int)sizeof(cpus[0]), MPI_CHAR,
-               0, g_comm);
-    MPI_Gather(&ncpus[g_rank], 1, MPI_INT, ncpus, 1, MPI_INT, 0, g_comm);
+    my_ncpus = cpu_list(my_cpus, sizeof(my_cpus));
+    MPI_Gather(my_cpus, (int)sizeof(my_cpus), MPI_CHAR, cpus, (int)sizeof(my_cpus), MPI_CHAR, 0,
+               g_comm);
+    MPI_Gather(&my_ncpus, 1, MPI_INT, ncpus, 1, MPI_INT, 0, g_comm);
     if (g_rank == 0) {
         gethostname(host, sizeof(host) - 1);
         mpi_library(lib, sizeof(lib));
