@@ -26,6 +26,11 @@
  *      ("x Send", "x Put": > 1 means tcoll is faster), and the port channel's
  *      one-way bandwidth as a percentage of local memcpy.
  *
+ * Bandwidth cells are medians over runs (-r), and the runs of one size
+ * interleave the columns (memcpy, memory channel, port channel, Send/Recv,
+ * Put, then again), so a slow spell of a shared machine hits every column
+ * alike; a ratio is the median over the runs of that run's ratio.
+ *
  * The MPI one-sided pattern is passive target: MPI_Win_allocate, then
  * MPI_Win_lock_all for the whole run; data goes with MPI_Put and
  * MPI_Win_flush, and the notification is an MPI_Accumulate (MPI_SUM) of 1
@@ -75,7 +80,7 @@
 
 #define WAIT_NS (60ll * 1000000000ll) /* a channel wait longer than this is a failure */
 #define PAGE 4096u
-#define BW_BUDGET (512ull << 20) /* bytes one direction moves per run, by default */
+#define BW_BUDGET (256ull << 20) /* bytes one direction moves per run, by default */
 #define MAX_RUNS 15
 #define MAX_WINDOW 1024
 #define MAX_BYTES (1ull << 30) /* MPI counts are ints; 1 GiB keeps every offset in range */
@@ -114,10 +119,11 @@ static void usage(FILE *f)
 "  -f, --stepfactor F    multiply the size by F from row to row (default 4)\n"
 "  -W, --window N        messages per bandwidth round (default 16; fewer when\n"
 "                        N x size passes max(64M, the largest size))\n"
-"  -n, --iters N         bandwidth rounds per run (default: 512 MiB per run\n"
+"  -n, --iters N         bandwidth rounds per run (default: 256 MiB per run\n"
 "                        and direction, 2..1000 rounds)\n"
-"  -r, --runs N          bandwidth runs per cell, the median is shown\n"
-"                        (default 3, at most 15)\n"
+"  -r, --runs N          bandwidth runs per cell, interleaved with the other\n"
+"                        columns' runs; the median is shown (default 5, at\n"
+"                        most 15)\n"
 "  -l, --lat-iters N     timed ping-pongs per latency row (default 10000)\n"
 "  -w, --warmup N        untimed ping-pongs first (default lat-iters/10)\n"
 "      --spin-ns NS      how long channel waits poll before parking\n"
@@ -194,7 +200,7 @@ static int parse_options(int argc, char **argv, opts_t *o, char *err, size_t len
     o->max_bytes = 64ull << 20;
     o->factor = 4;
     o->window = 16;
-    o->runs = 3;
+    o->runs = 5;
     o->lat_iters = 10000;
     o->lat_warmup = -1;
     o->spin_ns = -1;
@@ -828,31 +834,31 @@ static int iters_for(const opts_t *o, uint64_t size, int w)
     return it < 2 ? 2 : it > 1000 ? 1000 : (int)it;
 }
 
-/* GB/s (1e9 B/s): the median of the runs; each run's time is the slower
- * rank's, from a common barrier to the end of its last round. */
-static double bw_measure(const opts_t *o, xport_t t, uint64_t size, int twoway)
+/* A warm-up of a tenth of the rounds (at least one), untimed. */
+static void bw_warmup(xport_t t, uint64_t size, int w, int iters, int twoway)
 {
-    int w = window_for(o, size), iters = iters_for(o, size, w), r, i;
-    double v[MAX_RUNS];
-    uint64_t t0, dt;
+    int i;
 
-    for (i = 0; i < (iters + 9) / 10; i++) { /* warm-up: a tenth, at least one */
+    for (i = 0; i < (iters + 9) / 10; i++) {
         bw_round(t, size, w, twoway);
     }
-    for (r = 0; r < o->runs; r++) {
-        MPI_Barrier(g_comm);
-        t0 = now_ns();
-        for (i = 0; i < iters; i++) {
-            bw_round(t, size, w, twoway);
-        }
-        dt = now_ns() - t0;
-        MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_UINT64_T, MPI_MAX, g_comm);
-        v[r] = (double)size * w * iters * (twoway ? 2 : 1) / (double)(dt > 0 ? dt : 1);
+}
+
+/* One timed run of iters rounds: GB/s (1e9 B/s) from the slower rank's
+ * time, from a common barrier to the end of its last round. */
+static double bw_run(xport_t t, uint64_t size, int w, int iters, int twoway)
+{
+    uint64_t t0, dt;
+    int i;
+
+    MPI_Barrier(g_comm);
+    t0 = now_ns();
+    for (i = 0; i < iters; i++) {
+        bw_round(t, size, w, twoway);
     }
-    if (t == T_PORTCHAN) {
-        portchan_check();
-    }
-    return median_double(v, o->runs);
+    dt = now_ns() - t0;
+    MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_UINT64_T, MPI_MAX, g_comm);
+    return (double)size * w * iters * (twoway ? 2 : 1) / (double)(dt > 0 ? dt : 1);
 }
 
 /* One more round of the same pattern with fresh data into poisoned
@@ -895,38 +901,86 @@ static long long bw_verify(const opts_t *o, xport_t t, uint64_t size, int twoway
     return wrong;
 }
 
-/* Rank 0 alone: the same W copies of size bytes, memcpy in one thread (the
- * other rank waits in a barrier). 0 elsewhere. */
-static double memcpy_measure(const opts_t *o, uint64_t size)
+/* One run of the same W copies of size bytes, memcpy in one thread on rank 0
+ * alone (the other rank waits in a barrier): GB/s; 0 on rank 1. */
+static double memcpy_run(uint64_t size, int w, int iters)
 {
-    int w = window_for(o, size), iters = iters_for(o, size, w), r, i, j;
-    double v[MAX_RUNS], gbs = 0;
     uint64_t t0, dt;
+    double gbs = 0;
+    int i, j;
 
     if (g_rank == 0) {
-        for (r = 0; r < o->runs; r++) {
-            t0 = now_ns();
-            for (i = 0; i < iters; i++) {
-                for (j = 0; j < w; j++) {
-                    memcpy(S.cpy_dst + (uint64_t)j * size, S.cpy_src, (size_t)size);
-                }
+        t0 = now_ns();
+        for (i = 0; i < iters; i++) {
+            for (j = 0; j < w; j++) {
+                memcpy(S.cpy_dst + (uint64_t)j * size, S.cpy_src, (size_t)size);
             }
-            dt = now_ns() - t0;
-            v[r] = (double)size * w * iters / (double)(dt > 0 ? dt : 1);
         }
-        gbs = median_double(v, o->runs);
+        dt = now_ns() - t0;
+        gbs = (double)size * w * iters / (double)(dt > 0 ? dt : 1);
     }
     MPI_Barrier(g_comm);
     return gbs;
 }
 
+/* Ratios of the table: memchan and portchan against Send/Recv and Put. */
+enum { X_MEM_SEND, X_MEM_PUT, X_PORT_SEND, X_PORT_PUT, NX };
+
 typedef struct {
     uint64_t bytes;
     int window, iters;
-    double memcpy_gbs;
-    double gbs[NXPORT];
-    long long wrong[NXPORT];
+    double memcpy_gbs;       /* one-way only (rank 0) */
+    double gbs[NXPORT];      /* medians over the runs */
+    double x[NX];            /* medians over the runs of each run's ratio */
+    double pct_memcpy;       /* one-way: median of each run's portchan / memcpy, in % */
+    long long wrong[NXPORT]; /* bytes wrong in the checked round, both ranks */
 } bw_row_t;
+
+/* The median over n runs of a[r] / b[r]. */
+static double median_ratio(const double *a, const double *b, int n)
+{
+    double q[MAX_RUNS];
+    int r;
+
+    for (r = 0; r < n; r++) {
+        q[r] = b[r] > 0 ? a[r] / b[r] : 0;
+    }
+    return median_double(q, n);
+}
+
+/* One row: the runs interleave the columns (memcpy, then each transport, in
+ * every run), so a slow spell of the machine hits all of them alike rather
+ * than one cell; then each transport's checked round. */
+static void measure_size(const opts_t *o, uint64_t size, int twoway, bw_row_t *row)
+{
+    static const int xa[NX] = {T_MEMCHAN, T_MEMCHAN, T_PORTCHAN, T_PORTCHAN};
+    static const int xb[NX] = {T_SEND, T_PUT, T_SEND, T_PUT};
+    double v[NXPORT][MAX_RUNS], m[MAX_RUNS];
+    int w = window_for(o, size), iters = iters_for(o, size, w), r, t, k;
+
+    row->bytes = size;
+    row->window = w;
+    row->iters = iters;
+    for (t = 0; t < NXPORT; t++) {
+        bw_warmup((xport_t)t, size, w, iters, twoway);
+    }
+    for (r = 0; r < o->runs; r++) {
+        m[r] = twoway ? 0 : memcpy_run(size, w, iters);
+        for (t = 0; t < NXPORT; t++) {
+            v[t][r] = bw_run((xport_t)t, size, w, iters, twoway);
+        }
+    }
+    portchan_check();
+    for (k = 0; k < NX; k++) {
+        row->x[k] = median_ratio(v[xa[k]], v[xb[k]], o->runs);
+    }
+    row->pct_memcpy = twoway ? 0 : 100.0 * median_ratio(v[T_PORTCHAN], m, o->runs);
+    for (t = 0; t < NXPORT; t++) {
+        row->gbs[t] = median_double(v[t], o->runs);
+        row->wrong[t] = bw_verify(o, (xport_t)t, size, twoway, 1 + t + 8 * twoway);
+    }
+    row->memcpy_gbs = twoway ? 0 : median_double(m, o->runs);
+}
 
 /* ------------------------------------------------------------------------ */
 /* Output                                                                    */
@@ -942,14 +996,20 @@ static void cell_num(char *buf, size_t len, double v, long long wrong)
     }
 }
 
-/* a / b, or "-" when either side is wrong. */
-static void cell_ratio(char *buf, size_t len, double a, long long wa, double b, long long wb)
+/* x as a ratio ("1.52x"), or "-" when either side is wrong. */
+static void cell_x(char *buf, size_t len, double x, long long wa, long long wb)
 {
-    if (wa != 0 || wb != 0 || b <= 0) {
+    if (wa != 0 || wb != 0 || x <= 0) {
         snprintf(buf, len, "-");
     } else {
-        snprintf(buf, len, "%.3gx", a / b);
+        snprintf(buf, len, "%.3gx", x);
     }
+}
+
+/* a / b as a ratio, or "-" when either side is wrong. */
+static void cell_ratio(char *buf, size_t len, double a, long long wa, double b, long long wb)
+{
+    cell_x(buf, len, b > 0 ? a / b : 0, wa, wb);
 }
 
 static void print_lat_table(const opts_t *o, const lat_row_t *rows)
@@ -1000,8 +1060,11 @@ static void print_bw_header(int twoway)
     for (t = 0; t < NXPORT; t++) {
         printf("%s: %s.\n", xport_info[t].col, xport_info[t].what);
     }
+    printf("GB/s: the median of the runs; the runs interleave the columns%s.\n",
+           twoway ? "" : " (memcpy first)");
     printf("x Send, x Put: this tcoll column divided by Send/Recv, by Put+flush (> 1: tcoll "
-           "faster)%s.\n\n", twoway ? "" : "; % memcpy: portchan / memcpy");
+           "faster)%s;\nthe median over the runs of each run's ratio.\n\n",
+           twoway ? "" : "; % memcpy: portchan / memcpy");
     if (!twoway) {
         printf("| size | W | rounds | memcpy | memchan | portchan | Send/Recv | Put+flush | "
                "memchan x Send | memchan x Put | portchan x Send | portchan x Put | "
@@ -1025,19 +1088,15 @@ static void print_bw_row(const bw_row_t *r, int twoway)
     for (t = 0; t < NXPORT; t++) {
         cell_num(c[t], sizeof(c[t]), r->gbs[t], r->wrong[t]);
     }
-    cell_ratio(x[0], sizeof(x[0]), r->gbs[T_MEMCHAN], r->wrong[T_MEMCHAN], r->gbs[T_SEND],
-               r->wrong[T_SEND]);
-    cell_ratio(x[1], sizeof(x[1]), r->gbs[T_MEMCHAN], r->wrong[T_MEMCHAN], r->gbs[T_PUT],
-               r->wrong[T_PUT]);
-    cell_ratio(x[2], sizeof(x[2]), r->gbs[T_PORTCHAN], r->wrong[T_PORTCHAN], r->gbs[T_SEND],
-               r->wrong[T_SEND]);
-    cell_ratio(x[3], sizeof(x[3]), r->gbs[T_PORTCHAN], r->wrong[T_PORTCHAN], r->gbs[T_PUT],
-               r->wrong[T_PUT]);
+    cell_x(x[0], sizeof(x[0]), r->x[X_MEM_SEND], r->wrong[T_MEMCHAN], r->wrong[T_SEND]);
+    cell_x(x[1], sizeof(x[1]), r->x[X_MEM_PUT], r->wrong[T_MEMCHAN], r->wrong[T_PUT]);
+    cell_x(x[2], sizeof(x[2]), r->x[X_PORT_SEND], r->wrong[T_PORTCHAN], r->wrong[T_SEND]);
+    cell_x(x[3], sizeof(x[3]), r->x[X_PORT_PUT], r->wrong[T_PORTCHAN], r->wrong[T_PUT]);
     if (!twoway) {
-        if (r->wrong[T_PORTCHAN] != 0 || r->memcpy_gbs <= 0) {
+        if (r->wrong[T_PORTCHAN] != 0 || r->pct_memcpy <= 0) {
             snprintf(pct, sizeof(pct), "-");
         } else {
-            snprintf(pct, sizeof(pct), "%.0f%%", 100.0 * r->gbs[T_PORTCHAN] / r->memcpy_gbs);
+            snprintf(pct, sizeof(pct), "%.0f%%", r->pct_memcpy);
         }
         printf("| %s | %d | %d | %.2f | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", size,
                r->window, r->iters, r->memcpy_gbs, c[T_MEMCHAN], c[T_PORTCHAN], c[T_SEND],
@@ -1070,10 +1129,10 @@ static void print_goals(const lat_row_t *lat, const bw_row_t *one, int nsizes)
         printf("- port channel put one-way bandwidth >= 80%% of local memcpy at 4 MiB: not "
                "measured (WRONG)\n");
     } else {
-        double pct = 100.0 * one[i].gbs[T_PORTCHAN] / one[i].memcpy_gbs;
-        printf("- port channel put one-way bandwidth >= 80%% of local memcpy at 4 MiB: %.2f of "
-               "%.2f GB/s = %.0f%%, %s\n", one[i].gbs[T_PORTCHAN], one[i].memcpy_gbs, pct,
-               pct >= 80.0 ? "met" : "NOT met");
+        printf("- port channel put one-way bandwidth >= 80%% of local memcpy at 4 MiB: %.0f%% "
+               "(portchan %.2f GB/s, memcpy %.2f GB/s), %s\n", one[i].pct_memcpy,
+               one[i].gbs[T_PORTCHAN], one[i].memcpy_gbs,
+               one[i].pct_memcpy >= 80.0 ? "met" : "NOT met");
     }
     fflush(stdout);
 }
@@ -1087,8 +1146,12 @@ static void json_bw(FILE *f, const char *name, const bw_row_t *rows, int n, int 
         fprintf(f, "    {\"bytes\": %llu, \"window\": %d, \"rounds\": %d",
                 (unsigned long long)rows[i].bytes, rows[i].window, rows[i].iters);
         if (!twoway) {
-            fprintf(f, ", \"memcpy_gbs\": %.4f", rows[i].memcpy_gbs);
+            fprintf(f, ", \"memcpy_gbs\": %.4f, \"portchan_pct_memcpy\": %.2f",
+                    rows[i].memcpy_gbs, rows[i].pct_memcpy);
         }
+        fprintf(f, ", \"memchan_x_send\": %.4f, \"memchan_x_put\": %.4f, \"portchan_x_send\": "
+                "%.4f, \"portchan_x_put\": %.4f", rows[i].x[X_MEM_SEND], rows[i].x[X_MEM_PUT],
+                rows[i].x[X_PORT_SEND], rows[i].x[X_PORT_PUT]);
         for (t = 0; t < NXPORT; t++) {
             if (rows[i].wrong[t] != 0) {
                 fprintf(f, ", \"%s_gbs\": null", xport_info[t].key);
@@ -1304,20 +1367,9 @@ int main(int argc, char **argv)
             print_bw_header(twoway);
         }
         for (i = 0; i < nsizes; i++) {
-            bw_row_t *r = &bw[twoway][i];
-
-            r->bytes = sizes[i];
-            r->window = window_for(&o, sizes[i]);
-            r->iters = iters_for(&o, sizes[i], r->window);
-            if (!twoway) {
-                r->memcpy_gbs = memcpy_measure(&o, sizes[i]);
-            }
-            for (t = 0; t < NXPORT; t++) {
-                r->gbs[t] = bw_measure(&o, (xport_t)t, sizes[i], twoway);
-                r->wrong[t] = bw_verify(&o, (xport_t)t, sizes[i], twoway, 1 + t + 8 * twoway);
-            }
+            measure_size(&o, sizes[i], twoway, &bw[twoway][i]);
             if (g_rank == 0) {
-                print_bw_row(r, twoway);
+                print_bw_row(&bw[twoway][i], twoway);
             }
         }
     }
