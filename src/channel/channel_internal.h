@@ -65,7 +65,8 @@ typedef struct {
     pid_t pid;
     int node_first;      /* engine_info.h; equal values: the same node */
     int same_node;       /* with this rank */
-    int pidfd;           /* to see it exit (same node; -1: none) */
+    int same_host;       /* the same machine (a pretend node may not be) */
+    int pidfd;           /* to see it exit (same machine; -1: none) */
     tc_sem_line_t *area; /* its semaphore area, mapped (same node), else NULL */
     uint64_t area_len;
 } tc_chan_peer_t;
@@ -81,6 +82,7 @@ struct tc_chan_ctx {
     uint64_t area_len;
     tc_proxy_t *proxy;
     tc_fifo_t *fifo;
+    struct tc_chan_net *net; /* remote.c: MPI, when the job spans nodes; else NULL */
 
     pthread_mutex_t mu;       /* the tables below */
     unsigned char *sem_taken; /* [size * sem_ids]: a semaphore holds (peer, id) */
@@ -99,8 +101,22 @@ tc_status_t tc__chan_gather(const char *name, const void *mine, size_t len, void
                             char *why, size_t why_len);
 tc_status_t tc__chan_all_ok(const char *name, int ok, int *all_p, char *why, size_t why_len);
 
-/* Whether rank r's process has exited (same node only; 0 if unknown). */
+/* Whether rank r is lost: its process has exited (seen on this machine),
+ * or, for a rank on another machine, tcoll has stopped on a failure. 0 if
+ * not known to be. */
 int tc__chan_peer_gone(const tc_chan_ctx_t *ctx, int r);
+/* Why tc__chan_peer_gone said so, for messages: "has exited", ... */
+const char *tc__chan_gone_why(const tc_chan_ctx_t *ctx, int r);
+
+/* Triggers of tcoll's own, with the reserved bit set (tcoll_trigger.h's
+ * decoder refuses them, so no user trigger can pass for one): fst holds
+ * the bit, the operation (bits 56-62) and a rank (bits 0-31); snd an id. */
+#define TC_CHAN_OWN_BIT (1ull << 63)
+#define TC_CHAN_OWN_OP_SHIFT 56
+enum {
+    TC_CHAN_OWN_SEM = 1,  /* signal semaphore snd of the rank (another node) */
+    TC_CHAN_OWN_CLOSE = 2 /* the context is going: cancel MPI requests, stop */
+};
 
 /* ------------------------------------------------------------------------ */
 /* Registered memory                                                         */
@@ -169,6 +185,9 @@ struct tc_portchan {
     char *dst;  /* the peer's memory mapped here, or NULL: written with process_vm_writev */
     _Atomic int peer_gone; /* the proxy saw the peer's process exit */
     uint64_t done;         /* operations carried out (proxy thread only) */
+    int remote_node;       /* the peer is on another node: over MPI (remote.c) */
+    uint64_t net_seq;      /* remote: flushes sent (proxy thread only) */
+    uint64_t net_acked;    /* remote: the last flush acknowledged (proxy thread) */
     pthread_mutex_t mu;    /* the first failure, set by the proxy, taken by a flush */
     tc_status_t err;
     char err_msg[256];
@@ -177,6 +196,30 @@ struct tc_portchan {
 
 /* The proxy handler of a context (portchan.c). */
 tc_proxy_result_t tc__portchan_handle(tc_trigger_t t, void *arg);
+/* Proxy thread: records a failed operation of ch (the first one's reason
+ * is kept for the next flush). */
+void tc__portchan_fail(tc_portchan_t *ch, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ------------------------------------------------------------------------ */
+/* remote.c, remote_recv.c: port channels and semaphores between nodes      */
+/* ------------------------------------------------------------------------ */
+
+typedef struct tc_chan_net tc_chan_net_t;
+/* Set-up (ctx->net), no MPI call: TC_ERR_STATE when MPI does not run at
+ * MPI_THREAD_MULTIPLE. */
+tc_status_t tc__net_create(tc_chan_ctx_t *ctx, char *why, size_t len);
+/* The proxy's progress hook (arg: the context); 1 when it did something. */
+int tc__net_progress(void *arg);
+/* Proxy thread: carries out a port channel's operation towards another
+ * node; a flush returns when acknowledged (or the peer is lost). */
+void tc__net_op(tc_portchan_t *ch, const tc_trigger_fields_t *f);
+/* Proxy thread: a semaphore signal to rank peer on another node. */
+void tc__net_sem_signal(tc_chan_ctx_t *ctx, int peer, uint32_t id);
+/* Proxy thread, last: cancels what is posted, lets sends end. */
+void tc__net_close(tc_chan_ctx_t *ctx);
+/* Any thread, once the proxy has stopped: frees ctx->net. */
+void tc__net_free(tc_chan_ctx_t *ctx);
 
 /* Waits until line->value >= target (spinning spin_ns first), or the peer
  * exits, or timeout_ns passes (< 0: no limit). */

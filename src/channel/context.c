@@ -15,6 +15,7 @@
 
 #include "channel/channel_internal.h"
 #include "engine/engine_info.h"
+#include "proxy/proxy_internal.h"
 #include "util/log.h"
 #include "util/status.h"
 
@@ -25,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -39,9 +41,10 @@ typedef struct {
     int32_t pid;
     int32_t node_first;
     int32_t area_fd;
-    int32_t pad;
+    int32_t multiple; /* MPI runs at MPI_THREAD_MULTIPLE here */
     uint64_t area_len;
     uint64_t key;
+    uint64_t host; /* this machine and pid namespace (0: unknown) */
 } ctx_record_t;
 
 static _Atomic uint32_t ctx_count;
@@ -116,14 +119,36 @@ static int pidfd_open_or_none(pid_t pid)
 #endif
 }
 
-int tc__chan_peer_gone(const tc_chan_ctx_t *ctx, int r)
+/* Which machine and pid namespace this process runs in, so that two ranks
+ * that see the same value can watch each other's pids (pretend nodes of
+ * one machine, too): a hash of the kernel's boot id and the pid namespace's
+ * inode. 0 when either is unknown. */
+static uint64_t host_id(void)
 {
-    const tc_chan_peer_t *p = &ctx->peers[r];
-    struct pollfd pfd;
+    char boot[64] = "";
+    uint64_t h = 1469598103934665603ull;
+    struct stat ns;
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    size_t i, n = 0;
 
-    if (r == ctx->rank) {
+    if (f != NULL) {
+        n = fread(boot, 1, sizeof(boot) - 1, f);
+        fclose(f);
+    }
+    if (n == 0 || stat("/proc/self/ns/pid", &ns) != 0) {
         return 0;
     }
+    for (i = 0; i < n; i++) {
+        h = (h ^ (unsigned char)boot[i]) * 1099511628211ull;
+    }
+    h ^= (uint64_t)ns.st_ino * 1099511628211ull ^ (uint64_t)ns.st_dev;
+    return h != 0 ? h : 1;
+}
+
+static int pid_exited(const tc_chan_peer_t *p)
+{
+    struct pollfd pfd;
+
     if (p->pidfd >= 0) {
         pfd.fd = p->pidfd;
         pfd.events = POLLIN;
@@ -131,7 +156,27 @@ int tc__chan_peer_gone(const tc_chan_ctx_t *ctx, int r)
         /* A pidfd polls readable once its process has exited. */
         return poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN) != 0;
     }
-    return p->same_node && kill(p->pid, 0) != 0 && errno == ESRCH;
+    return p->same_host && kill(p->pid, 0) != 0 && errno == ESRCH;
+}
+
+int tc__chan_peer_gone(const tc_chan_ctx_t *ctx, int r)
+{
+    const tc_chan_peer_t *p = &ctx->peers[r];
+
+    if (r == ctx->rank) {
+        return 0;
+    }
+    if (p->same_host) {
+        return pid_exited(p);
+    }
+    /* Another machine: the engine finds lost ranks (TCOLL_PEER_TIMEOUT_S). */
+    return tc__engine_failed(NULL, 0);
+}
+
+const char *tc__chan_gone_why(const tc_chan_ctx_t *ctx, int r)
+{
+    return ctx->peers[r].same_host ? "has exited"
+                                   : "is out of reach: tcoll has stopped on a failure";
 }
 
 static void peers_free(tc_chan_ctx_t *ctx)
@@ -174,15 +219,18 @@ static int peers_setup(tc_chan_ctx_t *ctx, const ctx_record_t *recs, char *why, 
         p->pid = recs[r].pid;
         p->node_first = recs[r].node_first;
         p->same_node = r == me || (recs[me].node_first >= 0 && p->node_first == recs[me].node_first);
+        p->same_host = p->same_node || (recs[me].host != 0 && recs[r].host == recs[me].host);
         if (r == me) {
             p->area = ctx->area;
             p->area_len = ctx->area_len;
             continue;
         }
+        if (p->same_host) {
+            p->pidfd = pidfd_open_or_none(p->pid);
+        }
         if (!p->same_node) {
             continue;
         }
-        p->pidfd = pidfd_open_or_none(p->pid);
         if (tc__shmem_map_peer(p->pid, recs[r].area_fd, recs[r].area_len, &addr, why, len) !=
             TC_OK) {
             return 0;
@@ -227,6 +275,7 @@ static tc_status_t opts_check(const tc_chan_opts_t *opts, tc_chan_opts_t *o)
 
 static void ctx_free(tc_chan_ctx_t *ctx)
 {
+    tc__net_free(ctx);
     peers_free(ctx);
     if (ctx->area != NULL) {
         tc_mem_free(ctx->area);
@@ -235,6 +284,42 @@ static void ctx_free(tc_chan_ctx_t *ctx)
     free(ctx->sem_consumed);
     pthread_mutex_destroy(&ctx->mu);
     free(ctx);
+}
+
+static int spans_nodes(const tc_chan_ctx_t *ctx)
+{
+    int r;
+
+    for (r = 0; r < ctx->size; r++) {
+        if (!ctx->peers[r].same_node) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A job of several nodes needs MPI_THREAD_MULTIPLE on every rank: the
+ * proxies call MPI beside the engine thread (remote.c). */
+static tc_status_t nodes_check(const tc_chan_ctx_t *ctx, const ctx_record_t *recs, char *why,
+                               size_t len)
+{
+    int r, several = 0, low = -1;
+
+    for (r = 0; r < ctx->size; r++) {
+        several |= recs[r].node_first < 0 || recs[r].node_first != recs[0].node_first;
+        if (!recs[r].multiple && low < 0) {
+            low = r;
+        }
+    }
+    if (several && low >= 0) {
+        snprintf(why, len, "the job spans several nodes, and port channels and semaphores "
+                 "between nodes are carried out by the context's proxy thread over MPI beside "
+                 "the engine thread, which needs MPI_THREAD_MULTIPLE, but rank %d runs MPI at a "
+                 "lower level: set TCOLL_MPI_THREAD=multiple (or, when the application "
+                 "initializes MPI, ask MPI_Init_thread for MPI_THREAD_MULTIPLE)", low);
+        return TC_ERR_STATE;
+    }
+    return TC_OK;
 }
 
 /* Everything after the options: the area, the exchange, the proxy. */
@@ -269,6 +354,8 @@ static tc_status_t ctx_setup(tc_chan_ctx_t *ctx, const tc_chan_opts_t *o, char *
     mine.area_fd = fd;
     mine.area_len = rlen;
     mine.key = key;
+    mine.multiple = tc__engine_thread_multiple();
+    mine.host = host_id();
     snprintf(name, sizeof(name), "tcoll/chan/%u/ranks", ctx->index);
     st = tc__chan_gather(name, &mine, sizeof(mine), (void **)&recs, why, len);
     if (st != TC_OK) {
@@ -283,8 +370,15 @@ static tc_status_t ctx_setup(tc_chan_ctx_t *ctx, const tc_chan_opts_t *o, char *
         }
     }
     ctx->key = recs[0].key;
+    if ((st = nodes_check(ctx, recs, why, len)) != TC_OK) {
+        free(recs); /* every rank read the same records: all fail alike */
+        return st;
+    }
     ok = peers_setup(ctx, recs, why, len);
     free(recs);
+    if (ok && spans_nodes(ctx) && tc__net_create(ctx, why, len) != TC_OK) {
+        ok = 0;
+    }
     snprintf(name, sizeof(name), "tcoll/chan/%u/mapped", ctx->index);
     st = tc__chan_all_ok(name, ok, &all, agree_why, sizeof(agree_why));
     if (st != TC_OK) {
@@ -293,11 +387,15 @@ static tc_status_t ctx_setup(tc_chan_ctx_t *ctx, const tc_chan_opts_t *o, char *
     }
     if (!all) {
         if (ok) {
-            snprintf(why, len, "another rank could not map the semaphores of its node");
+            snprintf(why, len, "another rank could not map the semaphores of its node or "
+                     "set up its messages to other nodes (its tc_last_error says why)");
         }
         return TC_ERR_TRANSPORT;
     }
     st = tc_proxy_create(tc__portchan_handle, ctx, NULL, NULL, o->fifo_size, &ctx->proxy);
+    if (st == TC_OK && ctx->net != NULL) {
+        st = tc__proxy_set_progress(ctx->proxy, tc__net_progress, ctx);
+    }
     if (st == TC_OK && (st = tc_proxy_start(ctx->proxy, 1)) != TC_OK) {
         tc_proxy_destroy(ctx->proxy);
         ctx->proxy = NULL;
@@ -342,8 +440,9 @@ tc_status_t tc_chan_ctx_create(const tc_chan_opts_t *opts, tc_chan_ctx_t **ctx_p
         ctx_free(ctx);
         return tc__set_error(st, "tc_chan_ctx_create: %s", why);
     }
-    TC_INFO("chan", "context %u: %d ranks, %u semaphore ids per peer, proxy FIFO of %u",
-            ctx->index, ctx->size, ctx->sem_ids, o.fifo_size);
+    TC_INFO("chan", "context %u: %d ranks, %u semaphore ids per peer, proxy FIFO of %u%s",
+            ctx->index, ctx->size, ctx->sem_ids, o.fifo_size,
+            ctx->net != NULL ? "; to other nodes over MPI from the proxy thread" : "");
     *ctx_p = ctx;
     return TC_OK;
 }
@@ -353,6 +452,36 @@ tc_proxy_t *tc_chan_ctx_proxy(tc_chan_ctx_t *ctx)
     return ctx != NULL ? ctx->proxy : NULL;
 }
 
+/* A context across nodes ends together: each rank flushes its channels to
+ * other nodes, then waits (its proxy still receiving) until every rank has,
+ * so no proxy stops while a peer still needs its acknowledgements; then the
+ * proxy's last trigger cancels its MPI requests and stops it. TC_OK, or the
+ * first failure (a flush's, or the wait's: a rank that never came). */
+static tc_status_t net_goodbye(tc_chan_ctx_t *ctx)
+{
+    tc_status_t st = TC_OK, fst;
+    char name[64], why[512];
+    int all = 0;
+    uint32_t i;
+
+    for (i = 0; i < TC_CHAN_NCHANS; i++) {
+        tc_portchan_t *ch = atomic_load_explicit(&ctx->chans[i], memory_order_relaxed);
+        if (ch != NULL && ch->remote_node && (fst = tc_portchan_flush(ch, -1)) != TC_OK &&
+            st == TC_OK) {
+            st = tc__set_error(fst, "tc_chan_ctx_destroy: %s", tc_last_error());
+        }
+    }
+    snprintf(name, sizeof(name), "tcoll/chan/%u/goodbye", ctx->index);
+    fst = tc__chan_all_ok(name, 1, &all, why, sizeof(why));
+    if (fst != TC_OK && st == TC_OK) {
+        st = tc__set_error(fst, "tc_chan_ctx_destroy: not every rank destroyed the context "
+                           "(it spans nodes, so destroying it is collective): %s", why);
+    }
+    tc_fifo_push(ctx->fifo, (tc_trigger_t){TC_CHAN_OWN_BIT | ((uint64_t)TC_CHAN_OWN_CLOSE
+                                                             << TC_CHAN_OWN_OP_SHIFT), 0});
+    return st;
+}
+
 tc_status_t tc_chan_ctx_destroy(tc_chan_ctx_t *ctx)
 {
     tc_status_t st = TC_OK;
@@ -360,6 +489,9 @@ tc_status_t tc_chan_ctx_destroy(tc_chan_ctx_t *ctx)
 
     if (ctx == NULL) {
         return tc__set_error(TC_ERR_ARG, "tc_chan_ctx_destroy: ctx is NULL");
+    }
+    if (ctx->net != NULL) {
+        st = net_goodbye(ctx);
     }
     /* Carries out every trigger pushed so far (tc_proxy_stop drains). */
     tc_proxy_destroy(ctx->proxy);

@@ -21,6 +21,10 @@
  * the handler did before) means the earlier operations are complete at the
  * destination and their sources may be reused.
  *
+ * A rank on another node: the same three bits travel as MPI messages that
+ * the peer's proxy carries out in order (remote.c), and the flush's handler
+ * returns once the peer has acknowledged it, so the same holds.
+ *
  * Failures are never dropped: the first one on a channel is kept (rank,
  * operation, reason) with a count of the operations it failed, and the next
  * flush (or destroying the channel or the context) returns it. Once the
@@ -38,9 +42,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
-/* Proxy thread: records a failed operation (the first one's reason). */
-static void fail(tc_portchan_t *ch, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void fail(tc_portchan_t *ch, const char *fmt, ...)
+void tc__portchan_fail(tc_portchan_t *ch, const char *fmt, ...)
 {
     va_list ap;
 
@@ -79,7 +81,7 @@ static void do_put(tc_portchan_t *ch, const tc_trigger_fields_t *f)
 
     if (!tc__chan_fits(f->src_offset, f->size, ch->local->size) ||
         !tc__chan_fits(f->dst_offset, f->size, ch->remote->size)) {
-        fail(ch, "a put of %llu bytes from offset %llu to offset %llu on the channel to rank "
+        tc__portchan_fail(ch, "a put of %llu bytes from offset %llu to offset %llu on the channel to rank "
              "%d is outside its memory (local %llu, remote %llu bytes)",
              (unsigned long long)f->size, (unsigned long long)f->src_offset,
              (unsigned long long)f->dst_offset, ch->remote->rank,
@@ -99,7 +101,7 @@ static void do_put(tc_portchan_t *ch, const tc_trigger_fields_t *f)
         if (err == ESRCH) {
             atomic_store_explicit(&ch->peer_gone, 1, memory_order_relaxed);
         }
-        fail(ch, "a put of %llu bytes to rank %d (pid %d) failed: %s",
+        tc__portchan_fail(ch, "a put of %llu bytes to rank %d (pid %d) failed: %s",
              (unsigned long long)f->size, ch->remote->rank, (int)ch->remote->pid,
              err == ESRCH ? "the process has exited" : strerror(err));
     }
@@ -114,12 +116,19 @@ static void carry_out(tc_portchan_t *ch, const tc_trigger_fields_t *f)
         (f->type & TC_TRIG_FLUSH) != 0 && tc__chan_peer_gone(ctx, peer)) {
         atomic_store_explicit(&ch->peer_gone, 1, memory_order_relaxed);
         if (ch->done > 0) {
-            fail(ch, "rank %d (pid %d) has exited: earlier operations on the channel to it "
-                 "reached no one", peer, (int)ch->remote->pid);
+            tc__portchan_fail(ch, "rank %d (pid %d) %s: earlier operations on the channel to "
+                              "it reached no one", peer, (int)ch->remote->pid,
+                              tc__chan_gone_why(ctx, peer));
         }
     }
     if (atomic_load_explicit(&ch->peer_gone, memory_order_relaxed)) {
-        fail(ch, "rank %d (pid %d) has exited", peer, (int)ch->remote->pid);
+        tc__portchan_fail(ch, "rank %d (pid %d) %s", peer, (int)ch->remote->pid,
+                          tc__chan_gone_why(ctx, peer));
+        return;
+    }
+    if (ch->remote_node) {
+        tc__net_op(ch, f); /* over MPI */
+        ch->done++;
         return;
     }
     if ((f->type & TC_TRIG_PUT) != 0) {
@@ -137,6 +146,17 @@ tc_proxy_result_t tc__portchan_handle(tc_trigger_t t, void *arg)
     tc_trigger_fields_t f;
     tc_portchan_t *ch;
 
+    if ((t.fst & TC_CHAN_OWN_BIT) != 0 && ctx->net != NULL) {
+        /* tcoll's own (channel_internal.h): only this layer pushes them. */
+        switch ((t.fst >> TC_CHAN_OWN_OP_SHIFT) & 0x7fu) {
+        case TC_CHAN_OWN_SEM:
+            tc__net_sem_signal(ctx, (int)(uint32_t)t.fst, (uint32_t)t.snd);
+            return TC_PROXY_CONTINUE;
+        case TC_CHAN_OWN_CLOSE:
+            tc__net_close(ctx);
+            return TC_PROXY_STOP;
+        }
+    }
     if (tc_trigger_decode(t, &f) != 0) {
         atomic_fetch_add_explicit(&ctx->bad_triggers, 1, memory_order_relaxed);
         TC_WARN("chan", "context %u: a trigger that is no channel operation (0x%016llx "
@@ -190,6 +210,7 @@ tc_status_t tc_portchan_create(tc_sem_t *sem, tc_mem_t *local, tc_rmem_t *remote
     ch->local = local;
     ch->remote = remote;
     ch->dst = tc__rmem_addr(remote);
+    ch->remote_node = !ctx->peers[remote->rank].same_node;
     pthread_mutex_lock(&ctx->mu);
     for (i = 0; i < TC_CHAN_NCHANS; i++) {
         if (atomic_load_explicit(&ctx->chans[i], memory_order_relaxed) == NULL) {

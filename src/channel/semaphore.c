@@ -18,6 +18,11 @@
  * signal. A parked waiter wakes at least every TC_CHAN_PEER_CHECK_NS to
  * see whether the peer's process still exists, so a wait on a dead peer
  * ends with TC_ERR_TRANSPORT instead of hanging.
+ *
+ * A peer on another node: the counter is the same line of this rank's
+ * area, which this rank's proxy signals when the peer's message comes
+ * (remote.c); this rank's signals are tcoll's own triggers in the proxy's
+ * FIFO, sent in push order after the port channel operations before them.
  */
 #define _GNU_SOURCE
 #include "util/futex.h"
@@ -81,8 +86,9 @@ tc_status_t tc__sem_line_wait(tc_chan_ctx_t *ctx, int peer, tc_sem_line_t *line,
             if (reached(line, target)) {
                 return TC_OK;
             }
-            return tc__set_error(TC_ERR_TRANSPORT, "%s: rank %d (pid %d) has exited without "
-                                 "signalling", who, peer, (int)ctx->peers[peer].pid);
+            return tc__set_error(TC_ERR_TRANSPORT, "%s: rank %d (pid %d) %s without "
+                                 "signalling", who, peer, (int)ctx->peers[peer].pid,
+                                 tc__chan_gone_why(ctx, peer));
         }
         wake = now + TC_CHAN_PEER_CHECK_NS < deadline ? now + TC_CHAN_PEER_CHECK_NS : deadline;
         /* seq_cst: the waiter's half of the Dekker pair (see the top). */
@@ -113,9 +119,9 @@ tc_status_t tc_sem_create(tc_chan_ctx_t *ctx, int peer, uint32_t id, tc_sem_t **
         return tc__set_error(TC_ERR_ARG, "tc_sem_create: id %u is not below sem_ids (%u)", id,
                              ctx->sem_ids);
     }
-    if (!ctx->peers[peer].same_node) {
-        return tc__set_error(TC_ERR_ARG, "tc_sem_create: rank %d is on another node: "
-                             "semaphores across nodes are not supported yet", peer);
+    if (!ctx->peers[peer].same_node && ctx->net == NULL) {
+        return tc__set_error(TC_ERR_STATE, "tc_sem_create: rank %d is on another node, and "
+                             "this context has no messages between nodes", peer);
     }
     s = calloc(1, sizeof(*s));
     if (s == NULL) {
@@ -139,7 +145,10 @@ tc_status_t tc_sem_create(tc_chan_ctx_t *ctx, int peer, uint32_t id, tc_sem_t **
     s->peer = peer;
     s->id = id;
     s->in = &ctx->area[slot];
-    s->out = &ctx->peers[peer].area[(size_t)ctx->rank * ctx->sem_ids + id];
+    /* Another node: NULL, and signals travel through the proxy (remote.c). */
+    s->out = ctx->peers[peer].same_node
+                 ? &ctx->peers[peer].area[(size_t)ctx->rank * ctx->sem_ids + id]
+                 : NULL;
     *sem_p = s;
     return TC_OK;
 }
@@ -160,6 +169,16 @@ tc_status_t tc_sem_signal(tc_sem_t *sem)
 {
     if (sem == NULL) {
         return tc__set_error(TC_ERR_ARG, "tc_sem_signal: sem is NULL");
+    }
+    if (sem->out == NULL) {
+        /* Another node: one of tcoll's own triggers, which the proxy sends
+         * after everything pushed before it (remote.c). */
+        tc_fifo_push(sem->ctx->fifo,
+                     (tc_trigger_t){TC_CHAN_OWN_BIT |
+                                        ((uint64_t)TC_CHAN_OWN_SEM << TC_CHAN_OWN_OP_SHIFT) |
+                                        (uint32_t)sem->peer,
+                                    sem->id});
+        return TC_OK;
     }
     tc__sem_line_signal(sem->out);
     return TC_OK;

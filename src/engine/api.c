@@ -499,6 +499,38 @@ int tc__engine_thread_multiple(void)
     return atomic_load_explicit(&tc__engine_shared.thread_multiple, memory_order_relaxed);
 }
 
+int tc__engine_chan_comm(void *comm_p, int *tag_ub_p)
+{
+    eng_shared_t *sh = &tc__engine_shared;
+
+    if (!atomic_load_explicit(&sh->thread_multiple, memory_order_relaxed) ||
+        sh->chan_comm == MPI_COMM_NULL) {
+        return 0;
+    }
+    memcpy(comm_p, &sh->chan_comm, sizeof(MPI_Comm));
+    *tag_ub_p = sh->chan_tag_ub;
+    return 1;
+}
+
+void tc__engine_chan_use(int delta)
+{
+    atomic_fetch_add_explicit(&tc__engine_shared.chan_users, delta, memory_order_relaxed);
+}
+
+int tc__engine_failed(char *msg, size_t len)
+{
+    eng_shared_t *sh = &tc__engine_shared;
+    int failed;
+
+    pthread_mutex_lock(&sh->mu);
+    failed = eng_broken();
+    if (failed && msg != NULL) {
+        snprintf(msg, len, "%s", sh->stop_msg);
+    }
+    pthread_mutex_unlock(&sh->mu);
+    return failed;
+}
+
 /* ------------------------------------------------------------------------ */
 /* The queue (engine thread)                                                 */
 /* ------------------------------------------------------------------------ */

@@ -165,6 +165,13 @@ typedef struct {
     /* The lowest rank on this rank's node (-1: unknown) and whether MPI runs
      * at MPI_THREAD_MULTIPLE (engine_info.h). */
     _Atomic int node_first, thread_multiple;
+    /* At MPI_THREAD_MULTIPLE: the channels' communicator (a duplicate of the
+     * world, made and freed by the engine thread; MPI_COMM_NULL otherwise),
+     * its largest tag, and how many channel contexts use it (their proxies
+     * call MPI until they are destroyed). */
+    MPI_Comm chan_comm;
+    int chan_tag_ub;
+    _Atomic int chan_users;
     /* The engine thread has requests deferred until this rank's earlier
      * ones complete (exec.c); a thread completing a request off the engine
      * (fast.c) wakes it then. Relaxed: a hint; the engine also looks on its

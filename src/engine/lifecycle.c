@@ -40,6 +40,7 @@ eng_shared_t tc__engine_shared = {
     .local_rank = -1,
     .local_size = -1,
     .node_first = -1,
+    .chan_comm = MPI_COMM_NULL,
 };
 
 /* ------------------------------------------------------------------------ */
@@ -148,6 +149,43 @@ static int pretend_nodes(MPI_Comm *local, int per)
     return rc;
 }
 
+/* At MPI_THREAD_MULTIPLE: the channels' communicator (engine_info.h). */
+static tc_status_t chan_comm_setup(char *msg, size_t len)
+{
+    eng_shared_t *sh = &tc__engine_shared;
+    int rc, flag = 0, *ub = NULL;
+
+    if ((rc = MPI_Comm_dup(MPI_COMM_WORLD, &sh->chan_comm)) != MPI_SUCCESS) {
+        sh->chan_comm = MPI_COMM_NULL;
+        return comm_failed(rc, msg, len);
+    }
+    MPI_Comm_set_errhandler(sh->chan_comm, MPI_ERRORS_RETURN);
+    MPI_Comm_get_attr(sh->chan_comm, MPI_TAG_UB, &ub, &flag);
+    sh->chan_tag_ub = flag && ub != NULL ? *ub : 32767;
+    return TC_OK;
+}
+
+/* Frees it, unless a channel context still uses it. Returns 0 when one
+ * does: then MPI must stay initialized. */
+static int chan_comm_free(void)
+{
+    eng_shared_t *sh = &tc__engine_shared;
+    int users = atomic_load_explicit(&sh->chan_users, memory_order_relaxed);
+
+    if (sh->chan_comm == MPI_COMM_NULL) {
+        return 1;
+    }
+    if (users > 0) {
+        TC_WARN("engine", "%d channel context%s still open at tc_shutdown: MPI is left "
+                "initialized for their proxies (destroy contexts before tc_shutdown)", users,
+                users == 1 ? " is" : "s are");
+        return 0;
+    }
+    MPI_Comm_free(&sh->chan_comm);
+    sh->chan_comm = MPI_COMM_NULL;
+    return 1;
+}
+
 /* Initializes MPI if the application has not, creates tcoll's
  * communicators, the data transport and the negotiation's tables. On
  * failure writes why into msg and undoes all of it (MPI is finalized again
@@ -176,17 +214,21 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
             return TC_ERR_STATE;
         }
     } else {
-        /* Only this thread will ever call MPI: FUNNELED is what we need. */
-        rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+        /* Only this thread calls MPI, unless channel proxies are to call it
+         * too (TCOLL_MPI_THREAD=multiple). */
+        int want = e->cfg->mpi_thread ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED;
+        rc = MPI_Init_thread(NULL, NULL, want, &provided);
         if (rc != MPI_SUCCESS) {
             snprintf(msg, len, "MPI_Init_thread failed: %s",
                      tc__mpi_strerror(rc, why, sizeof(why)));
             return TC_ERR_TRANSPORT;
         }
         e->mpi.own = 1;
-        if (provided < MPI_THREAD_FUNNELED) {
-            TC_WARN("engine", "MPI provides only %s; tcoll needs MPI_THREAD_FUNNELED",
-                    thread_level_name(provided));
+        if (provided < want) {
+            TC_WARN("engine", "MPI provides only %s; tcoll asked for %s%s",
+                    thread_level_name(provided), thread_level_name(want),
+                    want == MPI_THREAD_MULTIPLE ? " (TCOLL_MPI_THREAD=multiple): channels "
+                                                  "between nodes will be refused" : "");
         }
     }
     if ((rc = MPI_Comm_dup(MPI_COMM_WORLD, &e->mpi.ctrl)) != MPI_SUCCESS) {
@@ -208,6 +250,9 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
     if (e->cfg->ranks_per_node > 0 &&
         (rc = pretend_nodes(&e->mpi.local, e->cfg->ranks_per_node)) != MPI_SUCCESS) {
         st = comm_failed(rc, msg, len);
+        goto err_free_local;
+    }
+    if (provided >= MPI_THREAD_MULTIPLE && (st = chan_comm_setup(msg, len)) != TC_OK) {
         goto err_free_local;
     }
     MPI_Comm_set_errhandler(e->mpi.ctrl, MPI_ERRORS_RETURN);
@@ -247,6 +292,7 @@ err_free_tables: /* then the last communicator */
     tc__nego_destroy(e);
     tc__node_table_free(e);
 err_free_local:
+    chan_comm_free();
     MPI_Comm_free(&e->mpi.local);
 err_close_data:
     tc__transport_close(&e->mpi.tp);
@@ -277,7 +323,7 @@ static void mpi_teardown(engine_t *e)
     MPI_Comm_free(&e->mpi.ctrl);
     tc__transport_close(&e->mpi.tp);
     MPI_Comm_free(&e->mpi.local);
-    if (e->mpi.own) {
+    if (chan_comm_free() && e->mpi.own) {
         MPI_Finalize();
     }
 }

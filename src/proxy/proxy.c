@@ -37,11 +37,17 @@
  * (a host push, a stop) still wakes it at once, and the stop of step 5 still
  * drains: head counts the device positions too, and the thread polls until
  * tail reaches it.
+ *
+ * Progress hook (proxy_internal.h, for tcoll's channels across nodes): in
+ * step 4 the thread runs it whenever the FIFO is empty, and goes on at once
+ * when it did something; idle, it parks with a time limit as in device mode,
+ * because the hook's work (MPI messages arriving) rings no doorbell.
  */
 #define _GNU_SOURCE
 #include "util/futex.h"
 
 #include "proxy/fifo_internal.h"
+#include "proxy/proxy_internal.h"
 #include "util/backoff.h"
 #include "util/config.h"
 #include "util/log.h"
@@ -78,6 +84,8 @@ struct tc_proxy {
     void *handler_arg;
     tc_proxy_init_t init;
     void *init_arg;
+    tc__proxy_progress_t progress; /* proxy_internal.h; NULL: none */
+    void *progress_arg;
 
     pthread_mutex_t lock; /* serializes start/stop/destroy; guards started, thread */
     int started;          /* a thread was created and not yet joined */
@@ -237,8 +245,9 @@ park:
         proxy_idle_reset(idle);
         return;
     }
-    /* The mode is read after the ticket: see tc__fifo_device_mode. */
-    if (!tc__fifo_device_mode(f)) {
+    /* The mode is read after the ticket: see tc__fifo_device_mode. A
+     * progress hook has work that no ring announces either. */
+    if (!tc__fifo_device_mode(f) && p->progress == NULL) {
         tc__fifo_park(f, ticket);
         proxy_idle_reset(idle);
         return;
@@ -277,6 +286,10 @@ static void proxy_loop(tc_proxy_t *p)
                          (unsigned long long)(tc__fifo_tail(f) - 1));
                 return;
             }
+            proxy_idle_reset(&idle);
+            continue;
+        }
+        if (p->progress != NULL && p->progress(p->progress_arg)) {
             proxy_idle_reset(&idle);
             continue;
         }
@@ -502,6 +515,24 @@ void tc_proxy_destroy(tc_proxy_t *proxy)
     pthread_mutex_destroy(&proxy->lock);
     tc_fifo_destroy(proxy->fifo);
     free(proxy);
+}
+
+tc_status_t tc__proxy_set_progress(tc_proxy_t *p, tc__proxy_progress_t fn, void *arg)
+{
+    tc_status_t st = TC_OK;
+
+    if (p == NULL) {
+        return tc__set_error(TC_ERR_ARG, "tc__proxy_set_progress: proxy is NULL");
+    }
+    pthread_mutex_lock(&p->lock);
+    if (p->started) {
+        st = tc__set_error(TC_ERR_STATE, "tc__proxy_set_progress: the proxy is running");
+    } else {
+        p->progress = fn;
+        p->progress_arg = arg;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return st;
 }
 
 tc_fifo_t *tc_proxy_fifo(tc_proxy_t *proxy)

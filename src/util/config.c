@@ -54,6 +54,7 @@ typedef struct {
  * (config.h's TC_SHM_* and TC_ALGO_* enums follow them). */
 static const char *const shm_choices[] = {"auto", "memfd", "posix", "off", NULL};
 static const char *const algo_choices[] = {"auto", "ring", "shm", "cma", "hier", NULL};
+static const char *const mpi_thread_choices[] = {"funneled", "multiple", NULL};
 
 #define OFF(field) offsetof(tc_config_t, field)
 #define FIELD_SIZE(field) ((long)sizeof(((tc_config_t *)0)->field))
@@ -206,6 +207,14 @@ static const knob_t knobs[] = {
      "them as separate nodes: shared memory only inside them, MPI between "
      "them, local_rank and local_size within them. For testing and measuring "
      "the paths across nodes on one machine; 0: the real nodes.", NULL},
+    {"TCOLL_MPI_THREAD", KNOB_CHOICE, OFF(mpi_thread), "funneled", 0, 0, KNOB_LOCAL,
+     "The MPI thread level tc_init asks for when it initializes MPI: funneled "
+     "(only the engine thread calls MPI) or multiple (MPI_THREAD_MULTIPLE: "
+     "channel proxies call MPI too, which port channels and semaphores "
+     "between nodes need; tc_chan_ctx_create refuses a job of several nodes "
+     "without it). An application that initializes MPI itself must ask for "
+     "MPI_THREAD_MULTIPLE anyway.",
+     mpi_thread_choices},
     {"TCOLL_PROXY_CPUS", KNOB_STRING, OFF(proxy_cpus), "", 0, FIELD_SIZE(proxy_cpus), KNOB_LOCAL,
      "CPUs the default proxy init hook binds its thread to (hwloc list syntax, "
      "e.g. 0-3,8), or NUMA nodes as numa:<nodes>; empty binds nothing.", NULL},

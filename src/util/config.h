@@ -38,6 +38,7 @@ typedef struct tc_config {
     int shm_fast_bytes;   /* TCOLL_SHM_FAST_BYTES */
     int shm_fast_names;   /* TCOLL_SHM_FAST_NAMES */
     int shm_p2p_cell_kb;  /* TCOLL_SHM_P2P_CELL_KB */
+    int mpi_thread;       /* TCOLL_MPI_THREAD: 0 funneled, 1 multiple */
     char timeline[1024];  /* TCOLL_TIMELINE */
     char proxy_cpus[256]; /* TCOLL_PROXY_CPUS */
 } tc_config_t;

@@ -31,6 +31,17 @@ static int left(void)
     return (tt_rank + tt_size - 1) % tt_size;
 }
 
+/* Whether rank r is on another node than this rank: pretend nodes of
+ * TCOLL_RANKS_PER_NODE ranks (with TCOLL_MPI_THREAD=multiple, port channels
+ * and semaphores then go over MPI; memory channels are refused). */
+static int other_node(int r)
+{
+    const char *env = getenv("TCOLL_RANKS_PER_NODE");
+    int per = env != NULL && atoi(env) > 0 ? atoi(env) : tt_size;
+
+    return r / per != tt_rank / per;
+}
+
 static void barrier(void)
 {
     tc_request_t *req;
@@ -184,7 +195,10 @@ TC_CASE(memchan_puts)
     tc_memchan_t *ch;
 
     ring_open(&g, 1);
-    if (tt_size > 1) {
+    if (tt_size > 1 && other_node(right())) {
+        CHECK_EQ(tc_memchan_create(g.data_r, g.mem, g.rmems[right()], &ch), TC_ERR_ARG);
+        CHECK_STR_CONTAINS(tc_last_error(), "another node");
+    } else if (tt_size > 1 && !other_node(left())) { /* the whole ring on this node */
         CHECK_OK(tc_memchan_create(g.data_r, g.mem, g.rmems[right()], &ch));
         put_rounds(&g, ch, mem_put);
         tc_memchan_destroy(ch);
@@ -204,7 +218,7 @@ TC_CASE(memchan_gets)
     ring_open(&g, 1);
     fill_send(&g, 99, 0, REGION / 2);
     barrier();
-    if (tt_size > 1) {
+    if (tt_size > 1 && !other_node(right())) {
         CHECK_OK(tc_memchan_create(g.data_r, g.mem, g.rmems[right()], &ch));
         for (si = 0; si < NSIZES; si++) {
             for (oi = 0; oi < NOFFS; oi++) {
@@ -478,6 +492,8 @@ TC_CASE(refusals)
         p = malloc(4096);
         CHECK_OK(tc_mem_register(g.ctx, p, 4096, &priv));
         CHECK_EQ(tc_memchan_create(g.data_r, g.mem, g.rmems[tt_rank], &mch), TC_ERR_ARG);
+    }
+    if (tt_size > 1 && !other_node(right())) {
         CHECK_OK(tc_memchan_create(g.data_r, priv, g.rmems[right()], &mch));
         CHECK_EQ(tc_memchan_put(mch, 0, 1, 4096), TC_ERR_ARG);       /* past the source */
         CHECK_EQ(tc_memchan_put(mch, REGION - 1, 0, 2), TC_ERR_ARG); /* past the peer's */
@@ -485,6 +501,8 @@ TC_CASE(refusals)
         CHECK_EQ(tc_memchan_get(mch, 4000, 0, 97), TC_ERR_ARG);
         CHECK_OK(tc_memchan_put(mch, REGION, 0, 0)); /* zero bytes at the end: legal */
         tc_memchan_destroy(mch);
+    }
+    if (tt_size > 1) {
         CHECK_OK(tc_portchan_create(g.data_r, priv, g.rmems[right()], &pch));
         CHECK_EQ(tc_portchan_put(pch, 0, 0, 4097), TC_ERR_ARG);
         CHECK_EQ(tc_portchan_put(pch, REGION, 0, 1), TC_ERR_ARG);
@@ -511,33 +529,98 @@ TC_CASE(refusals)
 }
 
 /* With pretend nodes (TCOLL_RANKS_PER_NODE=k: ranks 0..k-1 on one, and so
- * on), a semaphore or channel with a rank of the same node works and one
- * with a rank of another node is refused with a reason (channels across
- * nodes are not there yet). Without the knob every rank is on this node. */
+ * on) a context spans nodes. With TCOLL_MPI_THREAD=multiple, semaphores
+ * with every rank work (across nodes through the proxies, over MPI) and
+ * memory channels across nodes are refused; without it the context itself
+ * is refused, on every rank, saying what to set. Without the knob every
+ * rank is on this node. */
 TC_CASE(pretend_nodes)
 {
-    const char *env = getenv("TCOLL_RANKS_PER_NODE");
-    int per = env != NULL && atoi(env) > 0 ? atoi(env) : tt_size, r;
+    const char *mt = getenv("TCOLL_MPI_THREAD");
+    int multiple = mt != NULL && strcmp(mt, "multiple") == 0, spans = 0, r, round;
+    tc_sem_t **sems = calloc((size_t)tt_size, sizeof(*sems));
+    tc_memchan_t *mch = NULL;
     tc_chan_ctx_t *ctx;
-    tc_sem_t *sem;
+    ring_t g;
 
+    for (r = 0; r < tt_size; r++) {
+        spans |= other_node(r);
+    }
+    if (spans && !multiple) {
+        CHECK_EQ(tc_chan_ctx_create(NULL, &ctx), TC_ERR_STATE);
+        CHECK_STR_CONTAINS(tc_last_error(), "MPI_THREAD_MULTIPLE");
+        CHECK_STR_CONTAINS(tc_last_error(), "TCOLL_MPI_THREAD=multiple");
+        free(sems);
+        return;
+    }
     CHECK_OK(tc_chan_ctx_create(NULL, &ctx));
     for (r = 0; r < tt_size; r++) {
-        if (r == tt_rank) {
-            continue;
+        if (r != tt_rank) {
+            CHECK_OK(tc_sem_create(ctx, r, 0, &sems[r]));
         }
-        if (r / per == tt_rank / per) {
-            CHECK_OK(tc_sem_create(ctx, r, 0, &sem));
-            CHECK_OK(tc_sem_signal(sem));
-            CHECK_OK(tc_sem_wait(sem, 30 * SEC));
-            tc_sem_destroy(sem);
-        } else {
-            CHECK_EQ(tc_sem_create(ctx, r, 0, &sem), TC_ERR_ARG);
-            CHECK_STR_CONTAINS(tc_last_error(), "another node");
+    }
+    for (round = 0; round < 3; round++) { /* every rank signals every other */
+        for (r = 0; r < tt_size; r++) {
+            if (r != tt_rank) {
+                CHECK_OK(tc_sem_signal(sems[r]));
+            }
+        }
+        for (r = 0; r < tt_size; r++) {
+            if (r != tt_rank) {
+                CHECK_OK(tc_sem_wait(sems[r], 30 * SEC));
+            }
         }
     }
     barrier();
+    for (r = 0; r < tt_size; r++) {
+        if (r != tt_rank) {
+            CHECK_EQ(tc_sem_poll(sems[r]), 0); /* exactly 3 each */
+            tc_sem_destroy(sems[r]);
+        }
+    }
+    free(sems);
+    barrier();
     CHECK_OK(tc_chan_ctx_destroy(ctx));
+    ring_open(&g, 1);
+    if (tt_size > 1 && other_node(right())) {
+        CHECK_EQ(tc_memchan_create(g.data_r, g.mem, g.rmems[right()], &mch), TC_ERR_ARG);
+        CHECK_STR_CONTAINS(tc_last_error(), "another node");
+    }
+    ring_close(&g);
+}
+
+/* Overlapping puts complete in order: a large put and then a small one
+ * (inline in one message across nodes) into the same place; the small
+ * one's bytes must win, the rest be the large one's. */
+TC_CASE(overlapping_puts)
+{
+    enum { BIG = 300000, SMALL = 100 };
+    ring_t g;
+    tc_portchan_t *ch;
+    uint64_t i;
+    int k;
+
+    ring_open(&g, 0);
+    if (tt_size > 1) {
+        CHECK_OK(tc_portchan_create(g.data_r, g.mem, g.rmems[right()], &ch));
+        for (k = 0; k < 4; k++) {
+            fill_send(&g, 2 * k, 0, BIG);
+            fill_send(&g, 2 * k + 1, BIG, SMALL);
+            CHECK_OK(tc_portchan_put(ch, REGION / 2, 0, BIG));
+            CHECK_OK(tc_portchan_put_with_signal(ch, REGION / 2 + 7, BIG, SMALL));
+            CHECK_OK(tc_sem_wait(g.data_l, 30 * SEC));
+            for (i = 0; i < BIG; i++) {
+                unsigned char want = i >= 7 && i < 7 + SMALL ? pattern(left(), 2 * k + 1, BIG + i - 7)
+                                                              : pattern(left(), 2 * k, i);
+                CHECK_EQ((unsigned char)g.buf[REGION / 2 + i], want);
+            }
+            CHECK_OK(tc_sem_signal(g.ack_l));
+            CHECK_OK(tc_sem_wait(g.ack_r, 30 * SEC));
+        }
+        CHECK_OK(tc_portchan_flush(ch, 30 * SEC));
+        CHECK_OK(tc_portchan_destroy(ch));
+    }
+    ring_close(&g);
 }
 
 int main(int argc, char **argv)

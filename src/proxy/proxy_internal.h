@@ -1,0 +1,22 @@
+/*
+ * proxy_internal.h - what tcoll's own layers (channels) may ask of a proxy
+ * beyond tcoll.h: a progress hook, for a proxy that also drives a transport
+ * (MPI requests) between triggers.
+ */
+#ifndef TC_PROXY_INTERNAL_H
+#define TC_PROXY_INTERNAL_H
+
+#include "tcoll.h"
+
+/* Runs on the proxy thread; returns 1 when it did something (the thread
+ * then polls again at once), 0 when there was nothing to do. */
+typedef int (*tc__proxy_progress_t)(void *arg);
+
+/* Before tc_proxy_start (else TC_ERR_STATE): fn(arg) runs on the proxy
+ * thread whenever its FIFO is empty. An idle proxy with a progress hook
+ * parks with a time limit, as in device mode (proxy.c), so fn runs at least
+ * about every millisecond even when no trigger comes; a handler may call fn
+ * itself while it waits. */
+tc_status_t tc__proxy_set_progress(tc_proxy_t *p, tc__proxy_progress_t fn, void *arg);
+
+#endif
