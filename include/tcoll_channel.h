@@ -12,10 +12,16 @@
  * "one thread at a time" means the caller serializes calls on that object.
  *
  * Who touches what: the calling thread does the memory channel's copies
- * and every semaphore signal and wait; the context's proxy thread, and only
- * it, carries out port channel operations. Neither calls MPI: a context is
- * made and handles are exchanged through tcoll's own collectives (the engine
- * thread), so channels need no MPI thread level beyond tc_init's.
+ * and every semaphore signal and wait on this node; the context's proxy
+ * thread, and only it, carries out port channel operations, and sends and
+ * receives everything that goes to or comes from another node (port
+ * channel operations, semaphore signals, handles sent pairwise): it is the
+ * only thread that calls MPI for channels. Contexts are made, and handles
+ * exchanged collectively, through tcoll's own collectives (the engine
+ * thread). So a job on one node needs no MPI thread level beyond
+ * tc_init's; a job across nodes needs MPI_THREAD_MULTIPLE (the proxy and
+ * the engine thread both call MPI): set TCOLL_MPI_THREAD=multiple, or ask
+ * MPI_Init_thread for it when the application initializes MPI.
  *
  * This header is C11 and also compiles as C++.
  */
@@ -53,18 +59,25 @@ typedef struct {
  * process, node and semaphore area, maps those of the ranks on this node,
  * and starts the context's proxy thread. opts NULL: defaults. Fails on
  * every rank alike: TC_ERR_ARG (bad options, sem_ids differing between
- * ranks), TC_ERR_STATE (tcoll not running), TC_ERR_NOMEM, TC_ERR_TRANSPORT
- * (a rank could not map a peer's memory). */
+ * ranks), TC_ERR_STATE (tcoll not running; or the job spans nodes and a
+ * rank's MPI does not run at MPI_THREAD_MULTIPLE: the message says which
+ * and what to set), TC_ERR_NOMEM, TC_ERR_TRANSPORT (a rank could not map a
+ * peer's memory). */
 tc_status_t tc_chan_ctx_create(const tc_chan_opts_t *opts, tc_chan_ctx_t **ctx_p);
 
-/* Local; any one thread, once nothing else uses the context. Stops the
- * proxy after it has carried out every trigger pushed so far (operations
- * towards a rank that has exited fail), then frees the context with the
- * port channels and registrations still open. Memory channels, semaphores
- * and opened handles must be destroyed or closed before. Returns TC_OK, or
- * the first failure of a port channel operation not yet reported by a
- * flush. Peers may still be using this rank's memory: call it after a
- * barrier. NULL: TC_ERR_ARG. */
+/* Any one thread, once nothing else uses the context. Within one node it
+ * is local: it stops the proxy after it has carried out every trigger
+ * pushed so far (operations towards a rank that has exited fail), then
+ * frees the context with the port channels and registrations still open;
+ * peers may still be using this rank's memory, so call it after a barrier.
+ * When the job spans nodes it is collective (every rank, same order): each
+ * rank flushes its port channels to other nodes, then waits for every
+ * rank to get there (its proxy still receiving) before its proxy stops;
+ * a rank that never comes (lost) makes it return TC_ERR_TRANSPORT, after
+ * freeing everything all the same. Memory channels, semaphores and opened
+ * handles must be destroyed or closed before. Returns TC_OK, or the first
+ * failure of a port channel operation not yet reported by a flush. NULL:
+ * TC_ERR_ARG. */
 tc_status_t tc_chan_ctx_destroy(tc_chan_ctx_t *ctx);
 
 /* The context's proxy (to push triggers made by tc_portchan_trigger, e.g.
@@ -100,7 +113,7 @@ typedef struct {
 } tc_mem_handle_t;
 
 /* Local; any thread. Serializes mem into *handle_p (send the bytes to a peer
- * any way you like). */
+ * any way you like, or use tc_mem_handle_send below). */
 tc_status_t tc_mem_handle(const tc_mem_t *mem, tc_mem_handle_t *handle_p);
 /* Local; any thread. Opens a handle received from a rank (len must be
  * TC_MEM_HANDLE_BYTES). Checked on arrival: TC_ERR_ARG when the bytes are
@@ -119,6 +132,22 @@ void tc_mem_close(tc_rmem_t *rmem);
 tc_status_t tc_mem_exchange(tc_chan_ctx_t *ctx, const char *name, const tc_mem_t *mem,
                             tc_rmem_t *rmems[]);
 
+/* Pairwise: one rank's handle to one peer, without the rest of the job.
+ * tc_mem_handle_send: local; any thread. Sends mem's handle to rank peer
+ * (this rank too) under tag, and returns without waiting for the peer: to
+ * a rank of this node through its mailbox, where at most 16 handles from
+ * this rank may wait to be received (more: TC_ERR_NOMEM, nothing sent); to
+ * another node through the context's proxy, over MPI. TC_ERR_ARG: mem
+ * NULL, peer not a rank. */
+tc_status_t tc_mem_handle_send(const tc_mem_t *mem, int peer, uint32_t tag);
+/* Local; any thread. Receives the handle rank peer sent under tag (the
+ * oldest one, when it sent several) and opens it (as tc_mem_open, checked
+ * on arrival). timeout_ns < 0 waits without limit, 0 only looks.
+ * TC_ERR_TIMEOUT: none came in time; TC_ERR_TRANSPORT: the peer is lost;
+ * TC_ERR_ARG: bad arguments, or the handle does not open. */
+tc_status_t tc_mem_handle_recv(tc_chan_ctx_t *ctx, int peer, uint32_t tag, int64_t timeout_ns,
+                               tc_rmem_t **rmem_p);
+
 /* What a handle names. Any thread. */
 int tc_rmem_rank(const tc_rmem_t *rmem);
 uint64_t tc_rmem_size(const tc_rmem_t *rmem);
@@ -130,15 +159,18 @@ uint64_t tc_rmem_size(const tc_rmem_t *rmem);
 /* Local; any thread. The semaphore (peer, id) of this rank: a 64-bit counter
  * in this rank's memory that the peer's semaphore (this rank, id) signals,
  * and the other way round. id < opts.sem_ids; peer != this rank, on this
- * node. Each (peer, id) has at most one semaphore at a time per context.
- * TC_ERR_ARG: out of range, taken, or the peer on another node (semaphores
- * across nodes go with port channels, which are not there yet). */
+ * node or another (then signals travel through the proxies, over MPI,
+ * after every port channel operation pushed before them). Each (peer, id)
+ * has at most one semaphore at a time per context. TC_ERR_ARG: out of
+ * range, or taken. */
 tc_status_t tc_sem_create(tc_chan_ctx_t *ctx, int peer, uint32_t id, tc_sem_t **sem_p);
 /* Local; once no channel uses it. NULL: ignored. */
 void tc_sem_destroy(tc_sem_t *sem);
 /* Any thread, several at once: adds 1 to the peer's counter (release:
  * everything this thread stored before is visible to the peer's wait that
- * sees it). */
+ * sees it). A peer on another node: pushed to the proxy, which sends it
+ * after every earlier trigger (so after earlier port channel puts); the
+ * call may wait while the FIFO is full. */
 tc_status_t tc_sem_signal(tc_sem_t *sem);
 /* One thread at a time: waits for the next signal from the peer (one wait
  * consumes one signal). timeout_ns < 0 waits without limit, 0 only checks.
@@ -181,8 +213,9 @@ tc_status_t tc_memchan_flush(tc_memchan_t *ch);
 /* ------------------------------------------------------------------------ */
 
 /* Local; any thread. A channel from local to remote (any registered memory
- * of a rank on this node) signalling with sem (peer = remote's rank), with
- * an id 0..4095 in the context's proxy (TC_ERR_NOMEM when all are taken). */
+ * of any rank) signalling with sem (peer = remote's rank), with an id
+ * 0..4095 in the context's proxy (TC_ERR_NOMEM when all are taken). To a
+ * rank on another node its operations travel over MPI (docs/channels.md). */
 tc_status_t tc_portchan_create(tc_sem_t *sem, tc_mem_t *local, tc_rmem_t *remote,
                                tc_portchan_t **ch_p);
 /* Local; one thread, once no one else pushes to it. Flushes it (waiting

@@ -58,6 +58,40 @@ _Static_assert(sizeof(tc_sem_line_t) == TC_CHAN_LINE, "a semaphore line is one c
 void tc__sem_line_signal(tc_sem_line_t *line);
 
 /* ------------------------------------------------------------------------ */
+/* Mailboxes for handles sent pairwise (mailbox.c)                           */
+/* ------------------------------------------------------------------------ */
+
+#define TC_CHAN_MBOX_SLOTS 16u
+
+enum { TC_MBOX_FREE = 0, TC_MBOX_WRITING = 1, TC_MBOX_FULL = 2, TC_MBOX_READING = 3 };
+
+/* One handle on its way: written by the sender (same node) or this rank's
+ * proxy (another node), taken by the receiver. */
+typedef struct {
+    _Atomic uint32_t state; /* TC_MBOX_* */
+    uint32_t tag;
+    uint64_t seq; /* the sender's count: equal tags are taken in sending order */
+    unsigned char bytes[TC_MEM_HANDLE_BYTES];
+    char pad[128 - 16 - TC_MEM_HANDLE_BYTES];
+} tc_mbox_slot_t;
+
+/* A rank's mailbox for one sender, after its semaphore lines in its area. */
+typedef struct {
+    tc_sem_line_t bell; /* signalled once per handle put in */
+    tc_mbox_slot_t slot[TC_CHAN_MBOX_SLOTS];
+} tc_mbox_t;
+
+_Static_assert(sizeof(tc_mbox_slot_t) == 128, "a mailbox slot is two cache lines");
+
+/* A handle held in this process: to send to another node, or received from one. */
+typedef struct tc_mbox_msg {
+    struct tc_mbox_msg *next;
+    int peer;
+    uint32_t tag;
+    unsigned char bytes[TC_MEM_HANDLE_BYTES];
+} tc_mbox_msg_t;
+
+/* ------------------------------------------------------------------------ */
 /* The context                                                               */
 /* ------------------------------------------------------------------------ */
 
@@ -69,6 +103,7 @@ typedef struct {
     int pidfd;           /* to see it exit (same machine; -1: none) */
     tc_sem_line_t *area; /* its semaphore area, mapped (same node), else NULL */
     uint64_t area_len;
+    tc_mbox_t *mbox;     /* the mailboxes in that area (same node), else NULL */
 } tc_chan_peer_t;
 
 struct tc_chan_ctx {
@@ -78,8 +113,10 @@ struct tc_chan_ctx {
     uint32_t sem_ids; /* semaphore ids per peer */
     int64_t spin_ns;
     tc_chan_peer_t *peers;
-    tc_sem_line_t *area; /* this rank's semaphore area: [peer * sem_ids + id] */
-    uint64_t area_len;
+    tc_sem_line_t *area; /* this rank's semaphore area: [peer * sem_ids + id], */
+    uint64_t area_len;   /* then its mailboxes: [sender] */
+    tc_mbox_t *mbox;
+    _Atomic uint64_t *mbox_seq; /* [size]: handles sent to each rank */
     tc_proxy_t *proxy;
     tc_fifo_t *fifo;
     struct tc_chan_net *net; /* remote.c: MPI, when the job spans nodes; else NULL */
@@ -90,6 +127,7 @@ struct tc_chan_ctx {
     uint64_t next_mem_id;
     struct tc_portchan *_Atomic chans[TC_CHAN_NCHANS]; /* by id: NULL = free */
     struct tc_mem *mems;                               /* registrations, a list */
+    tc_mbox_msg_t *outbox, *inbox; /* handles to other nodes / from them (oldest first) */
     _Atomic uint64_t bad_triggers;                     /* for no open channel */
 };
 
@@ -114,9 +152,16 @@ const char *tc__chan_gone_why(const tc_chan_ctx_t *ctx, int r);
 #define TC_CHAN_OWN_BIT (1ull << 63)
 #define TC_CHAN_OWN_OP_SHIFT 56
 enum {
-    TC_CHAN_OWN_SEM = 1,  /* signal semaphore snd of the rank (another node) */
-    TC_CHAN_OWN_CLOSE = 2 /* the context is going: cancel MPI requests, stop */
+    TC_CHAN_OWN_SEM = 1,    /* signal semaphore snd of the rank (another node) */
+    TC_CHAN_OWN_CLOSE = 2,  /* the context is going: cancel MPI requests, stop */
+    TC_CHAN_OWN_HANDLES = 3 /* send the handles in the outbox (other nodes) */
 };
+
+/* Where a mailbox area starts in a semaphore area of ctx's layout. */
+static inline tc_mbox_t *tc__chan_mboxes(const tc_chan_ctx_t *ctx, tc_sem_line_t *area)
+{
+    return area != NULL ? (tc_mbox_t *)(void *)(area + (size_t)ctx->size * ctx->sem_ids) : NULL;
+}
 
 /* ------------------------------------------------------------------------ */
 /* Registered memory                                                         */
@@ -216,6 +261,12 @@ int tc__net_progress(void *arg);
 void tc__net_op(tc_portchan_t *ch, const tc_trigger_fields_t *f);
 /* Proxy thread: a semaphore signal to rank peer on another node. */
 void tc__net_sem_signal(tc_chan_ctx_t *ctx, int peer, uint32_t id);
+/* Proxy thread: sends the handles of ctx->outbox. */
+void tc__net_send_handles(tc_chan_ctx_t *ctx);
+/* mailbox.c: frees a list of held handles. */
+void tc__mbox_free_list(tc_mbox_msg_t *m);
+/* mailbox.c, proxy thread: a handle from rank peer (another node) came. */
+void tc__mbox_deliver(tc_chan_ctx_t *ctx, int peer, uint32_t tag, const unsigned char *bytes);
 /* Proxy thread, last: cancels what is posted, lets sends end. */
 void tc__net_close(tc_chan_ctx_t *ctx);
 /* Any thread, once the proxy has stopped: frees ctx->net. */

@@ -223,6 +223,7 @@ static int peers_setup(tc_chan_ctx_t *ctx, const ctx_record_t *recs, char *why, 
         if (r == me) {
             p->area = ctx->area;
             p->area_len = ctx->area_len;
+            p->mbox = ctx->mbox;
             continue;
         }
         if (p->same_host) {
@@ -237,6 +238,7 @@ static int peers_setup(tc_chan_ctx_t *ctx, const ctx_record_t *recs, char *why, 
         }
         p->area = addr;
         p->area_len = recs[r].area_len;
+        p->mbox = tc__chan_mboxes(ctx, addr);
     }
     return 1;
 }
@@ -282,6 +284,9 @@ static void ctx_free(tc_chan_ctx_t *ctx)
     }
     free(ctx->sem_taken);
     free(ctx->sem_consumed);
+    free(ctx->mbox_seq);
+    tc__mbox_free_list(ctx->outbox);
+    tc__mbox_free_list(ctx->inbox);
     pthread_mutex_destroy(&ctx->mu);
     free(ctx);
 }
@@ -332,16 +337,19 @@ static tc_status_t ctx_setup(tc_chan_ctx_t *ctx, const tc_chan_opts_t *o, char *
     int fd = -1, ok, all = 0, r;
     uint64_t off, rlen;
 
-    ctx->area_len = (uint64_t)ctx->size * o->sem_ids * sizeof(tc_sem_line_t);
+    ctx->area_len = (uint64_t)ctx->size * o->sem_ids * sizeof(tc_sem_line_t) +
+                    (uint64_t)ctx->size * sizeof(tc_mbox_t);
     ctx->sem_taken = calloc((size_t)ctx->size * o->sem_ids, 1);
     ctx->sem_consumed = calloc((size_t)ctx->size * o->sem_ids, sizeof(uint64_t));
-    if (ctx->sem_taken == NULL || ctx->sem_consumed == NULL ||
+    ctx->mbox_seq = calloc((size_t)ctx->size, sizeof(*ctx->mbox_seq));
+    if (ctx->sem_taken == NULL || ctx->sem_consumed == NULL || ctx->mbox_seq == NULL ||
         tc_mem_alloc((size_t)ctx->area_len, (void **)&ctx->area) != TC_OK) {
         snprintf(why, len, "no memory for %llu bytes of semaphores",
                  (unsigned long long)ctx->area_len);
         ctx->area = NULL;
         return TC_ERR_NOMEM;
     }
+    ctx->mbox = tc__chan_mboxes(ctx, ctx->area);
     (void)tc__shmem_find(ctx->area, 1, &fd, &off, &rlen);
     if (getrandom(&key, sizeof(key), 0) != (ssize_t)sizeof(key)) {
         key = ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)ctx;

@@ -152,6 +152,9 @@ tc_proxy_result_t tc__portchan_handle(tc_trigger_t t, void *arg)
         case TC_CHAN_OWN_SEM:
             tc__net_sem_signal(ctx, (int)(uint32_t)t.fst, (uint32_t)t.snd);
             return TC_PROXY_CONTINUE;
+        case TC_CHAN_OWN_HANDLES:
+            tc__net_send_handles(ctx);
+            return TC_PROXY_CONTINUE;
         case TC_CHAN_OWN_CLOSE:
             tc__net_close(ctx);
             return TC_PROXY_STOP;

@@ -20,6 +20,8 @@
  *   semaphore        CTRL   a tc_sem_signal across nodes
  *   acknowledgement  CTRL   a flush has completed at the destination, with
  *                           the first failure seen there, if any
+ *   handle           CTRL   a tc_mem_handle_send across nodes (the tag and
+ *                           the handle's bytes; mailbox.c)
  *
  * Order. MPI does not let two messages of one sender, tag and communicator
  * overtake each other. The receiver keeps NET_RING header receives posted
@@ -398,5 +400,32 @@ void tc__net_sem_signal(tc_chan_ctx_t *ctx, int peer, uint32_t id)
         tc__net_describe(rc, why, sizeof(why));
         TC_WARN("chan", "context %u: a semaphore signal to rank %d (id %u) was not sent: %s",
                 ctx->index, peer, id, why);
+    }
+}
+
+void tc__net_send_handles(tc_chan_ctx_t *ctx)
+{
+    tc_mbox_msg_t *m, *next;
+    char why[256];
+    net_hdr_t h;
+    int rc;
+
+    pthread_mutex_lock(&ctx->mu);
+    m = ctx->outbox;
+    ctx->outbox = NULL;
+    pthread_mutex_unlock(&ctx->mu);
+    for (; m != NULL; m = next) {
+        next = m->next;
+        memset(&h, 0, sizeof(h));
+        h.magic = NET_MAGIC;
+        h.kind = NET_HANDLE;
+        h.sem_id = m->tag;
+        rc = tc__net_send_ctrl(ctx->net, m->peer, &h, m->bytes, TC_MEM_HANDLE_BYTES);
+        if (rc != 0) {
+            tc__net_describe(rc, why, sizeof(why));
+            TC_WARN("chan", "context %u: a handle for rank %d (tag %u) was not sent: %s",
+                    ctx->index, m->peer, m->tag, why);
+        }
+        free(m);
     }
 }

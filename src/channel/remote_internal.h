@@ -20,14 +20,14 @@
 #define NET_MSG_MAX 200       /* an acknowledgement's failure text */
 #define NET_CHECK_NS 100000000ull
 
-enum { NET_OP = 1, NET_SEM = 2, NET_ACK = 3 };
+enum { NET_OP = 1, NET_SEM = 2, NET_ACK = 3, NET_HANDLE = 4 };
 
 typedef struct {
     uint32_t magic;
     uint16_t kind;    /* NET_OP, NET_SEM, NET_ACK */
     uint16_t type;    /* NET_OP: TC_TRIG_* bits */
     uint32_t chan;    /* the sender's channel (NET_ACK: the channel acknowledged) */
-    uint32_t sem_id;  /* NET_OP with SIGNAL, NET_SEM */
+    uint32_t sem_id;  /* NET_OP with SIGNAL, NET_SEM; NET_HANDLE: the tag */
     uint64_t mem_id;  /* NET_OP with PUT: the destination's registration */
     uint64_t dst_off;
     uint64_t size;

@@ -265,6 +265,14 @@ static void on_header(tc_chan_ctx_t *ctx, int r, const char *buf, int count)
     case NET_ACK:
         on_ack(ctx, r, &h, buf + sizeof(h), plen);
         break;
+    case NET_HANDLE:
+        if (plen == TC_MEM_HANDLE_BYTES) {
+            tc__mbox_deliver(ctx, r, h.sem_id, (const unsigned char *)buf + sizeof(h));
+        } else {
+            TC_WARN("chan", "context %u: a handle of %zu bytes from rank %d: ignored",
+                    ctx->index, plen, r);
+        }
+        break;
     default:
         TC_WARN("chan", "context %u: a message of kind %u from rank %d: ignored", ctx->index,
                 h.kind, r);

@@ -437,6 +437,101 @@ TC_CASE(handles)
     ring_close(&g);
 }
 
+/* Handles sent pairwise: out of tag order, several under one tag (taken in
+ * sending order), to itself; a channel made from a received handle works;
+ * a mailbox on this node holds 16 unreceived handles from one sender (no
+ * limit to another node); timeouts and refusals. */
+TC_CASE(handles_pairwise)
+{
+    enum { MAXQ = 16 };
+    ring_t g;
+    tc_mem_t *small[3], *extra;
+    tc_rmem_t *rm = NULL, *rs[3], *rq[MAXQ + 1];
+    tc_portchan_t *ch;
+    char *bufs = malloc(3 * 4096 + 1);
+    int i, nq;
+
+    ring_open(&g, 1);
+    for (i = 0; i < 3; i++) {
+        CHECK_OK(tc_mem_register(g.ctx, bufs + i * 4096, (size_t)(1000 + i), &small[i]));
+    }
+    CHECK_OK(tc_mem_register(g.ctx, bufs + 3 * 4096, 1, &extra));
+    CHECK_EQ(tc_mem_handle_send(NULL, right(), 1), TC_ERR_ARG);
+    CHECK_EQ(tc_mem_handle_send(g.mem, tt_size, 1), TC_ERR_ARG);
+    CHECK_EQ(tc_mem_handle_send(g.mem, -1, 1), TC_ERR_ARG);
+    CHECK_EQ(tc_mem_handle_recv(NULL, left(), 1, 0, &rm), TC_ERR_ARG);
+    CHECK_EQ(tc_mem_handle_recv(g.ctx, -1, 1, 0, &rm), TC_ERR_ARG);
+    CHECK_EQ(tc_mem_handle_recv(g.ctx, left(), 1, 0, NULL), TC_ERR_ARG);
+    CHECK_EQ(tc_mem_handle_recv(g.ctx, left(), 99, 1000000, &rm), TC_ERR_TIMEOUT);
+    CHECK_STR_CONTAINS(tc_last_error(), "no handle with tag 99");
+    CHECK(rm == NULL);
+
+    /* three under tag 5, then the big one under tag 7; to itself under 9 */
+    for (i = 0; i < 3; i++) {
+        CHECK_OK(tc_mem_handle_send(small[i], right(), 5));
+    }
+    CHECK_OK(tc_mem_handle_send(g.mem, right(), 7));
+    CHECK_OK(tc_mem_handle_send(extra, tt_rank, 9));
+    CHECK_OK(tc_mem_handle_recv(g.ctx, tt_rank, 9, 0, &rm));
+    CHECK_EQ(tc_rmem_rank(rm), tt_rank);
+    CHECK_EQ(tc_rmem_size(rm), 1);
+    tc_mem_close(rm);
+    CHECK_OK(tc_mem_handle_recv(g.ctx, left(), 7, 30 * SEC, &rm));
+    CHECK_EQ(tc_rmem_rank(rm), left());
+    CHECK_EQ(tc_rmem_size(rm), REGION);
+    for (i = 0; i < 3; i++) {
+        CHECK_OK(tc_mem_handle_recv(g.ctx, left(), 5, 30 * SEC, &rs[i]));
+        CHECK_EQ(tc_rmem_size(rs[i]), (uint64_t)(1000 + i)); /* in sending order */
+        CHECK_EQ(tc_rmem_rank(rs[i]), left());
+    }
+    CHECK_EQ(tc_mem_handle_recv(g.ctx, left(), 5, 0, &rs[0]), TC_ERR_TIMEOUT);
+    for (i = 0; i < 3; i++) {
+        tc_mem_close(rs[i]);
+    }
+
+    /* a port channel to the right one through the handle it sent us (its
+     * handle went to its right; ours came from our left: send back) */
+    CHECK_OK(tc_mem_handle_send(g.mem, left(), 8));
+    tc_mem_close(rm);
+    CHECK_OK(tc_mem_handle_recv(g.ctx, right(), 8, 30 * SEC, &rm));
+    if (tt_size > 1) {
+        CHECK_OK(tc_portchan_create(g.data_r, g.mem, rm, &ch));
+        fill_send(&g, 42, 0, 70000);
+        CHECK_OK(tc_portchan_put_with_signal(ch, REGION / 2, 0, 70000));
+        CHECK_OK(tc_sem_wait(g.data_l, 30 * SEC));
+        check_received(&g, 42, 0, 0, 70000);
+        CHECK_OK(tc_portchan_destroy(ch));
+    }
+    tc_mem_close(rm);
+
+    /* a full mailbox on this node; none across nodes */
+    barrier();
+    for (nq = 0; nq < MAXQ + 1; nq++) {
+        tc_status_t st = tc_mem_handle_send(extra, right(), 11);
+        if (st != TC_OK) {
+            CHECK_EQ(st, TC_ERR_NOMEM);
+            CHECK_STR_CONTAINS(tc_last_error(), "not yet received");
+            CHECK(!other_node(right()));
+            break;
+        }
+    }
+    CHECK_EQ(nq, other_node(right()) ? MAXQ + 1 : MAXQ);
+    barrier(); /* every rank has sent before any receives */
+    for (i = 0; i < (other_node(left()) ? MAXQ + 1 : MAXQ); i++) {
+        CHECK_OK(tc_mem_handle_recv(g.ctx, left(), 11, 30 * SEC, &rq[i]));
+    }
+    CHECK_EQ(tc_mem_handle_recv(g.ctx, left(), 11, 0, &rm), TC_ERR_TIMEOUT);
+    for (i = 0; i < (other_node(left()) ? MAXQ + 1 : MAXQ); i++) {
+        tc_mem_close(rq[i]);
+    }
+    for (i = 0; i < 3; i++) {
+        tc_mem_deregister(small[i]);
+    }
+    tc_mem_deregister(extra);
+    ring_close(&g);
+    free(bufs);
+}
+
 /* Everything refused at once, and nothing changed by it. */
 TC_CASE(refusals)
 {
