@@ -147,8 +147,10 @@ int tc__chan_peer_gone(const tc_chan_ctx_t *ctx, int r);
 const char *tc__chan_gone_why(const tc_chan_ctx_t *ctx, int r);
 
 /* Triggers of tcoll's own, with the reserved bit set (tcoll_trigger.h's
- * decoder refuses them, so no user trigger can pass for one): fst holds
- * the bit, the operation (bits 56-62) and a rank (bits 0-31); snd an id. */
+ * decoder refuses them): fst holds the bit, the operation (bits 56-62) and
+ * a rank (bits 0-31); snd an id (bits 0-31) and the low 32 bits of the
+ * context's key (bits 32-63), so that a stray trigger a producer pushed
+ * into the FIFO (tc_chan_ctx_proxy) does not pass for one. */
 #define TC_CHAN_OWN_BIT (1ull << 63)
 #define TC_CHAN_OWN_OP_SHIFT 56
 enum {
@@ -156,6 +158,16 @@ enum {
     TC_CHAN_OWN_CLOSE = 2,  /* the context is going: cancel MPI requests, stop */
     TC_CHAN_OWN_HANDLES = 3 /* send the handles in the outbox (other nodes) */
 };
+
+static inline tc_trigger_t tc__chan_own_trigger(const struct tc_chan_ctx *ctx, unsigned op,
+                                                uint32_t rank, uint32_t id)
+{
+    tc_trigger_t t;
+
+    t.fst = TC_CHAN_OWN_BIT | ((uint64_t)op << TC_CHAN_OWN_OP_SHIFT) | rank;
+    t.snd = ((uint64_t)(uint32_t)ctx->key << 32) | id;
+    return t;
+}
 
 /* Where a mailbox area starts in a semaphore area of ctx's layout. */
 static inline tc_mbox_t *tc__chan_mboxes(const tc_chan_ctx_t *ctx, tc_sem_line_t *area)

@@ -485,8 +485,7 @@ static tc_status_t net_goodbye(tc_chan_ctx_t *ctx)
         st = tc__set_error(fst, "tc_chan_ctx_destroy: not every rank destroyed the context "
                            "(it spans nodes, so destroying it is collective): %s", why);
     }
-    tc_fifo_push(ctx->fifo, (tc_trigger_t){TC_CHAN_OWN_BIT | ((uint64_t)TC_CHAN_OWN_CLOSE
-                                                             << TC_CHAN_OWN_OP_SHIFT), 0});
+    tc_fifo_push(ctx->fifo, tc__chan_own_trigger(ctx, TC_CHAN_OWN_CLOSE, 0, 0));
     return st;
 }
 

@@ -111,8 +111,7 @@ tc_status_t tc_mem_handle_send(const tc_mem_t *mem, int peer, uint32_t tag)
     list_append(&ctx->outbox, m);
     pthread_mutex_unlock(&ctx->mu);
     /* The proxy sends what the outbox holds (in order) when it gets here. */
-    tc_fifo_push(ctx->fifo, (tc_trigger_t){TC_CHAN_OWN_BIT | ((uint64_t)TC_CHAN_OWN_HANDLES
-                                                             << TC_CHAN_OWN_OP_SHIFT), 0});
+    tc_fifo_push(ctx->fifo, tc__chan_own_trigger(ctx, TC_CHAN_OWN_HANDLES, 0, 0));
     return TC_OK;
 }
 

@@ -146,11 +146,15 @@ tc_proxy_result_t tc__portchan_handle(tc_trigger_t t, void *arg)
     tc_trigger_fields_t f;
     tc_portchan_t *ch;
 
-    if ((t.fst & TC_CHAN_OWN_BIT) != 0 && ctx->net != NULL) {
-        /* tcoll's own (channel_internal.h): only this layer pushes them. */
+    if ((t.fst & TC_CHAN_OWN_BIT) != 0 && ctx->net != NULL &&
+        (uint32_t)(t.snd >> 32) == (uint32_t)ctx->key) {
+        /* tcoll's own (channel_internal.h): only this layer pushes them,
+         * with the context's key, so no stray trigger can pass for one. */
         switch ((t.fst >> TC_CHAN_OWN_OP_SHIFT) & 0x7fu) {
         case TC_CHAN_OWN_SEM:
-            tc__net_sem_signal(ctx, (int)(uint32_t)t.fst, (uint32_t)t.snd);
+            if ((uint32_t)t.fst < (uint32_t)ctx->size) {
+                tc__net_sem_signal(ctx, (int)(uint32_t)t.fst, (uint32_t)t.snd);
+            }
             return TC_PROXY_CONTINUE;
         case TC_CHAN_OWN_HANDLES:
             tc__net_send_handles(ctx);

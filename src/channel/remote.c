@@ -94,6 +94,30 @@ tc_status_t tc__net_create(tc_chan_ctx_t *ctx, char *why, size_t len)
     return TC_OK;
 }
 
+/* Cancels a posted receive and waits for it, until a second after t0:
+ * a receive already matched by a message that stops coming (its sender
+ * died half-way) must not hang the proxy. 1 when done with, 0 when left to
+ * MPI (its buffer must then never be freed). */
+static int cancel_recv(MPI_Request *req, uint64_t t0)
+{
+    struct timespec ts = {0, 100000};
+    int flag = 0;
+
+    if (*req == MPI_REQUEST_NULL) {
+        return 1;
+    }
+    MPI_Cancel(req);
+    while (MPI_Test(req, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && !flag &&
+           tc__now_ns() - t0 < 1000000000ull) {
+        nanosleep(&ts, NULL);
+    }
+    if (flag || *req == MPI_REQUEST_NULL) {
+        return 1;
+    }
+    MPI_Request_free(req);
+    return 0;
+}
+
 /* Proxy thread, last: what is still posted is cancelled; sends get a
  * second to complete, then are left to MPI (their buffers leak). */
 void tc__net_close(tc_chan_ctx_t *ctx)
@@ -106,22 +130,21 @@ void tc__net_close(tc_chan_ctx_t *ctx)
         return;
     }
     for (i = 0; i < NET_RING; i++) {
-        if (n->hreq[i] != MPI_REQUEST_NULL) {
-            MPI_Cancel(&n->hreq[i]);
-            MPI_Wait(&n->hreq[i], MPI_STATUS_IGNORE);
+        if (!cancel_recv(&n->hreq[i], t0)) {
+            n->hbuf[i] = NULL; /* MPI's now: never freed */
         }
     }
     for (r = 0; r < ctx->size; r++) {
         while (n->src[r].head != NULL) {
             net_item_t *it = n->src[r].head;
+            int gone = 1;
             n->src[r].head = it->next;
             for (j = 0; j < it->nreq; j++) {
-                if (it->req[j] != MPI_REQUEST_NULL) {
-                    MPI_Cancel(&it->req[j]);
-                    MPI_Wait(&it->req[j], MPI_STATUS_IGNORE);
-                }
+                gone &= cancel_recv(&it->req[j], t0);
             }
-            tc__net_item_free(it);
+            if (gone) {
+                tc__net_item_free(it);
+            } /* else its scratch buffer is MPI's now: never freed */
         }
     }
     while (n->ns > 0 && tc__now_ns() - t0 < 1000000000ull) {
@@ -379,6 +402,10 @@ void tc__net_op(tc_portchan_t *ch, const tc_trigger_fields_t *f)
     }
     if ((h.type & TC_TRIG_FLUSH) != 0) {
         (void)wait_until(ctx, ch, peer, flushed);
+    } else {
+        /* A stream of triggers keeps the FIFO from going empty, where the
+         * proxy would make progress: make some here (receives, sends). */
+        (void)tc__net_progress(ctx);
     }
 }
 

@@ -173,11 +173,8 @@ tc_status_t tc_sem_signal(tc_sem_t *sem)
     if (sem->out == NULL) {
         /* Another node: one of tcoll's own triggers, which the proxy sends
          * after everything pushed before it (remote.c). */
-        tc_fifo_push(sem->ctx->fifo,
-                     (tc_trigger_t){TC_CHAN_OWN_BIT |
-                                        ((uint64_t)TC_CHAN_OWN_SEM << TC_CHAN_OWN_OP_SHIFT) |
-                                        (uint32_t)sem->peer,
-                                    sem->id});
+        tc_fifo_push(sem->ctx->fifo, tc__chan_own_trigger(sem->ctx, TC_CHAN_OWN_SEM,
+                                                          (uint32_t)sem->peer, sem->id));
         return TC_OK;
     }
     tc__sem_line_signal(sem->out);
