@@ -8,7 +8,8 @@
  * Put) so a slow spell of a shared machine hits every column alike; each
  * ratio is the median over the runs of that run's ratio. After the runs,
  * one more round per column with fresh data into poisoned destinations has
- * every byte checked.
+ * every byte checked. Across nodes (cb_nodes) the memory channel and
+ * memcpy columns are not run.
  */
 #include "chan_bench.h"
 
@@ -20,6 +21,12 @@ const cb_xport_info_t cb_xport_info[CB_NXPORT] = {
 #define XPORT_INFO(id, col, key, what) {col, key, what},
     CB_XPORT_LIST(XPORT_INFO)
 #undef XPORT_INFO
+};
+
+const cb_x_info_t cb_x_info[CB_NX] = {
+#define X_INFO(id, a, b, col, key) {CB_T_##a, CB_T_##b, col, key},
+    CB_X_LIST(X_INFO)
+#undef X_INFO
 };
 
 static char *send_region(cb_xport_t t)
@@ -261,34 +268,43 @@ static double median_ratio(const double *a, const double *b, int n)
 
 /* One row: the runs interleave the columns (memcpy, then each transport, in
  * every run), so a slow spell of the machine hits all of them alike rather
- * than one cell; then each transport's checked round. */
+ * than one cell; then each transport's checked round. Columns this run does
+ * not have (cb_xport_on, cb_memcpy_on) stay 0. */
 void cb_measure_size(const cb_opts_t *o, uint64_t size, int twoway, cb_bw_row_t *row)
 {
-    static const int xa[CB_NX] = {CB_T_MEMCHAN, CB_T_MEMCHAN, CB_T_PORTCHAN, CB_T_PORTCHAN};
-    static const int xb[CB_NX] = {CB_T_SEND, CB_T_PUT, CB_T_SEND, CB_T_PUT};
     double v[CB_NXPORT][CB_MAX_RUNS], m[CB_MAX_RUNS];
     int w = window_for(o, size), iters = iters_for(o, size, w), r, t, k;
+    int cpy = !twoway && cb_memcpy_on();
 
+    memset(row, 0, sizeof(*row));
     row->bytes = size;
     row->window = w;
     row->iters = iters;
     for (t = 0; t < CB_NXPORT; t++) {
-        bw_warmup((cb_xport_t)t, size, w, iters, twoway);
+        if (cb_xport_on(t)) {
+            bw_warmup((cb_xport_t)t, size, w, iters, twoway);
+        }
     }
     for (r = 0; r < o->runs; r++) {
-        m[r] = twoway ? 0 : memcpy_run(size, w, iters);
+        m[r] = cpy ? memcpy_run(size, w, iters) : 0;
         for (t = 0; t < CB_NXPORT; t++) {
-            v[t][r] = bw_run((cb_xport_t)t, size, w, iters, twoway);
+            v[t][r] = cb_xport_on(t) ? bw_run((cb_xport_t)t, size, w, iters, twoway) : 0;
         }
     }
     cb_portchan_check();
     for (k = 0; k < CB_NX; k++) {
-        row->x[k] = median_ratio(v[xa[k]], v[xb[k]], o->runs);
+        if (cb_xport_on(cb_x_info[k].a) && cb_xport_on(cb_x_info[k].b)) {
+            row->x[k] = median_ratio(v[cb_x_info[k].a], v[cb_x_info[k].b], o->runs);
+        }
     }
-    row->pct_memcpy = twoway ? 0 : 100.0 * median_ratio(v[CB_T_PORTCHAN], m, o->runs);
+    if (cpy) { /* the ratios first: the medians below sort v and m */
+        row->pct_memcpy = 100.0 * median_ratio(v[CB_T_PORTCHAN], m, o->runs);
+        row->memcpy_gbs = cb_median(m, o->runs);
+    }
     for (t = 0; t < CB_NXPORT; t++) {
-        row->gbs[t] = cb_median(v[t], o->runs);
-        row->wrong[t] = bw_verify(o, (cb_xport_t)t, size, twoway, 1 + t + 8 * twoway);
+        if (cb_xport_on(t)) {
+            row->gbs[t] = cb_median(v[t], o->runs);
+            row->wrong[t] = bw_verify(o, (cb_xport_t)t, size, twoway, 1 + t + 8 * twoway);
+        }
     }
-    row->memcpy_gbs = twoway ? 0 : cb_median(m, o->runs);
 }

@@ -1,7 +1,8 @@
 /*
  * chan_bench.h - the internal interface between the files of
- * tcoll-chan-bench, the benchmark of channels between two ranks of one node
- * beside MPI_Send/Recv and MPI_Put (main.c has the whole picture).
+ * tcoll-chan-bench, the benchmark of channels between two ranks (of one
+ * node, or of two pretend nodes) beside MPI_Send/Recv and MPI_Put (main.c
+ * has the whole picture).
  *
  *   main.c        start-up: MPI, options, the node check, the header lines,
  *                 the order of the measurements, shutdown
@@ -9,7 +10,8 @@
  *   util.c        errors, clock, allocation, medians, sizes, the checked
  *                 data, CPU lists, the MPI library's name
  *   setup.c       the two sides' memory: context, registrations,
- *                 semaphores, channels, the MPI window; the MPI notification
+ *                 semaphores, channels, the MPI window; which rows and
+ *                 columns the run has; the MPI notification
  *   latency.c     the ping-pong rows
  *   bandwidth.c   the one-way and two-way rounds, runs, checks and ratios
  *   output.c      the tables, the goals and --json
@@ -68,6 +70,11 @@ int cb_parse_options(int argc, char **argv, cb_opts_t *o, char *err, size_t len)
 /* Job-wide, set once by main before anything else runs. */
 extern int cb_rank, cb_peer;
 extern MPI_Comm cb_comm; /* the MPI rows' communicator: a duplicate of MPI_COMM_WORLD */
+/* 1 when tcoll puts the two ranks on different nodes (tc_local_size() is 1:
+ * TCOLL_RANKS_PER_NODE=1 on one machine): the port channel and its
+ * semaphore go over MPI through the proxy threads, and there is no memory
+ * channel and no memcpy reference. */
+extern int cb_nodes;
 
 /* Prints what went wrong on this rank and ends the whole job with status 1. */
 void cb_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -99,8 +106,8 @@ void cb_mpi_library(char *buf, size_t len);
 /* ------------------------------------------------------------------------ */
 
 /* tcoll: one tc_mem_alloc region per rank, [0, span) sent from and
- * [span, 2 span) received into; one memory channel (semaphore id 0) and one
- * port channel (id 1) to the peer. MPI: one window per rank, the
+ * [span, 2 span) received into; one memory channel (semaphore id 0; none
+ * when cb_nodes) and one port channel (id 1) to the peer. MPI: one window per rank, the
  * notification counter at 0, then send and receive regions as above (from
  * CB_WIN_DATA). The MPI_Send/Recv rows use the tcoll regions, so both sides
  * move the same memory. */
@@ -117,7 +124,7 @@ typedef struct {
     char *wbase;
     int64_t notified; /* notifications this rank has consumed */
     MPI_Request *reqs;
-    char *cpy_src, *cpy_dst; /* rank 0's memcpy reference */
+    char *cpy_src, *cpy_dst; /* rank 0's memcpy reference (none when cb_nodes) */
 } cb_state_t;
 
 #define CB_WIN_DATA CB_PAGE
@@ -129,6 +136,11 @@ void cb_setup(const cb_opts_t *o);
 void cb_teardown(void);
 /* Port channel failures are reported by a flush: one after each row. */
 void cb_portchan_check(void);
+/* Whether this run has the latency row / the bandwidth column: memory
+ * channels and the memcpy reference only within a node. */
+int cb_lat_on(int k);
+int cb_xport_on(int t);
+int cb_memcpy_on(void);
 /* The MPI notification: +1 on the peer's counter, completed at the peer. */
 void cb_put_notify(void);
 /* Waits for the next notification, then makes the window's data visible. */
@@ -195,8 +207,27 @@ typedef struct {
 
 extern const cb_xport_info_t cb_xport_info[CB_NXPORT];
 
-/* Ratios of the table: memchan and portchan against Send/Recv and Put. */
-enum { CB_X_MEM_SEND, CB_X_MEM_PUT, CB_X_PORT_SEND, CB_X_PORT_PUT, CB_NX };
+/* Ratios of the tables, each tcoll column against each MPI column:
+ * id, tcoll column, MPI column, table column, JSON key. */
+#define CB_X_LIST(X)                                                                    \
+    X(MEM_SEND, MEMCHAN, SEND, "memchan x Send", "memchan_x_send")                      \
+    X(MEM_PUT, MEMCHAN, PUT, "memchan x Put", "memchan_x_put")                          \
+    X(PORT_SEND, PORTCHAN, SEND, "portchan x Send", "portchan_x_send")                  \
+    X(PORT_PUT, PORTCHAN, PUT, "portchan x Put", "portchan_x_put")
+
+typedef enum {
+#define CB_X_ENUM(id, a, b, col, key) CB_X_##id,
+    CB_X_LIST(CB_X_ENUM)
+#undef CB_X_ENUM
+    CB_NX
+} cb_x_t;
+
+typedef struct {
+    cb_xport_t a, b; /* the ratio is a / b */
+    const char *col, *key;
+} cb_x_info_t;
+
+extern const cb_x_info_t cb_x_info[CB_NX];
 
 typedef struct {
     uint64_t bytes;
@@ -218,7 +249,8 @@ void cb_measure_size(const cb_opts_t *o, uint64_t size, int twoway, cb_bw_row_t 
 void cb_print_lat_table(const cb_opts_t *o, const cb_lat_row_t *rows);
 void cb_print_bw_header(int twoway);
 void cb_print_bw_row(const cb_bw_row_t *r, int twoway);
-void cb_print_goals(const cb_lat_row_t *lat, const cb_bw_row_t *one, int nsizes);
+void cb_print_goals(const cb_lat_row_t *lat, const cb_bw_row_t *one, const cb_bw_row_t *two,
+                    int nsizes);
 void cb_write_json(FILE *f, const cb_opts_t *o, const cb_lat_row_t *lat,
                    const cb_bw_row_t *one, const cb_bw_row_t *two, int nsizes);
 

@@ -3,10 +3,11 @@
  * (cb_state_t in chan_bench.h says what lies where): the channel context,
  * the registered regions and their handles, the semaphores, the memory and
  * port channels, the MPI window locked for the whole run and rank 0's
- * memcpy buffers; their teardown; and the MPI notification (an
- * MPI_Accumulate into the peer's counter, polled with MPI_Fetch_and_op)
- * that the Put rows use as their signal. Everything here is collective
- * except the notification.
+ * memcpy buffers; their teardown; which rows and columns the run has
+ * (across nodes: no memory channel, no memcpy reference); and the MPI
+ * notification (an MPI_Accumulate into the peer's counter, polled with
+ * MPI_Fetch_and_op) that the Put rows use as their signal. cb_setup and
+ * cb_teardown are collective.
  */
 #include "chan_bench.h"
 
@@ -34,10 +35,12 @@ void cb_setup(const cb_opts_t *o)
     memset(cb_st.buf, 0, 2 * cb_st.span);
     cb_chk(tc_mem_register(cb_st.ctx, cb_st.buf, 2 * cb_st.span, &cb_st.mem), "tc_mem_register");
     cb_chk(tc_mem_exchange(cb_st.ctx, "chan-bench", cb_st.mem, cb_st.rmems), "tc_mem_exchange");
-    cb_chk(tc_sem_create(cb_st.ctx, cb_peer, 0, &cb_st.msem), "tc_sem_create");
     cb_chk(tc_sem_create(cb_st.ctx, cb_peer, 1, &cb_st.psem), "tc_sem_create");
-    cb_chk(tc_memchan_create(cb_st.msem, cb_st.mem, cb_st.rmems[cb_peer], &cb_st.mch),
-           "tc_memchan_create");
+    if (!cb_nodes) { /* the peer's memory is mapped only within a node */
+        cb_chk(tc_sem_create(cb_st.ctx, cb_peer, 0, &cb_st.msem), "tc_sem_create");
+        cb_chk(tc_memchan_create(cb_st.msem, cb_st.mem, cb_st.rmems[cb_peer], &cb_st.mch),
+               "tc_memchan_create");
+    }
     cb_chk(tc_portchan_create(cb_st.psem, cb_st.mem, cb_st.rmems[cb_peer], &cb_st.pch),
            "tc_portchan_create");
 
@@ -50,7 +53,7 @@ void cb_setup(const cb_opts_t *o)
     MPI_Win_lock_all(MPI_MODE_NOCHECK, cb_st.win);
     MPI_Win_sync(cb_st.win);
     cb_st.reqs = cb_alloc(sizeof(MPI_Request) * 2 * CB_MAX_WINDOW, "MPI requests");
-    if (cb_rank == 0) {
+    if (cb_rank == 0 && cb_memcpy_on()) {
         cb_st.cpy_src = cb_alloc(cb_st.span, "the memcpy source");
         cb_st.cpy_dst = cb_alloc(cb_st.span, "the memcpy destination");
         memset(cb_st.cpy_src, 1, cb_st.span);
@@ -64,7 +67,7 @@ void cb_teardown(void)
     MPI_Barrier(cb_comm); /* nobody reaches into the other's memory any more */
     MPI_Win_unlock_all(cb_st.win);
     MPI_Win_free(&cb_st.win);
-    tc_memchan_destroy(cb_st.mch);
+    tc_memchan_destroy(cb_st.mch); /* NULL across nodes: ignored, as msem's */
     cb_chk(tc_portchan_destroy(cb_st.pch), "tc_portchan_destroy");
     tc_sem_destroy(cb_st.msem);
     tc_sem_destroy(cb_st.psem);
@@ -81,6 +84,21 @@ void cb_teardown(void)
 void cb_portchan_check(void)
 {
     cb_chk(tc_portchan_flush(cb_st.pch, CB_WAIT_NS), "tc_portchan_flush");
+}
+
+int cb_lat_on(int k)
+{
+    return !cb_nodes || (k != CB_L_MEM_SIG && k != CB_L_MEM_PUT);
+}
+
+int cb_xport_on(int t)
+{
+    return !cb_nodes || t != CB_T_MEMCHAN;
+}
+
+int cb_memcpy_on(void)
+{
+    return !cb_nodes;
 }
 
 void cb_put_notify(void)

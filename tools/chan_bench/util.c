@@ -16,6 +16,7 @@
 
 int cb_rank, cb_peer;
 MPI_Comm cb_comm;
+int cb_nodes;
 
 void cb_die(const char *fmt, ...)
 {
