@@ -1,7 +1,9 @@
-# cmake -DEXPECT=<regex>[@@<regex>...] [-DEXIT=<status>] -P run_expect.cmake -- <command...>
+# cmake -DEXPECT=<regex>[@@<regex>...] [-DREJECT=<regex>[@@<regex>...]] [-DEXIT=<status>]
+#       -P run_expect.cmake -- <command...>
 # Runs the command, echoes its output, and fails when its exit status is not
-# EXIT (default 0) or when its output (standard output, then standard error)
-# misses one of the regexes. For tools' smoke tests: no time is judged.
+# EXIT (default 0), when its output (standard output, then standard error)
+# misses one of the EXPECT regexes, or when it matches one of the REJECT
+# regexes. For tools' smoke tests: no time is judged.
 set(cmd)
 set(after_dashes OFF)
 foreach(i RANGE 1 ${CMAKE_ARGC})
@@ -25,5 +27,11 @@ string(REPLACE "@@" ";" expect "${EXPECT}")
 foreach(re IN LISTS expect)
   if(NOT "${out}${err}" MATCHES "${re}")
     message(FATAL_ERROR "the output does not match '${re}'")
+  endif()
+endforeach()
+string(REPLACE "@@" ";" reject "${REJECT}")
+foreach(re IN LISTS reject)
+  if("${out}${err}" MATCHES "${re}")
+    message(FATAL_ERROR "the output matches '${re}', which it must not")
   endif()
 endforeach()
