@@ -74,7 +74,7 @@ if(TCOLL_BUILD_TESTS AND TARGET tcoll-chan-bench)
       ENVIRONMENT "${TCOLL_MPI_TEST_ENV};TCOLL_RANKS_PER_NODE=1")
   endif()
   add_test(NAME mpi.tcoll_chan_bench_refuses.np1
-    COMMAND ${CMAKE_COMMAND} -DEXIT=2 "-DEXPECT=needs exactly 2 ranks on one node"
+    COMMAND ${CMAKE_COMMAND} -DEXIT=2 "-DEXPECT=needs exactly 2 ranks"
             -P ${CMAKE_CURRENT_LIST_DIR}/run_expect.cmake --
             ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 1 ${TCOLL_MPIEXEC_PREFLAGS}
             ${MPIEXEC_PREFLAGS} $<TARGET_FILE:tcoll-chan-bench> ${MPIEXEC_POSTFLAGS})

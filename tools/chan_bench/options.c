@@ -15,13 +15,14 @@ void cb_usage(FILE *f)
     fprintf(f,
 "Usage: mpiexec -n 2 tcoll-chan-bench [options]\n"
 "\n"
-"Channels between 2 ranks of one node (memory channels, port channels) side by\n"
+"Channels between 2 ranks (memory channels, port channels) side by\n"
 "side with MPI_Send/Recv and MPI_Put: ping-pong latency, one-way and two-way\n"
 "bandwidth, ratios, and local memcpy as the bandwidth reference. Only rank 0\n"
 "prints. Every transfer's bytes are checked.\n"
 "\n"
-"With TCOLL_RANKS_PER_NODE=1 each rank is a node of its own to tcoll: the port\n"
-"channel then goes over MPI through the proxy threads, the memory channel rows\n"
+"With the ranks on two nodes (two machines, or TCOLL_RANKS_PER_NODE=1 on one,\n"
+"which makes each rank a node of its own to tcoll) the port channel goes over\n"
+"MPI through the proxy threads, the memory channel rows\n"
 "and the memcpy reference are left out, and the goals give the port channel\n"
 "against MPI_Send/Recv.\n"
 "\n"
@@ -44,7 +45,7 @@ void cb_usage(FILE *f)
 "\n"
 "SIZE: bytes with an optional K, M or G suffix (powers of 1024).\n"
 "Exit status: 0 every transfer right; 1 a call failed or a transfer delivered\n"
-"wrong bytes; 2 bad options, or not 2 ranks on one node.\n");
+"wrong bytes; 2 bad options, or not 2 ranks.\n");
 }
 
 static int parse_size(const char *s, uint64_t *v_p)
