@@ -1,9 +1,11 @@
 /*
- * backoff.c - spin, yield, then sleep with doubling intervals up to a cap.
+ * backoff.c - spin, yield, then sleep with doubling intervals up to a cap;
+ * and whether the calling thread has a CPU of its own to spin on.
  */
 #define _GNU_SOURCE
 #include "util/backoff.h"
 
+#include <errno.h>
 #include <sched.h>
 
 #include "util/config.h"
@@ -88,4 +90,49 @@ struct timespec tc__deadline_after_ns(uint64_t ns)
     ts.tv_sec += (time_t)(ns / 1000000000ull);
     ts.tv_nsec = (long)(ns % 1000000000ull);
     return ts;
+}
+
+/* The calling thread's affinity set holds exactly one CPU: 1; more: 0;
+ * unreadable: -1. The set grows until the kernel's mask fits (EINVAL). */
+static int cpu_single_read(void)
+{
+    int ncpu = CPU_SETSIZE, n;
+    cpu_set_t *set;
+    size_t bytes;
+
+    for (;;) {
+        set = CPU_ALLOC((size_t)ncpu);
+        if (set == NULL) {
+            return -1;
+        }
+        bytes = CPU_ALLOC_SIZE((size_t)ncpu);
+        if (sched_getaffinity(0, bytes, set) == 0) {
+            n = CPU_COUNT_S(bytes, set);
+            CPU_FREE(set);
+            return n == 1;
+        }
+        CPU_FREE(set);
+        if (errno != EINVAL || ncpu >= (1 << 20)) {
+            return -1;
+        }
+        ncpu *= 2;
+    }
+}
+
+/* Per thread: tc__cpu_single's answer and when it was read (0: never). */
+static _Thread_local int cpu_single;
+static _Thread_local uint64_t cpu_single_read_ns;
+
+int tc__cpu_single(uint64_t now_ns)
+{
+    if (cpu_single_read_ns == 0 || now_ns - cpu_single_read_ns >= TC_CPU_SINGLE_RECHECK_NS) {
+        cpu_single = cpu_single_read() == 1;
+        cpu_single_read_ns = now_ns != 0 ? now_ns : 1;
+    }
+    return cpu_single;
+}
+
+void tc__cpu_single_forget(void)
+{
+    cpu_single_read_ns = 0;
 }

@@ -45,4 +45,32 @@ static inline uint64_t tc__now_ns(void)
 /* Absolute CLOCK_REALTIME time ns from now, for pthread_cond_timedwait. */
 struct timespec tc__deadline_after_ns(uint64_t ns);
 
+/*
+ * Whether the calling thread may run on exactly one CPU (its affinity set,
+ * sched_getaffinity). A waiter on such a thread must not busy-spin: what it
+ * waits for often needs a thread that shares that one CPU with it (the
+ * proxy and the application thread of a rank bound to one core: the
+ * waiter's own trigger must be handled before the peer can answer), and a
+ * spin only keeps that thread off the CPU until the scheduler preempts the
+ * spinner. Each waiter says what it does instead (park at once, or poll
+ * with sched_yield, which hands the CPU to a thread waiting for it and
+ * returns at once when there is none).
+ *
+ * The rule is the size of the set, not whether other threads share it: a
+ * thread cannot tell cheaply who else may need its CPU, and with one CPU
+ * no thread that may need it can run while it spins.
+ *
+ * The answer is kept per thread and read again once it is older than
+ * TC_CPU_SINGLE_RECHECK_NS, so a later change of affinity (a proxy's init
+ * hook binding it, an application pinning its threads) is seen within that
+ * time; now_ns is tc__now_ns(). If the set cannot be read, the answer is 0
+ * (spin). Any thread.
+ */
+#define TC_CPU_SINGLE_RECHECK_NS 100000000ull
+int tc__cpu_single(uint64_t now_ns);
+/* Forgets the calling thread's cached answer, so that the next
+ * tc__cpu_single reads the set again: for a thread that has just changed
+ * (or may have changed) its own affinity. */
+void tc__cpu_single_forget(void);
+
 #endif
