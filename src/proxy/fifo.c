@@ -59,7 +59,11 @@
  * slice (milliseconds) while a parked thread is woken, and usually run, at
  * once. On 2 cores with ~10 runnable processes, 2 producers pushing 100 k
  * triggers through a 1-slot FIFO to the proxy took 2-5 s without yields and
- * 25-38 s or more with yield phases (2-4 yields per wait).
+ * 25-38 s or more with yield phases (2-4 yields per wait). A producer or
+ * tc_fifo_sync on a thread that may run on one CPU only does not spin at
+ * all (tc__backoff_init, tc__cpu_single): there a spin can only keep the
+ * thread it waits for (the proxy, which may share that CPU) from running.
+ * With the default TCOLL_SPIN=0 no producer spins anyway.
  *
  *   waiter                   parks on            announced in       woken by
  *   -----------------------  ------------------  -----------------  -----------------------

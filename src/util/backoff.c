@@ -22,7 +22,12 @@
 void tc__backoff_init(tc_backoff_t *b, uint32_t spin, uint32_t max_us)
 {
     b->iter = 0;
-    b->spin = spin;
+    /* One CPU (tc__cpu_single): no spin, straight to the yield phase, whose
+     * yields let the thread we wait for run. Yielding spin polls instead
+     * made it worse: with TCOLL_SPIN=1000 and every thread on one CPU,
+     * test_fifo's producers_and_one_consumer took 25 s spinning, 55 s
+     * yielding (the producers yield to each other) and 3 s without a spin. */
+    b->spin = spin != 0 && tc__cpu_single(tc__now_ns()) ? 0 : spin;
     b->yield_ns = (uint32_t)tc__config()->yield_us * 1000u;
     b->yield_end = 0;
     b->sleep_ns = 0;

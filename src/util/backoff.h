@@ -6,6 +6,7 @@
  * On an oversubscribed machine (more ranks than cores) a poller that never
  * yields steals the core from the peer it waits for; this policy keeps short
  * waits fast and long waits cheap. Call tc__backoff_reset() on progress.
+ * A thread that may run on one CPU only does not spin (tc__cpu_single).
  */
 #ifndef TC_UTIL_BACKOFF_H
 #define TC_UTIL_BACKOFF_H
