@@ -63,7 +63,8 @@
  * tc_fifo_sync on a thread that may run on one CPU only does not spin at
  * all (tc__backoff_init, tc__cpu_single): there a spin can only keep the
  * thread it waits for (the proxy, which may share that CPU) from running.
- * With the default TCOLL_SPIN=0 no producer spins anyway.
+ * With the default TCOLL_SPIN=0 no producer spins anyway. Nor does a proxy
+ * on one CPU: it polls a few times, then parks (PROXY_SINGLE_POLLS).
  *
  *   waiter                   parks on            announced in       woken by
  *   -----------------------  ------------------  -----------------  -----------------------

@@ -12,9 +12,11 @@
  *    2    proxy thread               runs the init hook (default: bind to TCOLL_PROXY_CPUS)
  *    3    proxy thread               marks itself ready, wakes a blocking start
  *    4    proxy thread               loop: poll -> handler -> pop; when empty spin
- *                                    for PROXY_SPIN_NS, then park on the FIFO's
- *                                    doorbell until a push (or a stop) rings it;
- *                                    in device mode (below) for a limited time
+ *                                    for PROXY_SPIN_NS (on one CPU: poll
+ *                                    PROXY_SINGLE_POLLS times), then park on the
+ *                                    FIFO's doorbell until a push (or a stop)
+ *                                    rings it; in device mode (below) for a
+ *                                    limited time
  *    5    tc_proxy_stop              records stop_pos = head (every position pushed
  *                                    before the call is below it), rings the doorbell
  *    6    proxy thread               leaves the loop once tail >= stop_pos, or after a
@@ -67,6 +69,27 @@
  * a parked proxy is woken by the push itself, while a yielding one waits for
  * the scheduler, which on a loaded machine means a time slice (see fifo.c). */
 #define PROXY_SPIN_NS 50000u
+
+/* A proxy thread that may run on one CPU only (tc__cpu_single, read when
+ * each idle spell begins, so after the init hook's binding) does not spin:
+ * a producer that shares that CPU (the rank's own thread, when mpiexec
+ * binds the rank to a core) cannot push while the proxy spins, so the spin
+ * only delays the next trigger until the scheduler preempts the proxy. It
+ * polls PROXY_SINGLE_POLLS times (with the pauses below), then parks; the
+ * push rings it awake, and the producer's own wait (which yields or parks
+ * on one CPU) lets it run. Measured on 2 KVM vCPUs, 2 ranks bound to a core
+ * each, semaphore waits yielding (semaphore.c): port channel ping-pong
+ * 27 -> 1.3 us one way (41 us with both spinning). Yielding polls for
+ * PROXY_SPIN_NS did as well there, but a producer that busy-polls for the
+ * handler's effect (tcoll-proxy-bench's latency loop under taskset -c 0)
+ * then waited a scheduler tick per trigger (p50 4 ms, 0.9 us with parking):
+ * a runnable proxy is not run at once, a woken one is.
+ *
+ * The rule cannot tell a proxy alone on a CPU of its own (TCOLL_PROXY_CPUS
+ * naming one CPU that no other thread uses) from one that shares it: such
+ * a proxy parks too, and a trigger that follows the previous one by less
+ * than PROXY_SPIN_NS pays a wake-up, as one after a longer gap always did. */
+#define PROXY_SINGLE_POLLS 4u
 
 /* Polls between two clock reads while spinning (up to ~13 us apart). */
 #define PROXY_CLOCK_EVERY 16u
@@ -196,6 +219,7 @@ typedef struct {
     uint64_t since;   /* when the spin began */
     uint32_t polls;   /* empty polls in a row, while spinning */
     uint32_t park_ns; /* device mode: the next timed park's length; 0 while spinning */
+    int single;       /* the thread may run on one CPU only: PROXY_SINGLE_POLLS */
 } proxy_idle_t;
 
 static inline void proxy_idle_reset(proxy_idle_t *idle)
@@ -224,7 +248,10 @@ static void proxy_idle(tc_proxy_t *p, proxy_idle_t *idle)
     polls = idle->polls++;
     if (polls == 0) {
         idle->since = tc__now_ns();
-    } else if (polls % PROXY_CLOCK_EVERY == 0 && tc__now_ns() - idle->since >= PROXY_SPIN_NS) {
+        idle->single = tc__cpu_single(idle->since);
+    } else if (idle->single ? polls >= PROXY_SINGLE_POLLS
+                            : polls % PROXY_CLOCK_EVERY == 0 &&
+                                  tc__now_ns() - idle->since >= PROXY_SPIN_NS) {
         goto park;
     }
     n = polls < PROXY_PAUSE_LOG2 ? 1u << polls : 1u << PROXY_PAUSE_LOG2;
@@ -269,7 +296,7 @@ static void proxy_loop(tc_proxy_t *p)
     tc_fifo_t *f = p->fifo;
     tc_proxy_handler_t handler = p->handler;
     void *arg = p->handler_arg;
-    proxy_idle_t idle = {0, 0, 0};
+    proxy_idle_t idle = {0, 0, 0, 0};
     tc_trigger_t t;
 
     for (;;) {
@@ -307,6 +334,7 @@ static void *proxy_main(void *arg)
     } else {
         proxy_bind_default();
     }
+    tc__cpu_single_forget(); /* the hook may have bound the thread: see PROXY_SINGLE_POLLS */
     pthread_mutex_lock(&p->ready_lock);
     p->ready = 1;
     pthread_cond_broadcast(&p->ready_cond);
