@@ -12,8 +12,8 @@
  *    2    proxy thread               runs the init hook (default: bind to TCOLL_PROXY_CPUS)
  *    3    proxy thread               marks itself ready, wakes a blocking start
  *    4    proxy thread               loop: poll -> handler -> pop; when empty spin
- *                                    for PROXY_SPIN_NS (on one CPU: poll
- *                                    PROXY_SINGLE_POLLS times), then park on the
+ *                                    for PROXY_SPIN_NS (on one CPU: see
+ *                                    PROXY_SINGLE_POLLS), then park on the
  *                                    FIFO's doorbell until a push (or a stop)
  *                                    rings it; in device mode (below) for a
  *                                    limited time
@@ -58,6 +58,7 @@
 #include <errno.h>
 #include <hwloc.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,6 +85,12 @@
  * handler's effect (tcoll-proxy-bench's latency loop under taskset -c 0)
  * then waited a scheduler tick per trigger (p50 4 ms, 0.9 us with parking):
  * a runnable proxy is not run at once, a woken one is.
+ *
+ * In device mode it polls with sched_yield for PROXY_SPIN_NS instead: a
+ * device push cannot ring, so a proxy parked early would find it only when
+ * a timed park ends (50 us or more), while a yield still lets a thread that
+ * shares the CPU run (test_fifo_device under taskset -c 0: 7.5 s parking
+ * after 4 polls, 3.8 s yielding, 3.6 s spinning).
  *
  * The rule cannot tell a proxy alone on a CPU of its own (TCOLL_PROXY_CPUS
  * naming one CPU that no other thread uses) from one that shares it: such
@@ -214,12 +221,19 @@ err_topo:
 /* The service thread                                                        */
 /* ------------------------------------------------------------------------ */
 
+/* How the service thread waits for a trigger before it parks. */
+typedef enum {
+    PROXY_WAIT_SPIN,  /* spin for PROXY_SPIN_NS */
+    PROXY_WAIT_POLLS, /* one CPU: PROXY_SINGLE_POLLS polls */
+    PROXY_WAIT_YIELD  /* one CPU, device mode: sched_yield polls for PROXY_SPIN_NS */
+} proxy_wait_t;
+
 /* The service thread's idle state, reset whenever it handles a trigger. */
 typedef struct {
-    uint64_t since;   /* when the spin began */
-    uint32_t polls;   /* empty polls in a row, while spinning */
-    uint32_t park_ns; /* device mode: the next timed park's length; 0 while spinning */
-    int single;       /* the thread may run on one CPU only: PROXY_SINGLE_POLLS */
+    uint64_t since;    /* when the spin began */
+    uint32_t polls;    /* empty polls in a row, while spinning */
+    uint32_t park_ns;  /* device mode: the next timed park's length; 0 while spinning */
+    proxy_wait_t wait; /* chosen when the spin begins */
 } proxy_idle_t;
 
 static inline void proxy_idle_reset(proxy_idle_t *idle)
@@ -248,11 +262,17 @@ static void proxy_idle(tc_proxy_t *p, proxy_idle_t *idle)
     polls = idle->polls++;
     if (polls == 0) {
         idle->since = tc__now_ns();
-        idle->single = tc__cpu_single(idle->since);
-    } else if (idle->single ? polls >= PROXY_SINGLE_POLLS
-                            : polls % PROXY_CLOCK_EVERY == 0 &&
-                                  tc__now_ns() - idle->since >= PROXY_SPIN_NS) {
+        idle->wait = !tc__cpu_single(idle->since) ? PROXY_WAIT_SPIN
+                     : tc__fifo_device_mode(f)    ? PROXY_WAIT_YIELD
+                                                  : PROXY_WAIT_POLLS;
+    } else if (idle->wait == PROXY_WAIT_POLLS ? polls >= PROXY_SINGLE_POLLS
+               : (idle->wait == PROXY_WAIT_YIELD || polls % PROXY_CLOCK_EVERY == 0) &&
+                     tc__now_ns() - idle->since >= PROXY_SPIN_NS) {
         goto park;
+    }
+    if (idle->wait == PROXY_WAIT_YIELD) {
+        sched_yield();
+        return;
     }
     n = polls < PROXY_PAUSE_LOG2 ? 1u << polls : 1u << PROXY_PAUSE_LOG2;
     for (i = 0; i < n; i++) {
@@ -296,7 +316,7 @@ static void proxy_loop(tc_proxy_t *p)
     tc_fifo_t *f = p->fifo;
     tc_proxy_handler_t handler = p->handler;
     void *arg = p->handler_arg;
-    proxy_idle_t idle = {0, 0, 0, 0};
+    proxy_idle_t idle = {0, 0, 0, PROXY_WAIT_SPIN};
     tc_trigger_t t;
 
     for (;;) {
