@@ -71,8 +71,9 @@
  * the scheduler, which on a loaded machine means a time slice (see fifo.c). */
 #define PROXY_SPIN_NS 50000u
 
-/* A proxy thread that may run on one CPU only (tc__cpu_single, read when
- * each idle spell begins, so after the init hook's binding) does not spin:
+/* A proxy thread that may run on one CPU only, a CPU that the thread that
+ * started it may also run on (read once, after the init hook's binding:
+ * shares_cpu), does not spin:
  * a producer that shares that CPU (the rank's own thread, when mpiexec
  * binds the rank to a core) cannot push while the proxy spins, so the spin
  * only delays the next trigger until the scheduler preempts the proxy. It
@@ -92,10 +93,9 @@
  * shares the CPU run (test_fifo_device under taskset -c 0: 7.5 s parking
  * after 4 polls, 3.8 s yielding, 3.6 s spinning).
  *
- * The rule cannot tell a proxy alone on a CPU of its own (TCOLL_PROXY_CPUS
- * naming one CPU that no other thread uses) from one that shares it: such
- * a proxy parks too, and a trigger that follows the previous one by less
- * than PROXY_SPIN_NS pays a wake-up, as one after a longer gap always did. */
+ * A proxy bound to a CPU of its own, one its starter may not run on
+ * (TCOLL_PROXY_CPUS naming a core set aside for it), spins as usual: the
+ * threads that push into it run elsewhere. */
 #define PROXY_SINGLE_POLLS 4u
 
 /* Polls between two clock reads while spinning (up to ~13 us apart). */
@@ -115,6 +115,9 @@ struct tc_proxy {
     tc_proxy_init_t init;
     void *init_arg;
     tc__proxy_progress_t progress; /* proxy_internal.h; NULL: none */
+    cpu_set_t starter;             /* the CPUs tc_proxy_start's caller may run on */
+    int starter_known;
+    int shares_cpu;                /* proxy thread: see PROXY_SINGLE_POLLS */
     void *progress_arg;
 
     pthread_mutex_t lock; /* serializes start/stop/destroy; guards started, thread */
@@ -262,9 +265,9 @@ static void proxy_idle(tc_proxy_t *p, proxy_idle_t *idle)
     polls = idle->polls++;
     if (polls == 0) {
         idle->since = tc__now_ns();
-        idle->wait = !tc__cpu_single(idle->since) ? PROXY_WAIT_SPIN
-                     : tc__fifo_device_mode(f)    ? PROXY_WAIT_YIELD
-                                                  : PROXY_WAIT_POLLS;
+        idle->wait = !p->shares_cpu             ? PROXY_WAIT_SPIN
+                     : tc__fifo_device_mode(f) ? PROXY_WAIT_YIELD
+                                               : PROXY_WAIT_POLLS;
     } else if (idle->wait == PROXY_WAIT_POLLS ? polls >= PROXY_SINGLE_POLLS
                : (idle->wait == PROXY_WAIT_YIELD || polls % PROXY_CLOCK_EVERY == 0) &&
                      tc__now_ns() - idle->since >= PROXY_SPIN_NS) {
@@ -344,6 +347,22 @@ static void proxy_loop(tc_proxy_t *p)
     }
 }
 
+/* Proxy thread, after its init hook: 1 when it may run on one CPU only and
+ * the thread that started it may run there too (PROXY_SINGLE_POLLS). */
+static int proxy_shares_cpu(const tc_proxy_t *p)
+{
+    cpu_set_t mine, both;
+
+    if (sched_getaffinity(0, sizeof(mine), &mine) != 0 || CPU_COUNT(&mine) != 1) {
+        return 0;
+    }
+    if (!p->starter_known) {
+        return 1;
+    }
+    CPU_AND(&both, &mine, &p->starter);
+    return CPU_COUNT(&both) > 0;
+}
+
 static void *proxy_main(void *arg)
 {
     tc_proxy_t *p = arg;
@@ -354,7 +373,7 @@ static void *proxy_main(void *arg)
     } else {
         proxy_bind_default();
     }
-    tc__cpu_single_forget(); /* the hook may have bound the thread: see PROXY_SINGLE_POLLS */
+    p->shares_cpu = proxy_shares_cpu(p); /* after the hook's binding: see PROXY_SINGLE_POLLS */
     pthread_mutex_lock(&p->ready_lock);
     p->ready = 1;
     pthread_cond_broadcast(&p->ready_cond);
@@ -503,6 +522,7 @@ tc_status_t tc_proxy_start(tc_proxy_t *proxy, int blocking)
     }
     /* No thread runs: ready needs no lock here; pthread_create publishes it. */
     proxy->ready = 0;
+    proxy->starter_known = sched_getaffinity(0, sizeof(proxy->starter), &proxy->starter) == 0;
     rc = pthread_attr_init(&attr);
     if (rc == 0) {
         rc = pthread_create(&proxy->thread, &attr, proxy_main, proxy);
