@@ -23,6 +23,9 @@
 #define TC_CHAN_MAX_SEM_IDS 4096u
 #define TC_CHAN_DEFAULT_SPIN_NS 20000
 #define TC_CHAN_NCHANS (TC_TRIG_MAX_CHAN + 1u)
+/* How long a wait for a message from another node keeps the proxy polling
+ * (tc__proxy_kick) before it parks with a time limit again. */
+#define TC_CHAN_KICK_NS 10000000ull
 /* How often a parked waiter looks whether its peer still runs. */
 #define TC_CHAN_PEER_CHECK_NS 100000000ull
 

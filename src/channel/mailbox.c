@@ -24,6 +24,7 @@
  */
 #define _GNU_SOURCE
 #include "channel/channel_internal.h"
+#include "proxy/proxy_internal.h"
 #include "util/backoff.h"
 #include "util/status.h"
 
@@ -196,6 +197,9 @@ tc_status_t tc_mem_handle_recv(tc_chan_ctx_t *ctx, int peer, uint32_t tag, int64
     if (peer < 0 || peer >= ctx->size) {
         return tc__set_error(TC_ERR_ARG, "tc_mem_handle_recv: peer %d is not a rank (0..%d)",
                              peer, ctx->size - 1);
+    }
+    if (!ctx->peers[peer].same_node && ctx->proxy != NULL) {
+        tc__proxy_kick(ctx->proxy, TC_CHAN_KICK_NS); /* it comes through the proxy */
     }
     for (;;) {
         /* acquire: read before looking, so a handle put in later moves it. */

@@ -304,7 +304,7 @@ static int wait_until(tc_chan_ctx_t *ctx, tc_portchan_t *ch, int peer,
     tc_backoff_t b;
     uint64_t next_check = tc__now_ns() + NET_CHECK_NS;
 
-    tc__backoff_init(&b, 64, 1000);
+    tc__backoff_init(&b, 64, 200);
     while (!done(ctx, ch, peer)) {
         if (tc__net_progress(ctx)) {
             tc__backoff_reset(&b);

@@ -29,6 +29,7 @@
 #include "util/futex.h"
 
 #include "channel/channel_internal.h"
+#include "proxy/proxy_internal.h"
 #include "util/backoff.h"
 #include "util/status.h"
 
@@ -65,6 +66,10 @@ tc_status_t tc__sem_line_wait(tc_chan_ctx_t *ctx, int peer, tc_sem_line_t *line,
 
     if (reached(line, target)) {
         return TC_OK;
+    }
+    if (!ctx->peers[peer].same_node && ctx->proxy != NULL) {
+        /* The signal comes through this rank's proxy: keep it polling. */
+        tc__proxy_kick(ctx->proxy, TC_CHAN_KICK_NS);
     }
     deadline = timeout_ns < 0 ? UINT64_MAX : t0 + (uint64_t)timeout_ns;
     /* Spin briefly: a signal that comes within spin_ns costs no syscall.

@@ -43,7 +43,11 @@
  * Progress hook (proxy_internal.h, for tcoll's channels across nodes): in
  * step 4 the thread runs it whenever the FIFO is empty, and goes on at once
  * when it did something; idle, it parks with a time limit as in device mode,
- * because the hook's work (MPI messages arriving) rings no doorbell.
+ * because the hook's work (MPI messages arriving) rings no doorbell. While
+ * a thread waits for such a message it kicks the proxy (tc__proxy_kick):
+ * for a while the idle thread then polls with sched_yield between rounds
+ * instead of parking, so the message is not left waiting for a timed park
+ * to end.
  */
 #define _GNU_SOURCE
 #include "util/futex.h"
@@ -115,6 +119,7 @@ struct tc_proxy {
     tc_proxy_init_t init;
     void *init_arg;
     tc__proxy_progress_t progress; /* proxy_internal.h; NULL: none */
+    _Atomic uint64_t hot_until;    /* tc__proxy_kick: yield-poll until then */
     cpu_set_t starter;             /* the CPUs tc_proxy_start's caller may run on */
     int starter_known;
     int shares_cpu;                /* proxy thread: see PROXY_SINGLE_POLLS */
@@ -259,6 +264,13 @@ static void proxy_idle(tc_proxy_t *p, proxy_idle_t *idle)
     tc_fifo_t *f = p->fifo;
     uint32_t polls, ticket, i, n;
 
+    if (p->progress != NULL &&
+        tc__now_ns() < atomic_load_explicit(&p->hot_until, memory_order_relaxed)) {
+        /* Kicked: a thread waits for a message the hook will bring. */
+        proxy_idle_reset(idle);
+        sched_yield();
+        return;
+    }
     if (idle->park_ns != 0) {
         goto park; /* device mode, between two timed parks */
     }
@@ -601,6 +613,19 @@ tc_status_t tc__proxy_set_progress(tc_proxy_t *p, tc__proxy_progress_t fn, void 
     }
     pthread_mutex_unlock(&p->lock);
     return st;
+}
+
+void tc__proxy_kick(tc_proxy_t *p, uint64_t for_ns)
+{
+    uint64_t until = tc__now_ns() + for_ns;
+    uint64_t cur = atomic_load_explicit(&p->hot_until, memory_order_relaxed);
+
+    /* relaxed: a hint; the ring below wakes a parked proxy to read it. */
+    while (cur < until && !atomic_compare_exchange_weak_explicit(
+                              &p->hot_until, &cur, until, memory_order_relaxed,
+                              memory_order_relaxed)) {
+    }
+    tc__fifo_ring(p->fifo);
 }
 
 tc_fifo_t *tc_proxy_fifo(tc_proxy_t *proxy)

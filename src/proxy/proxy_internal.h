@@ -19,4 +19,10 @@ typedef int (*tc__proxy_progress_t)(void *arg);
  * itself while it waits. */
 tc_status_t tc__proxy_set_progress(tc_proxy_t *p, tc__proxy_progress_t fn, void *arg);
 
+/* Any thread: someone waits for what the progress hook will bring (a
+ * message from another node). For the next for_ns the idle proxy polls its
+ * FIFO and its hook with a sched_yield between rounds instead of parking,
+ * and a parked proxy is woken now. */
+void tc__proxy_kick(tc_proxy_t *p, uint64_t for_ns);
+
 #endif
