@@ -91,6 +91,7 @@ tc_status_t tc__net_create(tc_chan_ctx_t *ctx, char *why, size_t len)
         return TC_ERR_NOMEM;
     }
     tc__engine_chan_use(1);
+    n->counted = 1;
     return TC_OK;
 }
 
@@ -191,7 +192,7 @@ void tc__net_free(tc_chan_ctx_t *ctx)
     if (n == NULL) {
         return;
     }
-    if (n->src != NULL && n->out_to != NULL) {
+    if (n->counted) {
         tc__engine_chan_use(-1);
     }
     for (i = 0; i < NET_RING; i++) {
@@ -206,7 +207,6 @@ void tc__net_free(tc_chan_ctx_t *ctx)
     free(n->sidx);
     free(n->src);
     free(n->out_to);
-    free(n->mpi_err);
     free(n);
     ctx->net = NULL;
 }

@@ -77,7 +77,7 @@ struct tc_chan_net {
     int *sidx; /* for MPI_Testsome */
     int ns, cap;
     int *out_to; /* [size]: sends in flight to each rank */
-    char *mpi_err;
+    int counted; /* tc__engine_chan_use(1) was called */
 };
 
 /* remote.c: sends hdr and payload (len bytes, may be 0) as one CTRL message
