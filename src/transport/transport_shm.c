@@ -22,10 +22,10 @@
  * progresses every queue, whatever transfers it was handed, so an earlier
  * transfer never waits behind a later one. When nothing moves, the peers
  * with transfers pending are checked about every millisecond: a process
- * that is gone is reported lost, but only after a grace time in which test
- * reports nothing, so that the abort of a rank that failed first (and then
- * exited) can reach the wait policy's interrupt hook and win (its reason is
- * the real one).
+ * that is gone is reported lost, but only after a grace time (from when it
+ * was first seen gone) in which test reports nothing, so that the abort of
+ * a rank that failed first (and then exited) can reach the wait policy's
+ * interrupt hook and win (its reason is the real one).
  */
 #define _GNU_SOURCE
 #include "transport/transport_shm.h"
@@ -262,7 +262,13 @@ static tc_status_t check_peers(tc_transport_t *t)
     for (p = 0; p < t->size; p++) {
         if ((s->sendq[p] != NULL || s->recvq[p] != NULL) &&
             tc__shm_peer_dead(s->seg, s->local[p])) {
-            if (now - s->idle_since < GRACE_NS) {
+            /* From when it was first seen gone, not from when nothing
+             * moved: a peer that failed first stalls the transfers long
+             * before it exits, and its abort needs the grace after that. */
+            if (s->gone_since == 0) {
+                s->gone_since = now;
+            }
+            if (now - s->gone_since < GRACE_NS) {
                 return TC_OK; /* its abort, if it sent one, may still come */
             }
             snprintf(t->err, sizeof(t->err), "lost rank %d: its process (pid %d) exited while "

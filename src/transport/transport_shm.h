@@ -35,6 +35,7 @@ typedef struct {
     tc_xfer_t **recvq;    /* [size]: posted receives from each peer */
     int broken;           /* a transfer was abandoned: the streams are out of step */
     uint64_t idle_since;  /* when test last found nothing to do (0: it did something) */
+    uint64_t gone_since;  /* when test first found a peer with transfers gone (0: never) */
     uint64_t next_check;  /* when to look for gone processes again */
 } tc_transport_shm_t;
 
