@@ -118,7 +118,7 @@ typedef struct {
     int pending[SIM_MAX][MAX_NAMES];
 } sim_t;
 
-/* ---- functions (neg_sim.c) -------------------------------------------------- */
+/* ---- functions (neg_sim.c; workloads and their checks: neg_sim_plan.c) ----- */
 
 /* Random numbers (xorshift64*): one below n; a shuffle of v[0..n). */
 int rnd_below(uint64_t *s, int n);
