@@ -25,8 +25,9 @@
  * check.h's CHECK macros: they print the rank and abort. jparse itself
  * returns -1 with a message, so tests can feed it bad documents.
  *
- * Used by tests/unit/test_timeline.c (the writer alone) and
- * tests/mpi/test_timeline.c (the engine's timelines under MPI).
+ * Used by tests/unit/test_timeline*.c (the writer alone, through
+ * timeline_testutil.h) and tests/mpi/test_timeline*.c (the engine's
+ * timelines under MPI: test_timeline_files.c reads them back).
  */
 #ifndef TC_TEST_JSON_CHECK_H
 #define TC_TEST_JSON_CHECK_H
