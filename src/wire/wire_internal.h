@@ -1,7 +1,8 @@
 /*
  * wire_internal.h - what the encoder (wire_encode.c) and the decoder
- * (wire_decode.c) of wire.h's control messages agree on beyond wire.h: the
- * choices the format leaves open, and the constants both check against.
+ * (wire_decode.c, with its checked reads in wire_read.c) of wire.h's control
+ * messages agree on beyond wire.h: the choices the format leaves open, and
+ * the constants both check against.
  *
  * Choices the header leaves open, made here: a BYE carries no flags at all; a
  * dim0 value, like a shape value, must be 0..INT64_MAX; seq and cache_gen take
