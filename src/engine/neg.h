@@ -44,7 +44,7 @@ typedef struct {
     uint32_t eager_bytes;     /* TCOLL_EAGER_BYTES: cached allreduces up to this ride eagerly */
     int deterministic;        /* TCOLL_DETERMINISTIC: order-sensitive ones ride as every
                                * rank's input (gathered), combined at the end in the
-                               * documented order (neg_exch.c) */
+                               * documented order (neg_part.c) */
     const int *node;          /* the job's node table for that order (coll.h; NULL: one
                                * node); owned by the caller, outliving the state */
     uint64_t stall_warn_ns;   /* rank 0: TCOLL_STALL_WARN_S, 0 = off */

@@ -2,8 +2,9 @@
  * neg_internal.h - what the negotiation state machine's files share (neg.c:
  * submissions, messages in, the end of a cycle that every rank processes
  * alike; neg_io.c: messages out, items, what the engine asks; neg_exch.c:
- * the exchange rounds of a cycle and rank 0's decisions; neg_watch.c: rank
- * 0's stall inspector and the liveness probes).
+ * the exchange rounds of a cycle; neg_part.c: the parts exchanged, rank 0's
+ * decisions among them, and their merge; neg_watch.c: rank 0's stall
+ * inspector and the liveness probes).
  * Nothing outside src/engine/neg*.c includes it.
  */
 #ifndef TC_ENGINE_NEG_INTERNAL_H
@@ -159,6 +160,29 @@ int cmp_u32(const void *a, const void *b);
  * in the list e[0..count) ascending by id, or NULL. */
 int neg_has_id(const uint32_t *ids, uint32_t count, uint32_t id);
 const tc_wire_eager_t *neg_find_eager(const tc_wire_eager_t *e, uint32_t count, uint32_t id);
+
+/* neg_part.c */
+void neg_part_clear(part_t *pt); /* for the next cycle: arrays keep their room */
+void neg_part_free(part_t *pt);
+/* A copy of src that owns its storage (through the codec). -1 after a failure. */
+int neg_msg_copy(tc_neg_t *n, const tc_wire_msg_t *src, tc_wire_msg_t *dst);
+/* The message that sends part pt (to a partner, an extra, or as a snapshot). */
+void neg_part_msg(const tc_neg_t *n, const part_t *pt, uint32_t round, tc_wire_msg_t *m);
+/* This rank's own part, into pt; rank 0 then adds its own with
+ * neg_rank0_part. -1 after a failure. */
+int neg_snapshot(tc_neg_t *n, part_t *pt);
+int neg_rank0_part(tc_neg_t *n, part_t *pt);
+/* Checks a part that came from rank src. -1 after a failure. */
+int neg_check_part(tc_neg_t *n, int src, const tc_wire_msg_t *m);
+/* The group's part merged with another group's (m, from rank src), in
+ * n->part. -1 after a failure. */
+int neg_merge(tc_neg_t *n, const tc_wire_msg_t *m, int src);
+
+/* Whether a message carries rank 0's part. */
+static inline int neg_has_r0(const tc_wire_msg_t *m)
+{
+    return m->type == TC_WIRE_CYCLE && (m->count > 0 || (m->flags & TC_WIRE_F_TERMINATE));
+}
 
 /* neg_watch.c */
 void neg_stall_check(tc_neg_t *n, uint64_t now);
