@@ -21,7 +21,7 @@
  *
  * Build and run (corpus in a scratch copy so new inputs stay out of the tree):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -Isrc \
- *     src/wire/wire_decode.c src/wire/wire_encode.c src/wire/wire_kinds.c \
+ *     src/wire/wire_decode.c src/wire/wire_read.c src/wire/wire_encode.c src/wire/wire_kinds.c \
  *     src/util/status.c src/util/log.c tests/fuzz/fuzz_wire.c -o fuzz_wire
  *   cp -r tests/fuzz/corpus_wire /tmp/corpus && ./fuzz_wire -max_total_time=30 /tmp/corpus
  */

@@ -9,7 +9,7 @@
  * Usage: gen_wire_corpus DIR (DIR must exist; files in it are overwritten,
  * others are left: clear it first to drop seeds no longer written).
  * Build: cc -std=c11 -Iinclude -Isrc tests/fuzz/gen_wire_corpus.c src/wire/wire_encode.c \
- *          src/wire/wire_decode.c src/wire/wire_kinds.c src/util/status.c src/util/log.c \
+ *          src/wire/wire_decode.c src/wire/wire_read.c src/wire/wire_kinds.c src/util/status.c src/util/log.c \
  *          -o gen_wire_corpus
  * Must never write outside DIR; the output is deterministic.
  */
