@@ -218,7 +218,8 @@ static int peers_setup(tc_chan_ctx_t *ctx, const ctx_record_t *recs, char *why, 
 
         p->pid = recs[r].pid;
         p->node_first = recs[r].node_first;
-        p->same_node = r == me || (recs[me].node_first >= 0 && p->node_first == recs[me].node_first);
+        p->same_node =
+            r == me || (recs[me].node_first >= 0 && p->node_first == recs[me].node_first);
         p->same_host = p->same_node || (recs[me].host != 0 && recs[r].host == recs[me].host);
         if (r == me) {
             p->area = ctx->area;

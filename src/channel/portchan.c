@@ -81,11 +81,12 @@ static void do_put(tc_portchan_t *ch, const tc_trigger_fields_t *f)
 
     if (!tc__chan_fits(f->src_offset, f->size, ch->local->size) ||
         !tc__chan_fits(f->dst_offset, f->size, ch->remote->size)) {
-        tc__portchan_fail(ch, "a put of %llu bytes from offset %llu to offset %llu on the channel to rank "
-             "%d is outside its memory (local %llu, remote %llu bytes)",
-             (unsigned long long)f->size, (unsigned long long)f->src_offset,
-             (unsigned long long)f->dst_offset, ch->remote->rank,
-             (unsigned long long)ch->local->size, (unsigned long long)ch->remote->size);
+        tc__portchan_fail(ch, "a put of %llu bytes from offset %llu to offset %llu on the "
+                          "channel to rank %d is outside its memory (local %llu, remote %llu "
+                          "bytes)", (unsigned long long)f->size,
+                          (unsigned long long)f->src_offset, (unsigned long long)f->dst_offset,
+                          ch->remote->rank, (unsigned long long)ch->local->size,
+                          (unsigned long long)ch->remote->size);
         return;
     }
     if (f->size == 0) {

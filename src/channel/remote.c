@@ -380,7 +380,8 @@ void tc__net_op(tc_portchan_t *ch, const tc_trigger_fields_t *f)
     }
     rc = tc__net_send_ctrl(n, peer, &h, ch->local->base + f->src_offset, inl);
     /* A larger put's bytes follow, from the source memory itself. */
-    for (i = 0; rc == 0 && (h.type & TC_TRIG_PUT) != 0 && inl == 0 && (uint64_t)i * NET_CHUNK < h.size;
+    for (i = 0; rc == 0 && (h.type & TC_TRIG_PUT) != 0 && inl == 0 &&
+                (uint64_t)i * NET_CHUNK < h.size;
          i++) {
         uint64_t off = (uint64_t)i * NET_CHUNK;
         uint64_t len = h.size - off < NET_CHUNK ? h.size - off : NET_CHUNK;

@@ -705,8 +705,9 @@ TC_CASE(overlapping_puts)
             CHECK_OK(tc_portchan_put_with_signal(ch, REGION / 2 + 7, BIG, SMALL));
             CHECK_OK(tc_sem_wait(g.data_l, 30 * SEC));
             for (i = 0; i < BIG; i++) {
-                unsigned char want = i >= 7 && i < 7 + SMALL ? pattern(left(), 2 * k + 1, BIG + i - 7)
-                                                              : pattern(left(), 2 * k, i);
+                unsigned char want = i >= 7 && i < 7 + SMALL
+                                         ? pattern(left(), 2 * k + 1, BIG + i - 7)
+                                         : pattern(left(), 2 * k, i);
                 CHECK_EQ((unsigned char)g.buf[REGION / 2 + i], want);
             }
             CHECK_OK(tc_sem_signal(g.ack_l));
