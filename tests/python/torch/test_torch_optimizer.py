@@ -171,9 +171,11 @@ def test_backward_passes_per_step():
         opt.step()
     # The refused pass still added its gradient (autograd runs the hook after
     # accumulating) into a p.grad whose allreduce was in flight, as in
-    # Horovod: that step's result may differ between ranks, so start the
-    # next one from rank 0's parameters.
+    # Horovod: that step's result may differ between ranks, and so may the
+    # momentum it left in the optimizer's state, so start the next one from
+    # rank 0's parameters and optimizer state.
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    hvd.broadcast_optimizer_state(opt, root_rank=0)
     opt.zero_grad()
     loss_of(model, 3, hvd.rank()).backward()
     opt.step()
