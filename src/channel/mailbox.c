@@ -20,7 +20,12 @@
  *   FREE        -> WRITING: a sender (compare-and-swap)
  *   WRITING     -> FULL: that sender, once the slot is written (release)
  *   FULL        -> READING: a receiving thread (compare-and-swap, acquire)
- *   READING     -> FREE: that thread, once it has copied the handle
+ *   READING     -> FREE: that thread, once it has copied the handle (or
+ *                  back to FULL when the slot was refilled with another tag
+ *                  between its look and its compare-and-swap)
+ *
+ * Threads receiving from one peer at once each get a different handle;
+ * "oldest first" then holds per thread only approximately.
  */
 #define _GNU_SOURCE
 #include "channel/channel_internal.h"
@@ -173,6 +178,13 @@ static int take(tc_chan_ctx_t *ctx, int peer, uint32_t tag, unsigned char *bytes
         if (atomic_compare_exchange_strong_explicit(&box->slot[best].state, &expect,
                                                     TC_MBOX_READING, memory_order_acquire,
                                                     memory_order_relaxed)) {
+            if (box->slot[best].tag != tag) {
+                /* Taken, freed and filled again since we looked (another
+                 * receiving thread): not ours; put it back, look again. */
+                atomic_store_explicit(&box->slot[best].state, TC_MBOX_FULL,
+                                      memory_order_release);
+                continue;
+            }
             memcpy(bytes, box->slot[best].bytes, TC_MEM_HANDLE_BYTES);
             /* release: the copy is done before a sender may write again. */
             atomic_store_explicit(&box->slot[best].state, TC_MBOX_FREE, memory_order_release);
