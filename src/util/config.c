@@ -68,7 +68,8 @@ static const knob_t knobs[] = {
     {"TCOLL_SPIN", KNOB_INT, OFF(spin), "0", 0, 1000000, KNOB_LOCAL,
      "Busy polls (with a cpu pause) before a waiting thread starts to yield. 0 "
      "by default: under KVM, pause loops make the hypervisor deschedule the "
-     "vCPU, and yielding polls measured faster.", NULL},
+     "vCPU, and yielding polls measured faster. A thread that may run on one "
+     "CPU only skips them (the thread it waits for needs that CPU).", NULL},
     {"TCOLL_YIELD_US", KNOB_INT, OFF(yield_us), "200", 0, 1000000, KNOB_LOCAL,
      "After spinning, a waiting thread polls with sched_yield for this long (us) "
      "before it starts to sleep: the core goes to any runnable thread, yet a "
