@@ -125,7 +125,7 @@ void tc__net_close(tc_chan_ctx_t *ctx)
 {
     tc_chan_net_t *n = ctx->net;
     uint64_t t0 = tc__now_ns();
-    int i, r, j, outcount;
+    int i, r, j;
 
     if (n == NULL) {
         return;
@@ -149,29 +149,15 @@ void tc__net_close(tc_chan_ctx_t *ctx)
         }
     }
     while (n->ns > 0 && tc__now_ns() - t0 < 1000000000ull) {
-        if (MPI_Testsome(n->ns, n->sreq, &outcount, n->sidx, MPI_STATUSES_IGNORE) !=
-            MPI_SUCCESS) {
+        int done = tc__net_sends_test(n);
+        struct timespec ts = {0, 100000};
+
+        if (done < 0) {
             break;
         }
-        if (outcount == 0 || outcount == MPI_UNDEFINED) {
-            if (outcount == MPI_UNDEFINED) {
-                break;
-            }
-            struct timespec ts = {0, 100000};
+        if (done == 0) {
             nanosleep(&ts, NULL);
-            continue;
         }
-        for (i = 0, j = 0; i < n->ns; i++) {
-            if (n->sreq[i] == MPI_REQUEST_NULL) {
-                free(n->sbuf[i]);
-                continue;
-            }
-            n->sreq[j] = n->sreq[i];
-            n->sbuf[j] = n->sbuf[i];
-            n->speer[j] = n->speer[i];
-            j++;
-        }
-        n->ns = j;
     }
     if (n->ns > 0) {
         TC_WARN("chan", "context %u: %d sends to other nodes did not complete before the "
@@ -223,6 +209,36 @@ static const char *mpi_why(int rc, char *buf)
         snprintf(buf, MPI_MAX_ERROR_STRING, "MPI error %d", rc);
     }
     return buf;
+}
+
+int tc__net_sends_test(tc_chan_net_t *n)
+{
+    int outcount = 0, i, j;
+
+    if (n->ns == 0) {
+        return 0;
+    }
+    if (MPI_Testsome(n->ns, n->sreq, &outcount, n->sidx, MPI_STATUSES_IGNORE) != MPI_SUCCESS ||
+        outcount == MPI_UNDEFINED) {
+        return -1;
+    }
+    if (outcount == 0) {
+        return 0;
+    }
+    /* Testsome set the completed ones to MPI_REQUEST_NULL: drop them. */
+    for (i = 0, j = 0; i < n->ns; i++) {
+        if (n->sreq[i] == MPI_REQUEST_NULL) {
+            free(n->sbuf[i]);
+            n->out_to[n->speer[i]]--;
+            continue;
+        }
+        n->sreq[j] = n->sreq[i];
+        n->sbuf[j] = n->sbuf[i];
+        n->speer[j] = n->speer[i];
+        j++;
+    }
+    n->ns = j;
+    return outcount;
 }
 
 /* Keeps req (buf freed at completion). 0, or an MPI error code. */

@@ -84,6 +84,9 @@ struct tc_chan_net {
  * to peer. 0, or an MPI error code (-1: out of memory). */
 int tc__net_send_ctrl(tc_chan_net_t *n, int peer, const net_hdr_t *hdr, const void *payload,
                       size_t len);
+/* remote.c: completes the sends that are done (their buffers freed):
+ * how many, or -1 when MPI fails to test them. */
+int tc__net_sends_test(tc_chan_net_t *n);
 /* remote.c: what tc__net_send_ctrl's error code means. */
 void tc__net_describe(int rc, char *buf, size_t len);
 /* remote_recv.c: frees a received operation (not its requests). */

@@ -289,7 +289,7 @@ int tc__net_progress(void *arg)
 {
     tc_chan_ctx_t *ctx = arg;
     tc_chan_net_t *n = ctx->net;
-    int did = 0, flag, i, j, outcount, r;
+    int did = 0, flag, i, r;
     MPI_Status st;
 
     if (!n->posted) {
@@ -330,23 +330,8 @@ int tc__net_progress(void *arg)
         }
     }
     /* Sends. */
-    if (n->ns > 0) {
-        if (MPI_Testsome(n->ns, n->sreq, &outcount, n->sidx, MPI_STATUSES_IGNORE) == MPI_SUCCESS &&
-            outcount != MPI_UNDEFINED && outcount > 0) {
-            for (i = 0, j = 0; i < n->ns; i++) {
-                if (n->sreq[i] == MPI_REQUEST_NULL) {
-                    free(n->sbuf[i]);
-                    n->out_to[n->speer[i]]--;
-                    continue;
-                }
-                n->sreq[j] = n->sreq[i];
-                n->sbuf[j] = n->sbuf[i];
-                n->speer[j] = n->speer[i];
-                j++;
-            }
-            n->ns = j;
-            did = 1;
-        }
+    if (tc__net_sends_test(n) > 0) {
+        did = 1;
     }
     return did;
 }
