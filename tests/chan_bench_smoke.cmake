@@ -33,7 +33,7 @@ if(TCOLL_BUILD_TESTS AND TARGET tcoll-chan-bench)
   if(TCOLL_TEST_MAX_NP GREATER_EQUAL 2)
     add_test(NAME mpi.tcoll_chan_bench_smoke.np2
       COMMAND ${CMAKE_COMMAND} "-DEXPECT=${_tc_cb_expect}"
-              -P ${CMAKE_CURRENT_LIST_DIR}/run_expect.cmake --
+              -P ${PROJECT_SOURCE_DIR}/cmake/run_expect.cmake --
               ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 ${TCOLL_MPIEXEC_PREFLAGS}
               ${MPIEXEC_PREFLAGS} $<TARGET_FILE:tcoll-chan-bench> ${MPIEXEC_POSTFLAGS}
               -b 4K -e 64K -f 16 -W 4 -n 2 -r 1 -l 20 -w 2)
@@ -66,7 +66,7 @@ if(TCOLL_BUILD_TESTS AND TARGET tcoll-chan-bench)
   if(TCOLL_TEST_MAX_NP GREATER_EQUAL 2)
     add_test(NAME mpi.tcoll_chan_bench_nodes_smoke.np2
       COMMAND ${CMAKE_COMMAND} "-DEXPECT=${_tc_cb_expect}" "-DREJECT=memory channel: tc_memchan@@[|] memchan [|]"
-              -P ${CMAKE_CURRENT_LIST_DIR}/run_expect.cmake --
+              -P ${PROJECT_SOURCE_DIR}/cmake/run_expect.cmake --
               ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 ${TCOLL_MPIEXEC_PREFLAGS}
               ${MPIEXEC_PREFLAGS} $<TARGET_FILE:tcoll-chan-bench> ${MPIEXEC_POSTFLAGS}
               -b 4K -e 64K -f 16 -W 4 -n 2 -r 1 -l 20 -w 2)
@@ -75,7 +75,7 @@ if(TCOLL_BUILD_TESTS AND TARGET tcoll-chan-bench)
   endif()
   add_test(NAME mpi.tcoll_chan_bench_refuses.np1
     COMMAND ${CMAKE_COMMAND} -DEXIT=2 "-DEXPECT=needs exactly 2 ranks"
-            -P ${CMAKE_CURRENT_LIST_DIR}/run_expect.cmake --
+            -P ${PROJECT_SOURCE_DIR}/cmake/run_expect.cmake --
             ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 1 ${TCOLL_MPIEXEC_PREFLAGS}
             ${MPIEXEC_PREFLAGS} $<TARGET_FILE:tcoll-chan-bench> ${MPIEXEC_POSTFLAGS})
   set_tests_properties(mpi.tcoll_chan_bench_refuses.np1 PROPERTIES TIMEOUT 60 LABELS mpi

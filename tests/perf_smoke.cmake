@@ -54,7 +54,7 @@ if(TCOLL_BUILD_TESTS AND TARGET tcoll-perf AND TCOLL_TEST_MAX_NP GREATER_EQUAL 2
   add_test(NAME mpi.perf_algos_smoke.np2
     COMMAND ${CMAKE_COMMAND} -DPYTHON=${_tc_algos_python} -DIMPORTS=json
             "-DEXPECT=${_tc_algos_expect}"
-            -P ${PROJECT_SOURCE_DIR}/tools/python/smoke_check.cmake --
+            -DSTDOUT_ONLY=ON -P ${PROJECT_SOURCE_DIR}/cmake/run_expect.cmake --
             bash ${PROJECT_SOURCE_DIR}/tools/perf_algos.sh -n 2
             --tcoll-perf $<TARGET_FILE:tcoll-perf>
             -b 4 -e 64K -f 16 --iters 3 --warmup 1 --nodes 1 # not -i, -w: cmake's own
