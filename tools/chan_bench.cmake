@@ -11,6 +11,8 @@ add_executable(tcoll-chan-bench
   ${CMAKE_CURRENT_LIST_DIR}/chan_bench/latency.c
   ${CMAKE_CURRENT_LIST_DIR}/chan_bench/bandwidth.c
   ${CMAKE_CURRENT_LIST_DIR}/chan_bench/output.c)
+target_sources(tcoll-chan-bench PRIVATE ${CMAKE_CURRENT_LIST_DIR}/common/tool_util.c)
+target_include_directories(tcoll-chan-bench PRIVATE ${CMAKE_CURRENT_LIST_DIR}/common)
 target_compile_options(tcoll-chan-bench PRIVATE ${TCOLL_WARN_FLAGS})
 target_link_libraries(tcoll-chan-bench PRIVATE tcoll MPI::MPI_C Threads::Threads)
 install(TARGETS tcoll-chan-bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

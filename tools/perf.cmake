@@ -16,6 +16,8 @@ add_executable(tcoll-perf
   ${CMAKE_CURRENT_LIST_DIR}/perf/mode_barrier.c
   ${CMAKE_CURRENT_LIST_DIR}/perf/workload.c
   ${CMAKE_CURRENT_LIST_DIR}/perf/output.c)
+target_sources(tcoll-perf PRIVATE ${CMAKE_CURRENT_LIST_DIR}/common/tool_util.c)
+target_include_directories(tcoll-perf PRIVATE ${CMAKE_CURRENT_LIST_DIR}/common)
 target_compile_options(tcoll-perf PRIVATE ${TCOLL_WARN_FLAGS})
 target_link_libraries(tcoll-perf PRIVATE tcoll MPI::MPI_C Threads::Threads m)
 

@@ -24,6 +24,7 @@
 
 #include "tcoll.h"
 #include "tcoll_channel.h"
+#include "tool_util.h"
 
 #include <mpi.h>
 
@@ -98,8 +99,6 @@ uint64_t cb_count_wrong(const char *p, uint64_t n, uint64_t seed, uint64_t *firs
 /* The CPUs this process may run on, as "0-3,8" (its affinity mask);
  * returns how many. */
 int cb_cpu_list(char *buf, size_t len);
-/* The MPI library's name and version, first line only. */
-void cb_mpi_library(char *buf, size_t len);
 
 /* ------------------------------------------------------------------------ */
 /* setup.c                                                                   */

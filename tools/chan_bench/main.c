@@ -170,7 +170,7 @@ int main(int argc, char **argv)
     MPI_Gather(&my_ncpus, 1, MPI_INT, ncpus, 1, MPI_INT, 0, cb_comm);
     if (cb_rank == 0) {
         gethostname(host, sizeof(host) - 1);
-        cb_mpi_library(lib, sizeof(lib));
+        tc_tool_mpi_library(lib, sizeof(lib));
         printf("# tcoll-chan-bench: tcoll %s vs %s; 2 ranks on %s, %ld CPUs online\n",
                tc_version(), lib, host, sysconf(_SC_NPROCESSORS_ONLN));
         if (cb_nodes) {

@@ -48,38 +48,6 @@ void cb_usage(FILE *f)
 "wrong bytes; 2 bad options, or not 2 ranks.\n");
 }
 
-static int parse_size(const char *s, uint64_t *v_p)
-{
-    char *end;
-    unsigned long long v;
-    uint64_t mult = 1;
-
-    if (*s < '0' || *s > '9') {
-        return -1;
-    }
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno != 0) {
-        return -1;
-    }
-    switch (*end) {
-    case 'k': case 'K': mult = 1ull << 10; end++; break;
-    case 'm': case 'M': mult = 1ull << 20; end++; break;
-    case 'g': case 'G': mult = 1ull << 30; end++; break;
-    default: break;
-    }
-    if (mult > 1 && strcmp(end, "iB") == 0) {
-        end += 2;
-    } else if (*end == 'B' || *end == 'b') {
-        end++;
-    }
-    if (*end != '\0' || v > UINT64_MAX / mult) {
-        return -1;
-    }
-    *v_p = v * mult;
-    return 0;
-}
-
 static int parse_long(const char *s, long lo, long hi, long *v_p)
 {
     char *end;
@@ -122,7 +90,7 @@ int cb_parse_options(int argc, char **argv, cb_opts_t *o, char *err, size_t len)
         switch (c) {
         case 'b':
         case 'e':
-            if (parse_size(optarg, c == 'b' ? &o->min_bytes : &o->max_bytes) != 0) {
+            if (tc_tool_parse_size(optarg, c == 'b' ? &o->min_bytes : &o->max_bytes) != 0) {
                 snprintf(err, len, "-%c '%s': expected a size such as 4096, 4K, 64M or 1G", c,
                          optarg);
             }

@@ -2,7 +2,8 @@
  * util.c - tcoll-chan-bench's small helpers: dying on a failed call (the
  * whole job, so no rank waits for one that stopped), the clock, page
  * aligned allocation, medians, size labels, the data every transfer carries
- * and its check, the CPU list of this process and the MPI library's name.
+ * and its check, and the CPU list of this process (the MPI library's name
+ * is tool_util.c's, shared with tcoll-perf).
  * Nothing here talks to the peer.
  */
 #define _GNU_SOURCE
@@ -167,12 +168,3 @@ int cb_cpu_list(char *buf, size_t len)
     return n;
 }
 
-void cb_mpi_library(char *buf, size_t len)
-{
-    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
-    int n = 0;
-
-    MPI_Get_library_version(lib, &n);
-    lib[strcspn(lib, "\n,")] = '\0';
-    snprintf(buf, len, "%s", lib);
-}

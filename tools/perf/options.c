@@ -90,41 +90,6 @@ void perf_usage(FILE *f)
 "2 bad options or workload file.\n");
 }
 
-/* "8", "1K", "256M", "1G" (optionally followed by B or iB) -> bytes. */
-static int parse_size(const char *s, uint64_t *v_p)
-{
-    char *end;
-    unsigned long long v;
-    uint64_t mult = 1;
-    if (*s == '\0' || *s == '-' || *s == '+') {
-        return -1;
-    }
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno != 0 || end == s) {
-        return -1;
-    }
-    switch (*end) {
-    case 'k':
-    case 'K': mult = 1ull << 10; end++; break;
-    case 'm':
-    case 'M': mult = 1ull << 20; end++; break;
-    case 'g':
-    case 'G': mult = 1ull << 30; end++; break;
-    default: break;
-    }
-    if (mult > 1 && strcmp(end, "iB") == 0) {
-        end += 2;
-    } else if (*end == 'B' || *end == 'b') {
-        end++;
-    }
-    if (*end != '\0' || v > UINT64_MAX / mult) {
-        return -1;
-    }
-    *v_p = v * mult;
-    return 0;
-}
-
 static int parse_int(const char *s, int lo, int hi, int *v_p)
 {
     char *end;
@@ -196,7 +161,7 @@ int perf_parse_options(int argc, char **argv, perf_opts_t *o)
             break;
         case 'b':
         case 'e':
-            if (parse_size(optarg, c == 'b' ? &o->min_bytes : &o->max_bytes) != 0) {
+            if (tc_tool_parse_size(optarg, c == 'b' ? &o->min_bytes : &o->max_bytes) != 0) {
                 snprintf(err, sizeof err, "-%c '%s': expected a size such as 8, 1K, 256M or 1G", c,
                          optarg);
             }

@@ -20,6 +20,7 @@
 #define TCOLL_PERF_H
 
 #include "tcoll.h"
+#include "tool_util.h"
 
 #include <mpi.h>
 
@@ -96,8 +97,6 @@ void *perf_alloc(size_t bytes, const char *what);
 double perf_median(double *v, int n);
 /* "-" for w < 0 (not checked), else the count. */
 void perf_fmt_wrong(char *buf, size_t len, long long w);
-/* The MPI library's name and version, first line only. */
-void perf_mpi_library_name(char *buf, size_t len);
 
 /* ------------------------------------------------------------------------ */
 /* dtype.c                                                                   */

@@ -148,7 +148,7 @@ static void print_row(const perf_opts_t *o, const perf_row_t *r)
 void perf_print_banner(void)
 {
     char lib[128];
-    perf_mpi_library_name(lib, sizeof lib);
+    tc_tool_mpi_library(lib, sizeof lib);
     printf("# tcoll-perf: tcoll %s vs %s, %d ranks (%d on this node)\n", tc_version(), lib,
            perf_size, tc_local_size());
 }

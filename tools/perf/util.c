@@ -139,15 +139,6 @@ void perf_fmt_wrong(char *buf, size_t len, long long w)
     }
 }
 
-void perf_mpi_library_name(char *buf, size_t len)
-{
-    char v[MPI_MAX_LIBRARY_VERSION_STRING];
-    int n = 0;
-    MPI_Get_library_version(v, &n);
-    v[strcspn(v, ",\n")] = '\0';
-    snprintf(buf, len, "%.100s", v);
-}
-
 void perf_poison_recv(perf_bench_t *b)
 {
     memset(b->recv, PERF_POISON, b->count * tc_dtype_size(b->o->dtype));

@@ -330,7 +330,7 @@ void perf_run_workload(const perf_opts_t *o, const char *path, perf_workload_t *
 
     if (perf_rank == 0) {
         char lib[128];
-        perf_mpi_library_name(lib, sizeof lib);
+        tc_tool_mpi_library(lib, sizeof lib);
         printf("# tcoll-perf: tcoll %s vs %s, %d ranks (%d on this node)\n", tc_version(), lib,
                perf_size, tc_local_size());
         printf("# workload %s: %d tensors, %zu float32 elements (%zu bytes), op %s\n", path, w->n,
