@@ -136,8 +136,3 @@ int tc__cpu_single(uint64_t now_ns)
     }
     return cpu_single;
 }
-
-void tc__cpu_single_forget(void)
-{
-    cpu_single_read_ns = 0;
-}

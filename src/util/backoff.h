@@ -69,9 +69,5 @@ struct timespec tc__deadline_after_ns(uint64_t ns);
  */
 #define TC_CPU_SINGLE_RECHECK_NS 100000000ull
 int tc__cpu_single(uint64_t now_ns);
-/* Forgets the calling thread's cached answer, so that the next
- * tc__cpu_single reads the set again: for a thread that has just changed
- * (or may have changed) its own affinity. */
-void tc__cpu_single_forget(void);
 
 #endif
