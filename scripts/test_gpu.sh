@@ -43,6 +43,12 @@ if [ -z "$arch" ]; then
 fi
 
 build=${BUILD:-$here/build-gpu}
+# A GPU machine with CUDA but no MPI: unpack the Debian packages that
+# scripts/gpu_debs.sh fetched into .gpu-debs (or DEBS=dir), if there are any.
+debs=${DEBS:-$here/.gpu-debs}
+if ! command -v mpicc >/dev/null 2>&1 && compgen -G "$debs/*.deb" >/dev/null; then
+    bash "$here/scripts/gpu_debs.sh" install "$debs"
+fi
 echo "test_gpu.sh: $("$nvcc" --version | tail -n 1); GPU: $(nvidia-smi -L | head -n 1); arch $arch"
 cmake -S "$here" -B "$build" -DTCOLL_BUILD_TESTS=OFF -DTCOLL_BUILD_EXAMPLES=OFF \
     -DTCOLL_BUILD_PYTHON=OFF
