@@ -28,6 +28,12 @@ if(TCOLL_BUILD_TESTS AND TARGET tcoll-perf)
   tc_mpi_run(mpi.tcoll_perf_barrier_smoke.np2 NP 2 TIMEOUT 120
     PROGRAM $<TARGET_FILE:tcoll-perf> ARGS -m barrier -n 20 -w 2 -c 1)
 endif()
+# tcoll-name-flood (tools/name_flood.c): a few thousand first-time names, the
+# other ranks in random orders; it checks every sum.
+if(TCOLL_BUILD_TESTS AND TARGET tcoll-name-flood)
+  tc_mpi_run(mpi.tcoll_name_flood_smoke.np3 NP 3 TIMEOUT 120
+    PROGRAM $<TARGET_FILE:tcoll-name-flood> ARGS -n 500,3000 -o random -r 2)
+endif()
 
 # tools/perf_algos.sh (not installed): one tcoll-perf sweep and workload run
 # per allreduce algorithm, merged into one table by tools/perf_algos.py. At 2

@@ -535,22 +535,30 @@ int tc__engine_failed(char *msg, size_t len)
 /* The queue (engine thread)                                                 */
 /* ------------------------------------------------------------------------ */
 
-/* Takes what application threads queued, and whether tc_shutdown was
- * called. Returns the number of requests. */
-size_t tc__queue_take(tc_request_t **head_p, int *shutdown_p)
+/* Takes the oldest max requests application threads queued (all of them
+ * when there are fewer), and whether tc_shutdown was called once the queue
+ * is empty: a shutdown follows everything submitted before it. Returns the
+ * number of requests. */
+size_t tc__queue_take(size_t max, tc_request_t **head_p, int *shutdown_p)
 {
     eng_shared_t *sh = &tc__engine_shared;
     size_t n = 0;
-    tc_request_t *r;
+    tc_request_t *r, *last = NULL;
 
     pthread_mutex_lock(&sh->mu);
     *head_p = sh->q_head;
-    sh->q_head = sh->q_tail = NULL;
-    *shutdown_p = sh->shutdown_requested;
-    pthread_mutex_unlock(&sh->mu);
-    for (r = *head_p; r != NULL; r = r->next) {
+    for (r = sh->q_head; r != NULL && n < max; last = r, r = r->next) {
         n++;
     }
+    if (last != NULL) {
+        last->next = NULL;
+    }
+    sh->q_head = r;
+    if (r == NULL) {
+        sh->q_tail = NULL;
+    }
+    *shutdown_p = r == NULL && sh->shutdown_requested;
+    pthread_mutex_unlock(&sh->mu);
     return n;
 }
 

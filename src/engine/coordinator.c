@@ -56,11 +56,7 @@ static void entry_free(entry_t *e)
     if (e == NULL) {
         return;
     }
-    free(e->name);
-    free(e->key);
-    free(e->have);
-    free(e->reqs);
-    free(e->dim0);
+    free(e->dim0); /* name, key, have and reqs share e's block (entry_new) */
     free(e->text);
     for (q = 0; e->gkeys != NULL && q < e->size; q++) {
         free(e->gkeys[q]);
@@ -352,24 +348,27 @@ tc_status_t tc__coord_expire(tc_coord_t *c, const char *name, uint32_t len, uint
     return TC_OK;
 }
 
+/* One allocation per name (a flood of first-time names makes one entry
+ * each): the entry, then reqs[size], have[size], the name and the key. */
 static entry_t *entry_new(int size, const tc_wire_request_t *req, uint64_t now)
 {
-    entry_t *e = calloc(1, sizeof(*e));
     char key[TC_WIRE_KEY_MAX];
+    size_t key_len = tc__wire_key(key, req->name, req->name_len, req->pset);
+    size_t head = (sizeof(entry_t) + _Alignof(tc_wire_request_t) - 1) /
+                  _Alignof(tc_wire_request_t) * _Alignof(tc_wire_request_t);
+    size_t reqs = (size_t)size * sizeof(tc_wire_request_t);
+    char *block = calloc(1, head + reqs + (size_t)size + req->name_len + 1 + key_len);
+    entry_t *e = (entry_t *)(void *)block;
 
-    if (e == NULL) {
+    if (block == NULL) {
         return NULL;
     }
-    e->key_len = tc__wire_key(key, req->name, req->name_len, req->pset);
-    e->name = malloc((size_t)req->name_len + 1);
-    e->key = malloc(e->key_len);
-    e->have = calloc((size_t)size, 1);
-    e->reqs = calloc((size_t)size, sizeof(*e->reqs));
+    e->reqs = (tc_wire_request_t *)(void *)(block + head);
+    e->have = (uint8_t *)(block + head + reqs);
+    e->name = block + head + reqs + size;
+    e->key = e->name + req->name_len + 1;
+    e->key_len = key_len;
     e->size = size;
-    if (e->name == NULL || e->key == NULL || e->have == NULL || e->reqs == NULL) {
-        entry_free(e);
-        return NULL;
-    }
     memcpy(e->name, req->name, req->name_len);
     e->name[req->name_len] = '\0';
     e->name_len = req->name_len;
@@ -495,27 +494,50 @@ tc_status_t tc__coord_add_at(tc_coord_t *c, int rank, const tc_wire_request_t *r
     return TC_OK;
 }
 
+/* Whether ready entries a and b (a right before b) are members of one group. */
+static int same_group(const entry_t *a, const entry_t *b)
+{
+    const tc_wire_request_t *x = tc__coord_ref(a), *y = tc__coord_ref(b);
+
+    return x->group_size > 0 && y->group_size > 0 && a->pset == b->pset &&
+           x->group_key_len == y->group_key_len &&
+           memcmp(x->group_key, y->group_key, x->group_key_len) == 0;
+}
+
 tc_status_t tc__coord_take_ready(tc_coord_t *c, tc_coord_batch_t *batch_p)
+{
+    return tc__coord_take_ready_max(c, SIZE_MAX, batch_p);
+}
+
+tc_status_t tc__coord_take_ready_max(tc_coord_t *c, size_t max, tc_coord_batch_t *batch_p)
 {
     tc_coord_batch_t b = {0};
     const tc_kind_desc_t *kd;
     const coord_set_t *set;
-    entry_t *e, *first;
+    entry_t *e, *first, *last = NULL, *stop;
     uint32_t i = 0;
+    size_t count = 0;
     int q, k, missing;
 
     if (c->nready == 0) {
         *batch_p = b;
         return TC_OK;
     }
-    b.resps = calloc(c->nready, sizeof(*b.resps));
-    b.kinds = calloc(c->nready, 1);
+    /* the entries taken: ready_head up to (not including) stop */
+    for (stop = c->ready_head; stop != NULL; last = stop, stop = stop->next_ready) {
+        if (count > 0 && count >= max && !same_group(last, stop)) {
+            break;
+        }
+        count++;
+    }
+    b.resps = calloc(count, sizeof(*b.resps));
+    b.kinds = calloc(count, 1);
     if (b.resps == NULL || b.kinds == NULL) {
         free(b.resps);
         free(b.kinds);
         return TC_ERR_NOMEM;
     }
-    for (e = c->ready_head; e != NULL; e = e->next_ready) {
+    for (e = c->ready_head; e != stop; e = e->next_ready) {
         tc_wire_response_t *r = &b.resps[i];
         const tc_wire_request_t *ref = tc__coord_ref(e);
         /* grouped names run as a unit through rank 0 every time: not cached */
@@ -598,10 +620,14 @@ tc_status_t tc__coord_take_ready(tc_coord_t *c, tc_coord_batch_t *batch_p)
         }
     }
     first = c->ready_head;
-    c->ready_head = c->ready_tail = NULL;
+    last->next_ready = NULL;
+    c->ready_head = stop;
+    if (stop == NULL) {
+        c->ready_tail = NULL;
+    }
     b.count = i;
     b.entries = first;
-    c->nready = 0;
+    c->nready -= count;
     *batch_p = b;
     return TC_OK;
 }

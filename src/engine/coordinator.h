@@ -44,6 +44,10 @@ tc_status_t tc__coord_add_at(tc_coord_t *c, int rank, const tc_wire_request_t *r
 
 /* Moves every ready name into *batch_p (zeroed first), in readiness order. */
 tc_status_t tc__coord_take_ready(tc_coord_t *c, tc_coord_batch_t *batch_p);
+/* The same for the first max ready names (at least one), and past max the
+ * rest of a group whose first members it took: a group runs as a unit. The
+ * names left stay ready, in order, for the next take. */
+tc_status_t tc__coord_take_ready_max(tc_coord_t *c, size_t max, tc_coord_batch_t *batch_p);
 void tc__coord_batch_free(tc_coord_batch_t *b);
 
 /* Names every rank has submitted, not yet taken. */

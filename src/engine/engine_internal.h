@@ -51,6 +51,11 @@
 
 #define ENG_POLL_NS 1000000u /* look for aborts and deadlines at most this often */
 #define ENG_MSG_MAX 1024     /* a request's or the engine's error message */
+/* The most submissions one engine step hands to the negotiation, and the
+ * most other ranks' submissions rank 0 reads in one step: a flood of names
+ * is taken in over several steps, with the liveness probes looked at in
+ * between (a step's work stays short however many names are in flight). */
+#define ENG_TAKE_MAX 4096
 
 /* ------------------------------------------------------------------------ */
 /* Shared with application threads                                           */
@@ -290,7 +295,7 @@ void tc__life_enter(engine_t *e, eng_life_t to);
 const char *tc__life_name(eng_life_t s);
 
 /* api.c: the queue (engine thread) */
-size_t tc__queue_take(tc_request_t **head_p, int *shutdown_p);
+size_t tc__queue_take(size_t max, tc_request_t **head_p, int *shutdown_p);
 void tc__queue_finish(tc_request_t *req, tc_status_t st, const char *msg);
 size_t tc__queue_inflight(void);
 /* The smallest seq in flight in process set pset, UINT64_MAX if none. */

@@ -111,7 +111,6 @@ static void free_evicted(const char *key, size_t len, void *val, void *arg)
 void tc__neg_destroy(tc_neg_t *n)
 {
     uint32_t i;
-    sub_t *s;
 
     if (n == NULL) {
         return;
@@ -120,11 +119,7 @@ void tc__neg_destroy(tc_neg_t *n)
     free(n->sends);
     free(n->items);
     free(n->keep);
-    while ((s = n->fresh) != NULL) {
-        n->fresh = s->next;
-        sub_free(s);
-    }
-    tc__hmap_foreach(&n->full, free_full, NULL);
+    tc__hmap_foreach(&n->full, free_full, NULL); /* fresh's too */
     tc__hmap_destroy(&n->full);
     tc__hmap_foreach(&n->evicted, free_evicted, NULL);
     tc__hmap_destroy(&n->evicted);
@@ -213,12 +208,6 @@ tc_status_t tc__neg_submit(tc_neg_t *n, const tc_wire_request_t *w, void *req, c
     if ((ce != NULL && ce->pending != NULL) || tc__hmap_get(&n->full, key, klen)) {
         return TC_ERR_ARG;
     }
-    for (s = n->fresh; s != NULL; s = s->next) { /* short: what one step took in */
-        if (s->w.name_len == w->name_len && s->w.pset == w->pset &&
-            memcmp(s->name, w->name, w->name_len) == 0) {
-            return TC_ERR_ARG;
-        }
-    }
     s = calloc(1, sizeof(*s));
     if (s == NULL || (s->name = strndup(w->name, w->name_len)) == NULL) {
         free(s);
@@ -245,6 +234,10 @@ tc_status_t tc__neg_submit(tc_neg_t *n, const tc_wire_request_t *w, void *req, c
         n->ncached++;
         n->want = 1;
         return TC_OK;
+    }
+    if (tc__hmap_put(&n->full, key, klen, s) != 0) {
+        sub_free(s);
+        return TC_ERR_NOMEM;
     }
     *n->fresh_tail = s;
     n->fresh_tail = &s->next;
@@ -311,12 +304,7 @@ static int send_fresh(tc_neg_t *n, uint64_t now)
     for (s = n->fresh; s != NULL && n->state == TC_NEG_RUNNING; s = next) {
         next = s->next;
         s->next = NULL;
-        char key[TC_WIRE_KEY_MAX];
-        if (tc__hmap_put(&n->full, key, tc__wire_key(key, s->name, s->w.name_len, s->w.pset),
-                         s) != 0) {
-            neg_fail(n, TC_ERR_NOMEM, "out of memory tracking submissions");
-            return 1;
-        }
+        s->sent = 1;
         n->fresh = next;
         if (n->parent < 0) {
             coord_add(n, 0, &s->w, now);
@@ -342,7 +330,15 @@ static void drop_ids(tc_neg_t *n, const uint32_t *ids, uint32_t count)
         sub_t *s = tc__cache_drop(&n->cache, ids[i], &found);
         neg_id_reset(n, ids[i]);
         if (s != NULL) {
+            char key[TC_WIRE_KEY_MAX];
             n->ncached--;
+            if (tc__hmap_put(&n->full, key, tc__wire_key(key, s->name, s->w.name_len, s->w.pset),
+                             s) != 0) {
+                neg_fail(n, TC_ERR_NOMEM, "out of memory tracking submissions");
+                sub_free(s); /* every sub in fresh is in full: the engine fails its request */
+                continue;
+            }
+            s->sent = 0;
             *tail = s;
             tail = &s->next;
         }
@@ -387,9 +383,15 @@ static void run_responses(tc_neg_t *n, const tc_wire_msg_t *msg)
     for (i = 0; i < msg->count && n->state != TC_NEG_FAILED; i++) {
         const tc_wire_response_t *r = &msg->resps[i];
         char key[TC_WIRE_KEY_MAX];
-        sub_t *s = tc__hmap_remove(&n->full, key,
-                                   tc__wire_key(key, r->name, r->name_len, r->pset));
+        size_t klen = tc__wire_key(key, r->name, r->name_len, r->pset);
+        sub_t *s = tc__hmap_get(&n->full, key, klen);
         tc_neg_item_t *it;
+
+        if (s != NULL && s->sent) {
+            tc__hmap_remove(&n->full, key, klen);
+        } else {
+            s = NULL; /* not sent yet: rank 0 decided without it (it expired) */
+        }
 
         if (s == NULL && r->rtype == TC_WIRE_RUN && r->pset == 0 &&
             (!r->has_desc || r->cache_ref > 0)) {
@@ -575,7 +577,7 @@ static void receive_req(tc_neg_t *n, int src, const tc_wire_msg_t *msg, uint64_t
     }
 }
 
-void tc__neg_receive(tc_neg_t *n, int src, int tag, const tc_wire_msg_t *msg, uint64_t now)
+void tc__neg_receive(tc_neg_t *n, int src, int tag, tc_wire_msg_t *msg, uint64_t now)
 {
     if (n->state == TC_NEG_FAILED || src < 0 || src >= n->p.size || src == n->p.rank) {
         return;

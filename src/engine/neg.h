@@ -104,8 +104,10 @@ tc_status_t tc__neg_submit(tc_neg_t *n, const tc_wire_request_t *w, void *req, c
 /* tc_shutdown was called on this rank. */
 void tc__neg_shutdown(tc_neg_t *n);
 
-/* A decoded message from src under tag (the caller frees it after the call). */
-void tc__neg_receive(tc_neg_t *n, int src, int tag, const tc_wire_msg_t *msg, uint64_t now);
+/* A decoded message from src under tag. The state machine may take the
+ * message's storage (leaving *msg empty) instead of copying what it keeps;
+ * the caller frees *msg after the call either way (tc__wire_msg_free). */
+void tc__neg_receive(tc_neg_t *n, int src, int tag, tc_wire_msg_t *msg, uint64_t now);
 
 /* Moves negotiation on: sends what there is to say, processes what arrived,
  * looks at the clock (stalls, probes). Returns 1 if anything changed. */

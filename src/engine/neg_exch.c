@@ -228,7 +228,7 @@ static void send_snapshot(tc_neg_t *n, int news)
 
 /* A host: its extra's snapshot. Only the latest one for the coming cycle is
  * used; news that came too late for a cycle asks for the next one. */
-static void receive_snapshot(tc_neg_t *n, const tc_wire_msg_t *m, uint64_t now)
+static void receive_snapshot(tc_neg_t *n, tc_wire_msg_t *m, uint64_t now)
 {
     const int news = m->round != 0;
 
@@ -243,15 +243,14 @@ static void receive_snapshot(tc_neg_t *n, const tc_wire_msg_t *m, uint64_t now)
         return;
     }
     msg_clear(&n->xsnap);
-    if (neg_msg_copy(n, m, &n->xsnap) != 0) {
-        return;
-    }
+    n->xsnap = *m; /* moved: the caller frees the emptied message */
+    memset(m, 0, sizeof(*m));
     n->extra_want |= news && !n->in_cycle;
     advance(n, now);
 }
 
 /* A core rank: a partner's part for round m->round of cycle m->seq. */
-static void receive_part(tc_neg_t *n, int src, const tc_wire_msg_t *m, uint64_t now)
+static void receive_part(tc_neg_t *n, int src, tc_wire_msg_t *m, uint64_t now)
 {
     const uint32_t k = m->round;
     int next;
@@ -269,7 +268,7 @@ static void receive_part(tc_neg_t *n, int src, const tc_wire_msg_t *m, uint64_t 
         advance(n, now);
     }
     if (!next && n->in_cycle && n->round == (int)k && n->round_sent) {
-        if (neg_merge(n, m, src) == 0) { /* the usual case: no copy */
+        if (neg_merge(n, m, src) == 0) { /* the usual case: nothing kept */
             n->round++;
             n->round_sent = 0;
             advance(n, now);
@@ -281,12 +280,14 @@ static void receive_part(tc_neg_t *n, int src, const tc_wire_msg_t *m, uint64_t 
                  "round %u twice", src, (unsigned long long)m->seq, k);
         return;
     }
-    if (neg_msg_copy(n, m, &n->slot[next][k]) == 0 && !next) {
+    n->slot[next][k] = *m; /* moved: the caller frees the emptied message */
+    memset(m, 0, sizeof(*m));
+    if (!next) {
         advance(n, now);
     }
 }
 
-void neg_receive_cycle(tc_neg_t *n, int src, const tc_wire_msg_t *m, uint64_t now)
+void neg_receive_cycle(tc_neg_t *n, int src, tc_wire_msg_t *m, uint64_t now)
 {
     n->last_progress_ns = now;
     if (n->state != TC_NEG_RUNNING) {

@@ -30,6 +30,7 @@ typedef struct sub {
      * once every rank has it (docs/negotiation.md, "Eager inputs") */
     int eager_sent; /* its input rode in a part */
     int promoted;   /* every rank has it: every input rides in the next cycle */
+    int sent;       /* negotiated in full: sent to rank 0 (no longer in fresh) */
 } sub_t;
 
 /* Rank 0's clock for one cached id: since when some rank, not every rank,
@@ -55,6 +56,11 @@ typedef struct {
 } part_t;
 
 #define NEG_MAX_ROUNDS 32
+/* The most first-time names rank 0 decides in one cycle (past it, the rest
+ * of a group): a flood of names is decided over several cycles, so that no
+ * rank spends long on one cycle's list without looking at its liveness
+ * probes in between. */
+#define NEG_MAX_DECISIONS 4096
 struct tc_neg {
     tc_neg_params_t p;
     /* the binomial tree the liveness probes spread over (tc__neg_parent) */
@@ -71,7 +77,10 @@ struct tc_neg {
     tc_cache_t cache;
     sub_t *fresh;          /* to negotiate in full, oldest first */
     sub_t **fresh_tail;
-    tc_hmap_t full;        /* name -> sub_t: with rank 0, waiting for its decision */
+    tc_hmap_t full;        /* wire key (name, set) -> sub_t: every submission negotiated
+                            * in full, from tc__neg_submit (in fresh) until rank 0's
+                            * decision (sent); the one lookup of a name however many
+                            * are in flight */
     uint32_t ncached;      /* cache entries holding a pending submission */
     int shutdown_local, shutdown_sent;
 
@@ -153,7 +162,8 @@ idst_t *neg_idst(tc_neg_t *n, uint32_t id); /* NULL: out of memory (fails n) */
 void neg_id_reset(tc_neg_t *n, uint32_t id);
 void neg_exch_init(tc_neg_t *n);
 void neg_exch_free(tc_neg_t *n);
-void neg_receive_cycle(tc_neg_t *n, int src, const tc_wire_msg_t *msg, uint64_t now);
+/* May take msg's storage (leaving it empty), as tc__neg_receive says. */
+void neg_receive_cycle(tc_neg_t *n, int src, tc_wire_msg_t *msg, uint64_t now);
 int neg_exch_step(tc_neg_t *n, uint64_t now);
 int cmp_u32(const void *a, const void *b);
 /* Whether id is in the ascending list ids[0..count); the eager entry of id
@@ -175,8 +185,9 @@ int neg_rank0_part(tc_neg_t *n, part_t *pt);
 /* Checks a part that came from rank src. -1 after a failure. */
 int neg_check_part(tc_neg_t *n, int src, const tc_wire_msg_t *m);
 /* The group's part merged with another group's (m, from rank src), in
- * n->part. -1 after a failure. */
-int neg_merge(tc_neg_t *n, const tc_wire_msg_t *m, int src);
+ * n->part; when m carries rank 0's part, the merged part takes m's storage
+ * (m is left empty). -1 after a failure. */
+int neg_merge(tc_neg_t *n, tc_wire_msg_t *m, int src);
 
 /* Whether a message carries rank 0's part. */
 static inline int neg_has_r0(const tc_wire_msg_t *m)

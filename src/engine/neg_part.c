@@ -208,7 +208,7 @@ static int take_decisions(tc_neg_t *n, tc_coord_batch_t *b)
 {
     uint32_t i;
 
-    if (tc__coord_take_ready(n->coord, b) != TC_OK) {
+    if (tc__coord_take_ready_max(n->coord, NEG_MAX_DECISIONS, b) != TC_OK) {
         neg_fail(n, TC_ERR_NOMEM, "rank 0 ran out of memory scheduling tensors");
         return -1;
     }
@@ -268,6 +268,9 @@ int neg_rank0_part(tc_neg_t *n, part_t *pt)
     }
     if (take_decisions(n, &batch) != 0) {
         return -1;
+    }
+    if (tc__coord_nready(n->coord) > 0) {
+        terminate = 0; /* after every decision: the next cycle's part says it */
     }
     if (batch.count > 0 || terminate) {
         m.count = batch.count;
@@ -424,7 +427,7 @@ int neg_eager_fold(tc_neg_t *n, const tc_wire_request_t *w, const void *record, 
  * higher group's, in that order, so both partners of a round compute the
  * same bits (docs/negotiation.md); a gathered one (neg_eager_gathers) takes
  * the other group's slots. -1 after a failure. */
-int neg_merge(tc_neg_t *n, const tc_wire_msg_t *m, int src)
+int neg_merge(tc_neg_t *n, tc_wire_msg_t *m, int src)
 {
     part_t *mine = &n->part, *out = &n->spare, swap;
     const int other_low = src < n->p.rank;
@@ -498,12 +501,10 @@ int neg_merge(tc_neg_t *n, const tc_wire_msg_t *m, int src)
         out->r0 = mine->r0;
         memset(&mine->r0, 0, sizeof(mine->r0));
     } else if (neg_has_r0(m)) {
-        tc_wire_msg_t r0 = {.type = TC_WIRE_CYCLE, .flags = m->flags & TC_WIRE_F_TERMINATE,
-                            .count = m->count, .resps = m->resps, .term_status = m->term_status,
-                            .term_text = m->term_text, .term_text_len = m->term_text_len};
-        if (neg_msg_copy(n, &r0, &out->r0) != 0) {
-            goto fail;
-        }
+        /* moved, not copied: rank 0's decisions are most of a flood's bytes;
+         * r0 reads only their fields (count, resps, the terminate record) */
+        out->r0 = *m;
+        memset(m, 0, sizeof(*m));
     }
     swap = *mine; /* the merged part becomes the group's; the old one, emptied, the spare */
     *mine = *out;
@@ -512,7 +513,6 @@ int neg_merge(tc_neg_t *n, const tc_wire_msg_t *m, int src)
     return 0;
 nomem:
     neg_fail(n, TC_ERR_NOMEM, "out of memory merging negotiation parts");
-fail:
     neg_part_clear(out);
     return -1;
 }

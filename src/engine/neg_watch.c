@@ -148,9 +148,13 @@ static void visit_stalled(const tc_coord_pending_t *p, void *arg)
     const uint64_t warn_ns = n->p.stall_warn_ns, abort_ns = n->p.stall_abort_ns;
     uint64_t age = w->now > p->since_ns ? w->now - p->since_ns : 0;
     char have[128], missing[128], text[600], where[40] = "";
-    int nhave = tc__neg_format_ranks(p->have, n->p.size, 1, have, sizeof(have));
-    int nmiss = format_missing(p, n->p.size, missing, sizeof(missing));
+    int nhave, nmiss;
 
+    if (!(abort_ns > 0 && age >= abort_ns) && !(w->warn_now && age >= warn_ns)) {
+        return; /* young: most of a flood of names in flight; nothing to format */
+    }
+    nhave = tc__neg_format_ranks(p->have, n->p.size, 1, have, sizeof(have));
+    nmiss = format_missing(p, n->p.size, missing, sizeof(missing));
     if (p->pset != 0) {
         snprintf(where, sizeof(where), " in process set %u", p->pset);
     }

@@ -120,7 +120,7 @@ int tc__nego_take_submissions(engine_t *e)
 {
     tc_request_t *head, *r, *next;
     int local_shutdown;
-    size_t n = tc__queue_take(&head, &local_shutdown);
+    size_t n = tc__queue_take(ENG_TAKE_MAX, &head, &local_shutdown);
 
     for (r = head; r != NULL && eng_running(); r = next) {
         tc_wire_request_t w;
@@ -152,9 +152,10 @@ static int receive_tag(engine_t *e, int tag, uint64_t now)
 {
     tc_wire_msg_t msg;
     int src, got = 0;
-    size_t nitems;
+    size_t nitems, nreqs = 0;
 
-    while (!eng_broken() && tc__ctrl_recv(e, MPI_ANY_SOURCE, tag, &msg, &src) == 1) {
+    while (!eng_broken() && nreqs < ENG_TAKE_MAX &&
+           tc__ctrl_recv(e, MPI_ANY_SOURCE, tag, &msg, &src) == 1) {
         uint32_t i;
         for (i = 0; tag == TC_NEG_TAG_REQ && i < msg.count && tc__tl_active(); i++) {
             tc__engine_tl_submitted(src, &msg.reqs[i]);
@@ -166,6 +167,7 @@ static int receive_tag(engine_t *e, int tag, uint64_t now)
                 tc__engine_tl_ready(src, name, len);
             }
         }
+        nreqs += tag == TC_NEG_TAG_REQ ? msg.count : 0;
         tc__neg_receive(e->nego.neg, src, tag, &msg, now);
         tc__wire_msg_free(&msg);
         got = 1;

@@ -319,6 +319,58 @@ TC_CASE(groups)
  * with the tensor's description; kinds that need every rank fail; nothing
  * is cached meanwhile; the join completes with the last rank to join, and
  * then names wait for every rank again. */
+/* A capped take: the oldest max ready names, past max the rest of a group
+ * it started (a group runs as a unit), the others left ready in order for
+ * the next take; at least one name even with max 0. */
+TC_CASE(take_ready_max)
+{
+    tc_coord_t *c;
+    tc_coord_batch_t b;
+    char err[256];
+    const char *names[] = {"a", "g0", "g1", "g2", "b", "c"};
+    tc_wire_request_t reqs[6];
+    int r, i;
+
+    reqs[0] = mk("a", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 4, 0);
+    for (i = 0; i < 3; i++) {
+        reqs[1 + i] = member(names[1 + i], "g0", i, 3);
+    }
+    reqs[4] = mk("b", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 4, 0);
+    reqs[5] = mk("c", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 4, 0);
+    CHECK_OK(tc__coord_create(2, &c));
+    for (i = 0; i < 6; i++) {
+        for (r = 0; r < 2; r++) {
+            CHECK_OK(tc__coord_add(c, r, &reqs[i], err, sizeof(err)));
+        }
+    }
+    CHECK_EQ(tc__coord_nready(c), 6);
+    CHECK_OK(tc__coord_take_ready_max(c, 2, &b)); /* a, g0, and g1 g2 with g0 */
+    CHECK_EQ(b.count, 4);
+    for (i = 0; i < 4; i++) {
+        CHECK(b.resps[i].name_len == strlen(names[i]) &&
+              memcmp(b.resps[i].name, names[i], b.resps[i].name_len) == 0);
+        CHECK_EQ(b.resps[i].rtype, TC_WIRE_RUN);
+    }
+    tc__coord_batch_free(&b);
+    CHECK_EQ(tc__coord_nready(c), 2);
+    CHECK_OK(tc__coord_take_ready_max(c, 0, &b)); /* at least one: b */
+    CHECK(b.count == 1 && b.resps[0].name_len == 1 && b.resps[0].name[0] == 'b');
+    tc__coord_batch_free(&b);
+    CHECK_OK(tc__coord_take_ready_max(c, 5, &b)); /* fewer than max: c, the list empties */
+    CHECK(b.count == 1 && b.resps[0].name_len == 1 && b.resps[0].name[0] == 'c');
+    tc__coord_batch_free(&b);
+    CHECK_EQ(tc__coord_nready(c), 0);
+    /* the list is whole again after emptying: a new name is taken alone */
+    for (r = 0; r < 2; r++) {
+        CHECK_OK(tc__coord_add(c, r, &reqs[0], err, sizeof(err)));
+    }
+    CHECK_OK(tc__coord_take_ready_max(c, 1, &b));
+    CHECK(b.count == 1 && b.resps[0].name_len == 1 && b.resps[0].name[0] == 'a');
+    tc__coord_batch_free(&b);
+    CHECK_EQ(tc__coord_pending(c), 0);
+    tc__coord_destroy(c);
+}
+
 TC_CASE(joins)
 {
     tc_coord_t *c;
