@@ -87,14 +87,6 @@ tc_status_t tc__ordered_reducescatter(tc_transport_t *t, const void *src, void *
                                       size_t row_elems, tc_dtype_t dtype, tc_op_t op,
                                       size_t chunk_bytes, tc_scratch_t *scratch, const int *node);
 
-/* Combines m elements of n inputs x[] (one per group rank) into dst in the
- * documented order, with node table node (NULL: one node) and the two-operand
- * kernel (op: TC_SUM for an average; the caller divides). The inputs are
- * the caller's scratch, overwritten, except x[self] (self -1: none), which
- * is only read and may be dst itself; no other input may overlap dst. */
-void tc__combine_ordered(tc_dtype_t dtype, tc_op_t op, const int *node, int n, int self,
-                         char *const *x, char *dst, size_t m);
-
 /* Ring allgather of the segments tc__segment cuts count elements of es bytes
  * into: rank r holds segment r of buf; every rank ends with all of them. */
 tc_status_t tc__ring_allgather_segments(tc_transport_t *t, void *buf, size_t count, size_t es);

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "engine/kinds.h"
+#include "reduce/reduce.h"
 
 /* ---- parts ------------------------------------------------------------------ */
 

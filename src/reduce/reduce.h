@@ -35,6 +35,14 @@ void tc__scale(tc_dtype_t dtype, void *dst, const void *src, size_t count, doubl
  * the smallest for max. Invalid dtype: no-op. */
 void tc__reduce_identity(tc_dtype_t dtype, tc_op_t op, void *buf, size_t count);
 
+/* ordered.c: combines m elements of n inputs x[] (one per group rank) into dst in the
+ * documented order, with node table node (NULL: one node) and the two-operand
+ * kernel (op: TC_SUM for an average; the caller divides). The inputs are
+ * the caller's scratch, overwritten, except x[self] (self -1: none), which
+ * is only read and may be dst itself; no other input may overlap dst. */
+void tc__combine_ordered(tc_dtype_t dtype, tc_op_t op, const int *node, int n, int self,
+                         char *const *x, char *dst, size_t m);
+
 /* Conversions with round-to-nearest-even; NaN stays NaN, overflow gives inf. */
 float tc__f16_to_f32(uint16_t h);
 uint16_t tc__f32_to_f16(float f);
