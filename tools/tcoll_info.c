@@ -23,6 +23,7 @@
  * Exit status: 0; 1 when an --expect-source does not hold; 2 bad options.
  */
 #define _GNU_SOURCE
+#include "engine/algo.h"
 #include "tcoll.h"
 #include "transport/shm_setup.h"
 #include "util/config.h"
@@ -62,6 +63,7 @@ typedef struct {
     char shm_method[8];
     uint64_t shm_bytes;
     uint64_t shm_cell; /* data bytes of a point-to-point mailbox cell (0: none) */
+    int shm_cma;       /* the node's ranks can read each other's memory directly */
     char shm_why[200];
 } rank_rec_t;
 
@@ -605,14 +607,62 @@ static void shm_try(MPI_Comm local, rank_rec_t *rec)
     snprintf(rec->shm_method, sizeof(rec->shm_method), "%s", seg.method);
     rec->shm_bytes = seg.bytes;
     rec->shm_cell = seg.cell_bytes > 0 ? seg.cell_bytes - TC_SHM_CELL_HDR : 0;
+    rec->shm_cma = seg.cma;
     tc__shm_seg_close(&seg);
+}
+
+/* The records the engine's selector (engine/algo.h) picks for the global
+ * set's float32 sums, over every size, from what tc_init would set up: the
+ * node's segment (every rank on one node, with it), the hierarchical
+ * allreduce (several nodes, each with its segment where it has 2+ ranks),
+ * the knobs. The segment and the hierarchical allreduce are stand-ins: the
+ * selector reads only whether they exist and the direct-read threshold. */
+static void print_allreduce(FILE *f, const info_t *in, int nodes, int all_ok, int hier_ok)
+{
+    const tc_config_t *cfg = tc__config();
+    const int algo = cfg->allreduce_algo;
+    tc_transport_t tp;
+    tc_shm_seg_t seg;
+    tc_shm_coll_t shm;
+    tc_hier_t hier;
+    tc_algo_ctx_t x;
+    const char *why;
+    char what[256];
+
+    memset(&tp, 0, sizeof(tp));
+    memset(&seg, 0, sizeof(seg));
+    memset(&shm, 0, sizeof(shm));
+    memset(&hier, 0, sizeof(hier));
+    memset(&x, 0, sizeof(x));
+    tp.size = in->size;
+    seg.n = in->size;
+    seg.cma = in->recs[0].shm_cma;
+    seg.slot_bytes = (size_t)cfg->shm_slot_kb * 1024;
+    shm.seg = &seg;
+    shm.cma_from = algo == TC_ALGO_CMA ? 0 : algo == TC_ALGO_SHM ? SIZE_MAX
+                                              : (size_t)cfg->shm_direct_kb * 1024;
+    x.tp = &tp;
+    x.ordered = cfg->deterministic;
+    if (algo == TC_ALGO_RING) {
+        why = "TCOLL_ALLREDUCE_ALGO=ring";
+    } else if (nodes == 1 && all_ok) {
+        x.shm = &shm;
+        why = "every rank on one node";
+    } else if (nodes > 1 && hier_ok && (algo == TC_ALGO_AUTO || algo == TC_ALGO_HIER)) {
+        x.hier = &hier;
+        why = "ranks on several nodes, each node's ranks through its segment";
+    } else {
+        why = nodes > 1 ? "ranks on several nodes" : "no shared-memory segment";
+    }
+    tc__algo_describe(&x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, what, sizeof(what));
+    fprintf(f, "allreduce (global set, float32 sum): %s (%s)\n", what, why);
 }
 
 /* The shared-memory lines: one per node, then the global set's allreduce. */
 static void print_shm(FILE *f, const info_t *in)
 {
     const tc_config_t *cfg = tc__config();
-    int r, nodes = 0, all_ok = 1;
+    int r, nodes = 0, all_ok = 1, hier_ok = cfg->shm != TC_SHM_OFF;
 
     fprintf(f, "shared memory (TCOLL_SHM=%s):\n",
             cfg->shm == TC_SHM_OFF ? "off" : cfg->shm == TC_SHM_MEMFD ? "memfd"
@@ -624,6 +674,7 @@ static void print_shm(FILE *f, const info_t *in)
         }
         nodes++;
         all_ok = all_ok && rec->shm_ok == 1;
+        hier_ok = hier_ok && (rec->shm_ok == 1 || rec->local_size < 2);
         if (rec->shm_ok == 1) {
             fprintf(f, "  node %s: %s segment of %llu bytes (%d ranks x %d slots x %d KiB, "
                        "small-message boxes for %d names, point-to-point mailboxes of %d x "
@@ -637,14 +688,7 @@ static void print_shm(FILE *f, const info_t *in)
                     rec->shm_ok == 0 ? ": collectives run over MPI" : "");
         }
     }
-    if (cfg->allreduce_algo == TC_ALGO_RING) {
-        fprintf(f, "allreduce (global set): ring (TCOLL_ALLREDUCE_ALGO=ring)\n");
-    } else if (nodes == 1 && all_ok) {
-        fprintf(f, "allreduce (global set): shm (every rank on one node)\n");
-    } else {
-        fprintf(f, "allreduce (global set): ring (%s)\n",
-                nodes > 1 ? "ranks on several nodes" : "no shared-memory segment");
-    }
+    print_allreduce(f, in, nodes, all_ok, hier_ok);
 }
 
 int main(int argc, char **argv)

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "reduce/reduce.h"
 #include "tcoll.h"
 #include "transport/shm_seg.h"
 #include "util/status.h"
@@ -61,15 +62,6 @@ tc_status_t tc__ring_allreduce(tc_transport_t *t, const void *src, void *buf, si
 tc_status_t tc__ring_reducescatter(tc_transport_t *t, const void *src, void *out, size_t rows,
                                    size_t row_elems, tc_dtype_t dtype, tc_op_t op,
                                    size_t chunk_bytes, tc_scratch_t *scratch);
-
-/* Whether op on dtype can give different bits in different orders of the
- * combinations (floating-point sums, averages and products): with
- * TCOLL_DETERMINISTIC those run in the documented order below. Integer
- * ops wrap, and min and max pick: exact in any order. */
-static inline int tc__order_matters(tc_dtype_t dtype, tc_op_t op)
-{
-    return tc__dtype_is_float((int)dtype) && (op == TC_SUM || op == TC_AVG || op == TC_PROD);
-}
 
 /* Allreduce and reduce-scatter in the documented order (ordered_rs.c,
  * docs/reproducibility.md): every element combined node by node, each

@@ -4,7 +4,7 @@
  * application threads and the engine thread.
  *
  * A submission validates its arguments at once (the checks every kind
- * shares, then its descriptor's: kinds.h), records the name as in flight
+ * shares, then its descriptor's: kind/kind.h), records the name as in flight
  * and queues the request, all under the shared mutex; it never calls MPI
  * and never waits for the engine. Bad input returns a status and changes
  * nothing. The engine thread takes the queue, and completes each request
@@ -17,7 +17,7 @@
 
 #include "engine/engine_info.h"
 #include "engine/engine_internal.h"
-#include "engine/kinds.h"
+#include "kind/kind.h"
 #include "util/backoff.h"
 #include "util/log.h"
 #include "util/status.h"

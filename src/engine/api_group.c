@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "engine/engine_internal.h"
-#include "engine/kinds.h"
+#include "kind/kind.h"
 #include "util/status.h"
 
 static tc_status_t submit_group(const char *fn, tc_kind_t kind, int count,

@@ -2,7 +2,7 @@
  * coord_agree.c - rank 0's agreement checks: whether every rank that
  * submitted a name gave the same parameters, and if not, the message that
  * fails it everywhere: the tensor, the first field that differs (the kind,
- * the group, then the fields the kind's descriptor lists, engine/kinds.h),
+ * the group, then the fields the kind's descriptor lists, kind/kind.h),
  * the lowest submitting rank's value and up to MAX_LISTED_RANKS
  * disagreeing ranks with theirs. Pure: it reads the table's entry only.
  */
@@ -14,10 +14,10 @@
 #include <string.h>
 
 #include "engine/coord_internal.h"
-#include "engine/kinds.h"
+#include "kind/kind.h"
 
 /* The fields a disagreement is reported on: the kind, then the fields of
- * TC_AGREE_MAP (engine/kinds.h) that the kind's descriptor asks for. */
+ * TC_AGREE_MAP (kind/kind.h) that the kind's descriptor asks for. */
 #define F_KIND TC_AGREE_NFIELDS
 #define F_GROUP (TC_AGREE_NFIELDS + 1)
 

@@ -32,7 +32,7 @@ typedef struct entry {
     char **gkeys; /* [size] or NULL: each rank's group key (reqs[q].group_key), owned */
     int32_t **rlists; /* [size] or NULL: each rank's rank list (reqs[q].ranks), owned */
     int last;       /* the rank whose submission completed it */
-    int32_t value;  /* a valued kind's (kinds.h): the join's last rank, the new set's id */
+    int32_t value;  /* a valued kind's (kind/kind.h): the join's last rank, the new set's id */
 } entry_t;
 
 /* A process set as rank 0 sees it: its members, and which of them joined. */

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "engine/coord_internal.h"
-#include "engine/kinds.h"
+#include "kind/kind.h"
 #include "engine/neg.h"
 
 static void set_free(coord_set_t *s)

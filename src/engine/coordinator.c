@@ -4,7 +4,7 @@
  * For each name: which ranks submitted it and with what parameters. When the
  * last rank's submission arrives, the entry moves to the ready list; taking the
  * ready list checks every rank's submission against rank 0's: the collective
- * kind, then the fields rank 0's kind descriptor lists (engine/kinds.h: for
+ * kind, then the fields rank 0's kind descriptor lists (kind/kind.h: for
  * allreduce dtype, op, shape; for broadcast dtype, root, shape; for allgather
  * dtype, ndim, dims 1..), and the first field that differs becomes the
  * error, listing rank 0's value and up to four disagreeing ranks. Must never
@@ -14,7 +14,7 @@
 #include "engine/coordinator.h"
 #include "engine/coord_internal.h"
 
-#include "engine/kinds.h"
+#include "kind/kind.h"
 #include "engine/neg.h"
 
 #include "util/backoff.h"

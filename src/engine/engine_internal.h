@@ -15,7 +15,7 @@
  *   exec.c       running what every rank agreed on, fusion
  *   failure.c    stopping after a failure, aborts, the transfer probe
  *   engine_tl.c  the engine's timeline events
- *   kinds.c      one descriptor per collective kind (kinds.h)
+ *   algo*.c      how each kind runs: algorithm records and one selector (algo.h)
  *
  * Only the engine thread touches engine_t; everything else here is said
  * with the lock or the thread that owns it. Nothing outside src/engine/
@@ -395,6 +395,13 @@ const int *tc__pset_node_table(engine_t *e, uint32_t id);
  * set. */
 tc_status_t tc__pset_check(const char *fn, const char *name, uint32_t id, int has_root,
                            int root, int *size_p, int *root_index_p);
+
+/* pset.c: the runs of process_set_add and _remove (algo_control.c), which
+ * every rank makes at the same point of the agreed order. */
+tc_status_t tc__pset_run_add(struct engine *e, tc_request_t *req, const tc_wire_response_t *r,
+                             char *msg, size_t len);
+tc_status_t tc__pset_run_remove(struct engine *e, tc_request_t *req,
+                                const tc_wire_response_t *r, char *msg, size_t len);
 
 /* exec.c */
 void tc__exec_run(engine_t *e, const tc_wire_response_t *resps, tc_request_t **reqs, uint32_t n);

@@ -12,8 +12,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "engine/algo.h"
 #include "engine/engine_internal.h"
-#include "engine/kinds.h"
+#include "kind/kind.h"
 #include "util/backoff.h"
 #include "util/timeline.h"
 
@@ -76,7 +77,7 @@ void tc__engine_tl_fast(const tc_request_t *req, uint64_t t0, uint64_t t1, tc_st
         tc__tl_complete(track, "NEGOTIATE", 9, "negotiation", req->submit_ns,
                         t0 - req->submit_ns, &a);
     }
-    a.algo = "shm, fast";
+    a.algo = TC_ALGO_FAST_NAME;
     a.status = st;
     tc__tl_complete(track, kd->upper, strlen(kd->upper), "collective", t0, t1 > t0 ? t1 - t0 : 0,
                     &a);

@@ -3,9 +3,11 @@
  *
  * The negotiation hands over a list of responses with this rank's request
  * for each; every rank gets the same list. An ERROR fails its request; a RUN
- * runs through its kind's descriptor (kinds.h). Consecutive small requests
- * of a kind that can run packed, with one dtype and op, are fused: packed
- * into one persistent buffer, run as one collective, unpacked. The grouping
+ * runs through its kind's run, which asks the selector for an algorithm
+ * record (algo.h). Consecutive small requests of a fusable kind (kind.h),
+ * with one dtype and op, are fused: packed into one persistent buffer, run
+ * as one collective by the record the selector picks for the group's
+ * total, unpacked. The grouping
  * depends only on what every rank agreed on (order, kind, dtype, op, count)
  * and on knobs that must be equal on every rank, so all ranks form the same
  * groups. A failed collective stops the engine: the others cannot go on
@@ -16,73 +18,43 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/algo.h"
 #include "engine/engine_internal.h"
-#include "engine/kinds.h"
+#include "kind/kind.h"
 #include "reduce/reduce.h"
 #include "util/backoff.h"
 #include "util/log.h"
 #include "util/timeline.h"
 
-/* What req's kind runs with: the data transport of its process set. */
-static tc_kind_ctx_t kind_ctx(engine_t *e, const tc_request_t *req)
+/* What a request of process set pset runs with: the set's data transport,
+ * and the node's segment and the hierarchical allreduce where the set may
+ * use them (shm.c); the records decide which they take. */
+static tc_algo_ctx_t algo_ctx(engine_t *e, uint32_t pset)
 {
-    tc_kind_ctx_t x = {tc__pset_transport(e, req->pset), (size_t)e->cfg->ring_chunk_kb * 1024,
-                       &e->exec.scratch, e, NULL, NULL, 0, NULL, NULL};
-
-    if (tc__kind_of(req)->algo_hier != NULL) {
-        x.hier = tc__hier_for(e, req->pset);
-    }
-    if (x.hier == NULL && tc__kind_of(req)->algo_shm != NULL) {
-        x.shm = tc__shm_for(e, req->pset);
-    }
-    x.ordered = e->cfg->deterministic;
-    x.node = tc__pset_node_table(e, req->pset);
-    x.err = x.hier != NULL ? x.hier->err : x.shm != NULL ? x.shm->err : x.tp->err;
+    tc_algo_ctx_t x = {tc__pset_transport(e, pset), (size_t)e->cfg->ring_chunk_kb * 1024,
+                       &e->exec.scratch, e, tc__shm_for(e, pset), tc__hier_for(e, pset),
+                       e->cfg->deterministic, tc__pset_node_table(e, pset)};
     return x;
-}
-
-/* The timeline's label for the algorithm req ran with (packed: a fusion
- * group of total bytes). */
-static const char *algo_label(engine_t *e, const tc_kind_desc_t *kd, const tc_request_t *req,
-                              int packed, size_t total)
-{
-    const tc_shm_coll_t *shm = kd->algo_shm != NULL ? tc__shm_for(e, req->pset) : NULL;
-    size_t bytes = packed ? total : req->count * tc_dtype_size(req->dtype);
-
-    if (!packed && req->algo != NULL) {
-        return req->algo; /* its run chose (kinds.c) */
-    }
-    if (kd->algo_hier != NULL && tc__hier_for(e, req->pset) != NULL) {
-        return packed ? kd->algo_hier_packed : kd->algo_hier;
-    }
-    if (shm == NULL && kd->kind == TC_KIND_ALLREDUCE && e->cfg->deterministic &&
-        tc__order_matters(req->dtype, req->op)) {
-        return packed ? "ordered, fused" : "ordered";
-    }
-    if (shm == NULL) {
-        return packed ? kd->algo_packed : kd->algo;
-    }
-    if (kd->algo_cma != NULL && tc__shm_uses_cma(shm, bytes)) {
-        return packed ? kd->algo_cma_packed : kd->algo_cma;
-    }
-    return packed ? kd->algo_shm_packed : kd->algo_shm;
 }
 
 /* Whether the response for req may join a fusion group: a small tensor of a
  * kind that can run packed. */
 static int fusable(const engine_t *e, const tc_request_t *req, const tc_wire_response_t *r)
 {
-    return r->rtype == TC_WIRE_RUN && req != NULL && tc__kind_of(req)->run_packed != NULL && req->count > 0 &&
+    return r->rtype == TC_WIRE_RUN && req != NULL && tc__kind_of(req)->fusable && req->count > 0 &&
            req->count * tc_dtype_size(req->dtype) <= (size_t)e->cfg->fusion_threshold_kb * 1024;
 }
 
 /* Runs reqs[0..n-1] (small tensors of one fusable kind, dtype and op) as
- * one collective over the fusion buffer: pack, run, unpack. */
+ * one collective over the fusion buffer: pack, run, unpack. The record that
+ * ran it in *algo_p. */
 static tc_status_t run_fused(engine_t *e, tc_request_t **reqs, uint32_t n, size_t total,
-                             char *msg, size_t msglen)
+                             const tc_algo_t **algo_p, char *msg, size_t msglen)
 {
     const tc_kind_desc_t *kd = tc__kind_of(reqs[0]);
-    tc_kind_ctx_t x = kind_ctx(e, reqs[0]);
+    tc_algo_ctx_t x = algo_ctx(e, reqs[0]->pset);
+    tc_algo_call_t c = {reqs[0]->kind, reqs[0]->dtype, reqs[0]->op, total, TC_MEM_HOST, 1};
+    const tc_algo_t *a = tc__algo_select(&x, &c);
     size_t es = tc_dtype_size(reqs[0]->dtype), off = 0;
     uint64_t t0;
     char *buf;
@@ -98,7 +70,7 @@ static tc_status_t run_fused(engine_t *e, tc_request_t **reqs, uint32_t n, size_
              reqs[0]->name);
     buf = e->exec.fusion.data;
     t0 = tc__tl_active() ? tc__now_ns() : 0;
-    for (k = 0; k < n; k++) { /* each input times its prescale (kinds.h) */
+    for (k = 0; k < n; k++) { /* each input times its prescale (algo.h) */
         if (reqs[k]->prescale != 1.0) {
             tc__scale(reqs[k]->dtype, buf + off, reqs[k]->send, reqs[k]->count,
                       reqs[k]->prescale);
@@ -110,10 +82,14 @@ static tc_status_t run_fused(engine_t *e, tc_request_t **reqs, uint32_t n, size_
     if (t0 != 0) {
         tc__engine_tl_copy("MEMCPY_IN_FUSION_BUFFER", total, n, t0);
     }
-    st = kd->run_packed(&x, buf, total / es, reqs[0]->dtype, reqs[0]->op);
+    *algo_p = a;
+    {
+        tc_allreduce_job_t j = {NULL, buf, total / es, reqs[0]->dtype, reqs[0]->op};
+        st = a->run.allreduce(&x, &j); /* the one fusable kind: allreduce (kind.h) */
+    }
     if (st != TC_OK) {
         snprintf(msg, msglen, "fused %s of %u tensors ('%s', ...) failed: %s", kd->name, n,
-                 reqs[0]->name, st == TC_ERR_NOMEM ? "out of memory" : x.err);
+                 reqs[0]->name, st == TC_ERR_NOMEM ? "out of memory" : tc__algo_err(&x, a));
         return st;
     }
     t0 = tc__tl_active() ? tc__now_ns() : 0;
@@ -240,6 +216,7 @@ static void exec_finish(engine_t *e, tc_request_t *req, tc_status_t st, const ch
 void tc__exec_run(engine_t *e, const tc_wire_response_t *resps, tc_request_t **reqs, uint32_t n)
 {
     char msg[ENG_MSG_MAX];
+    const tc_algo_t *algo;
     uint32_t i, j, k;
     uint64_t t0;
 
@@ -272,21 +249,27 @@ void tc__exec_run(engine_t *e, const tc_wire_response_t *resps, tc_request_t **r
             j = fusion_group(e, resps, reqs, i, n, &total);
         }
         t0 = tc__tl_active() ? tc__now_ns() : 0;
+        algo = NULL;
         if (j - i >= 2) {
-            st = run_fused(e, &reqs[i], j - i, total, msg, sizeof(msg));
+            st = run_fused(e, &reqs[i], j - i, total, &algo, msg, sizeof(msg));
         } else {
-            tc_kind_ctx_t x = kind_ctx(e, reqs[i]);
-            st = tc__kind_of(reqs[i])->run(&x, reqs[i], r, msg, sizeof(msg));
+            tc_algo_ctx_t x = algo_ctx(e, reqs[i]->pset);
+            st = tc__kind_exec((int)reqs[i]->kind)->run(&x, reqs[i], r, msg, sizeof(msg));
+            algo = reqs[i]->algo;
+        }
+        if (algo != NULL) {
+            TC_DEBUG("engine", "tensor '%s' (%s%s): %s%s", reqs[i]->name,
+                     tc__kind_of(reqs[i])->name, j - i >= 2 ? ", fused with others" : "",
+                     algo->name, j - i >= 2 ? ", fused" : "");
         }
         if (t0 != 0) {
             uint64_t t1 = tc__now_ns();
-            const tc_kind_desc_t *kd = tc__kind_of(reqs[i]);
-            const char *algo = algo_label(e, kd, reqs[i], j - i >= 2, total);
+            const char *label = algo == NULL ? "none" : j - i >= 2 ? algo->fused : algo->name;
             for (k = i; k < j; k++) {
-                tc__engine_tl_tensor(e, reqs[k], algo, t0, t1, (int)(j - i), st);
+                tc__engine_tl_tensor(e, reqs[k], label, t0, t1, (int)(j - i), st);
             }
             if (j - i >= 2) {
-                tc__engine_tl_fused(e, &reqs[i], j - i, algo, total, t0, t1, st);
+                tc__engine_tl_fused(e, &reqs[i], j - i, label, total, t0, t1, st);
             }
         }
         if (st != TC_OK) {

@@ -58,7 +58,7 @@
 #include <string.h>
 
 #include "engine/engine_internal.h"
-#include "engine/kinds.h"
+#include "kind/kind.h"
 #include "engine/neg.h"
 #include "reduce/reduce.h"
 #include "util/backoff.h"

@@ -14,7 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/kinds.h"
+#include "kind/kind.h"
+#include "reduce/reduce.h"
 #include "util/log.h"
 
 /* ---- the probes' tree ---------------------------------------------------- */
@@ -169,7 +170,7 @@ int neg_eager_gathers(const tc_neg_t *n, const tc_wire_request_t *w)
 }
 
 /* Whether a cached submission rides eagerly: a small tensor of a kind that
- * can combine eager inputs (kinds.h), whose record (gathered: one input per
+ * can combine eager inputs (kind/kind.h), whose record (gathered: one input per
  * rank) fits TCOLL_EAGER_BYTES. *bytes_p: the record's size. */
 int neg_is_eager(const tc_neg_t *n, const tc_wire_request_t *w, size_t *bytes_p)
 {

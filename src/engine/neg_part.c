@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/kinds.h"
+#include "kind/kind.h"
 #include "reduce/reduce.h"
 
 /* ---- parts ------------------------------------------------------------------ */

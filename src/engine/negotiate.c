@@ -16,8 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/algo.h"
 #include "engine/engine_internal.h"
-#include "engine/kinds.h"
+#include "kind/kind.h"
 #include "util/log.h"
 #include "util/timeline.h"
 
@@ -197,14 +198,14 @@ void tc__nego_answer_probes(engine_t *e)
 static void finish_eager(engine_t *e, const tc_neg_item_t *it)
 {
     tc_request_t *req = it->req;
-    const tc_kind_desc_t *kd = tc__kind_of(req);
 
     if (it->result != req->recv) {
         memcpy(req->recv, it->result, it->result_len);
     }
     tc__request_set_output(req, req->recv, -1);
     if (tc__tl_active()) {
-        tc__engine_tl_tensor(e, req, kd->algo_eager, e->exec.ready_ns, tc__now_ns(), 1, TC_OK);
+        tc__engine_tl_tensor(e, req, TC_ALGO_EAGER_NAME, e->exec.ready_ns, tc__now_ns(), 1,
+                             TC_OK);
     }
     tc__queue_finish(req, TC_OK, NULL);
 }

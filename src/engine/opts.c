@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "engine/engine_internal.h"
-#include "engine/kinds.h"
+#include "kind/kind.h"
 #include "util/status.h"
 
 tc_status_t tc__opts_read(const char *fn, const char *name, const tc_kind_desc_t *kd,

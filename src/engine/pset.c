@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "engine/engine_internal.h"
-#include "engine/kinds.h"
+#include "kind/kind.h"
 #include "util/log.h"
 #include "util/status.h"
 

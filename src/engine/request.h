@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kind/kind.h"
 #include "tcoll.h"
 #include "wire/wire.h"
 
@@ -56,9 +57,8 @@ struct tc_request {
     int fast_id;        /* its name's id there */
     uint64_t fast_use;  /* and its use of the name (1, 2, ...) */
     uint64_t fast_epoch; /* this rank's joins submitted (global set) when it was */
-    const char *algo;   /* the timeline's label of the algorithm its run chose, where
-                         * the run decides from what only it learns (a descriptor's
-                         * string); NULL: exec.c's algo_label decides */
+    const struct tc_algo *algo; /* the algorithm record its run chose (algo.h): the
+                                 * timeline's label; NULL before it ran */
     _Atomic int done;   /* 0 -> 1 once, release by the engine (tc__request_complete),
                          * acquire by tc_test/tc_wait before reading the result */
 };
@@ -81,5 +81,11 @@ void tc__output_pool_drain(void);
 
 /* Frees a request that was never handed to the user. */
 void tc__request_destroy(tc_request_t *req);
+
+/* The descriptor of a request's kind (checked at submission). */
+static inline const tc_kind_desc_t *tc__kind_of(const tc_request_t *req)
+{
+    return tc__kind_get((int)req->kind);
+}
 
 #endif

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/algo.h"
 #include "engine/engine_internal.h"
 #include "transport/shm_setup.h"
 #include "util/log.h"
@@ -167,13 +168,12 @@ void tc__shm_setup(engine_t *e, int local_rank, int local_size)
                 "reads (process_vm_readv) %s", e->shm.seg.method, e->shm.seg.bytes, local_size,
                 cfg->shm_slots, e->shm.seg.slot_bytes, e->shm.seg.cma ? "work" : "refused here");
     }
-    if (e->rank == 0) {
-        TC_INFO("shm", "allreduce of the global set: %s",
-                tc__hier_for(e, 0) != NULL ? "hier (shared memory inside nodes, MPI between)"
-                : tc__shm_for(e, 0) == NULL ? "ring"
-                : !e->shm.seg.cma || e->shm.coll.cma_from == SIZE_MAX ? "shm"
-                : e->shm.coll.cma_from == 0 ? "cma"
-                                             : "shm, and cma from TCOLL_SHM_DIRECT_KB up");
+    if (e->rank == 0) { /* what the selector picks for it (algo.h) */
+        tc_algo_ctx_t x = {&e->mpi.tp, 0, NULL, e, tc__shm_for(e, 0), tc__hier_for(e, 0),
+                           cfg->deterministic, e->mpi.node_of};
+        char what[256];
+        tc__algo_describe(&x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, what, sizeof(what));
+        TC_INFO("shm", "allreduce of the global set (float32 sum): %s", what);
     }
 }
 

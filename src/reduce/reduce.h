@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "tcoll.h"
+#include "util/status.h"
 
 /* dst[i] = dst[i] (op) src[i] for i < count. TC_AVG reduces like TC_SUM (the
  * division happens once, in tc__reduce_avg_finish). dst and src may be
@@ -34,6 +35,15 @@ void tc__scale(tc_dtype_t dtype, void *dst, const void *src, size_t count, doubl
  * avg, 1 for prod, the largest value for min (+inf for floating dtypes),
  * the smallest for max. Invalid dtype: no-op. */
 void tc__reduce_identity(tc_dtype_t dtype, tc_op_t op, void *buf, size_t count);
+
+/* Whether op on dtype can give different bits in different orders of the
+ * combinations (floating-point sums, averages and products): with
+ * TCOLL_DETERMINISTIC those run in the documented order (tc__combine_ordered).
+ * Integer ops wrap, and min and max pick: exact in any order. */
+static inline int tc__order_matters(tc_dtype_t dtype, tc_op_t op)
+{
+    return tc__dtype_is_float((int)dtype) && (op == TC_SUM || op == TC_AVG || op == TC_PROD);
+}
 
 /* ordered.c: combines m elements of n inputs x[] (one per group rank) into dst in the
  * documented order, with node table node (NULL: one node) and the two-operand

@@ -95,7 +95,7 @@
  * The collective kinds: one list gives the kind byte of a request (its
  * position: append only, it is the wire format) and the kind's name in both
  * spellings. The codec needs only the range; everything else about a kind is
- * its descriptor (engine/kinds.h), whose table is built from this list.
+ * its descriptor (kind/kind.h), whose table is built from this list.
  */
 #define TC_KIND_MAP(X)      \
     X(ALLREDUCE, allreduce) \

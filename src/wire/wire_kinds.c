@@ -4,7 +4,7 @@
  *
  * The table is made from the same list as tc_kind_t, so the two cannot
  * drift. Must never hold anything but names: what a kind does is the
- * engine's (engine/kinds.h).
+ * engine's (kind/kind.h).
  */
 #include "wire/wire.h"
 

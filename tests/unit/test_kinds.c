@@ -1,6 +1,7 @@
 /*
  * test_kinds.c - the collective kinds' descriptors without MPI: the table
- * (one row per kind, names from the one list, ranges), each kind's argument
+ * (one row per kind, names from the one list, ranges), each kind's run and
+ * algorithm records and the selector's choice among them, each kind's argument
  * checks, the submission path's checks and how it binds a request's op,
  * root and output buffer per kind (tc__request_make, no MPI), the eager
  * combine of allreduce, and the agreement masks as the coordinator applies
@@ -13,8 +14,9 @@
 
 #include "check.h"
 #include "engine/coordinator.h"
+#include "engine/algo.h"
 #include "engine/engine_internal.h"
-#include "engine/kinds.h"
+#include "kind/kind.h"
 #include "tc_test.h"
 
 TC_CASE(table)
@@ -32,10 +34,19 @@ TC_CASE(table)
         for (i = 0; d->name[i] != '\0'; i++) {
             CHECK_EQ(d->upper[i], toupper((unsigned char)d->name[i]));
         }
-        CHECK(d->run != NULL && d->algo != NULL && d->algo[0] != '\0');
-        CHECK_EQ(d->run_packed != NULL, d->algo_packed != NULL);
+        {
+            const tc_kind_exec_t *x = tc__kind_exec(k);
+            size_t a;
+            CHECK(x != NULL && x->run != NULL && x->nalgos >= 1 && x->algos != NULL);
+            for (a = 0; a < x->nalgos; a++) {
+                CHECK(x->algos[a]->name != NULL && x->algos[a]->name[0] != '\0');
+                CHECK(x->algos[a]->memory & TC_MEM_HOST);
+            }
+            /* the last record runs anywhere: the selector always finds one */
+            CHECK(x->algos[x->nalgos - 1]->applies == NULL);
+        }
         /* fused and eager results are written into the request's recv */
-        if (d->run_packed != NULL || d->eager_combine != NULL) {
+        if (d->fusable || d->eager_combine != NULL) {
             CHECK(d->output != TC_OUT_GATHERED);
         }
         /* an op or root the ranks need not agree on would run differently */
@@ -57,8 +68,94 @@ TC_CASE(table)
     CHECK(tc__kind_get(-1) == NULL);
     CHECK(tc__kind_get(TC_KIND_COUNT) == NULL);
     CHECK(tc__kind_get(255) == NULL);
+    CHECK(tc__kind_exec(-1) == NULL && tc__kind_exec(TC_KIND_COUNT) == NULL);
     CHECK(strcmp(tc__kind_get(TC_KIND_ALLREDUCE)->upper, "ALLREDUCE") == 0);
-    CHECK(strcmp(tc__kind_get(TC_KIND_BROADCAST)->algo, "binomial tree") == 0);
+    {
+        const tc_kind_exec_t *b = tc__kind_exec(TC_KIND_BROADCAST);
+        CHECK(strcmp(b->algos[b->nalgos - 1]->name, "binomial tree") == 0);
+    }
+}
+
+/* The record the selector picks for kind (bytes, dtype, op, memory) with x. */
+static const char *pick(const tc_algo_ctx_t *x, int kind, tc_dtype_t dtype, tc_op_t op,
+                        size_t bytes, unsigned memory)
+{
+    tc_algo_call_t c = {(tc_kind_t)kind, dtype, op, bytes, memory, 0};
+    const tc_algo_t *a = tc__algo_select(x, &c);
+
+    return a != NULL ? a->name : "(none)";
+}
+
+#define CHECK_PICK(want, ...)                                                             \
+    do {                                                                                  \
+        const char *got_ = pick(__VA_ARGS__);                                              \
+        CHECK_MSG(strcmp(got_, want) == 0, "picked '%s', want '%s'", got_, want);          \
+    } while (0)
+
+/* One selector, the records in order: what the set has (the node's segment,
+ * the hierarchical allreduce), the size against TCOLL_SHM_DIRECT_KB, the
+ * dtype and op under TCOLL_DETERMINISTIC, and the memory. */
+TC_CASE(selector)
+{
+    tc_transport_t tp = {0};
+    tc_shm_seg_t seg = {0};
+    tc_shm_coll_t shm = {0};
+    tc_hier_t hier;
+    tc_algo_ctx_t x = {0};
+    const size_t big = 1u << 20;
+
+    memset(&hier, 0, sizeof(hier));
+    tp.size = 2;
+    seg.n = 2;
+    seg.cma = 1;
+    seg.slot_bytes = 4096;
+    shm.seg = &seg;
+    shm.cma_from = big;
+    x.tp = &tp;
+
+    /* nothing but the transport */
+    CHECK_PICK("ring", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 64, TC_MEM_HOST);
+    CHECK_PICK("ring allgatherv", &x, TC_KIND_ALLGATHER, TC_FLOAT32, TC_SUM, 64, TC_MEM_HOST);
+    CHECK_PICK("binomial tree", &x, TC_KIND_BROADCAST, TC_INT8, TC_SUM, 64, TC_MEM_HOST);
+    CHECK_PICK("ring reduce-scatter", &x, TC_KIND_REDUCESCATTER, TC_FLOAT32, TC_SUM, 64,
+               TC_MEM_HOST);
+    CHECK_PICK("pairwise exchange", &x, TC_KIND_ALLTOALL, TC_INT32, TC_SUM, 64, TC_MEM_HOST);
+    CHECK_PICK("negotiation (every rank reached it)", &x, TC_KIND_BARRIER, TC_INT32, TC_SUM, 0,
+               TC_MEM_HOST);
+    /* TCOLL_DETERMINISTIC: order-sensitive ops in the documented order */
+    x.ordered = 1;
+    CHECK_PICK("ordered", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 64, TC_MEM_HOST);
+    CHECK_PICK("ordered", &x, TC_KIND_ALLREDUCE, TC_BFLOAT16, TC_AVG, 64, TC_MEM_HOST);
+    CHECK_PICK("ring", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_MAX, 64, TC_MEM_HOST);
+    CHECK_PICK("ring", &x, TC_KIND_ALLREDUCE, TC_INT64, TC_SUM, 64, TC_MEM_HOST);
+    CHECK_PICK("ordered reduce-scatter", &x, TC_KIND_REDUCESCATTER, TC_FLOAT64, TC_PROD, 64,
+               TC_MEM_HOST);
+    /* the node's segment: slots below TCOLL_SHM_DIRECT_KB, direct from it */
+    x.shm = &shm;
+    CHECK_PICK("shm", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 64, TC_MEM_HOST);
+    CHECK_PICK("cma", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, big, TC_MEM_HOST);
+    CHECK_PICK("cma", &x, TC_KIND_ALLGATHER, TC_FLOAT32, TC_SUM, big, TC_MEM_HOST);
+    CHECK_PICK("shm", &x, TC_KIND_BROADCAST, TC_FLOAT32, TC_SUM, big - 1, TC_MEM_HOST);
+    CHECK_PICK("shm", &x, TC_KIND_REDUCESCATTER, TC_FLOAT32, TC_SUM, 64, TC_MEM_HOST);
+    CHECK_PICK("cma", &x, TC_KIND_ALLTOALL, TC_FLOAT32, TC_SUM, big, TC_MEM_HOST);
+    seg.cma = 0; /* process_vm_readv refused: the slots at every size */
+    CHECK_PICK("shm", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, big, TC_MEM_HOST);
+    /* the other kinds need the whole set in the segment and a count per rank
+     * in a slot; allreduce's shm is for the global set alone already */
+    tp.size = 3;
+    CHECK_PICK("ordered reduce-scatter", &x, TC_KIND_REDUCESCATTER, TC_FLOAT32, TC_SUM, 64,
+               TC_MEM_HOST);
+    CHECK_PICK("pairwise exchange", &x, TC_KIND_ALLTOALL, TC_INT32, TC_SUM, 64, TC_MEM_HOST);
+    tp.size = 2;
+    seg.slot_bytes = 8;
+    CHECK_PICK("ring allgatherv", &x, TC_KIND_ALLGATHER, TC_FLOAT32, TC_SUM, 64, TC_MEM_HOST);
+    /* several nodes: the hierarchical allreduce first */
+    x.hier = &hier;
+    CHECK_PICK("hier", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, big, TC_MEM_HOST);
+    CHECK_PICK("binomial tree", &x, TC_KIND_BROADCAST, TC_FLOAT32, TC_SUM, 64, TC_MEM_HOST);
+    /* memory no record handles: none (the GPU issue adds records) */
+    CHECK_PICK("(none)", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 64, 1u << 5);
+    CHECK_PICK("(none)", &x, TC_KIND_COUNT, TC_FLOAT32, TC_SUM, 64, TC_MEM_HOST);
 }
 
 /* The kind's validate function on a tensor; NULL validate accepts. */
@@ -212,8 +309,7 @@ TC_CASE(eager)
     float fin[2][2] = {{1, 2}, {3, 5}}, facc[2];
     int q, i;
 
-    CHECK(d->eager_prepare != NULL && d->eager_combine != NULL && d->eager_finish != NULL &&
-          d->algo_eager != NULL);
+    CHECK(d->eager_prepare != NULL && d->eager_combine != NULL && d->eager_finish != NULL);
     CHECK(tc__kind_get(TC_KIND_ALLGATHER)->eager_combine == NULL);
     CHECK(tc__kind_get(TC_KIND_BROADCAST)->eager_combine == NULL);
     for (q = 0; q < 3; q++) {

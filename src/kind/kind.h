@@ -1,45 +1,33 @@
 /*
- * kinds.h - one descriptor per collective kind: everything the engine and the
- * coordinator need to know about allreduce, allgather and broadcast, so that
- * no other code branches on the kind.
+ * kind.h - one descriptor per collective kind: its traits, everything the
+ * submission path, the negotiation and the coordinator need to know about
+ * allreduce, allgather, broadcast, reducescatter, alltoall, barrier, join
+ * and the process set calls, so that no other code branches on the kind.
  *
- * A descriptor says how a submission's arguments are checked and bound to
- * the request, which fields every rank must agree on (the coordinator turns
- * the first disagreement into the TC_ERR_MISMATCH text), how the kind runs
- * over the data transport once rank 0 has agreed, what output the request
- * gets, how the timeline labels it, and whether it may be fused with others
- * of its kind or travel eagerly inside the negotiation messages. The table is
- * constant; descriptors are looked up by the kind byte (tc__kind_get) and
- * must never be looked up with a value that was not range-checked.
+ * A descriptor says how a submission's arguments are checked, which fields
+ * every rank must agree on (the coordinator turns the first disagreement
+ * into the TC_ERR_MISMATCH text), what output a request gets, whether the
+ * kind may be cached, grouped, fused or travel eagerly inside the
+ * negotiation messages, and how an eager input is prepared, combined and
+ * finished. Pure: no engine state, no transport, no clock. How a kind runs
+ * once every rank agreed is not here: that is the executor's algorithm
+ * records (engine/algo.h), chosen by one selector. The table is constant;
+ * descriptors are looked up by the kind byte (tc__kind_get), which must be
+ * range-checked (tc__kind_get returns NULL otherwise).
  *
- * Adding a kind takes three things:
- *   1. Its algorithm: one file under src/coll/ (prose, a step table, and a
- *      function over a tc_transport_t that knows only bytes and counts),
- *      declared in coll/coll.h and listed in CMakeLists.txt.
- *   2. Its parameters in the codec: an X(UPPER, lower) line at the end of
- *      TC_KIND_MAP in wire/wire.h (that gives tc_kind_t, the kind byte and
- *      both spellings of the name). Requests already carry dtype, op, root
- *      and shape; a parameter beyond those is more work: a field in
- *      tc_wire_request_t and tc_request_t, its encoding and a codec test,
- *      a TC_AGREE_MAP field (its comparison and text in coordinator.c),
- *      its copy in negotiate.c's to_wire and its comparison in
- *      tc__cache_matches.
- *   3. Its descriptor: in kinds.c, the kind's validate and run functions
- *      (and eager_combine/eager_finish/run_packed if it has them) and a
- *      UPPER_DESC row macro with
- *      params, output, agree, algo; the table is built from TC_KIND_MAP, so
- *      a kind without a row does not compile. Its public entry point
- *      (include/tcoll.h) is one line in api.c: submit_kind with its kind.
- * Nothing else changes: validation, agreement, scheduling, fusion, eager
- * inputs, the stall inspector and the timeline all read the descriptor.
+ * Adding a kind (docs/architecture.md, "Add a kind"): its parameters in the
+ * codec (an X(UPPER, lower) line at the end of TC_KIND_MAP in wire/wire.h,
+ * which gives tc_kind_t, the kind byte and both spellings of the name), its
+ * descriptor here (kind.c: an UPPER_DESC row macro, the table is built from
+ * TC_KIND_MAP, so a kind without a row does not compile), its run and
+ * algorithm records in the executor (engine/algo.c's table, same rule), and
+ * its public entry point (include/tcoll.h, one line in engine/api.c).
  */
-#ifndef TC_ENGINE_KINDS_H
-#define TC_ENGINE_KINDS_H
+#ifndef TC_KIND_KIND_H
+#define TC_KIND_KIND_H
 
 #include <stddef.h>
 
-#include "coll/coll.h"
-#include "engine/request.h"
 #include "tcoll.h"
 #include "wire/wire.h"
 
@@ -113,24 +101,6 @@ typedef struct {
     int size;              /* the job's size, or -1 before tc_init (then size checks wait) */
 } tc_kind_args_t;
 
-/* What a kind's run function runs with (the engine thread's). */
-struct engine;
-typedef struct {
-    tc_transport_t *tp;    /* the data transport of the request's process set: rank,
-                            * size (the set's), and err after a failure */
-    size_t chunk_bytes;    /* TCOLL_RING_CHUNK_KB in bytes */
-    tc_scratch_t *scratch; /* reused across runs */
-    struct engine *eng;    /* for the kinds that change the engine's own state */
-    tc_shm_coll_t *shm;    /* the node's shared-memory collectives, where the request's
-                            * process set may use them (engine/shm.c); else NULL */
-    const tc_hier_t *hier; /* the hierarchical allreduce, where it runs (engine/shm.c);
-                            * else NULL */
-    int ordered;           /* TCOLL_DETERMINISTIC: order-sensitive reductions over tp
-                            * run in the documented order (coll/ordered_rs.c) */
-    const int *node;       /* the set's node table for it (NULL: one node) */
-    const char *err;       /* the reason text of a failed run: tp->err, or shm->err */
-} tc_kind_ctx_t;
-
 typedef struct tc_kind_desc {
     tc_kind_t kind;
     const char *name;  /* "allreduce": messages, the timeline's kind argument */
@@ -143,28 +113,12 @@ typedef struct tc_kind_desc {
      * TC_OK, or TC_ERR_ARG with a reason in why ("unknown op 9"). Pure. */
     tc_status_t (*validate)(const tc_kind_args_t *a, char *why, size_t len);
 
-    /* Runs req as rank 0 agreed (r: its RUN response) and sets req's output
-     * (tc__request_set_output). On failure returns the status and writes a
-     * message naming the tensor into msg. */
-    tc_status_t (*run)(const tc_kind_ctx_t *x, tc_request_t *req, const tc_wire_response_t *r,
-                       char *msg, size_t len);
-    const char *algo; /* the timeline's algorithm label for run */
-    const char *algo_shm; /* ... when it runs through shared memory (x->shm set); NULL:
-                           * it never does (x->shm stays NULL). A run that picks its
-                           * algorithm from what only it learns (an alltoall's counts)
-                           * records the label it picked in req->algo */
-
-    /* Fusion (NULL: never fused): runs count elements packed into buf, in
-     * place, for a group of consecutive small requests of this kind with one
-     * dtype and op. The engine packs their inputs (send, times its prescale)
-     * and unpacks the result into each request's recv (times its
-     * postscale). */
-    tc_status_t (*run_packed)(const tc_kind_ctx_t *x, void *buf, size_t count, tc_dtype_t dtype,
-                              tc_op_t op);
-    const char *algo_packed;
-    const char *algo_shm_packed; /* ... when it runs packed through shared memory */
-    const char *algo_cma, *algo_cma_packed; /* ... when it runs direct (tc__shm_uses_cma) */
-    const char *algo_hier, *algo_hier_packed; /* ... when it runs hierarchically */
+    /* Consecutive small requests of this kind with one dtype and op may run
+     * as one collective over their inputs packed into one buffer (fusion:
+     * the executor packs the inputs times their prescale, runs the packed
+     * buffer in place, and unpacks times each postscale): an elementwise
+     * kind whose output is its recv buffer. */
+    int fusable;
 
     /* Eager inputs (NULL: never eager): a small cached tensor of this kind
      * rides in the negotiation messages and is combined in each exchange
@@ -177,23 +131,22 @@ typedef struct tc_kind_desc {
     void (*eager_combine)(tc_dtype_t dtype, tc_op_t op, void *dst, const void *src,
                           size_t count);
     void (*eager_finish)(const tc_wire_request_t *w, void *buf, size_t count, int n);
-    const char *algo_eager; /* the timeline's label for a result that came that way */
 
     /* Never given a cache id: every call negotiates in full (a kind whose
      * names are used once, like the barrier's). */
     int uncached;
     /* Completes on this rank only once every request this rank submitted
-     * before it has completed (exec.c), whatever the order they run in. */
+     * before it has completed (the executor), whatever the order they run in. */
     int after_earlier;
     /* May be submitted in a group (tc_grouped_*): negotiated and run as a
      * unit with the group's other members. */
     int groupable;
     /* TC_PARAM_NONE_TENSOR: the name of the k-th call in join epoch j on a
-     * rank is auto_name + "j.k" (a join: auto_name + "j"; api.c). */
+     * rank is auto_name + "j.k" (a join: auto_name + "j"; engine/api.c). */
     const char *auto_name;
     /* Runs while some ranks have joined (tc_join), without them: they
-     * contribute the op's identity (coordinator.c, exec.c); a kind without
-     * it fails on every rank when a rank it needs has joined. */
+     * contribute the op's identity (the coordinator, the executor); a kind
+     * without it fails on every rank when a rank it needs has joined. */
     int without_joined;
     /* The kind is tc_join: its submission marks its rank joined. */
     int joins;
@@ -206,20 +159,7 @@ typedef struct tc_kind_desc {
     int valued;
 } tc_kind_desc_t;
 
-/* pset.c: the runs of process_set_add and _remove, which every rank makes at
- * the same point of the agreed order. */
-tc_status_t tc__pset_run_add(struct engine *e, tc_request_t *req, const tc_wire_response_t *r,
-                             char *msg, size_t len);
-tc_status_t tc__pset_run_remove(struct engine *e, tc_request_t *req,
-                                const tc_wire_response_t *r, char *msg, size_t len);
-
 /* The descriptor of kind (a tc_kind_t), or NULL when it is out of range. */
 const tc_kind_desc_t *tc__kind_get(int kind);
-
-/* The descriptor of a request's kind (checked at submission). */
-static inline const tc_kind_desc_t *tc__kind_of(const tc_request_t *req)
-{
-    return tc__kind_get((int)req->kind);
-}
 
 #endif

@@ -1,0 +1,186 @@
+/*
+ * algo.h - how a collective runs once every rank agreed on it: per kind, an
+ * ordered list of algorithm records and the kind's run, and one selector.
+ *
+ * A record is one algorithm: its name (what the timeline, tcoll-info and
+ * the debug log show), the memory it handles, when it applies (size, dtype,
+ * op, what the process set has: the node's segment, the hierarchical
+ * allreduce, TCOLL_DETERMINISTIC), and its data movement, a function over
+ * one of the job structs below that calls an algorithm of src/coll/. The
+ * selector (tc__algo_select) walks the kind's list in order and takes the
+ * first record that handles the data's memory and applies, so the choice is
+ * made in one place, from what every rank of the set knows alike: every rank
+ * takes the same record for the same call. The last record of a kind that
+ * moves data applies always (the point-to-point algorithm over the set's
+ * transport).
+ *
+ * A kind's run (tc_kind_exec_t.run) is glue: it turns the request and rank
+ * 0's response into a job (byte counts, blocks, the output buffer), asks the
+ * selector, runs the record, records it in req->algo, and sets the request's
+ * output. It must not block on anything but the transport (or the segment's
+ * waits) and must leave the request uncompleted (the executor completes it).
+ *
+ * Adding an algorithm (docs/architecture.md, "Add an algorithm"): its code
+ * in one file under src/coll/, and one record in its kind's list (the
+ * algo_<kind>.c file), placed before the records it should win over. Device
+ * memory (the GPU issue) is one more TC_MEM_* bit and records that handle
+ * it; the selector does not change.
+ */
+#ifndef TC_ENGINE_ALGO_H
+#define TC_ENGINE_ALGO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coll/coll.h"
+#include "engine/request.h"
+#include "kind/kind.h"
+#include "wire/wire.h"
+
+/* Where a tensor's data lives (tc_algo_t.memory, tc_algo_call_t.memory). */
+enum {
+    TC_MEM_HOST = 1u << 0, /* host memory */
+};
+
+/* What a record's data movement runs over: where the reason text of a
+ * failed run is (tc__algo_err). */
+typedef enum {
+    TC_ALGO_OVER_TP,   /* the set's transport (tc_algo_ctx_t.tp) */
+    TC_ALGO_OVER_SHM,  /* the node's segment (tc_algo_ctx_t.shm) */
+    TC_ALGO_OVER_HIER, /* the hierarchical allreduce (tc_algo_ctx_t.hier) */
+    TC_ALGO_OVER_NONE, /* nothing: the kinds that move no data */
+} tc_algo_over_t;
+
+/* What a run runs with (the engine thread's, per request). */
+struct engine;
+typedef struct {
+    tc_transport_t *tp;    /* the data transport of the request's process set: rank,
+                            * size (the set's), and err after a failure */
+    size_t chunk_bytes;    /* TCOLL_RING_CHUNK_KB in bytes */
+    tc_scratch_t *scratch; /* reused across runs */
+    struct engine *eng;    /* for the kinds that change the engine's own state */
+    tc_shm_coll_t *shm;    /* the node's shared-memory collectives, where the request's
+                            * process set may use them (engine/shm.c); else NULL */
+    const tc_hier_t *hier; /* the hierarchical allreduce, where it runs (engine/shm.c);
+                            * else NULL */
+    int ordered;           /* TCOLL_DETERMINISTIC: order-sensitive reductions over tp
+                            * run in the documented order (coll/ordered_rs.c) */
+    const int *node;       /* the set's node table for it (NULL: one node) */
+} tc_algo_ctx_t;
+
+/* What the selector decides on: the same on every rank of the set. */
+typedef struct {
+    tc_kind_t kind;
+    tc_dtype_t dtype;
+    tc_op_t op;
+    size_t bytes;    /* what a record's size rule reads: the tensor's bytes; an allgather's
+                      * output; an alltoall's largest input of any rank; a fused
+                      * group's total */
+    unsigned memory; /* TC_MEM_* of the data */
+    int packed;      /* a fused group (allreduce) */
+} tc_algo_call_t;
+
+/* The jobs of the kinds that move data: what a record's movement takes. */
+typedef struct {
+    const void *src; /* NULL: in place in buf */
+    void *buf;
+    size_t count;
+    tc_dtype_t dtype;
+    tc_op_t op;
+} tc_allreduce_job_t;
+
+typedef struct {
+    void *buf;                    /* every rank's block, this rank's filled */
+    const size_t *bytes, *displs; /* [set size] */
+} tc_allgather_job_t;
+
+typedef struct {
+    void *buf;
+    size_t bytes;
+    int root; /* its place in the set */
+} tc_broadcast_job_t;
+
+typedef struct {
+    const void *src;
+    void *out; /* this rank's block of rows */
+    size_t rows, row_elems;
+    tc_dtype_t dtype;
+    tc_op_t op;
+} tc_reducescatter_job_t;
+
+typedef struct {
+    const void *send;
+    void *out;
+    const size_t *sb, *sd, *rb, *rd; /* [set size] bytes and offsets, to and from each */
+    const uint64_t *matrix;          /* inside the node: every rank's rows to every rank */
+    size_t row;                      /* bytes in a row */
+} tc_alltoall_job_t;
+
+typedef struct tc_algo {
+    const char *name;    /* "ring", "shm", "cma", "hier", "ordered", ... */
+    const char *fused;   /* its name when it runs a fused group ("ring, fused"; NULL:
+                          * the kind is not fusable). Static: the timeline keeps it */
+    unsigned memory;     /* TC_MEM_* it handles */
+    tc_algo_over_t over;
+    /* Whether it runs call c with x (NULL: always). Must read only what
+     * every rank of the set has alike. */
+    int (*applies)(const tc_algo_ctx_t *x, const tc_algo_call_t *c);
+    union { /* the member of the record's kind (NULL: the kinds that move no data) */
+        tc_status_t (*allreduce)(const tc_algo_ctx_t *x, const tc_allreduce_job_t *j);
+        tc_status_t (*allgather)(const tc_algo_ctx_t *x, const tc_allgather_job_t *j);
+        tc_status_t (*broadcast)(const tc_algo_ctx_t *x, const tc_broadcast_job_t *j);
+        tc_status_t (*reducescatter)(const tc_algo_ctx_t *x, const tc_reducescatter_job_t *j);
+        tc_status_t (*alltoall)(const tc_algo_ctx_t *x, const tc_alltoall_job_t *j);
+    } run;
+} tc_algo_t;
+
+/* A kind's run: see the file comment. On failure returns the status and
+ * writes a message naming the tensor into msg. */
+typedef tc_status_t (*tc_kind_run_t)(const tc_algo_ctx_t *x, tc_request_t *req,
+                                     const tc_wire_response_t *r, char *msg, size_t len);
+
+typedef struct {
+    tc_kind_run_t run;
+    const tc_algo_t *const *algos; /* the kind's records, in the order they are tried */
+    size_t nalgos;
+} tc_kind_exec_t;
+
+/* The run and records of kind (a tc_kind_t), or NULL when out of range. */
+const tc_kind_exec_t *tc__kind_exec(int kind);
+
+/* The first record of c's kind that handles c's memory and applies; NULL
+ * only for a kind or memory no record handles. */
+const tc_algo_t *tc__algo_select(const tc_algo_ctx_t *x, const tc_algo_call_t *c);
+
+/* What the selector picks for kind over every size of host memory, into
+ * buf: "ring", or "shm, cma from 1 MiB" (each record that takes over from a
+ * size on, with the exact size). For logs and tcoll-info. */
+void tc__algo_describe(const tc_algo_ctx_t *x, tc_kind_t kind, tc_dtype_t dtype, tc_op_t op,
+                       char *buf, size_t len);
+
+/* The reason text of a failed run of record a (what it runs over). */
+const char *tc__algo_err(const tc_algo_ctx_t *x, const tc_algo_t *a);
+
+/* The timeline's label of a small allreduce completed by the negotiation
+ * (its inputs rode in the cycle messages). */
+#define TC_ALGO_EAGER_NAME "eager (inputs in the cycle messages)"
+/* ... and of one completed through the node's segment without the engine
+ * (engine/fast.c). */
+#define TC_ALGO_FAST_NAME "shm, fast"
+
+/* For the runs (algo_*.c): the message of a failed run, "tensor 'w':
+ * allreduce failed: <why>" (out of memory for TC_ERR_NOMEM); returns st. */
+tc_status_t tc__algo_failed(const tc_request_t *req, tc_status_t st, const char *why, char *msg,
+                            size_t len);
+/* The elements of one row of dim 0 (the product of the other dims). */
+size_t tc__algo_row_elems(const tc_request_t *req);
+/* Whether the kinds other than allreduce may run through x's segment: the
+ * global set, every rank on this node, slots large enough. */
+int tc__algo_shm_kinds(const tc_algo_ctx_t *x);
+
+/* The records and runs of each kind (algo_<kind>.c), for the table in algo.c. */
+extern const tc_kind_exec_t tc__exec_allreduce, tc__exec_allgather, tc__exec_broadcast,
+    tc__exec_reducescatter, tc__exec_alltoall, tc__exec_barrier, tc__exec_join,
+    tc__exec_process_set_add, tc__exec_process_set_remove;
+
+#endif

@@ -1,0 +1,191 @@
+/*
+ * algo_alltoall.c - alltoall's records, in the order the selector tries
+ * them, and its run (algo.h):
+ *
+ *   cma                the global set on one node, when the largest input of
+ *                      any rank is TCOLL_SHM_DIRECT_KB or more: every rank
+ *                      reads its blocks from the others' inputs directly
+ *                      (coll/shm_alltoall.c)
+ *   shm                the global set on one node: through the slots
+ *   pairwise exchange  anywhere (coll/alltoallv.c)
+ *
+ * The ranks first exchange how many rows each sends each (8 bytes a pair;
+ * inside the node the whole matrix, which places every block in every
+ * rank's buffer), then the rows; the output (tcoll's) stacks what came, in
+ * rank order. Only the counts say how large the largest input is, so this
+ * run asks the selector after exchanging them.
+ */
+#define _GNU_SOURCE
+#include "engine/algo.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static int cma_applies(const tc_algo_ctx_t *x, const tc_algo_call_t *c)
+{
+    return tc__algo_shm_kinds(x) && tc__shm_uses_cma(x->shm, c->bytes);
+}
+
+static int shm_applies(const tc_algo_ctx_t *x, const tc_algo_call_t *c)
+{
+    (void)c;
+    return tc__algo_shm_kinds(x);
+}
+
+static tc_status_t cma_run(const tc_algo_ctx_t *x, const tc_alltoall_job_t *j)
+{
+    return tc__cma_alltoall(x->shm, j->send, j->out, j->matrix, j->row);
+}
+
+static tc_status_t shm_run(const tc_algo_ctx_t *x, const tc_alltoall_job_t *j)
+{
+    return tc__shm_alltoall(x->shm, j->send, j->out, j->matrix, j->row);
+}
+
+static tc_status_t pairwise_run(const tc_algo_ctx_t *x, const tc_alltoall_job_t *j)
+{
+    return tc__alltoallv(x->tp, j->send, j->sb, j->sd, j->out, j->rb, j->rd);
+}
+
+static const tc_algo_t cma_algo = {
+    "cma", NULL, TC_MEM_HOST, TC_ALGO_OVER_SHM, cma_applies, {.alltoall = cma_run}};
+static const tc_algo_t shm_algo = {
+    "shm", NULL, TC_MEM_HOST, TC_ALGO_OVER_SHM, shm_applies, {.alltoall = shm_run}};
+static const tc_algo_t pairwise_algo = {
+    "pairwise exchange", NULL, TC_MEM_HOST, TC_ALGO_OVER_TP, NULL, {.alltoall = pairwise_run}};
+
+static const tc_algo_t *const records[] = {&cma_algo, &shm_algo, &pairwise_algo};
+
+/* How many rows every rank sends every rank: this rank's are counts[0..n),
+ * what each rank sends this one goes into counts[n..2n). Inside the node
+ * (shm) the whole matrix comes (n x n, matrix[p * n + q]: p to q), which
+ * places every block in every rank's buffer. */
+static tc_status_t alltoall_counts(const tc_algo_ctx_t *x, tc_shm_coll_t *shm, uint64_t *counts,
+                                   uint64_t *matrix)
+{
+    const int size = x->tp->size, rank = x->tp->rank;
+    tc_status_t st;
+    int q;
+
+    if (shm == NULL) {
+        return tc__alltoall_counts(x->tp, counts, counts + size);
+    }
+    st = tc__shm_alltoall_counts(shm, counts, matrix);
+    for (q = 0; st == TC_OK && q < size; q++) {
+        counts[size + q] = matrix[(size_t)q * (size_t)size + (size_t)rank];
+    }
+    return st;
+}
+
+/* The largest send buffer of any rank, in bytes (SIZE_MAX past a size_t):
+ * whether an alltoall inside the node runs direct, alike on every rank. */
+static size_t alltoall_most(const uint64_t *matrix, int n, size_t row)
+{
+    size_t most = 0;
+    int p, q;
+
+    for (p = 0; p < n; p++) {
+        uint64_t rows = 0;
+        for (q = 0; q < n; q++) {
+            uint64_t c = matrix[(size_t)p * (size_t)n + (size_t)q];
+            rows = c > UINT64_MAX - rows ? UINT64_MAX : rows + c;
+        }
+        if (row != 0 && rows > SIZE_MAX / row) {
+            return SIZE_MAX;
+        }
+        most = rows * row > most ? (size_t)rows * row : most;
+    }
+    return most;
+}
+
+/* The ranks first exchange how many rows each sends each (8 bytes a pair),
+ * then the rows; the output (tcoll's) stacks what came, in rank order. */
+static tc_status_t alltoall_run(const tc_algo_ctx_t *x, tc_request_t *req,
+                                const tc_wire_response_t *r, char *msg, size_t len)
+{
+    const int size = x->tp->size;
+    size_t row = tc_dtype_size(req->dtype) * tc__algo_row_elems(req), total = 0, off = 0;
+    /* the counts go the way the rows will: through the segment when its
+     * records may run (the same test as theirs), else over the transport */
+    tc_shm_coll_t *shm = tc__algo_shm_kinds(x) ? x->shm : NULL;
+    const tc_algo_t *a = NULL;
+    uint64_t *counts, *matrix = NULL;
+    size_t *sb, *sd, *rb, *rd;
+    int64_t rows = 0;
+    tc_status_t st = TC_ERR_NOMEM;
+    int q;
+
+    (void)r;
+    counts = malloc(2 * (size_t)size * sizeof(*counts));
+    sb = malloc(4 * (size_t)size * sizeof(*sb));
+    req->out_splits = malloc((size_t)size * sizeof(*req->out_splits));
+    if (shm != NULL) {
+        matrix = malloc((size_t)size * (size_t)size * sizeof(*matrix));
+    }
+    if (counts == NULL || sb == NULL || req->out_splits == NULL || (shm != NULL && matrix == NULL)) {
+        snprintf(msg, len, "tensor '%s': out of memory", req->name);
+        goto out;
+    }
+    sd = sb + size;
+    rb = sd + size;
+    rd = rb + size;
+    for (q = 0; q < size; q++) {
+        int64_t n = req->splits != NULL ? req->splits[q] : req->shape[0] / size;
+        counts[q] = (uint64_t)n;
+        sb[q] = (size_t)n * row;
+        sd[q] = off;
+        off += sb[q];
+    }
+    st = alltoall_counts(x, shm, counts, matrix);
+    if (st != TC_OK) {
+        snprintf(msg, len, "tensor '%s': alltoall failed exchanging row counts: %s", req->name,
+                 st == TC_ERR_NOMEM ? "out of memory" : shm != NULL ? shm->err : x->tp->err);
+        goto out;
+    }
+    for (q = 0; q < size; q++) {
+        uint64_t n = counts[size + q];
+        if (n > (uint64_t)INT64_MAX || (row != 0 && n > (SIZE_MAX - total) / row)) {
+            snprintf(msg, len, "tensor '%s': alltoall output does not fit in memory", req->name);
+            st = TC_ERR_NOMEM;
+            goto out;
+        }
+        req->out_splits[q] = (int64_t)n;
+        rb[q] = (size_t)n * row;
+        rd[q] = total;
+        total += rb[q];
+        rows += (int64_t)n;
+    }
+    req->nout_splits = size;
+    req->owned_output = tc__output_alloc(total, &req->owned_cap);
+    if (req->owned_output == NULL) {
+        snprintf(msg, len, "tensor '%s': cannot allocate %zu bytes for the alltoall output",
+                 req->name, total);
+        st = TC_ERR_NOMEM;
+        goto out;
+    }
+    {
+        /* bytes: the largest input, which only the matrix gives alike on
+         * every rank; without it no size rule applies */
+        tc_algo_call_t c = {TC_KIND_ALLTOALL, req->dtype, req->op,
+                            shm != NULL ? alltoall_most(matrix, size, row) : 0, TC_MEM_HOST, 0};
+        tc_alltoall_job_t j = {req->send, req->owned_output, sb, sd, rb, rd, matrix, row};
+        a = tc__algo_select(x, &c);
+        req->algo = a;
+        st = a->run.alltoall(x, &j);
+    }
+    if (st != TC_OK) {
+        tc__algo_failed(req, st, tc__algo_err(x, a), msg, len);
+        goto out;
+    }
+    tc__request_set_output(req, req->owned_output, rows);
+
+out:
+    free(matrix);
+    free(counts);
+    free(sb);
+    return st;
+}
+
+const tc_kind_exec_t tc__exec_alltoall = {alltoall_run, records,
+                                          sizeof(records) / sizeof(records[0])};
