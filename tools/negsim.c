@@ -1,6 +1,6 @@
 /*
  * negsim.c - tcoll-negsim: the engine's negotiation state machine (the same
- * code, src/engine/neg*.c) for N simulated ranks in one process.
+ * code, src/neg/neg*.c) for N simulated ranks in one process.
  *
  * Every rank is a tc_neg_t. Messages are encoded and decoded exactly as on
  * the wire and delivered after a random delay, in order between any two
@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/neg.h"
+#include "neg/neg.h"
 #include "wire/wire.h"
 
 static const int k_sizes[] = {9408, 64, 64, 4096, 64, 64, 36864, 64, 64, 16384, 256, 256,

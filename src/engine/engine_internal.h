@@ -32,7 +32,7 @@
 #include <stdlib.h>
 
 #include "coll/coll.h"
-#include "engine/neg.h"
+#include "neg/neg.h"
 #include "engine/request.h"
 #include "transport/router.h"
 #include "transport/transport_mpi.h"

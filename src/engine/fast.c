@@ -59,11 +59,12 @@
 
 #include "engine/engine_internal.h"
 #include "kind/kind.h"
-#include "engine/neg.h"
+#include "neg/neg.h"
 #include "reduce/reduce.h"
 #include "util/backoff.h"
 #include "util/log.h"
 #include "util/timeline.h"
+#include "util/ranks.h"
 
 /* A use's verdict: PENDING until settled; OK (reduce), MISMATCH (the
  * ranks' calls differ), ABORTED (stalled: rank 0's TCOLL_STALL_ABORT_S), or
@@ -621,7 +622,7 @@ static int rank_list(const tc_shm_seg_t *s, int k, uint64_t u, int posted, char 
         has[r] = atomic_load_explicit(&tc__shm_box(s, k, r, (int)(u & 1))->seq,
                                       memory_order_acquire) == u;
     }
-    return tc__neg_format_ranks(has, n, posted, out, len);
+    return tc__format_ranks(has, n, posted, out, len);
 }
 
 /* Rank 0: uses some ranks posted and others not, warned about every

@@ -21,6 +21,7 @@
 #include "kind/kind.h"
 #include "util/log.h"
 #include "util/timeline.h"
+#include "util/ranks.h"
 
 /* How long a probed engine has to answer (the negotiation's probes and the
  * transfer probe alike): an idle engine looks for messages every
@@ -342,7 +343,7 @@ void tc__nego_goodbye(engine_t *e)
     missing = calloc((size_t)e->size, 1);
     ranks[0] = '\0';
     if (missing != NULL && tc__neg_missing_byes(e->nego.neg, missing) > 0) {
-        tc__neg_format_ranks(missing, e->size, 1, ranks, sizeof(ranks));
+        tc__format_ranks(missing, e->size, 1, ranks, sizeof(ranks));
     }
     free(missing);
     e->life.status = TC_ERR_TIMEOUT;

@@ -14,6 +14,15 @@
 #include <time.h>
 #include <unistd.h>
 
+/* A weak reference: NULL in a program that links no layer defining it. */
+extern int tc_rank(void) __attribute__((weak));
+int tc_test_rank(void); /* check.h, which needs tcoll.h: not this library's */
+
+int tc_test_rank(void)
+{
+    return tc_rank != NULL ? tc_rank() : -1;
+}
+
 static tc_case_t *g_cases; /* sorted by (file, line): the order in the source */
 static int g_ncases;
 static tc_test_opts_t g_opts;

@@ -1,6 +1,6 @@
 /*
  * neg_sim.h - simulated ranks for the unit tests of the negotiation state
- * machine (engine/neg.h), without MPI: the test_neg_*.c programs.
+ * machine (neg/neg.h), without MPI: the test_neg_*.c programs.
  *
  * One tc_neg_t per simulated rank, joined by an in-memory message layer:
  * every send is copied into a queue per (source, destination) pair that
@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/neg.h"
+#include "neg/neg.h"
 
 #define SIM_MAX 64     /* ranks in one simulation */
 #define NAME_LEN 48    /* longest tensor name here, with its NUL */

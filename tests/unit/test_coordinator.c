@@ -5,10 +5,17 @@
  */
 #define _GNU_SOURCE
 #include "check.h"
-#include "engine/coordinator.h"
+#include "neg/coordinator.h"
 #include "tc_test.h"
 #include "util/backoff.h"
 #include "wire_testutil.h"
+
+/* A submission entered now (the table's stall clock reads the caller's). */
+static tc_status_t coord_add(tc_coord_t *c, int rank, const tc_wire_request_t *req, char *err,
+                             size_t len)
+{
+    return tc__coord_add_at(c, rank, req, tc__now_ns(), err, len);
+}
 
 /* Submits base on every rank except `odd`, which submits alt; returns the
  * single response's text (malloc'd) or NULL for RUN. */
@@ -22,7 +29,7 @@ static char *decide(int size, tc_wire_request_t base, int odd, tc_wire_request_t
     CHECK_OK(tc__coord_create(size, &c));
     for (q = 0; q < size; q++) {
         tc_wire_request_t r = q == odd ? alt : base;
-        CHECK_OK(tc__coord_add(c, q, &r, err, sizeof(err)));
+        CHECK_OK(coord_add(c, q, &r, err, sizeof(err)));
     }
     CHECK_OK(tc__coord_take_ready(c, &b));
     CHECK_EQ(b.count, 1);
@@ -76,20 +83,20 @@ TC_CASE(readiness_and_order)
     CHECK_OK(tc__coord_create(3, &c));
     a = mk("a", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 4, 0);
     x = mk("b", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 4, 0);
-    CHECK_OK(tc__coord_add(c, 2, &x, err, sizeof(err)));
-    CHECK_OK(tc__coord_add(c, 0, &a, err, sizeof(err)));
-    CHECK_OK(tc__coord_add(c, 1, &a, err, sizeof(err)));
+    CHECK_OK(coord_add(c, 2, &x, err, sizeof(err)));
+    CHECK_OK(coord_add(c, 0, &a, err, sizeof(err)));
+    CHECK_OK(coord_add(c, 1, &a, err, sizeof(err)));
     CHECK_OK(tc__coord_take_ready(c, &b));
     CHECK_EQ(b.count, 0);
     CHECK_EQ(tc__coord_pending(c), 2);
     /* protocol violations change nothing */
-    CHECK_STATUS(tc__coord_add(c, 1, &a, err, sizeof(err)), TC_ERR_ARG);
+    CHECK_STATUS(coord_add(c, 1, &a, err, sizeof(err)), TC_ERR_ARG);
     CHECK_STR_CONTAINS(err, "twice");
-    CHECK_STATUS(tc__coord_add(c, 3, &a, err, sizeof(err)), TC_ERR_ARG);
-    CHECK_STATUS(tc__coord_add(c, -1, &a, err, sizeof(err)), TC_ERR_ARG);
-    CHECK_OK(tc__coord_add(c, 0, &x, err, sizeof(err)));
-    CHECK_OK(tc__coord_add(c, 1, &x, err, sizeof(err))); /* b ready first */
-    CHECK_OK(tc__coord_add(c, 2, &a, err, sizeof(err)));
+    CHECK_STATUS(coord_add(c, 3, &a, err, sizeof(err)), TC_ERR_ARG);
+    CHECK_STATUS(coord_add(c, -1, &a, err, sizeof(err)), TC_ERR_ARG);
+    CHECK_OK(coord_add(c, 0, &x, err, sizeof(err)));
+    CHECK_OK(coord_add(c, 1, &x, err, sizeof(err))); /* b ready first */
+    CHECK_OK(coord_add(c, 2, &a, err, sizeof(err)));
     CHECK_OK(tc__coord_take_ready(c, &b));
     CHECK_EQ(b.count, 2);
     CHECK(b.resps[0].name_len == 1 && b.resps[0].name[0] == 'b');
@@ -99,7 +106,7 @@ TC_CASE(readiness_and_order)
     tc__coord_batch_free(&b);
     CHECK_EQ(tc__coord_pending(c), 0);
     /* a name can come back once it left the table */
-    CHECK_OK(tc__coord_add(c, 0, &a, err, sizeof(err)));
+    CHECK_OK(coord_add(c, 0, &a, err, sizeof(err)));
     CHECK_EQ(tc__coord_pending(c), 1);
     tc__coord_destroy(c);
 }
@@ -115,7 +122,7 @@ TC_CASE(allgather_plan_rows_per_rank)
     CHECK_OK(tc__coord_create(4, &c));
     for (q = 0; q < 4; q++) {
         tc_wire_request_t g = mk("g", TC_KIND_ALLGATHER, TC_INT8, TC_SUM, 0, 2, q * 3, 5);
-        CHECK_OK(tc__coord_add(c, q, &g, err, sizeof(err)));
+        CHECK_OK(coord_add(c, q, &g, err, sizeof(err)));
     }
     CHECK_OK(tc__coord_take_ready(c, &b));
     CHECK_EQ(b.count, 1);
@@ -174,7 +181,7 @@ TC_CASE(many_disagreeing_ranks)
     CHECK_OK(tc__coord_create(8, &c));
     for (q = 0; q < 8; q++) {
         tc_wire_request_t r = mk("m", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, q == 0 ? 1 : 2, 0);
-        CHECK_OK(tc__coord_add(c, q, &r, err, sizeof(err)));
+        CHECK_OK(coord_add(c, q, &r, err, sizeof(err)));
     }
     CHECK_OK(tc__coord_take_ready(c, &b));
     CHECK_EQ(b.resps[0].rtype, TC_WIRE_ERROR);
@@ -197,9 +204,9 @@ TC_CASE(stall_view_and_expiry)
     CHECK_OK(tc__coord_create(4, &c));
     a = mk("slow", TC_KIND_BROADCAST, TC_INT32, TC_SUM, 0, 1, 3, 0);
     x = mk("fast", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 3, 0);
-    CHECK_OK(tc__coord_add(c, 2, &a, err, sizeof(err)));
-    CHECK_OK(tc__coord_add(c, 1, &a, err, sizeof(err)));
-    CHECK_OK(tc__coord_add(c, 0, &x, err, sizeof(err)));
+    CHECK_OK(coord_add(c, 2, &a, err, sizeof(err)));
+    CHECK_OK(coord_add(c, 1, &a, err, sizeof(err)));
+    CHECK_OK(coord_add(c, 0, &x, err, sizeof(err)));
     tc__coord_foreach_pending(c, see_pending, &seen);
     CHECK_EQ(seen.n, 2);
     CHECK_EQ(seen.slow_have, 0x6); /* ranks 1 and 2 */
@@ -218,7 +225,7 @@ TC_CASE(stall_view_and_expiry)
     CHECK_STR_CONTAINS(b.resps[0].text, "tensor 'slow' stalled");
     tc__coord_batch_free(&b);
     /* the name can be submitted afresh; a late rank starts a new entry */
-    CHECK_OK(tc__coord_add(c, 3, &a, err, sizeof(err)));
+    CHECK_OK(coord_add(c, 3, &a, err, sizeof(err)));
     CHECK_EQ(tc__coord_pending(c), 2);
     tc__coord_destroy(c);
 }
@@ -248,13 +255,13 @@ TC_CASE(groups)
 
     CHECK_OK(tc__coord_create(2, &c));
     for (r = 0; r < 2; r++) { /* members 2 and 0 complete first: nothing ready */
-        CHECK_OK(tc__coord_add(c, r, &g2, err, sizeof(err)));
-        CHECK_OK(tc__coord_add(c, r, &g0, err, sizeof(err)));
+        CHECK_OK(coord_add(c, r, &g2, err, sizeof(err)));
+        CHECK_OK(coord_add(c, r, &g0, err, sizeof(err)));
     }
     CHECK_EQ(tc__coord_nready(c), 0);
-    CHECK_OK(tc__coord_add(c, 0, &g1, err, sizeof(err)));
+    CHECK_OK(coord_add(c, 0, &g1, err, sizeof(err)));
     CHECK_EQ(tc__coord_nready(c), 0);
-    CHECK_OK(tc__coord_add(c, 1, &g1, err, sizeof(err)));
+    CHECK_OK(coord_add(c, 1, &g1, err, sizeof(err)));
     CHECK_EQ(tc__coord_nready(c), 3);
     CHECK_OK(tc__coord_take_ready(c, &b));
     CHECK_EQ(b.count, 3);
@@ -269,9 +276,9 @@ TC_CASE(groups)
     /* member 1's shape differs on rank 1: all three fail with its message */
     bad.shape[0] = 4;
     for (r = 0; r < 2; r++) {
-        CHECK_OK(tc__coord_add(c, r, &g0, err, sizeof(err)));
-        CHECK_OK(tc__coord_add(c, r, r ? &bad : &g1, err, sizeof(err)));
-        CHECK_OK(tc__coord_add(c, r, &g2, err, sizeof(err)));
+        CHECK_OK(coord_add(c, r, &g0, err, sizeof(err)));
+        CHECK_OK(coord_add(c, r, r ? &bad : &g1, err, sizeof(err)));
+        CHECK_OK(coord_add(c, r, &g2, err, sizeof(err)));
     }
     CHECK_OK(tc__coord_take_ready(c, &b));
     CHECK_EQ(b.count, 3);
@@ -284,9 +291,9 @@ TC_CASE(groups)
     /* member 0 complete, member 1 expires: both fail; member 2 fails when
      * it completes */
     for (r = 0; r < 2; r++) {
-        CHECK_OK(tc__coord_add(c, r, &g0, err, sizeof(err)));
+        CHECK_OK(coord_add(c, r, &g0, err, sizeof(err)));
     }
-    CHECK_OK(tc__coord_add(c, 0, &g1, err, sizeof(err)));
+    CHECK_OK(coord_add(c, 0, &g1, err, sizeof(err)));
     CHECK_OK(tc__coord_expire(c, "g1", 2, 0, TC_ERR_TIMEOUT, "tensor 'g1' stalled"));
     CHECK_OK(tc__coord_take_ready(c, &b));
     CHECK_EQ(b.count, 2);
@@ -296,7 +303,7 @@ TC_CASE(groups)
     }
     tc__coord_batch_free(&b);
     for (r = 0; r < 2; r++) {
-        CHECK_OK(tc__coord_add(c, r, &g2, err, sizeof(err)));
+        CHECK_OK(coord_add(c, r, &g2, err, sizeof(err)));
     }
     CHECK_OK(tc__coord_take_ready(c, &b));
     CHECK_EQ(b.count, 1);
@@ -305,8 +312,8 @@ TC_CASE(groups)
     /* a name grouped on one rank and not on the other: a group mismatch */
     solo = mk("g9", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 3, 0);
     g0 = member("g9", "g9", 0, 1);
-    CHECK_OK(tc__coord_add(c, 0, &g0, err, sizeof(err)));
-    CHECK_OK(tc__coord_add(c, 1, &solo, err, sizeof(err)));
+    CHECK_OK(coord_add(c, 0, &g0, err, sizeof(err)));
+    CHECK_OK(coord_add(c, 1, &solo, err, sizeof(err)));
     CHECK_OK(tc__coord_take_ready(c, &b));
     CHECK_EQ(b.count, 1);
     CHECK_STR_CONTAINS(b.resps[0].text, "tensor 'g9': allreduce group mismatch: rank 0 has member "
@@ -340,7 +347,7 @@ TC_CASE(take_ready_max)
     CHECK_OK(tc__coord_create(2, &c));
     for (i = 0; i < 6; i++) {
         for (r = 0; r < 2; r++) {
-            CHECK_OK(tc__coord_add(c, r, &reqs[i], err, sizeof(err)));
+            CHECK_OK(coord_add(c, r, &reqs[i], err, sizeof(err)));
         }
     }
     CHECK_EQ(tc__coord_nready(c), 6);
@@ -362,7 +369,7 @@ TC_CASE(take_ready_max)
     CHECK_EQ(tc__coord_nready(c), 0);
     /* the list is whole again after emptying: a new name is taken alone */
     for (r = 0; r < 2; r++) {
-        CHECK_OK(tc__coord_add(c, r, &reqs[0], err, sizeof(err)));
+        CHECK_OK(coord_add(c, r, &reqs[0], err, sizeof(err)));
     }
     CHECK_OK(tc__coord_take_ready_max(c, 1, &b));
     CHECK(b.count == 1 && b.resps[0].name_len == 1 && b.resps[0].name[0] == 'a');
@@ -386,21 +393,21 @@ TC_CASE(joins)
     int q;
 
     CHECK_OK(tc__coord_create(4, &c));
-    CHECK_OK(tc__coord_add(c, 0, &w, err, sizeof(err)));
-    CHECK_OK(tc__coord_add(c, 1, &w, err, sizeof(err)));
-    CHECK_OK(tc__coord_add(c, 3, &j, err, sizeof(err)));
+    CHECK_OK(coord_add(c, 0, &w, err, sizeof(err)));
+    CHECK_OK(coord_add(c, 1, &w, err, sizeof(err)));
+    CHECK_OK(coord_add(c, 3, &j, err, sizeof(err)));
     CHECK_EQ(tc__coord_njoined(c), 1);
     CHECK_EQ(tc__coord_nready(c), 0); /* w still waits for rank 2 */
     for (q = 0; q < 3; q++) {
-        CHECK_OK(tc__coord_add(c, q, &g, err, sizeof(err)));
-        CHECK_OK(tc__coord_add(c, q, &ag, err, sizeof(err)));
-        CHECK_OK(tc__coord_add(c, q, &bar, err, sizeof(err)));
+        CHECK_OK(coord_add(c, q, &g, err, sizeof(err)));
+        CHECK_OK(coord_add(c, q, &ag, err, sizeof(err)));
+        CHECK_OK(coord_add(c, q, &bar, err, sizeof(err)));
     }
-    CHECK_OK(tc__coord_add(c, 0, &m0, err, sizeof(err)));
-    CHECK_OK(tc__coord_add(c, 1, &m1, err, sizeof(err)));
+    CHECK_OK(coord_add(c, 0, &m0, err, sizeof(err)));
+    CHECK_OK(coord_add(c, 1, &m1, err, sizeof(err)));
     CHECK_EQ(tc__coord_nready(c), 3);
     /* rank 2 joins: w and m, waiting only for joined ranks, run first */
-    CHECK_OK(tc__coord_add(c, 2, &j, err, sizeof(err)));
+    CHECK_OK(coord_add(c, 2, &j, err, sizeof(err)));
     CHECK_EQ(tc__coord_njoined(c), 2);
     CHECK_EQ(tc__coord_nready(c), 5);
     CHECK_OK(tc__coord_take_ready(c, &b));
@@ -438,7 +445,7 @@ TC_CASE(joins)
     for (q = 0; q < 4; q++) {
         tc_wire_request_t x = mk("x", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 3, 0);
         if (q < 2) {
-            CHECK_OK(tc__coord_add(c, q, &x, err, sizeof(err)));
+            CHECK_OK(coord_add(c, q, &x, err, sizeof(err)));
         }
     }
     CHECK_OK(tc__coord_take_ready(c, &b));
@@ -448,20 +455,20 @@ TC_CASE(joins)
     tc__coord_batch_free(&b);
     /* rank 0 joins last: the join completes with value 0, and names wait
      * for every rank again */
-    CHECK_OK(tc__coord_add(c, 1, &j, err, sizeof(err)));
+    CHECK_OK(coord_add(c, 1, &j, err, sizeof(err)));
     CHECK_EQ(tc__coord_nready(c), 0);
-    CHECK_OK(tc__coord_add(c, 0, &j, err, sizeof(err)));
+    CHECK_OK(coord_add(c, 0, &j, err, sizeof(err)));
     CHECK_EQ(tc__coord_njoined(c), 0);
     CHECK_OK(tc__coord_take_ready(c, &b));
     CHECK_EQ(b.count, 1);
     CHECK(b.resps[0].rtype == TC_WIRE_RUN && b.resps[0].has_value && !b.resps[0].has_desc);
     CHECK_EQ(b.resps[0].value, 0);
     tc__coord_batch_free(&b);
-    CHECK_OK(tc__coord_add(c, 0, &w, err, sizeof(err)));
+    CHECK_OK(coord_add(c, 0, &w, err, sizeof(err)));
     CHECK_EQ(tc__coord_nready(c), 0);
     /* a join rank 0 gives up on unmarks its ranks */
     j = mk("tcoll/join/1", TC_KIND_JOIN, TC_UINT8, TC_SUM, 0, 1, 0, 0);
-    CHECK_OK(tc__coord_add(c, 2, &j, err, sizeof(err)));
+    CHECK_OK(coord_add(c, 2, &j, err, sizeof(err)));
     CHECK_EQ(tc__coord_njoined(c), 1);
     CHECK_OK(tc__coord_expire(c, "tcoll/join/1", 12, 0, TC_ERR_TIMEOUT, "stalled"));
     CHECK_EQ(tc__coord_njoined(c), 0);
@@ -508,8 +515,8 @@ TC_CASE(process_sets)
     for (q = 0; q < 4; q++) { /* sets 1 = {0,2}, 2 = {1,3} */
         tc_wire_request_t a = set_op(TC_KIND_PROCESS_SET_ADD, "tcoll/pset/0.0", even, 2, 0);
         tc_wire_request_t o = set_op(TC_KIND_PROCESS_SET_ADD, "tcoll/pset/0.1", odd, 2, 0);
-        CHECK_OK(tc__coord_add(c, q, &a, err, sizeof(err)));
-        CHECK_OK(tc__coord_add(c, q, &o, err, sizeof(err)));
+        CHECK_OK(coord_add(c, q, &a, err, sizeof(err)));
+        CHECK_OK(coord_add(c, q, &o, err, sizeof(err)));
     }
     CHECK_OK(tc__coord_take_ready(c, &b));
     CHECK_EQ(b.count, 2);
@@ -518,15 +525,15 @@ TC_CASE(process_sets)
     tc__coord_batch_free(&b);
     /* "x" in set 1 and in set 2 at once: each ready with its members */
     x.pset = 1;
-    CHECK_OK(tc__coord_add(c, 0, &x, err, sizeof(err)));
+    CHECK_OK(coord_add(c, 0, &x, err, sizeof(err)));
     x.pset = 2;
-    CHECK_OK(tc__coord_add(c, 1, &x, err, sizeof(err)));
+    CHECK_OK(coord_add(c, 1, &x, err, sizeof(err)));
     x.shape[0] = 5;
     x.pset = 1;
-    CHECK_OK(tc__coord_add(c, 2, &x, err, sizeof(err)));
+    CHECK_OK(coord_add(c, 2, &x, err, sizeof(err)));
     CHECK_EQ(tc__coord_nready(c), 1);
     /* a rank outside the set is a protocol violation that changes nothing */
-    CHECK_STATUS(tc__coord_add(c, 1, &x, err, sizeof(err)), TC_ERR_ARG);
+    CHECK_STATUS(coord_add(c, 1, &x, err, sizeof(err)), TC_ERR_ARG);
     CHECK_STR_CONTAINS(err, "not in");
     CHECK_OK(tc__coord_take_ready(c, &b));
     CHECK(b.count == 1 && b.resps[0].rtype == TC_WIRE_RUN && b.resps[0].pset == 1);
@@ -541,7 +548,7 @@ TC_CASE(process_sets)
     for (q = 0; q < 4; q++) {
         tc_wire_request_t a = set_op(TC_KIND_PROCESS_SET_ADD, "tcoll/pset/0.2",
                                      q == 3 ? other : even, 2, 0);
-        CHECK_OK(tc__coord_add(c, q, &a, err, sizeof(err)));
+        CHECK_OK(coord_add(c, q, &a, err, sizeof(err)));
     }
     CHECK_OK(tc__coord_take_ready(c, &b));
     CHECK(b.count == 1 && b.resps[0].rtype == TC_WIRE_ERROR);
@@ -552,10 +559,10 @@ TC_CASE(process_sets)
     /* removing set 2: its waiting "x" fails first; later submissions fail */
     for (q = 0; q < 4; q++) {
         tc_wire_request_t rm = set_op(TC_KIND_PROCESS_SET_REMOVE, "tcoll/pset/0.3", NULL, 0, 2);
-        CHECK_OK(tc__coord_add(c, q, &rm, err, sizeof(err)));
+        CHECK_OK(coord_add(c, q, &rm, err, sizeof(err)));
     }
     x.pset = 2;
-    CHECK_OK(tc__coord_add(c, 3, &x, err, sizeof(err)));
+    CHECK_OK(coord_add(c, 3, &x, err, sizeof(err)));
     CHECK_OK(tc__coord_take_ready(c, &b));
     CHECK_EQ(b.count, 3);
     CHECK(b.resps[0].rtype == TC_WIRE_ERROR && b.resps[0].status == TC_ERR_STATE &&
@@ -569,7 +576,7 @@ TC_CASE(process_sets)
     /* the same ranks again: a new id */
     for (q = 0; q < 4; q++) {
         tc_wire_request_t a = set_op(TC_KIND_PROCESS_SET_ADD, "tcoll/pset/0.4", odd, 2, 0);
-        CHECK_OK(tc__coord_add(c, q, &a, err, sizeof(err)));
+        CHECK_OK(coord_add(c, q, &a, err, sizeof(err)));
     }
     CHECK_OK(tc__coord_take_ready(c, &b));
     CHECK(b.count == 1 && b.resps[0].has_value && b.resps[0].value == 3);

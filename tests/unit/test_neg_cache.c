@@ -1,6 +1,6 @@
 /*
  * test_neg_cache.c - the response cache and what rides on it: the
- * negotiation state machine (engine/neg.h) on the simulated ranks of
+ * negotiation state machine (neg/neg.h) on the simulated ranks of
  * neg_sim.h.
  *
  * Cases: eager allreduces (exact results with equal bits everywhere;

@@ -1,6 +1,6 @@
 /*
  * test_neg_fail.c - how the negotiation ends: the state machine
- * (engine/neg.h) on the simulated ranks of neg_sim.h.
+ * (neg/neg.h) on the simulated ranks of neg_sim.h.
  *
  * Cases: shutdown, idle and mid-workload; aborts and protocol violations;
  * lost ranks found by the probes, and no false alarm for ranks that are

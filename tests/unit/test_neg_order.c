@@ -1,6 +1,6 @@
 /*
  * test_neg_order.c - the order in which every rank runs things: the
- * negotiation state machine (engine/neg.h) on the simulated ranks of
+ * negotiation state machine (neg/neg.h) on the simulated ranks of
  * neg_sim.h.
  *
  * Cases: the tree's shape; order agreement (1-33 ranks, random submission

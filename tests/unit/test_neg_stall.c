@@ -1,6 +1,6 @@
 /*
  * test_neg_stall.c - names some ranks wait for and others never submit: the
- * stall inspector of the negotiation state machine (engine/neg.h) on the
+ * stall inspector of the negotiation state machine (neg/neg.h) on the
  * simulated ranks of neg_sim.h.
  *
  * Cases: a cached name that stalls goes back to full negotiation, and

@@ -29,13 +29,6 @@
 #include "reduce_testutil.h"
 #include "tc_test.h"
 
-/* check.h reports tc_rank(), which lives in the engine. This test may be
- * linked without it, so it carries a weak stand-in; a linked engine wins. */
-__attribute__((weak)) int tc_rank(void)
-{
-    return -1;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Independent float16 reference                                             */
 /* ------------------------------------------------------------------------ */

@@ -6,7 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "check.h"
-#include "engine/cache.h"
+#include "neg/cache.h"
 #include "tc_test.h"
 #include "wire_testutil.h"
 

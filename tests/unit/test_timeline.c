@@ -36,13 +36,6 @@
 
 #include "timeline_testutil.h"
 
-/* check.h reports tc_rank(), which lives in the engine; this test uses only
- * the util layer, so this stub answers. */
-__attribute__((weak)) int tc_rank(void)
-{
-    return -1;
-}
-
 static char dir[64];
 
 const char *tmp_path(const char *name)

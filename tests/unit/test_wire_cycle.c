@@ -13,13 +13,6 @@
 #include "util/status.h"
 #include "wire/wire.h"
 
-/* check.h names the rank through tc_rank(); a program linked without the
- * engine gets this one. */
-__attribute__((weak)) int tc_rank(void)
-{
-    return -1;
-}
-
 /* A CYCLE with every part of the cycle record, at each round 0..the maximum:
  * what comes back is what went in. */
 TC_CASE(cycle_roundtrip)

@@ -9,7 +9,7 @@
  * are sent and merged is neg_exch.c's. Never calls MPI or reads the clock.
  */
 #define _GNU_SOURCE
-#include "engine/neg_internal.h"
+#include "neg/neg_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -19,9 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/coord_internal.h"
+#include "neg/coord_internal.h"
 #include "kind/kind.h"
-#include "engine/neg.h"
+#include "neg/neg.h"
+#include "util/ranks.h"
 
 static void set_free(coord_set_t *s)
 {
@@ -246,7 +247,7 @@ char *tc__coord_joined_text(const tc_coord_t *c, const entry_t *e)
     for (q = 0; q < c->size; q++) {
         lack[q] = s->member[q] && !e->have[q];
     }
-    n = tc__neg_format_ranks(lack, c->size, 1, ranks, sizeof(ranks));
+    n = tc__format_ranks(lack, c->size, 1, ranks, sizeof(ranks));
     free(lack);
     if (e->pset != 0) {
         snprintf(where, sizeof(where), " process set %u", e->pset);

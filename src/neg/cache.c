@@ -7,7 +7,7 @@
  * checking it: ids come off the wire.
  */
 #define _GNU_SOURCE
-#include "engine/cache.h"
+#include "neg/cache.h"
 
 #include <stdlib.h>
 #include <string.h>

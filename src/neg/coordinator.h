@@ -9,8 +9,8 @@
  * response or, when the submissions disagree, an ERROR response whose text
  * names the tensor, the field, and the ranks with their values.
  */
-#ifndef TC_ENGINE_COORDINATOR_H
-#define TC_ENGINE_COORDINATOR_H
+#ifndef TC_NEG_COORDINATOR_H
+#define TC_NEG_COORDINATOR_H
 
 #include <stddef.h>
 
@@ -31,14 +31,11 @@ typedef struct {
 tc_status_t tc__coord_create(int size, tc_coord_t **coord_p);
 void tc__coord_destroy(tc_coord_t *c);
 
-/* Records that rank submitted req. TC_OK, TC_ERR_NOMEM, or TC_ERR_ARG (with a
- * reason in err) for a protocol violation: rank out of range, or the same
- * rank submitting a name it already has pending. The table is unchanged on
- * error. */
-tc_status_t tc__coord_add(tc_coord_t *c, int rank, const tc_wire_request_t *req, char *err,
-                          size_t errlen);
-/* The same, with the time (tc__now_ns's clock or a caller's own) at which a
- * name's first submission starts its stall clock. */
+/* Records that rank submitted req; now is the time (the caller's clock) at
+ * which a name's first submission starts its stall clock. TC_OK,
+ * TC_ERR_NOMEM, or TC_ERR_ARG (with a reason in err) for a protocol
+ * violation: rank out of range, or the same rank submitting a name it
+ * already has pending. The table is unchanged on error. */
 tc_status_t tc__coord_add_at(tc_coord_t *c, int rank, const tc_wire_request_t *req, uint64_t now,
                              char *err, size_t errlen);
 
@@ -70,7 +67,7 @@ typedef struct {
     uint32_t name_len;
     uint32_t pset;     /* its process set */
     uint8_t kind;      /* as the lowest rank that submitted it gave it */
-    uint64_t since_ns; /* when the first submission arrived (tc__now_ns) */
+    uint64_t since_ns; /* when the first submission arrived (the caller's clock) */
     const uint8_t *have;   /* [size]: 1 for each rank that submitted it */
     const uint8_t *member; /* [size]: 1 for each rank of its process set */
 } tc_coord_pending_t;

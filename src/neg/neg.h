@@ -17,8 +17,8 @@
  * and come back in run items. The input bytes of an eager allreduce (the
  * data passed to tc__neg_submit) are read while the submission is pending.
  */
-#ifndef TC_ENGINE_NEG_H
-#define TC_ENGINE_NEG_H
+#ifndef TC_NEG_NEG_H
+#define TC_NEG_NEG_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -135,10 +135,6 @@ int tc__neg_missing_byes(const tc_neg_t *n, uint8_t *flags);
 
 /* Whether this rank waits for anything (a submission, a goodbye). */
 int tc__neg_busy(const tc_neg_t *n);
-/* Writes the ranks q with (flags[q] != 0) == want as "0-3,5" into buf;
- * returns how many there are. */
-int tc__neg_format_ranks(const uint8_t *flags, int size, int want, char *buf, size_t len);
-
 /* The name filed under a cache id (NULL if none), for the timeline. */
 const char *tc__neg_cached_name(const tc_neg_t *n, uint32_t id, uint32_t *len_p);
 

@@ -3,12 +3,12 @@
  * readiness, groups, joins) and its agreement checks (coord_agree.c) share.
  * Nothing outside those two files includes it.
  */
-#ifndef TC_ENGINE_COORD_INTERNAL_H
-#define TC_ENGINE_COORD_INTERNAL_H
+#ifndef TC_NEG_COORD_INTERNAL_H
+#define TC_NEG_COORD_INTERNAL_H
 
 #include <stdint.h>
 
-#include "engine/coordinator.h"
+#include "neg/coordinator.h"
 #include "util/hmap.h"
 #include "util/status.h"
 

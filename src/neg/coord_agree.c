@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/coord_internal.h"
+#include "neg/coord_internal.h"
 #include "kind/kind.h"
 
 /* The fields a disagreement is reported on: the kind, then the fields of

@@ -4,7 +4,7 @@
  * tc__neg_clear) and the questions the engine asks it. Never calls MPI.
  */
 #define _GNU_SOURCE
-#include "engine/neg_internal.h"
+#include "neg/neg_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

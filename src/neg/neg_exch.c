@@ -8,7 +8,7 @@
  * are merged is neg_part.c's. Never calls MPI or reads the clock.
  */
 #define _GNU_SOURCE
-#include "engine/neg_internal.h"
+#include "neg/neg_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

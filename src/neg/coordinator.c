@@ -11,13 +11,12 @@
  * trust a rank index, name or kind it was handed without checking it.
  */
 #define _GNU_SOURCE
-#include "engine/coordinator.h"
-#include "engine/coord_internal.h"
+#include "neg/coordinator.h"
+#include "neg/coord_internal.h"
 
 #include "kind/kind.h"
-#include "engine/neg.h"
+#include "neg/neg.h"
 
-#include "util/backoff.h"
 #include "util/hmap.h"
 #include "util/status.h"
 
@@ -376,12 +375,6 @@ static entry_t *entry_new(int size, const tc_wire_request_t *req, uint64_t now)
     e->pset = req->pset;
     e->since_ns = now;
     return e;
-}
-
-tc_status_t tc__coord_add(tc_coord_t *c, int rank, const tc_wire_request_t *req, char *err,
-                          size_t errlen)
-{
-    return tc__coord_add_at(c, rank, req, tc__now_ns(), err, errlen);
 }
 
 /* Keeps copies of what of req lives in the message (its group key, its rank

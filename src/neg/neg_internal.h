@@ -5,14 +5,14 @@
  * the exchange rounds of a cycle; neg_part.c: the parts exchanged, rank 0's
  * decisions among them, and their merge; neg_watch.c: rank 0's stall
  * inspector and the liveness probes).
- * Nothing outside src/engine/neg*.c includes it.
+ * Nothing outside src/neg/neg*.c includes it.
  */
-#ifndef TC_ENGINE_NEG_INTERNAL_H
-#define TC_ENGINE_NEG_INTERNAL_H
+#ifndef TC_NEG_NEG_INTERNAL_H
+#define TC_NEG_NEG_INTERNAL_H
 
-#include "engine/cache.h"
-#include "engine/coordinator.h"
-#include "engine/neg.h"
+#include "neg/cache.h"
+#include "neg/coordinator.h"
+#include "neg/neg.h"
 #include "util/hmap.h"
 
 #define NEG_MAX_CHILDREN 32

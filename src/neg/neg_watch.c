@@ -5,41 +5,17 @@
  * as its callers pass it; never calls MPI.
  */
 #define _GNU_SOURCE
-#include "engine/neg_internal.h"
+#include "neg/neg_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/log.h"
+#include "util/ranks.h"
 
 #define STALL_LISTED 20       /* tensors named in one warning */
 #define STALL_CHECK_NS 250000000ull /* how often rank 0 looks */
-
-int tc__neg_format_ranks(const uint8_t *flags, int size, int want, char *buf, size_t len)
-{
-    size_t pos = 0;
-    int q = 0, count = 0;
-
-    buf[0] = '\0';
-    while (q < size) {
-        int r;
-        if ((flags[q] != 0) != want) {
-            q++;
-            continue;
-        }
-        for (r = q; r + 1 < size && (flags[r + 1] != 0) == want; r++) {
-        }
-        if (pos < len) {
-            int w = snprintf(buf + pos, len - pos, r == q ? "%s%d" : "%s%d-%d",
-                             count > 0 ? "," : "", q, r);
-            pos += w > 0 ? (size_t)w : 0;
-        }
-        count += r - q + 1;
-        q = r + 1;
-    }
-    return count;
-}
 
 /* ---- stalls (rank 0) ------------------------------------------------------ */
 
@@ -136,7 +112,7 @@ static int format_missing(const tc_coord_pending_t *p, int size, char *buf, size
     for (q = 0; q < size; q++) {
         lack[q] = (p->member == NULL || p->member[q]) && !p->have[q];
     }
-    n = tc__neg_format_ranks(lack, size, 1, buf, len);
+    n = tc__format_ranks(lack, size, 1, buf, len);
     free(lack);
     return n;
 }
@@ -153,7 +129,7 @@ static void visit_stalled(const tc_coord_pending_t *p, void *arg)
     if (!(abort_ns > 0 && age >= abort_ns) && !(w->warn_now && age >= warn_ns)) {
         return; /* young: most of a flood of names in flight; nothing to format */
     }
-    nhave = tc__neg_format_ranks(p->have, n->p.size, 1, have, sizeof(have));
+    nhave = tc__format_ranks(p->have, n->p.size, 1, have, sizeof(have));
     nmiss = format_missing(p, n->p.size, missing, sizeof(missing));
     if (p->pset != 0) {
         snprintf(where, sizeof(where), " in process set %u", p->pset);
@@ -278,7 +254,7 @@ void neg_probe_step(tc_neg_t *n, uint64_t now)
     }
     if (nlost > 0) {
         char ranks[256];
-        tc__neg_format_ranks(lost, n->p.size, 1, ranks, sizeof(ranks));
+        tc__format_ranks(lost, n->p.size, 1, ranks, sizeof(ranks));
         neg_fail(n, TC_ERR_TRANSPORT,
                  "lost rank%s %s: no answer to a liveness probe within %.1f s, after %.1f s "
                  "without progress (the process died, or its engine thread is stuck; "

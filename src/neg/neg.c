@@ -7,7 +7,7 @@
  * read the clock, or touch what a submission's handle points to.
  */
 #define _GNU_SOURCE
-#include "engine/neg_internal.h"
+#include "neg/neg_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>

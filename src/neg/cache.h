@@ -12,8 +12,8 @@
  *
  * Pure bookkeeping: no MPI, no threads (the engine thread owns it).
  */
-#ifndef TC_ENGINE_CACHE_H
-#define TC_ENGINE_CACHE_H
+#ifndef TC_NEG_CACHE_H
+#define TC_NEG_CACHE_H
 
 #include <stdint.h>
 
