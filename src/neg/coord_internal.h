@@ -1,7 +1,9 @@
 /*
- * coord_internal.h - what rank 0's message table (coordinator.c: entries,
- * readiness, groups, joins) and its agreement checks (coord_agree.c) share.
- * Nothing outside those two files includes it.
+ * coord_internal.h - what rank 0's message table shares among its files,
+ * which call downward only: coordinator.c (the table: entries, taking the
+ * ready ones, expiry), coord_sets.c (process sets and joins), coord_ready.c
+ * (the ready list and groups), coord_agree.c (the agreement checks).
+ * Nothing outside them includes it.
  */
 #ifndef TC_NEG_COORD_INTERNAL_H
 #define TC_NEG_COORD_INTERNAL_H
@@ -76,11 +78,13 @@ struct tc_coord {
  * MAX_LISTED_RANKS disagreeing ranks with theirs. */
 char *tc__coord_check_agreement(const tc_coord_t *c, const entry_t *e);
 
-/* coordinator.c: moves a waiting entry to the end of the ready list (a
+/* coord_ready.c: moves a waiting entry to the end of the ready list (a
  * group's member waits for the rest of its group first). */
 void tc__coord_make_ready(tc_coord_t *c, entry_t *e);
 /* Whether e is waiting in the table (not ready, not in a group). */
 int tc__coord_waiting(const tc_coord_t *c, const entry_t *e);
+void tc__coord_entry_free(entry_t *e); /* NULL: nothing */
+void tc__coord_groups_free(tc_coord_t *c);
 
 /* coord_sets.c: process sets and joins. */
 int tc__coord_sets_init(tc_coord_t *c);
@@ -99,7 +103,7 @@ void tc__coord_unjoin(tc_coord_t *c, const entry_t *e);
 void tc__coord_complete_entry(tc_coord_t *c, entry_t *e, int rank);
 /* Forgets set id (its removal's RUN is being taken). */
 void tc__coord_set_drop(tc_coord_t *c, uint32_t id);
-/* coordinator.c: fails the members of set pset's groups that wait for the
+/* coord_ready.c: fails the members of set pset's groups that wait for the
  * rest of their group. */
 void tc__coord_fail_set_groups(tc_coord_t *c, uint32_t pset, tc_status_t st, const char *text);
 /* Why e, which some joined members did not submit, cannot run (malloc'd,

@@ -3,74 +3,15 @@
  * starts, the extra ranks of a size that is not a power of two (their
  * snapshots to their hosts, the result back), each round's part sent to the
  * partner and the partner's merged in a fixed order, and the end of the
- * cycle (docs/negotiation.md, "The exchange"); also the id lookups and rank
- * 0's stall clocks the other neg files use. What a part holds and how two
- * are merged is neg_part.c's. Never calls MPI or reads the clock.
+ * cycle handed to neg_cycle.c (docs/negotiation.md, "The exchange"). What a
+ * part holds and how two are merged is neg_part.c's. Never calls MPI or
+ * reads the clock.
  */
 #define _GNU_SOURCE
 #include "neg/neg_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
-
-int neg_has_id(const uint32_t *ids, uint32_t count, uint32_t id)
-{
-    return count > 0 && bsearch(&id, ids, count, sizeof(id), cmp_u32) != NULL;
-}
-
-const tc_wire_eager_t *neg_find_eager(const tc_wire_eager_t *e, uint32_t count, uint32_t id)
-{
-    uint32_t lo = 0, hi = count;
-
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (e[mid].id == id) {
-            return &e[mid];
-        }
-        if (e[mid].id < id) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    return NULL;
-}
-
-/* ---- rank 0's stall clocks ------------------------------------------------- */
-
-idst_t *neg_idst(tc_neg_t *n, uint32_t id)
-{
-    if (id >= n->nids) {
-        uint32_t cap = n->nids < 64 ? 64 : n->nids;
-        idst_t *v;
-        while (cap <= id) {
-            cap *= 2;
-        }
-        v = realloc(n->ids, (size_t)cap * sizeof(*v));
-        if (v == NULL) {
-            neg_fail(n, TC_ERR_NOMEM, "out of memory tracking cached tensors");
-            return NULL;
-        }
-        memset(v + n->nids, 0, (size_t)(cap - n->nids) * sizeof(*v));
-        n->ids = v;
-        n->nids = cap;
-    }
-    return &n->ids[id];
-}
-
-/* The id ran or was dropped: its stall clock stops. */
-void neg_id_reset(tc_neg_t *n, uint32_t id)
-{
-    if (id < n->nids) {
-        n->ids[id].since_ns = 0;
-    }
-}
 
 static void msg_clear(tc_wire_msg_t *m)
 {

@@ -1,11 +1,8 @@
 /*
- * neg_internal.h - what the negotiation state machine's files share (neg.c:
- * submissions, messages in, the end of a cycle that every rank processes
- * alike; neg_io.c: messages out, items, what the engine asks; neg_exch.c:
- * the exchange rounds of a cycle; neg_part.c: the parts exchanged, rank 0's
- * decisions among them, and their merge; neg_watch.c: rank 0's stall
- * inspector and the liveness probes).
- * Nothing outside src/neg/neg*.c includes it.
+ * neg_internal.h - what the negotiation state machine's files share: its
+ * state (struct tc_neg) and the functions they call across, by file, in the
+ * order they may call each other (below). Nothing outside src/neg/neg*.c
+ * includes it.
  */
 #ifndef TC_NEG_NEG_INTERNAL_H
 #define TC_NEG_NEG_INTERNAL_H
@@ -140,36 +137,39 @@ struct tc_neg {
     size_t nkeep, capkeep;
 };
 
-/* neg.c (and neg_io.c: outputs) */
+/* The files call downward only, in this order (top first):
+ *   neg.c        the API: life, submissions, messages in, the step
+ *   neg_watch.c  rank 0's stall inspector, the liveness probes
+ *   neg_exch.c   the exchange rounds of a cycle, the extra ranks
+ *   neg_cycle.c  the end of a cycle, processed alike on every rank
+ *   neg_part.c   the parts exchanged, rank 0's decisions among them, merges
+ *   neg_ids.c    id lists and lookups, eager eligibility, rank 0's stall clocks
+ *   neg_io.c     failing, a submission's record, outputs, the engine's questions
+ * (then the message table, coordinator.c, and the response cache, cache.c). */
+
+/* neg_io.c */
 void neg_fail(tc_neg_t *n, tc_status_t st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+void neg_sub_free(sub_t *s); /* NULL: nothing */
 tc_neg_send_t *neg_send(tc_neg_t *n, const tc_wire_msg_t *msg, int tag);
 void neg_send_to(tc_neg_t *n, const tc_wire_msg_t *msg, int tag, int dst);
 void *neg_keep(tc_neg_t *n, const void *src, size_t len);
 tc_neg_item_t *neg_add_item(tc_neg_t *n, tc_neg_action_t action, void *req);
-int neg_is_eager(const tc_neg_t *n, const tc_wire_request_t *w, size_t *bytes_p);
-/* Whether w's eager record gathers every rank's input (TCOLL_DETERMINISTIC
- * and an order-sensitive op) instead of a partial result: a slot per rank,
- * combined at the end in the documented order by neg_eager_fold (len: one
- * slot's bytes) into out. 0, or -1 after a failure (out of memory). */
-int neg_eager_gathers(const tc_neg_t *n, const tc_wire_request_t *w);
-int neg_eager_fold(tc_neg_t *n, const tc_wire_request_t *w, const void *record, void *out,
-                   size_t len);
-void neg_run_cycle(tc_neg_t *n, const tc_wire_msg_t *g, uint64_t now);
+int neg_has_work(const tc_neg_t *n);
 
-/* neg_exch.c */
-idst_t *neg_idst(tc_neg_t *n, uint32_t id); /* NULL: out of memory (fails n) */
-void neg_id_reset(tc_neg_t *n, uint32_t id);
-void neg_exch_init(tc_neg_t *n);
-void neg_exch_free(tc_neg_t *n);
-/* May take msg's storage (leaving it empty), as tc__neg_receive says. */
-void neg_receive_cycle(tc_neg_t *n, int src, tc_wire_msg_t *msg, uint64_t now);
-int neg_exch_step(tc_neg_t *n, uint64_t now);
-int cmp_u32(const void *a, const void *b);
+/* neg_ids.c */
+int neg_cmp_u32(const void *a, const void *b);
 /* Whether id is in the ascending list ids[0..count); the eager entry of id
  * in the list e[0..count) ascending by id, or NULL. */
 int neg_has_id(const uint32_t *ids, uint32_t count, uint32_t id);
 const tc_wire_eager_t *neg_find_eager(const tc_wire_eager_t *e, uint32_t count, uint32_t id);
+idst_t *neg_idst(tc_neg_t *n, uint32_t id); /* NULL: out of memory (fails n) */
+void neg_id_reset(tc_neg_t *n, uint32_t id);
+int neg_is_eager(const tc_neg_t *n, const tc_wire_request_t *w, size_t *bytes_p);
+/* Whether w's eager record gathers every rank's input (TCOLL_DETERMINISTIC
+ * and an order-sensitive op) instead of a partial result: a slot per rank,
+ * combined at the end in the documented order by neg_eager_fold. */
+int neg_eager_gathers(const tc_neg_t *n, const tc_wire_request_t *w);
 
 /* neg_part.c */
 void neg_part_clear(part_t *pt); /* for the next cycle: arrays keep their room */
@@ -188,6 +188,10 @@ int neg_check_part(tc_neg_t *n, int src, const tc_wire_msg_t *m);
  * n->part; when m carries rank 0's part, the merged part takes m's storage
  * (m is left empty). -1 after a failure. */
 int neg_merge(tc_neg_t *n, tc_wire_msg_t *m, int src);
+/* A gathered eager record (one slot of len bytes per rank) combined in the
+ * documented order into out. 0, or -1 after a failure (out of memory). */
+int neg_eager_fold(tc_neg_t *n, const tc_wire_request_t *w, const void *record, void *out,
+                   size_t len);
 
 /* Whether a message carries rank 0's part. */
 static inline int neg_has_r0(const tc_wire_msg_t *m)
@@ -195,11 +199,20 @@ static inline int neg_has_r0(const tc_wire_msg_t *m)
     return m->type == TC_WIRE_CYCLE && (m->count > 0 || (m->flags & TC_WIRE_F_TERMINATE));
 }
 
+/* neg_cycle.c: the end of the cycle whose job-wide part is g. */
+void neg_run_cycle(tc_neg_t *n, const tc_wire_msg_t *g, uint64_t now);
+
+/* neg_exch.c */
+void neg_exch_init(tc_neg_t *n);
+void neg_exch_free(tc_neg_t *n);
+/* May take msg's storage (leaving it empty), as tc__neg_receive says. */
+void neg_receive_cycle(tc_neg_t *n, int src, tc_wire_msg_t *msg, uint64_t now);
+int neg_exch_step(tc_neg_t *n, uint64_t now);
+
 /* neg_watch.c */
 void neg_stall_check(tc_neg_t *n, uint64_t now);
 void neg_receive_ping(tc_neg_t *n, int src, const tc_wire_msg_t *msg);
 void neg_receive_pong(tc_neg_t *n, int src);
 void neg_probe_step(tc_neg_t *n, uint64_t now);
-int neg_has_work(const tc_neg_t *n);
 
 #endif

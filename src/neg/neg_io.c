@@ -1,15 +1,52 @@
 /*
- * neg_io.c - the negotiation state machine's outputs (encoded messages to
- * send, the items to run and the storage they point into, all kept until
- * tc__neg_clear) and the questions the engine asks it. Never calls MPI.
+ * neg_io.c - the bottom of the negotiation state machine: failing (the
+ * first cause wins), a submission's record, the outputs (encoded messages
+ * to send, the items to run and the storage they point into, all kept until
+ * tc__neg_clear) and the questions the engine asks it. Calls no other neg
+ * file (cache.c and coordinator.c only for what it reports). Never calls
+ * MPI.
  */
 #define _GNU_SOURCE
 #include "neg/neg_internal.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/status.h"
+
+/* ---- failing, and a submission's record ----------------------------------- */
+
+/* Stops this rank for a reason decided here. The first cause wins. */
+void neg_fail(tc_neg_t *n, tc_status_t st, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (n->state == TC_NEG_FAILED) {
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(n->text, sizeof(n->text), fmt, ap);
+    va_end(ap);
+    n->state = TC_NEG_FAILED;
+    n->status = st;
+    n->failed_here = 1;
+}
+
+void tc__neg_fail(tc_neg_t *n, tc_status_t st, const char *text)
+{
+    neg_fail(n, st, "%s", text);
+}
+
+void neg_sub_free(sub_t *s)
+{
+    if (s != NULL) {
+        free(s->name);
+        free(s->ranks);
+        free(s);
+    }
+}
 
 /* ---- outputs ------------------------------------------------------------- */
 
@@ -131,6 +168,16 @@ void tc__neg_clear(tc_neg_t *n)
 }
 
 /* ---- what the engine asks ------------------------------------------------- */
+
+/* Whether this rank has anything pending: submissions, a cycle, or (rank 0)
+ * names in its message table. */
+int neg_has_work(const tc_neg_t *n)
+{
+    return n->ncached > 0 || n->full.count > 0 || n->fresh != NULL || n->in_cycle ||
+           (n->coord != NULL &&
+            (tc__coord_pending(n->coord) > 0 || tc__coord_nready(n->coord) > 0));
+}
+
 
 tc_neg_state_t tc__neg_state(const tc_neg_t *n)
 {

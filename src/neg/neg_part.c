@@ -117,7 +117,7 @@ static uint32_t sort_unique(uint32_t *v, uint32_t count)
 {
     uint32_t i, k = 0;
 
-    qsort(v, count, sizeof(*v), cmp_u32);
+    qsort(v, count, sizeof(*v), neg_cmp_u32);
     for (i = 0; i < count; i++) {
         if (k == 0 || v[k - 1] != v[i]) {
             v[k++] = v[i];

@@ -203,13 +203,6 @@ void neg_stall_check(tc_neg_t *n, uint64_t now)
 
 /* ---- lost ranks ------------------------------------------------------------ */
 
-int neg_has_work(const tc_neg_t *n)
-{
-    return n->ncached > 0 || n->full.count > 0 || n->fresh != NULL || n->in_cycle ||
-           (n->coord != NULL &&
-            (tc__coord_pending(n->coord) > 0 || tc__coord_nready(n->coord) > 0));
-}
-
 void neg_receive_ping(tc_neg_t *n, int src, const tc_wire_msg_t *msg)
 {
     tc_wire_msg_t pong = {.type = TC_WIRE_REQUESTS};

@@ -42,7 +42,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,18 +166,6 @@ static void *writer_main(void *arg)
 /* ------------------------------------------------------------------------ */
 /* Start and stop                                                            */
 /* ------------------------------------------------------------------------ */
-
-void tc__tl_put_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err == NULL) {
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* path with each "%r" replaced by rank; -1 if the result does not fit. */
 static int expand_path(const char *path, int rank, char *out, size_t outlen)

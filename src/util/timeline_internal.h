@@ -133,7 +133,7 @@ void tc__tl_write_job_footer(tl_out_t *o, int64_t origin_unix_ns, const tl_merge
 void tc__tl_encode_row(tl_out_t *o, int tid, const char *name, size_t len);
 void tc__tl_encode_event(tl_out_t *o, uint64_t t0_ns, const tl_rec_t *r);
 
-/* timeline.c: vsnprintf into err when err is not NULL. */
+/* timeline_json.c: vsnprintf into err when err is not NULL. */
 void tc__tl_put_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -12,8 +12,8 @@
  * calls per byte or per number stay static here (one file, so the compiler
  * inlines them); the other files call the tc__tl_write_* pieces.
  *
- * Only the writer thread of timeline.c and a merge (timeline_part.c) call
- * this, each on its own tl_out_t. Must never take a lock, touch the record
+ * Also the error text both of them report (tc__tl_put_err). Only the
+ * writer thread of timeline.c and a merge (timeline_part.c) call this, each on its own tl_out_t. Must never take a lock, touch the record
  * buffers, or write anywhere but o's buffer and o->f.
  */
 #define _GNU_SOURCE
@@ -37,6 +37,20 @@ static const char *const fixed_track_names[] = {
     [TC_TL_TRACK_OTHER] = "other tensors",
 };
 #define NFIXED ((int)(sizeof(fixed_track_names) / sizeof(fixed_track_names[0])))
+
+/* The error text of a failed timeline call, formatted into err (NULL: none
+ * wanted). Here, below both of the files that report errors. */
+void tc__tl_put_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err == NULL) {
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
 
 void tc__tl_out_flush(tl_out_t *o)
 {
