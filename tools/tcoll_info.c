@@ -23,7 +23,7 @@
  * Exit status: 0; 1 when an --expect-source does not hold; 2 bad options.
  */
 #define _GNU_SOURCE
-#include "engine/algo.h"
+#include "exec/algo.h"
 #include "tcoll.h"
 #include "transport/shm_setup.h"
 #include "util/config.h"
@@ -611,7 +611,7 @@ static void shm_try(MPI_Comm local, rank_rec_t *rec)
     tc__shm_seg_close(&seg);
 }
 
-/* The records the engine's selector (engine/algo.h) picks for the global
+/* The records the engine's selector (exec/algo.h) picks for the global
  * set's float32 sums, over every size, from what tc_init would set up: the
  * node's segment (every rank on one node, with it), the hierarchical
  * allreduce (several nodes, each with its segment where it has 2+ ranks),

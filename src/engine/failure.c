@@ -25,30 +25,6 @@
 #include "engine/engine_internal.h"
 #include "util/log.h"
 
-/* Stops this rank after a failure decided here (RUNNING -> FAILED): every
- * pending request fails with st and the message, and every other rank is
- * sent an abort saying so (tc__fail_send_abort, tried even when MPI itself
- * reported the error), so that nobody waits for this rank. The first cause
- * wins: a failure while the engine already stops only cuts a shutdown
- * short (TERMINATING -> BROKEN). */
-void tc__engine_fail(engine_t *e, tc_status_t st, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (!eng_running()) {
-        if (eng_life() == ENG_LIFE_TERMINATING) {
-            tc__life_enter(e, ENG_LIFE_BROKEN);
-        }
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(e->life.msg, sizeof(e->life.msg), fmt, ap);
-    va_end(ap);
-    e->life.status = st;
-    TC_ERROR("engine", "%s", e->life.msg);
-    tc__life_enter(e, ENG_LIFE_FAILED);
-}
-
 /* Looks for another rank's abort. Returns 1 when one arrived (RUNNING ->
  * ABORTED, with that rank's reason; during the shutdown TERMINATING ->
  * BROKEN) or this rank has already failed. */
@@ -93,9 +69,10 @@ void tc__fail_answer_pings(engine_t *e)
     }
 }
 
-/* The data transport calls this while it waits: an abort from another rank
- * ends the wait with that rank's reason. */
-static int transport_interrupt(void *arg, char *why, size_t len)
+/* The executor calls this while it waits (a transfer, the fast path): an
+ * abort from another rank ends the wait with that rank's reason; probes are
+ * answered meanwhile. */
+static int exec_interrupt(void *arg, char *why, size_t len)
 {
     engine_t *e = arg;
 
@@ -117,7 +94,7 @@ static int probe_peer(engine_t *e, int peer)
 {
     tc_wire_msg_t ping = {0}, msg;
     tc_backoff_t bo;
-    uint64_t deadline = tc__now_ns() + tc__probe_grace_ns(e->cfg);
+    uint64_t deadline = tc__now_ns() + eng_probe_grace_ns(e->cfg);
     int src;
 
     ping.type = TC_WIRE_REQUESTS;
@@ -138,10 +115,11 @@ static int probe_peer(engine_t *e, int peer)
     return 0;
 }
 
-static int transport_peer_alive(void *arg, int peer, char *why, size_t len)
+/* peer: a global rank (the executor maps a set's ranks). */
+static int exec_peer_alive(void *arg, int peer, char *why, size_t len)
 {
     engine_t *e = arg;
-    int alive = probe_peer(e, peer);
+    int alive = peer >= 0 && peer < e->size ? probe_peer(e, peer) : 0;
 
     if (alive < 0) {
         snprintf(why, len, "%s", e->life.msg);
@@ -149,50 +127,12 @@ static int transport_peer_alive(void *arg, int peer, char *why, size_t len)
     return alive;
 }
 
-/* The data transport's hooks: aborts end a wait, a silent peer is probed
- * before it is declared lost. */
-void tc__fail_hook_transport(engine_t *e)
+void tc__fail_hooks(engine_t *e, tc_exec_hooks_t *hooks)
 {
-    e->mpi.tp.wait.timeout_ns = (uint64_t)e->cfg->peer_timeout_s * 1000000000ull;
-    e->mpi.tp.wait.interrupt = transport_interrupt;
-    e->mpi.tp.wait.peer_alive = transport_peer_alive;
-    e->mpi.tp.wait.arg = e;
-}
-
-/* A process set's transport numbers its peers within the set: the probe
- * asks the global rank. */
-static int set_transport_peer_alive(void *arg, int peer, char *why, size_t len)
-{
-    eng_pset_t *ps = arg;
-    int alive = peer >= 0 && peer < ps->n ? probe_peer(ps->e, ps->ranks[peer]) : 0;
-
-    if (alive < 0) {
-        snprintf(why, len, "%s", ps->e->life.msg);
-    }
-    return alive;
-}
-
-static int set_transport_rank_of(void *arg, int peer)
-{
-    eng_pset_t *ps = arg;
-
-    return peer >= 0 && peer < ps->n ? ps->ranks[peer] : peer;
-}
-
-static int set_transport_interrupt(void *arg, char *why, size_t len)
-{
-    eng_pset_t *ps = arg;
-
-    return transport_interrupt(ps->e, why, len);
-}
-
-void tc__fail_hook_set_transport(engine_t *e, eng_pset_t *ps)
-{
-    ps->tp.wait.timeout_ns = (uint64_t)e->cfg->peer_timeout_s * 1000000000ull;
-    ps->tp.wait.interrupt = set_transport_interrupt;
-    ps->tp.wait.peer_alive = set_transport_peer_alive;
-    ps->tp.wait.rank_of = set_transport_rank_of;
-    ps->tp.wait.arg = ps;
+    hooks->arg = e;
+    hooks->interrupt = exec_interrupt;
+    hooks->peer_alive = exec_peer_alive;
+    hooks->timeout_ns = (uint64_t)e->cfg->peer_timeout_s * 1000000000ull;
 }
 
 /* Tells every other rank why this rank stopped, so that none of them waits

@@ -23,89 +23,18 @@
 #include <sys/prctl.h>
 
 #include "engine/agree.h"
+#include "exec/algo.h"
 #include "engine/engine_internal.h"
 #include "engine/timeline_job.h"
 #include "util/backoff.h"
 #include "util/log.h"
+#include "util/ranks.h"
 #include "util/status.h"
 #include "util/timeline.h"
 
-eng_shared_t tc__engine_shared = {
-    .mu = PTHREAD_MUTEX_INITIALIZER,
-    .wake = PTHREAD_COND_INITIALIZER,
-    .started = PTHREAD_COND_INITIALIZER,
-    .life = ENG_LIFE_NONE,
-    .rank = -1,
-    .size = -1,
-    .local_rank = -1,
-    .local_size = -1,
-    .node_first = -1,
-    .chan_comm = MPI_COMM_NULL,
-};
 
 /* ------------------------------------------------------------------------ */
-/* The lifecycle (see the diagram in engine_internal.h)                      */
-/* ------------------------------------------------------------------------ */
-
-static const char *const life_names[] = {
-#define LIFE_NAME(name, text) [ENG_LIFE_##name] = text,
-    ENG_LIFE_MAP(LIFE_NAME)
-#undef LIFE_NAME
-};
-
-#define TO(name) (1u << ENG_LIFE_##name)
-
-/* The diagram's transitions: the states each state may move to. */
-static const unsigned life_moves[ENG_LIFE_COUNT] = {
-    [ENG_LIFE_NONE] = TO(STARTING),
-    [ENG_LIFE_STARTING] = TO(RUNNING) | TO(START_FAILED) | TO(NONE),
-    [ENG_LIFE_START_FAILED] = 0,
-    [ENG_LIFE_RUNNING] = TO(TERMINATING) | TO(FAILED) | TO(ABORTED),
-    [ENG_LIFE_TERMINATING] = TO(BROKEN) | TO(STOPPED),
-    [ENG_LIFE_FAILED] = TO(STOPPED),
-    [ENG_LIFE_ABORTED] = TO(STOPPED),
-    [ENG_LIFE_BROKEN] = TO(STOPPED),
-    [ENG_LIFE_STOPPED] = 0,
-};
-
-const char *tc__life_name(eng_life_t s)
-{
-    return (unsigned)s < ENG_LIFE_COUNT ? life_names[s] : "?";
-}
-
-/* Moves the state to `to` (mu held). A move the diagram does not have is an
- * internal error: it is logged and the state stays. Returns 0 or -1. */
-static int life_set_locked(eng_life_t to)
-{
-    eng_shared_t *sh = &tc__engine_shared;
-
-    if (!(life_moves[sh->life] & (1u << to))) {
-        TC_ERROR("engine", "internal error: lifecycle %s -> %s", tc__life_name(sh->life),
-                 tc__life_name(to));
-        return -1;
-    }
-    TC_DEBUG("engine", "%s -> %s", tc__life_name(sh->life), tc__life_name(to));
-    sh->life = to;
-    return 0;
-}
-
-/* The engine thread's transitions. Leaving RUNNING, and every move after
- * it, publishes e->life.status and msg: submissions fail with them from now
- * on, and tc_shutdown reports the last. */
-void tc__life_enter(engine_t *e, eng_life_t to)
-{
-    eng_shared_t *sh = &tc__engine_shared;
-
-    pthread_mutex_lock(&sh->mu);
-    if (life_set_locked(to) == 0 && to != ENG_LIFE_RUNNING && to != ENG_LIFE_START_FAILED) {
-        sh->stop_status = e->life.status;
-        snprintf(sh->stop_msg, sizeof(sh->stop_msg), "%s", e->life.msg);
-    }
-    pthread_mutex_unlock(&sh->mu);
-}
-
-/* ------------------------------------------------------------------------ */
-/* The engine thread: start-up and teardown                                  */
+/* The engine thread: start-up, goodbye and teardown                                  */
 /* ------------------------------------------------------------------------ */
 
 static const char *thread_level_name(int level)
@@ -236,10 +165,10 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
         goto err_finalize;
     }
     /* The data transport makes its own communicator (a duplicate). */
-    if ((st = tc__transport_mpi_open(&e->mpi.tp, &e->mpi.tp_mpi, MPI_COMM_WORLD, NULL, 0, 0,
-                                     (uint32_t)e->cfg->spin, (uint32_t)e->cfg->backoff_max_us)) !=
-        TC_OK) {
-        snprintf(msg, len, "cannot create tcoll's communicators: %s", e->mpi.tp.err);
+    if ((st = tc__transport_mpi_open(&e->x.mpi.tp, &e->x.mpi.tp_mpi, MPI_COMM_WORLD, NULL, 0,
+                                     0, (uint32_t)e->cfg->spin,
+                                     (uint32_t)e->cfg->backoff_max_us)) != TC_OK) {
+        snprintf(msg, len, "cannot create tcoll's communicators: %s", e->x.mpi.tp.err);
         goto err_free_ctrl;
     }
     if ((rc = MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
@@ -265,8 +194,15 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
     MPI_Comm_size(e->mpi.ctrl, &e->size);
     MPI_Comm_rank(e->mpi.local, &lrank);
     MPI_Comm_size(e->mpi.local, &lsize);
-    tc__fail_hook_transport(e);
-    tc__node_table(e); /* before the negotiation, whose eager path uses it */
+    /* the executor: its waits call back through the engine's hooks */
+    e->x.cfg = e->cfg;
+    e->x.rank = e->rank;
+    e->x.size = e->size;
+    e->x.mpi.ctrl = e->mpi.ctrl;
+    e->x.mpi.local = e->mpi.local;
+    tc__fail_hooks(e, &e->x.hooks);
+    tc__exec_arm(&e->x, &e->x.mpi.tp, NULL);
+    tc__node_table(&e->x); /* before the negotiation, whose eager path uses it */
     if (tc__nego_init(e) != TC_OK || tc__pset_init_global(e->size, e->rank) != TC_OK) {
         snprintf(msg, len, "out of memory creating the message table");
         st = TC_ERR_NOMEM;
@@ -277,25 +213,32 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
     atomic_store_explicit(&tc__engine_shared.local_rank, lrank, memory_order_relaxed);
     atomic_store_explicit(&tc__engine_shared.local_size, lsize, memory_order_relaxed);
     atomic_store_explicit(&tc__engine_shared.node_first,
-                          e->mpi.node_of != NULL ? e->mpi.node_of[e->rank] : -1,
+                          e->x.mpi.node_of != NULL ? e->x.mpi.node_of[e->rank] : -1,
                           memory_order_relaxed);
     atomic_store_explicit(&tc__engine_shared.thread_multiple, provided >= MPI_THREAD_MULTIPLE,
                           memory_order_relaxed);
     atomic_store_explicit(&tc__log_rank, e->rank, memory_order_relaxed);
     TC_INFO("engine", "rank %d of %d (local %d of %d), MPI %s by tcoll", e->rank, e->size, lrank,
             lsize, e->mpi.own ? "initialized" : "initialized by the application");
-    tc__shm_setup(e, lrank, lsize); /* never fails: without it, MPI */
+    tc__shm_setup(&e->x, lrank, lsize); /* never fails: without it, MPI */
+    if (e->rank == 0) { /* what the selector picks for it (exec/algo.h) */
+        tc_algo_ctx_t x = {&e->x.mpi.tp, 0, NULL, &e->x, tc__shm_for(&e->x, 0),
+                           tc__hier_for(&e->x, 0), e->cfg->deterministic, e->x.mpi.node_of};
+        char what[256];
+        tc__algo_describe(&x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, what, sizeof(what));
+        TC_INFO("shm", "allreduce of the global set (float32 sum): %s", what);
+    }
     return TC_OK;
 
 err_free_tables: /* then the last communicator */
-    tc__pset_free_all(e, 1);
+    tc__pset_free_all(&e->x, 1);
     tc__nego_destroy(e);
-    tc__node_table_free(e);
+    tc__node_table_free(&e->x);
 err_free_local:
     chan_comm_free();
     MPI_Comm_free(&e->mpi.local);
 err_close_data:
-    tc__transport_close(&e->mpi.tp);
+    tc__transport_close(&e->x.mpi.tp);
 err_free_ctrl:
     MPI_Comm_free(&e->mpi.ctrl);
 err_finalize:
@@ -306,6 +249,55 @@ err_finalize:
     return st;
 }
 
+/* After TERMINATE: goodbyes with rank 0 (and an extra rank's host), so that no
+ * control message is left unmatched when the communicators are freed
+ * (docs/negotiation.md, "Shutdown"). Bounded by TCOLL_SHUTDOWN_TIMEOUT_S:
+ * past it, MPI is left as it is and the shutdown reports TC_ERR_TIMEOUT. */
+static void goodbye(engine_t *e)
+{
+    tc_backoff_t bo;
+    uint64_t deadline = tc__now_ns() + (uint64_t)e->cfg->shutdown_timeout_s * 1000000000ull;
+    uint8_t *missing;
+    char ranks[256];
+
+    tc__backoff_init(&bo, (uint32_t)e->cfg->spin, (uint32_t)e->cfg->backoff_max_us);
+    while (!eng_broken() && (tc__neg_state(e->nego.neg) == TC_NEG_DRAINING ||
+                             tc__ctrl_progress(e) > 0)) {
+        int progress = tc__nego_step(e);
+        if (tc__fail_poll_abort(e)) {
+            return;
+        }
+        if (tc__neg_state(e->nego.neg) == TC_NEG_FAILED) {
+            tc__life_enter(e, ENG_LIFE_BROKEN);
+            return;
+        }
+        if (tc__now_ns() > deadline) {
+            break;
+        }
+        if (progress) {
+            tc__backoff_reset(&bo);
+        } else {
+            tc__backoff_wait(&bo);
+        }
+    }
+    if (eng_broken() || tc__neg_state(e->nego.neg) != TC_NEG_DRAINING) {
+        return;
+    }
+    missing = calloc((size_t)e->size, 1);
+    ranks[0] = '\0';
+    if (missing != NULL && tc__neg_missing_byes(e->nego.neg, missing) > 0) {
+        tc__format_ranks(missing, e->size, 1, ranks, sizeof(ranks));
+    }
+    free(missing);
+    e->life.status = TC_ERR_TIMEOUT;
+    snprintf(e->life.msg, sizeof(e->life.msg),
+             "the shutdown handshake did not finish within %d s (TCOLL_SHUTDOWN_TIMEOUT_S)%s%s; "
+             "MPI was left as it is", e->cfg->shutdown_timeout_s,
+             ranks[0] != '\0' ? ": no goodbye from rank " : "", ranks);
+    TC_ERROR("engine", "%s", e->life.msg);
+    tc__life_enter(e, ENG_LIFE_BROKEN);
+}
+
 static void mpi_teardown(engine_t *e)
 {
     if (eng_broken()) {
@@ -314,14 +306,14 @@ static void mpi_teardown(engine_t *e)
          * one frees its communicator). */
         TC_WARN("engine", "skipping MPI teardown after a failure");
         tc__ctrl_abandon(e);
-        tc__pset_free_all(e, 0);
-        tc__shm_teardown(e);
+        tc__pset_free_all(&e->x, 0);
+        tc__shm_teardown(&e->x, 1);
         return;
     }
-    tc__shm_teardown(e);
-    tc__pset_free_all(e, 1);
+    tc__shm_teardown(&e->x, 0);
+    tc__pset_free_all(&e->x, 1);
     MPI_Comm_free(&e->mpi.ctrl);
-    tc__transport_close(&e->mpi.tp);
+    tc__transport_close(&e->x.mpi.tp);
     MPI_Comm_free(&e->mpi.local);
     if (chan_comm_free() && e->mpi.own) {
         MPI_Finalize();
@@ -331,10 +323,8 @@ static void mpi_teardown(engine_t *e)
 static void engine_free(engine_t *e)
 {
     tc__nego_destroy(e);
-    tc__node_table_free(e); /* after the negotiation, which reads it */
-    tc__scratch_free(&e->exec.scratch);
-    tc__scratch_free(&e->exec.fusion);
-    free(e->exec.deferred);
+    tc__node_table_free(&e->x); /* after the negotiation, which reads it */
+    tc__exec_free(&e->x);
     free(e->ctrl.v);
     free(e);
 }
@@ -361,7 +351,7 @@ static void *engine_main(void *arg)
     pthread_mutex_lock(&sh->mu);
     sh->init_status = st;
     snprintf(sh->init_msg, sizeof(sh->init_msg), "%s", msg);
-    life_set_locked(st == TC_OK ? ENG_LIFE_RUNNING : ENG_LIFE_START_FAILED);
+    tc__life_set_locked(st == TC_OK ? ENG_LIFE_RUNNING : ENG_LIFE_START_FAILED);
     pthread_cond_broadcast(&sh->started);
     pthread_mutex_unlock(&sh->mu);
     if (st != TC_OK) {
@@ -369,13 +359,13 @@ static void *engine_main(void *arg)
         return NULL;
     }
     tc__loop_run(e); /* until the engine leaves RUNNING */
-    e->exec.ndeferred = 0; /* deferred requests are in flight: failed with the rest */
+    e->x.run.ndeferred = 0; /* deferred requests are in flight: failed with the rest */
     tc__queue_fail_all(e->life.status, e->life.msg);
     if (eng_life() == ENG_LIFE_FAILED) {
         tc__fail_send_abort(e);
     }
     if (!eng_broken()) {
-        tc__nego_goodbye(e);
+        goodbye(e);
     }
     /* After the engine's last event, before the communicators go: rank 0
      * gathers a job-wide timeline (timeline_job.c). */
@@ -428,7 +418,7 @@ tc_status_t tc_init(void)
         return tc__set_error(TC_ERR_STATE, "tc_init: tcoll was shut down (or failed to start) and "
                                            "cannot be initialized again in this process");
     }
-    life_set_locked(ENG_LIFE_STARTING);
+    tc__life_set_locked(ENG_LIFE_STARTING);
     pthread_mutex_unlock(&sh->mu);
 
     e = engine_new();
@@ -459,7 +449,7 @@ err_free_engine:
     engine_free(e);
 err_unstart:
     pthread_mutex_lock(&sh->mu);
-    life_set_locked(ENG_LIFE_NONE);
+    tc__life_set_locked(ENG_LIFE_NONE);
     pthread_mutex_unlock(&sh->mu);
     return st;
 }

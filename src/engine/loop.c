@@ -48,11 +48,15 @@ static int engine_step(engine_t *e)
     if (eng_running()) {
         progress |= tc__nego_step(e);
     }
-    if (eng_running() && e->exec.ndeferred > 0) {
-        progress |= tc__exec_deferred(e);
+    if (eng_running() && e->x.run.ndeferred > 0) {
+        progress |= tc__exec_deferred(&e->x);
     }
     if (eng_running()) {
-        tc__fast_poll(e);
+        char msg[ENG_MSG_MAX];
+        tc_status_t st = tc__fast_poll(&e->x, msg, sizeof(msg));
+        if (st != TC_OK) {
+            tc__engine_fail(e, st, "%s", msg);
+        }
     }
     if (eng_running()) {
         periodic(e);

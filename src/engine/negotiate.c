@@ -3,7 +3,7 @@
  * state machine (neg.h) this rank's submissions, the control messages that
  * arrive and the time, posts the messages it asks for, and runs what it
  * decides, in its order. The protocol itself is in docs/negotiation.md and
- * src/engine/neg*.c; nothing protocol-specific belongs here.
+ * src/neg; nothing protocol-specific belongs here.
  *
  * Order matters in two places: the messages of a step (an extra rank's
  * result above all) are posted before its collectives run, since those wait
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/algo.h"
+#include "exec/algo.h"
 #include "engine/engine_internal.h"
 #include "kind/kind.h"
 #include "util/log.h"
@@ -26,16 +26,6 @@
 /* How long a probed engine has to answer (the negotiation's probes and the
  * transfer probe alike): an idle engine looks for messages every
  * TCOLL_IDLE_POLL_MS, so twice that, and at least 2 s. */
-uint64_t tc__probe_grace_ns(const tc_config_t *cfg)
-{
-    uint64_t grace = 2000000000ull;
-
-    if ((uint64_t)cfg->idle_poll_ms * 2000000ull > grace) {
-        grace = (uint64_t)cfg->idle_poll_ms * 2000000ull;
-    }
-    return grace;
-}
-
 tc_status_t tc__nego_init(engine_t *e)
 {
     tc_neg_params_t p = {0};
@@ -45,11 +35,11 @@ tc_status_t tc__nego_init(engine_t *e)
     p.cache_capacity = (uint32_t)e->cfg->cache_capacity;
     p.eager_bytes = (uint32_t)e->cfg->eager_bytes;
     p.deterministic = e->cfg->deterministic;
-    p.node = e->mpi.node_of;
+    p.node = e->x.mpi.node_of;
     p.stall_warn_ns = (uint64_t)e->cfg->stall_warn_s * 1000000000ull;
     p.stall_abort_ns = (uint64_t)e->cfg->stall_abort_s * 1000000000ull;
     p.peer_timeout_ns = (uint64_t)e->cfg->peer_timeout_s * 1000000000ull;
-    p.probe_grace_ns = tc__probe_grace_ns(e->cfg);
+    p.probe_grace_ns = eng_probe_grace_ns(e->cfg);
     return tc__neg_create(&p, &e->nego.neg);
 }
 
@@ -205,10 +195,29 @@ static void finish_eager(engine_t *e, const tc_neg_item_t *it)
     }
     tc__request_set_output(req, req->recv, -1);
     if (tc__tl_active()) {
-        tc__engine_tl_tensor(e, req, TC_ALGO_EAGER_NAME, e->exec.ready_ns, tc__now_ns(), 1,
-                             TC_OK);
+        tc__exec_tl_tensor(&e->x, req, TC_ALGO_EAGER_NAME, e->x.run.ready_ns, tc__now_ns(), 1,
+                           TC_OK);
     }
     tc__queue_finish(req, TC_OK, NULL);
+}
+
+/* Hands reqs[0..k) with their responses to the executor. A collective that
+ * fails stops the engine (first, so that later submissions already fail),
+ * then its requests complete with the failure. */
+static void run_list(engine_t *e, uint32_t k)
+{
+    char msg[ENG_MSG_MAX];
+    uint32_t failed;
+    tc_status_t st;
+
+    if (k == 0 || !eng_running()) {
+        return;
+    }
+    st = tc__exec_run(&e->x, e->nego.resps, e->nego.reqs, k, &failed, msg, sizeof(msg));
+    if (st != TC_OK) {
+        tc__engine_fail(e, st, "%s; tcoll stops on this rank", msg);
+        tc__exec_fail_rest(&e->x, e->nego.resps, e->nego.reqs, k, failed, st, msg);
+    }
 }
 
 /* Runs the items in order: eager results complete at once; the rest go to
@@ -241,11 +250,11 @@ static void run_items(engine_t *e)
         if (k > 0 && items[i].cycle != list_cycle) {
             /* one cycle's list at a time: how many cycles one step completes
              * differs between ranks, the fusion groups must not */
-            e->exec.cycle = list_cycle;
-            tc__exec_run(e, e->nego.resps, e->nego.reqs, k);
+            e->x.run.cycle = list_cycle;
+            run_list(e, k);
             k = 0;
         }
-        e->exec.cycle = list_cycle = items[i].cycle;
+        e->x.run.cycle = list_cycle = items[i].cycle;
         if (items[i].action == TC_NEG_DONE) {
             finish_eager(e, &items[i]);
             continue;
@@ -256,7 +265,7 @@ static void run_items(engine_t *e)
         }
         e->nego.reqs[k++] = items[i].req;
     }
-    tc__exec_run(e, e->nego.resps, e->nego.reqs, k);
+    run_list(e, k);
 }
 
 /* One negotiation step: messages in, the state machine's step, its messages
@@ -291,7 +300,7 @@ int tc__nego_step(engine_t *e)
     progress |= tc__neg_step(neg, now);
     post_sends(e);
     tc__neg_items(neg, &nitems);
-    e->exec.ready_ns = now; /* what runs now was decided by what arrived now */
+    e->x.run.ready_ns = now; /* what runs now was decided by what arrived now */
     run_items(e);
     tc__neg_clear(neg);
     e->nego.posted = 0;
@@ -304,53 +313,4 @@ int tc__nego_step(engine_t *e)
         tc__life_enter(e, ENG_LIFE_TERMINATING);
     }
     return progress || nitems > 0;
-}
-
-/* After TERMINATE: goodbyes with rank 0 (and an extra rank's host), so that no
- * control message is left unmatched when the communicators are freed
- * (docs/negotiation.md, "Shutdown"). Bounded by TCOLL_SHUTDOWN_TIMEOUT_S:
- * past it, MPI is left as it is and the shutdown reports TC_ERR_TIMEOUT. */
-void tc__nego_goodbye(engine_t *e)
-{
-    tc_backoff_t bo;
-    uint64_t deadline = tc__now_ns() + (uint64_t)e->cfg->shutdown_timeout_s * 1000000000ull;
-    uint8_t *missing;
-    char ranks[256];
-
-    tc__backoff_init(&bo, (uint32_t)e->cfg->spin, (uint32_t)e->cfg->backoff_max_us);
-    while (!eng_broken() && (tc__neg_state(e->nego.neg) == TC_NEG_DRAINING ||
-                             tc__ctrl_progress(e) > 0)) {
-        int progress = tc__nego_step(e);
-        if (tc__fail_poll_abort(e)) {
-            return;
-        }
-        if (tc__neg_state(e->nego.neg) == TC_NEG_FAILED) {
-            tc__life_enter(e, ENG_LIFE_BROKEN);
-            return;
-        }
-        if (tc__now_ns() > deadline) {
-            break;
-        }
-        if (progress) {
-            tc__backoff_reset(&bo);
-        } else {
-            tc__backoff_wait(&bo);
-        }
-    }
-    if (eng_broken() || tc__neg_state(e->nego.neg) != TC_NEG_DRAINING) {
-        return;
-    }
-    missing = calloc((size_t)e->size, 1);
-    ranks[0] = '\0';
-    if (missing != NULL && tc__neg_missing_byes(e->nego.neg, missing) > 0) {
-        tc__format_ranks(missing, e->size, 1, ranks, sizeof(ranks));
-    }
-    free(missing);
-    e->life.status = TC_ERR_TIMEOUT;
-    snprintf(e->life.msg, sizeof(e->life.msg),
-             "the shutdown handshake did not finish within %d s (TCOLL_SHUTDOWN_TIMEOUT_S)%s%s; "
-             "MPI was left as it is", e->cfg->shutdown_timeout_s,
-             ranks[0] != '\0' ? ": no goodbye from rank " : "", ranks);
-    TC_ERROR("engine", "%s", e->life.msg);
-    tc__life_enter(e, ENG_LIFE_BROKEN);
 }

@@ -1,7 +1,7 @@
 /*
  * kind.c - the collective kinds' descriptors (kind.h): per kind, its
  * argument checks, its eager input's prepare, combine and finish, and its
- * row in the table. Pure: how a kind runs is the executor's (engine/algo.h).
+ * row in the table. Pure: how a kind runs is the executor's (exec/algo.h).
  */
 #define _GNU_SOURCE
 #include "kind/kind.h"

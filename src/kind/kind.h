@@ -11,7 +11,7 @@
  * negotiation messages, and how an eager input is prepared, combined and
  * finished. Pure: no engine state, no transport, no clock. How a kind runs
  * once every rank agreed is not here: that is the executor's algorithm
- * records (engine/algo.h), chosen by one selector. The table is constant;
+ * records (exec/algo.h), chosen by one selector. The table is constant;
  * descriptors are looked up by the kind byte (tc__kind_get), which must be
  * range-checked (tc__kind_get returns NULL otherwise).
  *
@@ -20,7 +20,7 @@
  * which gives tc_kind_t, the kind byte and both spellings of the name), its
  * descriptor here (kind.c: an UPPER_DESC row macro, the table is built from
  * TC_KIND_MAP, so a kind without a row does not compile), its run and
- * algorithm records in the executor (engine/algo.c's table, same rule), and
+ * algorithm records in the executor (exec/algo_table.c's table, same rule), and
  * its public entry point (include/tcoll.h, one line in engine/api.c).
  */
 #ifndef TC_KIND_KIND_H

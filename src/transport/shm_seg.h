@@ -24,7 +24,7 @@
  *
  * Layout (offsets multiples of TC_SHM_LINE): a header; n control blocks of
  * three flags, each on its own cache-line pair; n staging areas of
- * nslots x slot_bytes; then the small-message boxes (engine/fast.c): per
+ * nslots x slot_bytes; then the small-message boxes (exec/fast.c): per
  * name id a verdict word, and per id, rank and parity a box holding one
  * contribution; then the point-to-point mailboxes (transport_shm.c): per
  * ordered pair of local ranks a ring of TC_SHM_P2P_CELLS cells. Only the
@@ -61,7 +61,7 @@ typedef struct {
     char pad[TC_SHM_LINE - 2 * sizeof(uint64_t) - sizeof(int32_t)];
 } tc_shm_ctl_t;
 
-/* One rank's contribution to one use of a small-message name (engine/fast.c):
+/* One rank's contribution to one use of a small-message name (exec/fast.c):
  * its description, then (fits) its input at TC_SHM_BOX_DATA. seq is stored
  * last, with release. */
 typedef struct {
@@ -71,7 +71,7 @@ typedef struct {
     int32_t ndim, fits;   /* fits: the input is in the box (else a description only) */
     int64_t shape[TC_MAX_DIMS];
     double prescale, postscale;
-    uint64_t epoch;       /* the poster's joins submitted so far (engine/fast.c) */
+    uint64_t epoch;       /* the poster's joins submitted so far (exec/fast.c) */
 } tc_shm_box_t;
 
 #define TC_SHM_BOX_DATA ((sizeof(tc_shm_box_t) + 63) / 64 * 64)
@@ -134,7 +134,7 @@ static inline char *tc__shm_slot(const tc_shm_seg_t *s, int r, int slot)
 
 #define TC_SHM_VERDICT_STRIDE 512 /* the word, then a note of the rest */
 
-/* The verdict word of small-message id k (engine/fast.c). */
+/* The verdict word of small-message id k (exec/fast.c). */
 static inline _Atomic uint64_t *tc__shm_verdict(const tc_shm_seg_t *s, int k)
 {
     return (_Atomic uint64_t *)(s->base + s->verdict_off + (size_t)k * TC_SHM_VERDICT_STRIDE);

@@ -3,8 +3,9 @@
  *
  * A transport moves bytes between the ranks of one group (rank, size); it
  * knows nothing about tensors, names or dtypes. Implementations: MPI
- * (transport_mpi.c), the router over a few child transports (router.c); a
- * shared-memory one within a node is planned.
+ * (transport_mpi.c), the node's shared memory through the segment's
+ * mailboxes (transport_shm.c), and the router over a few child transports
+ * (router.c: a peer's transfers go to the child that reaches it).
  *
  * Two levels:
  *

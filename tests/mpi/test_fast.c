@@ -1,5 +1,5 @@
 /*
- * test_fast.c - the small-message path inside a node (src/engine/fast.c):
+ * test_fast.c - the small-message path inside a node (src/exec/fast.c):
  * cached small allreduces that skip the engine thread. Every case runs on
  * one node (np 2..4), where names go that way after their first run.
  *

@@ -46,7 +46,7 @@
  * its negotiation and collective and their exact args, the fused groups).
  * This file then checks, per rank:
  *  - with 2+ ranks: period 1 has an eager (or, inside a node, a "shm,
- *    fast" one: src/engine/fast.c), a fused and a plain ring (or shm, cma,
+ *    fast" one: src/exec/fast.c), a fused and a plain ring (or shm, cma,
  *    hier) allreduce and a mark for another rank; period 2 a plain one.
  */
 #define _GNU_SOURCE

@@ -71,7 +71,7 @@ static int algo_kind(const char *a, const char *mpi)
 }
 
 #define ALGO_EAGER "eager (inputs in the cycle messages)"
-#define ALGO_FAST "shm, fast" /* a cached small one inside a node: src/engine/fast.c */
+#define ALGO_FAST "shm, fast" /* a cached small one inside a node: src/exec/fast.c */
 #define ALGO_NONE "none (failed in negotiation)"
 #define ALGO_GATHER "ring allgatherv"
 #define ALGO_TREE "binomial tree"

@@ -14,7 +14,7 @@
 
 #include "check.h"
 #include "neg/coordinator.h"
-#include "engine/algo.h"
+#include "exec/algo.h"
 #include "engine/engine_internal.h"
 #include "kind/kind.h"
 #include "tc_test.h"

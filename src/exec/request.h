@@ -6,8 +6,8 @@
  * after `done` is set the engine never touches the request again, so the
  * application may free it at once.
  */
-#ifndef TC_ENGINE_REQUEST_H
-#define TC_ENGINE_REQUEST_H
+#ifndef TC_EXEC_REQUEST_H
+#define TC_EXEC_REQUEST_H
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -78,6 +78,11 @@ void *tc__output_alloc(size_t bytes, size_t *cap_p);
 void tc__output_release(void *buf, size_t cap);
 /* Frees every pooled buffer (tc_shutdown). */
 void tc__output_pool_drain(void);
+
+/* Whether req has completed (acquire: its result is visible then); and
+ * sleeping until it has (the completion's condition variable). */
+int tc__request_done(const tc_request_t *req);
+void tc__request_sleep(const tc_request_t *req);
 
 /* Frees a request that was never handed to the user. */
 void tc__request_destroy(tc_request_t *req);

@@ -13,7 +13,7 @@
  * local index).
  */
 #define _GNU_SOURCE
-#include "engine/algo.h"
+#include "exec/algo.h"
 
 static int cma_applies(const tc_algo_ctx_t *x, const tc_algo_call_t *c)
 {
@@ -56,7 +56,7 @@ static tc_status_t broadcast_run(const tc_algo_ctx_t *x, tc_request_t *req,
     const size_t bytes = req->count * tc_dtype_size(req->dtype);
     tc_algo_call_t c = {TC_KIND_BROADCAST, req->dtype, req->op, bytes, TC_MEM_HOST, 0};
     tc_broadcast_job_t j = {req->recv, bytes, req->root_index};
-    const tc_algo_t *a = tc__algo_select(x, &c);
+    const tc_algo_t *a = tc__algo_pick(&tc__exec_broadcast, x, &c);
     tc_status_t st;
 
     (void)r;

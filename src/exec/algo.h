@@ -26,14 +26,14 @@
  * memory (the GPU issue) is one more TC_MEM_* bit and records that handle
  * it; the selector does not change.
  */
-#ifndef TC_ENGINE_ALGO_H
-#define TC_ENGINE_ALGO_H
+#ifndef TC_EXEC_ALGO_H
+#define TC_EXEC_ALGO_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "coll/coll.h"
-#include "engine/request.h"
+#include "exec/request.h"
 #include "kind/kind.h"
 #include "wire/wire.h"
 
@@ -52,16 +52,17 @@ typedef enum {
 } tc_algo_over_t;
 
 /* What a run runs with (the engine thread's, per request). */
-struct engine;
+struct tc_exec;
 typedef struct {
     tc_transport_t *tp;    /* the data transport of the request's process set: rank,
                             * size (the set's), and err after a failure */
     size_t chunk_bytes;    /* TCOLL_RING_CHUNK_KB in bytes */
     tc_scratch_t *scratch; /* reused across runs */
-    struct engine *eng;    /* for the kinds that change the engine's own state */
+    struct tc_exec *exec;  /* for the kinds that change the executor's own state (the
+                            * table of process sets) */
     tc_shm_coll_t *shm;    /* the node's shared-memory collectives, where the request's
-                            * process set may use them (engine/shm.c); else NULL */
-    const tc_hier_t *hier; /* the hierarchical allreduce, where it runs (engine/shm.c);
+                            * process set may use them (shm.c); else NULL */
+    const tc_hier_t *hier; /* the hierarchical allreduce, where it runs (shm.c);
                             * else NULL */
     int ordered;           /* TCOLL_DETERMINISTIC: order-sensitive reductions over tp
                             * run in the documented order (coll/ordered_rs.c) */
@@ -148,8 +149,12 @@ typedef struct {
 /* The run and records of kind (a tc_kind_t), or NULL when out of range. */
 const tc_kind_exec_t *tc__kind_exec(int kind);
 
-/* The first record of c's kind that handles c's memory and applies; NULL
- * only for a kind or memory no record handles. */
+/* The selector (algo.c): the first of k's records that handles c's memory
+ * and applies; NULL only for a memory no record handles (or k NULL). A
+ * kind's run asks it for its own kind; everyone else by kind, through
+ * tc__algo_select (algo_table.c). */
+const tc_algo_t *tc__algo_pick(const tc_kind_exec_t *k, const tc_algo_ctx_t *x,
+                               const tc_algo_call_t *c);
 const tc_algo_t *tc__algo_select(const tc_algo_ctx_t *x, const tc_algo_call_t *c);
 
 /* What the selector picks for kind over every size of host memory, into
@@ -165,7 +170,7 @@ const char *tc__algo_err(const tc_algo_ctx_t *x, const tc_algo_t *a);
  * (its inputs rode in the cycle messages). */
 #define TC_ALGO_EAGER_NAME "eager (inputs in the cycle messages)"
 /* ... and of one completed through the node's segment without the engine
- * (engine/fast.c). */
+ * (exec/fast.c). */
 #define TC_ALGO_FAST_NAME "shm, fast"
 
 /* For the runs (algo_*.c): the message of a failed run, "tensor 'w':

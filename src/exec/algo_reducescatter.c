@@ -16,7 +16,7 @@
  * allocates; a prescaled input is a scaled copy first.
  */
 #define _GNU_SOURCE
-#include "engine/algo.h"
+#include "exec/algo.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,7 +86,7 @@ static tc_status_t reducescatter_run(const tc_algo_ctx_t *x, tc_request_t *req,
     size_t rows = (size_t)req->shape[0], row = tc__algo_row_elems(req), off, elems;
     tc_algo_call_t c = {TC_KIND_REDUCESCATTER, req->dtype, req->op, req->count * es, TC_MEM_HOST,
                         0};
-    const tc_algo_t *a = tc__algo_select(x, &c);
+    const tc_algo_t *a = tc__algo_pick(&tc__exec_reducescatter, x, &c);
     void *scaled = NULL;
     tc_status_t st;
 

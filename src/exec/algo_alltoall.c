@@ -16,7 +16,7 @@
  * run asks the selector after exchanging them.
  */
 #define _GNU_SOURCE
-#include "engine/algo.h"
+#include "exec/algo.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -170,7 +170,7 @@ static tc_status_t alltoall_run(const tc_algo_ctx_t *x, tc_request_t *req,
         tc_algo_call_t c = {TC_KIND_ALLTOALL, req->dtype, req->op,
                             shm != NULL ? alltoall_most(matrix, size, row) : 0, TC_MEM_HOST, 0};
         tc_alltoall_job_t j = {req->send, req->owned_output, sb, sd, rb, rd, matrix, row};
-        a = tc__algo_select(x, &c);
+        a = tc__algo_pick(&tc__exec_alltoall, x, &c);
         req->algo = a;
         st = a->run.alltoall(x, &j);
     }

@@ -24,13 +24,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/algo.h"
-#include "engine/engine_internal.h"
+#include "exec/exec.h"
 #include "transport/shm_setup.h"
 #include "util/log.h"
 
 /* The world rank of every local rank, for messages and probes. */
-static int map_local_ranks(engine_t *e, int local_size)
+static int map_local_ranks(tc_exec_t *e, int local_size)
 {
     e->shm.local_ranks = malloc((size_t)local_size * sizeof(int));
     return e->shm.local_ranks != NULL &&
@@ -42,7 +41,7 @@ static int map_local_ranks(engine_t *e, int local_size)
 
 /* Several nodes: the leaders' transport (over a communicator of their own),
  * if every node can run its part (agreed over every rank). */
-static void hier_setup(engine_t *e, int local_rank, int local_size)
+static void hier_setup(tc_exec_t *e, int local_rank, int local_size)
 {
     const tc_config_t *cfg = e->cfg;
     eng_pset_t *l = &e->shm.leaders;
@@ -69,7 +68,7 @@ static void hier_setup(engine_t *e, int local_rank, int local_size)
         }
     }
     free(leader_of);
-    l->e = e;
+    l->x = e;
     if (ok && l->index >= 0 &&
         tc__transport_mpi_open(&l->tp, &l->tp_mpi, e->mpi.tp_mpi.comm, l->ranks, l->n,
                                LEADERS_TAG, (uint32_t)cfg->spin,
@@ -86,14 +85,14 @@ static void hier_setup(engine_t *e, int local_rank, int local_size)
         return;
     }
     if (l->index >= 0) {
-        tc__fail_hook_set_transport(e, l);
+        tc__exec_arm(e, &l->tp, l);
     }
     e->shm.hier.node = e->shm.seg.base != NULL ? &e->shm.coll : NULL;
     e->shm.hier.leaders = l->index >= 0 ? &l->tp : NULL;
     e->shm.hier.world_size = e->size;
     e->shm.hier.chunk_bytes = (size_t)cfg->ring_chunk_kb * 1024;
     e->shm.hier.ordered = cfg->deterministic;
-    e->shm.hier.scratch = &e->exec.scratch;
+    e->shm.hier.scratch = &e->run.scratch;
     e->shm.hier.err = e->shm.hier_err;
     e->shm.hier.errlen = sizeof(e->shm.hier_err);
     e->shm.hier_ok = 1;
@@ -102,7 +101,7 @@ static void hier_setup(engine_t *e, int local_rank, int local_size)
 /* The global set's node table (coll.h): the lowest rank on every rank's
  * node, agreed by every rank; NULL (everyone alike) if that failed, which
  * only changes the order to that of one node. Collective over every rank. */
-void tc__node_table(engine_t *e)
+void tc__node_table(tc_exec_t *e)
 {
     int first = e->rank, ok, all = 0;
 
@@ -119,13 +118,30 @@ void tc__node_table(engine_t *e)
     }
 }
 
-void tc__node_table_free(engine_t *e)
+void tc__node_table_free(tc_exec_t *e)
 {
     free(e->mpi.node_of);
     e->mpi.node_of = NULL;
 }
 
-void tc__shm_setup(engine_t *e, int local_rank, int local_size)
+/* The small-message path on every rank of the node or on none: a rank that
+ * could not start it (out of memory) turns it off everywhere. */
+static void fast_start(tc_exec_t *e)
+{
+    int ok = tc__fast_start(e) == 0, all = 0;
+
+    if (!e->shm.single_node || e->shm.seg.base == NULL) {
+        return; /* the same answer on every rank: off (fast.c) */
+    }
+    if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, e->mpi.ctrl) != MPI_SUCCESS || !all) {
+        tc__fast_stop(e);
+        if (e->rank == 0) {
+            TC_WARN("shm", "no small-message path: a rank is out of memory for its tables");
+        }
+    }
+}
+
+void tc__shm_setup(tc_exec_t *e, int local_rank, int local_size)
 {
     const tc_config_t *cfg = e->cfg;
     char why[512] = "";
@@ -162,28 +178,21 @@ void tc__shm_setup(engine_t *e, int local_rank, int local_size)
         hier_setup(e, local_rank, local_size); /* collective over every rank */
     }
     tc__shm_route_open(e, &e->shm.route, &e->mpi.tp, NULL, e->size, e->rank, 0);
-    tc__fast_start(e); /* the small-message path, where it applies (fast.c) */
+    fast_start(e); /* the small-message path, where it applies (fast.c) */
     if (st == TC_OK) {
         TC_INFO("shm", "%s segment of %zu bytes: %d local ranks x %d slots x %zu bytes; direct "
                 "reads (process_vm_readv) %s", e->shm.seg.method, e->shm.seg.bytes, local_size,
                 cfg->shm_slots, e->shm.seg.slot_bytes, e->shm.seg.cma ? "work" : "refused here");
     }
-    if (e->rank == 0) { /* what the selector picks for it (algo.h) */
-        tc_algo_ctx_t x = {&e->mpi.tp, 0, NULL, e, tc__shm_for(e, 0), tc__hier_for(e, 0),
-                           cfg->deterministic, e->mpi.node_of};
-        char what[256];
-        tc__algo_describe(&x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, what, sizeof(what));
-        TC_INFO("shm", "allreduce of the global set (float32 sum): %s", what);
-    }
 }
 
-void tc__shm_teardown(engine_t *e)
+void tc__shm_teardown(tc_exec_t *e, int broken)
 {
     eng_pset_t *l = &e->shm.leaders;
 
     tc__fast_stop(e); /* no thread touches the segment after this */
     tc__shm_route_close(&e->shm.route);
-    if (!eng_broken()) {
+    if (!broken) {
         tc__transport_close(&l->tp); /* after a failure MPI is left as it is */
     }
     free(l->ranks);
@@ -192,10 +201,9 @@ void tc__shm_teardown(engine_t *e)
     tc__scratch_free(&e->shm.coll.bounce);
     free(e->shm.local_ranks);
     e->shm.local_ranks = NULL;
-
 }
 
-void tc__shm_route_open(engine_t *e, eng_route_t *r, tc_transport_t *mpi, const int *ranks,
+void tc__shm_route_open(tc_exec_t *e, eng_route_t *r, tc_transport_t *mpi, const int *ranks,
                         int n, int me, uint32_t id)
 {
     const tc_shm_seg_t *seg = &e->shm.seg;
@@ -247,7 +255,7 @@ void tc__shm_route_close(eng_route_t *r)
     }
 }
 
-tc_shm_coll_t *tc__shm_for(engine_t *e, uint32_t pset)
+tc_shm_coll_t *tc__shm_for(tc_exec_t *e, uint32_t pset)
 {
     if (pset != 0 || e->shm.seg.base == NULL || !e->shm.single_node ||
         e->cfg->allreduce_algo == TC_ALGO_RING) {
@@ -256,7 +264,7 @@ tc_shm_coll_t *tc__shm_for(engine_t *e, uint32_t pset)
     return &e->shm.coll;
 }
 
-const tc_hier_t *tc__hier_for(engine_t *e, uint32_t pset)
+const tc_hier_t *tc__hier_for(tc_exec_t *e, uint32_t pset)
 {
     int algo = e->cfg->allreduce_algo;
 

@@ -1,13 +1,12 @@
 /*
- * algo.c - the selector and the table of every kind's run and records
- * (algo.h); the helpers the runs share.
+ * algo_table.c - every kind's run and records, by kind (tc__kind_exec), the
+ * selector by kind (tc__algo_select) and the description of its choice over
+ * every size (tc__algo_describe), for the executor, logs and tcoll-info.
  */
 #define _GNU_SOURCE
-#include "engine/algo.h"
+#include "exec/algo.h"
 
 #include <stdio.h>
-
-#include "util/status.h"
 
 /* One row per entry of TC_KIND_MAP (wire/wire.h): a kind without its
  * tc__exec_<kind> does not link. */
@@ -26,16 +25,7 @@ const tc_kind_exec_t *tc__kind_exec(int kind)
 
 const tc_algo_t *tc__algo_select(const tc_algo_ctx_t *x, const tc_algo_call_t *c)
 {
-    const tc_kind_exec_t *k = tc__kind_exec((int)c->kind);
-    size_t i;
-
-    for (i = 0; k != NULL && i < k->nalgos; i++) {
-        const tc_algo_t *a = k->algos[i];
-        if ((a->memory & c->memory) == c->memory && (a->applies == NULL || a->applies(x, c))) {
-            return a;
-        }
-    }
-    return NULL;
+    return tc__algo_pick(tc__kind_exec((int)c->kind), x, c);
 }
 
 /* bytes as "1 MiB", "64 KiB" when exact, else "1000 B". */
@@ -87,39 +77,4 @@ void tc__algo_describe(const tc_algo_ctx_t *x, tc_kind_t kind, tc_dtype_t dtype,
         }
         lo = c.bytes;
     }
-}
-
-const char *tc__algo_err(const tc_algo_ctx_t *x, const tc_algo_t *a)
-{
-    switch (a != NULL ? a->over : TC_ALGO_OVER_NONE) {
-    case TC_ALGO_OVER_SHM: return x->shm->err;
-    case TC_ALGO_OVER_HIER: return x->hier->err;
-    case TC_ALGO_OVER_TP: return x->tp->err;
-    case TC_ALGO_OVER_NONE: break;
-    }
-    return x->tp != NULL ? x->tp->err : "failed";
-}
-
-tc_status_t tc__algo_failed(const tc_request_t *req, tc_status_t st, const char *why, char *msg,
-                            size_t len)
-{
-    snprintf(msg, len, "tensor '%s': %s failed: %s", req->name, tc__kind_of(req)->name,
-             st == TC_ERR_NOMEM ? "out of memory" : why);
-    return st;
-}
-
-size_t tc__algo_row_elems(const tc_request_t *req)
-{
-    size_t row = 1;
-    int d;
-
-    for (d = 1; d < req->ndim; d++) {
-        row *= (size_t)req->shape[d]; /* the whole tensor's size was checked at submission */
-    }
-    return row;
-}
-
-int tc__algo_shm_kinds(const tc_algo_ctx_t *x)
-{
-    return x->shm != NULL && x->shm->seg->n == x->tp->size && tc__shm_kinds_fit(x->shm);
 }

@@ -9,7 +9,7 @@
  *   ring allgatherv  anywhere (coll/ring_allgatherv.c)
  */
 #define _GNU_SOURCE
-#include "engine/algo.h"
+#include "exec/algo.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -99,7 +99,7 @@ static tc_status_t allgather_run(const tc_algo_ctx_t *x, tc_request_t *req,
     {
         tc_algo_call_t c = {TC_KIND_ALLGATHER, req->dtype, req->op, total, TC_MEM_HOST, 0};
         tc_allgather_job_t j = {req->owned_output, bytes, displs};
-        a = tc__algo_select(x, &c);
+        a = tc__algo_pick(&tc__exec_allgather, x, &c);
         req->algo = a;
         st = a->run.allgather(x, &j);
     }

@@ -19,7 +19,7 @@
  * records in place over the fusion buffer.
  */
 #define _GNU_SOURCE
-#include "engine/algo.h"
+#include "exec/algo.h"
 
 #include "reduce/reduce.h"
 
@@ -92,7 +92,7 @@ static tc_status_t allreduce_run(const tc_algo_ctx_t *x, tc_request_t *req,
     tc_allreduce_job_t j = {req->send, req->recv, req->count, req->dtype, req->op};
     tc_algo_call_t c = {TC_KIND_ALLREDUCE, req->dtype, req->op,
                         req->count * tc_dtype_size(req->dtype), TC_MEM_HOST, 0};
-    const tc_algo_t *a = tc__algo_select(x, &c);
+    const tc_algo_t *a = tc__algo_pick(&tc__exec_allreduce, x, &c);
     tc_status_t st;
 
     (void)r;

@@ -57,7 +57,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_internal.h"
+#include "exec/exec.h"
 #include "kind/kind.h"
 #include "neg/neg.h"
 #include "reduce/reduce.h"
@@ -116,14 +116,14 @@ static void leave(void)
 
 /* ---- start, stop, flip ------------------------------------------------------ */
 
-void tc__fast_start(engine_t *e)
+int tc__fast_start(tc_exec_t *e)
 {
     const tc_shm_seg_t *s = &e->shm.seg;
     size_t cap;
 
     if (s->base == NULL || s->fast_names == 0 || !e->shm.single_node ||
         e->cfg->allreduce_algo == TC_ALGO_RING) {
-        return;
+        return 0;
     }
     cap = (size_t)s->fast_names;
     F.id_names = calloc(cap, sizeof(*F.id_names));
@@ -133,9 +133,13 @@ void tc__fast_start(engine_t *e)
     F.stall_use = calloc(cap * 3, sizeof(uint64_t));
     if (F.id_names == NULL || F.uses == NULL || F.pending == NULL || F.dead == NULL ||
         F.stall_use == NULL) {
-        /* every rank must agree: stopping is the one safe answer */
-        tc__engine_fail(e, TC_ERR_NOMEM, "out of memory for the small-message tables");
-        return;
+        free(F.id_names);
+        free(F.uses);
+        free(F.pending);
+        free(F.dead);
+        free(F.stall_use);
+        memset(&F, 0, sizeof(F));
+        return -1; /* every rank must agree: the caller turns the path off on all */
     }
     F.stall_t0 = F.stall_use + cap;
     F.stall_warned = F.stall_t0 + cap;
@@ -145,9 +149,10 @@ void tc__fast_start(engine_t *e)
     F.nids = 0;
     atomic_store(&F.closed, 0);
     F.seg = s;
+    return 0;
 }
 
-void tc__fast_stop(engine_t *e)
+void tc__fast_stop(tc_exec_t *e)
 {
     eng_shared_t *sh = &tc__engine_shared;
     int i;
@@ -175,7 +180,7 @@ void tc__fast_stop(engine_t *e)
     memset(&F, 0, sizeof(F)); /* users and closed are 0 again for a later tc_init */
 }
 
-void tc__fast_flip(engine_t *e, const tc_request_t *req, const tc_wire_response_t *r)
+void tc__fast_flip(tc_exec_t *e, const tc_request_t *req, const tc_wire_response_t *r)
 {
     eng_shared_t *sh = &tc__engine_shared;
     char *name;
@@ -477,7 +482,7 @@ static void complete_claimed(tc_request_t *req, int state)
         tc_status_t st = state == V_ABORTED ? TC_ERR_TIMEOUT : TC_ERR_MISMATCH;
         failure_text(s, k, req->fast_use, state, req, msg, sizeof(msg));
         if (t0 != 0) {
-            tc__engine_tl_fast(req, t0, t0, st);
+            tc__exec_tl_fast(req, t0, t0, st);
         }
         tc__request_complete(req, st, msg);
         return;
@@ -498,7 +503,7 @@ static void complete_claimed(tc_request_t *req, int state)
     }
     tc__request_set_output(req, req->recv, -1);
     if (t0 != 0) {
-        tc__engine_tl_fast(req, t0, tc__now_ns(), TC_OK);
+        tc__exec_tl_fast(req, t0, tc__now_ns(), TC_OK);
     }
     tc__request_complete(req, TC_OK, NULL);
 }
@@ -630,7 +635,7 @@ static int rank_list(const tc_shm_seg_t *s, int k, uint64_t u, int posted, char 
  * CAS, after the explanation is in the verdict's note: if every rank posted
  * meanwhile, the use runs instead), worded as the engine's stall inspector
  * words them (neg_watch.c). */
-static void watch_stalls(engine_t *e, uint64_t now)
+static void watch_stalls(tc_exec_t *e, uint64_t now)
 {
     const tc_shm_seg_t *s = F.seg;
     const uint64_t warn = (uint64_t)e->cfg->stall_warn_s * 1000000000ull;
@@ -695,18 +700,18 @@ static void watch_stalls(engine_t *e, uint64_t now)
     }
 }
 
-void tc__fast_poll(engine_t *e)
+tc_status_t tc__fast_poll(tc_exec_t *e, char *msg, size_t len)
 {
     const tc_shm_seg_t *s = F.seg;
     uint64_t now;
     int r;
 
     if (s == NULL) {
-        return;
+        return TC_OK;
     }
     now = tc__now_ns();
     if (now < F.next_poll_ns) {
-        return;
+        return TC_OK;
     }
     F.next_poll_ns = now + 200000u;
     complete_decided();
@@ -727,18 +732,19 @@ void tc__fast_poll(engine_t *e)
 
                 tc__backoff_init(&bo, 0, 1000);
                 do {
-                    if (tc__fail_poll_abort(e)) {
-                        return; /* it failed first and said why: that stops this rank */
+                    if (e->hooks.interrupt != NULL &&
+                        e->hooks.interrupt(e->hooks.arg, msg, len)) {
+                        return TC_OK; /* it failed first and said why: that stops this rank */
                     }
                     tc__backoff_wait(&bo);
                 } while (tc__now_ns() < end);
-                tc__engine_fail(e, TC_ERR_TRANSPORT,
-                                "lost rank %d: its process (pid %d) exited while this rank "
-                                "waited for its small allreduces", r, (int)tc__shm_ctl(s, r)->pid);
-                return;
+                snprintf(msg, len, "lost rank %d: its process (pid %d) exited while this rank "
+                         "waited for its small allreduces", r, (int)tc__shm_ctl(s, r)->pid);
+                return TC_ERR_TRANSPORT;
             }
         }
     }
+    return TC_OK;
 }
 
 size_t tc__fast_inflight_locked(void)

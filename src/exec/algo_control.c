@@ -6,11 +6,11 @@
  * agreed on (pset.c).
  */
 #define _GNU_SOURCE
-#include "engine/algo.h"
+#include "exec/algo.h"
 
 #include <stdio.h>
 
-#include "engine/engine_internal.h"
+#include "exec/pset.h"
 
 static const tc_algo_t barrier_algo = {
     "negotiation (every rank reached it)", NULL, TC_MEM_HOST, TC_ALGO_OVER_NONE, NULL, {.allreduce = NULL}};
@@ -71,7 +71,7 @@ static tc_status_t set_add_run(const tc_algo_ctx_t *x, tc_request_t *req,
     tc_status_t st = set_value(req, r, msg, len); /* the new set's id */
 
     req->algo = &set_add_algo;
-    return st != TC_OK ? st : tc__pset_run_add(x->eng, req, r, msg, len);
+    return st != TC_OK ? st : tc__pset_run_add(x->exec, req, r, msg, len);
 }
 
 static tc_status_t set_remove_run(const tc_algo_ctx_t *x, tc_request_t *req,
@@ -79,7 +79,7 @@ static tc_status_t set_remove_run(const tc_algo_ctx_t *x, tc_request_t *req,
 {
     req->algo = &set_remove_algo;
     tc__request_set_output(req, NULL, -1);
-    return tc__pset_run_remove(x->eng, req, r, msg, len);
+    return tc__pset_run_remove(x->exec, req, r, msg, len);
 }
 
 const tc_kind_exec_t tc__exec_barrier = {barrier_run, barrier_records, 1};
