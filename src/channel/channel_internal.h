@@ -4,6 +4,12 @@
  * knows of every rank), registered memory, semaphores, memory and port
  * channels. Shared by the files of src/channel/; nothing here touches MPI or
  * the engine's internals (only engine_info.h and the public collectives).
+ *
+ * The files call downward only, top first: context.c (a context's life) >
+ * portchan.c > remote.c (operations to other nodes) > remote_recv.c (what
+ * comes from them) > remote_send.c; mailbox.c > memchan.c, regmem.c >
+ * semaphore.c > shmem.c; and at the bottom portchan_err.c and peers.c
+ * (whether a peer is gone; the context's collectives).
  */
 #ifndef TC_CHANNEL_INTERNAL_H
 #define TC_CHANNEL_INTERNAL_H
@@ -134,7 +140,7 @@ struct tc_chan_ctx {
     _Atomic uint64_t bad_triggers;                     /* for no open channel */
 };
 
-/* Collectives of every rank through the engine, under reserved names; on
+/* peers.c: collectives of every rank through the engine, under reserved names; on
  * failure why holds the reason. tc__chan_gather: len bytes from each rank,
  * *out_p a malloc'd copy of size * len bytes. tc__chan_all_ok: *all_p 1
  * when every rank passed ok != 0. */
@@ -142,7 +148,7 @@ tc_status_t tc__chan_gather(const char *name, const void *mine, size_t len, void
                             char *why, size_t why_len);
 tc_status_t tc__chan_all_ok(const char *name, int ok, int *all_p, char *why, size_t why_len);
 
-/* Whether rank r is lost: its process has exited (seen on this machine),
+/* peers.c: whether rank r is lost: its process has exited (seen on this machine),
  * or, for a rank on another machine, tcoll has stopped on a failure. 0 if
  * not known to be. */
 int tc__chan_peer_gone(const tc_chan_ctx_t *ctx, int r);
@@ -256,8 +262,8 @@ struct tc_portchan {
 
 /* The proxy handler of a context (portchan.c). */
 tc_proxy_result_t tc__portchan_handle(tc_trigger_t t, void *arg);
-/* Proxy thread: records a failed operation of ch (the first one's reason
- * is kept for the next flush). */
+/* portchan_err.c, proxy thread: records a failed operation of ch (the
+ * first one's reason is kept for the next flush). */
 void tc__portchan_fail(tc_portchan_t *ch, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

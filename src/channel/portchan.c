@@ -42,21 +42,6 @@
 #include <string.h>
 #include <sys/uio.h>
 
-void tc__portchan_fail(tc_portchan_t *ch, const char *fmt, ...)
-{
-    va_list ap;
-
-    pthread_mutex_lock(&ch->mu);
-    if (ch->err == TC_OK) {
-        va_start(ap, fmt);
-        vsnprintf(ch->err_msg, sizeof(ch->err_msg), fmt, ap);
-        va_end(ap);
-        ch->err = TC_ERR_TRANSPORT;
-    }
-    ch->failed++;
-    pthread_mutex_unlock(&ch->mu);
-}
-
 /* Proxy thread: writes size bytes of src into the peer's process at addr. */
 static int write_peer(pid_t pid, uint64_t addr, const char *src, uint64_t size)
 {

@@ -80,14 +80,16 @@ struct tc_chan_net {
     int counted; /* tc__engine_chan_use(1) was called */
 };
 
-/* remote.c: sends hdr and payload (len bytes, may be 0) as one CTRL message
- * to peer. 0, or an MPI error code (-1: out of memory). */
+/* remote_send.c: sends hdr and payload (len bytes, may be 0) as one CTRL
+ * message to peer. 0, or an MPI error code (-1: out of memory). */
 int tc__net_send_ctrl(tc_chan_net_t *n, int peer, const net_hdr_t *hdr, const void *payload,
                       size_t len);
-/* remote.c: completes the sends that are done (their buffers freed):
+/* remote_send.c: completes the sends that are done (their buffers freed):
  * how many, or -1 when MPI fails to test them. */
 int tc__net_sends_test(tc_chan_net_t *n);
-/* remote.c: what tc__net_send_ctrl's error code means. */
+/* remote_send.c: keeps send req to peer (buf freed at its completion). 0. */
+int tc__net_sends_add(tc_chan_net_t *n, MPI_Request req, void *buf, int peer);
+/* remote_send.c: what tc__net_send_ctrl's error code means. */
 void tc__net_describe(int rc, char *buf, size_t len);
 /* remote_recv.c: frees a received operation (not its requests). */
 void tc__net_item_free(net_item_t *it);

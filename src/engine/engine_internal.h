@@ -160,13 +160,13 @@ static inline uint64_t eng_probe_grace_ns(const tc_config_t *cfg)
 }
 
 /* negotiate.c */
-tc_status_t tc__nego_init(engine_t *e);
-void tc__nego_destroy(engine_t *e);
-int tc__nego_take_submissions(engine_t *e);
-int tc__nego_step(engine_t *e);
-int tc__nego_busy(const engine_t *e);
-int tc__nego_shutdown_seen(const engine_t *e);
-void tc__nego_answer_probes(engine_t *e);
+tc_status_t tc__engine_neg_init(engine_t *e);
+void tc__engine_neg_destroy(engine_t *e);
+int tc__engine_neg_take_submissions(engine_t *e);
+int tc__engine_neg_step(engine_t *e);
+int tc__engine_neg_busy(const engine_t *e);
+int tc__engine_neg_shutdown_seen(const engine_t *e);
+void tc__engine_neg_answer_probes(engine_t *e);
 
 /* loop.c */
 void tc__loop_run(engine_t *e);

@@ -78,7 +78,7 @@ static int exec_interrupt(void *arg, char *why, size_t len)
 
     if (!tc__fail_poll_abort(e)) {
         tc__fail_answer_pings(e);
-        tc__nego_answer_probes(e);
+        tc__engine_neg_answer_probes(e);
         tc__ctrl_progress(e);
         return 0;
     }

@@ -203,7 +203,7 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
     tc__fail_hooks(e, &e->x.hooks);
     tc__exec_arm(&e->x, &e->x.mpi.tp, NULL);
     tc__node_table(&e->x); /* before the negotiation, whose eager path uses it */
-    if (tc__nego_init(e) != TC_OK || tc__pset_init_global(e->size, e->rank) != TC_OK) {
+    if (tc__engine_neg_init(e) != TC_OK || tc__pset_init_global(e->size, e->rank) != TC_OK) {
         snprintf(msg, len, "out of memory creating the message table");
         st = TC_ERR_NOMEM;
         goto err_free_tables;
@@ -232,7 +232,7 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
 
 err_free_tables: /* then the last communicator */
     tc__pset_free_all(&e->x, 1);
-    tc__nego_destroy(e);
+    tc__engine_neg_destroy(e);
     tc__node_table_free(&e->x);
 err_free_local:
     chan_comm_free();
@@ -263,7 +263,7 @@ static void goodbye(engine_t *e)
     tc__backoff_init(&bo, (uint32_t)e->cfg->spin, (uint32_t)e->cfg->backoff_max_us);
     while (!eng_broken() && (tc__neg_state(e->nego.neg) == TC_NEG_DRAINING ||
                              tc__ctrl_progress(e) > 0)) {
-        int progress = tc__nego_step(e);
+        int progress = tc__engine_neg_step(e);
         if (tc__fail_poll_abort(e)) {
             return;
         }
@@ -322,7 +322,7 @@ static void mpi_teardown(engine_t *e)
 
 static void engine_free(engine_t *e)
 {
-    tc__nego_destroy(e);
+    tc__engine_neg_destroy(e);
     tc__node_table_free(&e->x); /* after the negotiation, which reads it */
     tc__exec_free(&e->x);
     free(e->ctrl.v);

@@ -19,7 +19,7 @@
 
 /* Every ENG_POLL_NS: another rank's abort, the transfer probe's pings, a
  * shutdown past its time limit. (Lost peers and stalls are the negotiation's:
- * neg_watch.c, driven by tc__nego_step.) */
+ * neg_watch.c, driven by tc__engine_neg_step.) */
 static void periodic(engine_t *e)
 {
     uint64_t now = tc__now_ns();
@@ -43,10 +43,10 @@ static void periodic(engine_t *e)
 
 static int engine_step(engine_t *e)
 {
-    int progress = tc__nego_take_submissions(e);
+    int progress = tc__engine_neg_take_submissions(e);
 
     if (eng_running()) {
-        progress |= tc__nego_step(e);
+        progress |= tc__engine_neg_step(e);
     }
     if (eng_running() && e->x.run.ndeferred > 0) {
         progress |= tc__exec_deferred(&e->x);
@@ -71,7 +71,7 @@ static int engine_step(engine_t *e)
 static void engine_wait(engine_t *e, int shutdown_seen)
 {
     eng_shared_t *sh = &tc__engine_shared;
-    int busy = tc__nego_busy(e);
+    int busy = tc__engine_neg_busy(e);
     uint32_t ns;
     struct timespec ts;
 
@@ -133,7 +133,7 @@ void tc__loop_run(engine_t *e)
         if (progress) {
             tc__backoff_reset(&e->loop.bo);
         } else {
-            engine_wait(e, tc__nego_shutdown_seen(e));
+            engine_wait(e, tc__engine_neg_shutdown_seen(e));
         }
     }
 }

@@ -26,7 +26,7 @@
 /* How long a probed engine has to answer (the negotiation's probes and the
  * transfer probe alike): an idle engine looks for messages every
  * TCOLL_IDLE_POLL_MS, so twice that, and at least 2 s. */
-tc_status_t tc__nego_init(engine_t *e)
+tc_status_t tc__engine_neg_init(engine_t *e)
 {
     tc_neg_params_t p = {0};
 
@@ -43,7 +43,7 @@ tc_status_t tc__nego_init(engine_t *e)
     return tc__neg_create(&p, &e->nego.neg);
 }
 
-void tc__nego_destroy(engine_t *e)
+void tc__engine_neg_destroy(engine_t *e)
 {
     tc__neg_destroy(e->nego.neg);
     free(e->nego.resps);
@@ -51,12 +51,12 @@ void tc__nego_destroy(engine_t *e)
     memset(&e->nego, 0, sizeof(e->nego));
 }
 
-int tc__nego_busy(const engine_t *e)
+int tc__engine_neg_busy(const engine_t *e)
 {
     return e->nego.neg != NULL && tc__neg_busy(e->nego.neg);
 }
 
-int tc__nego_shutdown_seen(const engine_t *e)
+int tc__engine_neg_shutdown_seen(const engine_t *e)
 {
     return e->nego.shutdown_seen;
 }
@@ -108,7 +108,7 @@ static void to_wire(const tc_request_t *req, tc_wire_request_t *w)
 }
 
 /* Hands what application threads queued to the state machine. */
-int tc__nego_take_submissions(engine_t *e)
+int tc__engine_neg_take_submissions(engine_t *e)
 {
     tc_request_t *head, *r, *next;
     int local_shutdown;
@@ -173,7 +173,7 @@ static int receive_tag(engine_t *e, int tag, uint64_t now)
 
 /* Liveness probes (over a tree of the ranks): answered even inside a transfer
  * (failure.c calls this from the transport's wait). */
-void tc__nego_answer_probes(engine_t *e)
+void tc__engine_neg_answer_probes(engine_t *e)
 {
     uint64_t now = tc__now_ns();
 
@@ -276,7 +276,7 @@ static void run_items(engine_t *e)
  * at most every ENG_POLL_NS: they have seconds to be answered, and every
  * probe of an empty tag costs a turn of MPI's progress engine on the path
  * of every cycle. */
-int tc__nego_step(engine_t *e)
+int tc__engine_neg_step(engine_t *e)
 {
     tc_neg_t *neg = e->nego.neg;
     uint64_t now = tc__now_ns();
