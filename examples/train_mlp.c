@@ -52,10 +52,10 @@ typedef struct {
 } param_info_t;
 
 static const param_info_t param_info[N_PARAM] = {
-    [P_W1] = {"grad/W1", 2, {N_HIDDEN, N_IN}, 0, N_HIDDEN * N_IN},
-    [P_B1] = {"grad/b1", 1, {N_HIDDEN, 0}, N_HIDDEN * N_IN, N_HIDDEN},
-    [P_W2] = {"grad/W2", 2, {N_CLASS, N_HIDDEN}, N_HIDDEN * N_IN + N_HIDDEN, N_CLASS * N_HIDDEN},
-    [P_B2] = {"grad/b2", 1, {N_CLASS, 0}, N_HIDDEN * N_IN + N_HIDDEN + N_CLASS * N_HIDDEN, N_CLASS},
+    [P_W1] = {"grad/W1", 2, {N_HIDDEN, N_IN}, 0, N_HIDDEN *N_IN},
+    [P_B1] = {"grad/b1", 1, {N_HIDDEN, 0}, N_HIDDEN *N_IN, N_HIDDEN},
+    [P_W2] = {"grad/W2", 2, {N_CLASS, N_HIDDEN}, N_HIDDEN *N_IN + N_HIDDEN, N_CLASS *N_HIDDEN},
+    [P_B2] = {"grad/b2", 1, {N_CLASS, 0}, N_HIDDEN *N_IN + N_HIDDEN + N_CLASS *N_HIDDEN, N_CLASS},
 };
 
 #define N_WEIGHTS (N_HIDDEN * N_IN + N_HIDDEN + N_CLASS * N_HIDDEN + N_CLASS)
@@ -116,8 +116,8 @@ static void die(const char *what, tc_status_t st, const char *why)
 {
     char msg[1024];
     snprintf(msg, sizeof(msg), "%s", why != NULL ? why : "");
-    fprintf(stderr, "train_mlp: rank %d: %s failed: %s%s%s\n", g_rank, what,
-            tc_status_string(st), msg[0] != '\0' ? ": " : "", msg);
+    fprintf(stderr, "train_mlp: rank %d: %s failed: %s%s%s\n", g_rank, what, tc_status_string(st),
+            msg[0] != '\0' ? ": " : "", msg);
     shutdown_and_exit(1);
 }
 
@@ -365,8 +365,8 @@ static tc_request_t *submit_grad(model_t *m, int p)
 }
 
 typedef struct {
-    float h[N_HIDDEN];  /* hidden activations */
-    float dz2[N_CLASS]; /* d loss / d logits */
+    float h[N_HIDDEN];   /* hidden activations */
+    float dz2[N_CLASS];  /* d loss / d logits */
     float dz1[N_HIDDEN]; /* d loss / d hidden pre-activations */
 } row_scratch_t;
 
@@ -589,14 +589,13 @@ static int weights_identical(const model_t *m)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: mpirun -np N tcoll-train-mlp [options]\n"
-            "  --epochs N    passes over the data (default 10)\n"
-            "  --batch N     rows per step on each rank (default 32)\n"
-            "  --lr X        SGD learning rate (default 0.2)\n"
-            "  --samples N   rows in the synthetic dataset (default 8192)\n"
-            "  --seed N      seed for the data and the initial weights (default 42)\n"
-            "  --help        this text\n");
+    fprintf(f, "usage: mpirun -np N tcoll-train-mlp [options]\n"
+               "  --epochs N    passes over the data (default 10)\n"
+               "  --batch N     rows per step on each rank (default 32)\n"
+               "  --lr X        SGD learning rate (default 0.2)\n"
+               "  --samples N   rows in the synthetic dataset (default 8192)\n"
+               "  --seed N      seed for the data and the initial weights (default 42)\n"
+               "  --help        this text\n");
 }
 
 static int parse_long(const char *s, long lo, long hi, long *out_p)
@@ -741,12 +740,11 @@ int main(int argc, char **argv)
         printf("tcoll %s: data-parallel SGD on %d rank%s\n", tc_version(), size,
                size == 1 ? "" : "s");
         printf("model %d-%d-%d (tanh, softmax), %d weights; %ld samples (classes %d/%d/%d/%d)\n",
-               N_IN, N_HIDDEN, N_CLASS, N_WEIGHTS, data.n, count[0], count[1], count[2],
-               count[3]);
+               N_IN, N_HIDDEN, N_CLASS, N_WEIGHTS, data.n, count[0], count[1], count[2], count[3]);
         printf("batch %ld per rank (%ld global), lr %g, %ld steps per epoch, %ld epochs\n",
                opt.batch, opt.batch * size, opt.lr, steps_per_epoch, opt.epochs);
-        printf("%5s %11s %10s %9s %8s %8s\n", "epoch", "train-loss", "loss", "accuracy",
-               "time-s", "wait-s");
+        printf("%5s %11s %10s %9s %8s %8s\n", "epoch", "train-loss", "loss", "accuracy", "time-s",
+               "wait-s");
     }
 
     double loss, acc;
@@ -779,8 +777,8 @@ int main(int argc, char **argv)
         evaluate(model, &data, &loss, &acc);
         total_wait += wait_s;
         if (rank == 0) {
-            printf("%5ld %11.4f %10.4f %8.2f%% %8.3f %8.3f\n", epoch, train_loss, loss,
-                   100.0 * acc, now_s() - t0, wait_s);
+            printf("%5ld %11.4f %10.4f %8.2f%% %8.3f %8.3f\n", epoch, train_loss, loss, 100.0 * acc,
+                   now_s() - t0, wait_s);
             fflush(stdout);
         }
     }

@@ -35,15 +35,15 @@ extern "C" {
 /* ------------------------------------------------------------------------ */
 
 typedef enum {
-    TC_OK = 0,          /* success */
-    TC_ERR_ARG,         /* a caller mistake: bad argument; nothing was changed */
-    TC_ERR_STATE,       /* call not valid now (before tc_init, init twice, ...) */
-    TC_ERR_MISMATCH,    /* ranks submitted the same name with different parameters */
-    TC_ERR_DUPLICATE,   /* the name is already in flight on this rank */
-    TC_ERR_SHUTDOWN,    /* tcoll was shut down (by this rank or another) */
-    TC_ERR_TRANSPORT,   /* MPI or another transport failed */
-    TC_ERR_NOMEM,       /* out of memory */
-    TC_ERR_TIMEOUT      /* a time limit passed (tc_fifo_sync) */
+    TC_OK = 0,        /* success */
+    TC_ERR_ARG,       /* a caller mistake: bad argument; nothing was changed */
+    TC_ERR_STATE,     /* call not valid now (before tc_init, init twice, ...) */
+    TC_ERR_MISMATCH,  /* ranks submitted the same name with different parameters */
+    TC_ERR_DUPLICATE, /* the name is already in flight on this rank */
+    TC_ERR_SHUTDOWN,  /* tcoll was shut down (by this rank or another) */
+    TC_ERR_TRANSPORT, /* MPI or another transport failed */
+    TC_ERR_NOMEM,     /* out of memory */
+    TC_ERR_TIMEOUT    /* a time limit passed (tc_fifo_sync) */
 } tc_status_t;
 
 /* A short, static, human-readable name for a status ("success", ...). Never NULL. */
@@ -63,11 +63,16 @@ const char *tc_version(void);
 /* The numeric values are part of the ABI and of the wire format: new dtypes
  * are only ever appended. */
 typedef enum {
-    TC_UINT8, TC_INT8, TC_INT32, TC_INT64,
-    TC_FLOAT16,   /* IEEE 754 binary16 */
-    TC_BFLOAT16,  /* bfloat16 (upper half of a binary32) */
-    TC_FLOAT32, TC_FLOAT64,
-    TC_INT16, TC_UINT16
+    TC_UINT8,
+    TC_INT8,
+    TC_INT32,
+    TC_INT64,
+    TC_FLOAT16,  /* IEEE 754 binary16 */
+    TC_BFLOAT16, /* bfloat16 (upper half of a binary32) */
+    TC_FLOAT32,
+    TC_FLOAT64,
+    TC_INT16,
+    TC_UINT16
 } tc_dtype_t;
 
 typedef enum { TC_SUM, TC_AVG, TC_MIN, TC_MAX, TC_PROD } tc_op_t;
@@ -178,7 +183,10 @@ typedef struct {
                       * in; TC_GLOBAL_PROCESS_SET (0): every rank */
 } tc_opts_t;
 
-#define TC_OPTS_INIT {sizeof(tc_opts_t), 1.0, 1.0, 0}
+#define TC_OPTS_INIT                                                                               \
+    {                                                                                              \
+        sizeof(tc_opts_t), 1.0, 1.0, 0                                                             \
+    }
 
 /* tc_allreduce, tc_allgather and tc_broadcast with options (see tc_opts_t).
  * opts is read during the call only. */
@@ -225,15 +233,14 @@ tc_status_t tc_alltoall_ex(const char *name, const tc_tensor_t *send, const int6
  * once, and nothing is queued (reqs is written only on success). Grouped
  * names are not cached: each group is negotiated by rank 0.
  */
-tc_status_t tc_grouped_allreduce(int count, const char *const names[],
-                                 const tc_tensor_t sends[], void *const recvs[], tc_op_t op,
-                                 const tc_opts_t *opts, tc_request_t *reqs[]);
-tc_status_t tc_grouped_allgather(int count, const char *const names[],
-                                 const tc_tensor_t sends[], const tc_opts_t *opts,
+tc_status_t tc_grouped_allreduce(int count, const char *const names[], const tc_tensor_t sends[],
+                                 void *const recvs[], tc_op_t op, const tc_opts_t *opts,
                                  tc_request_t *reqs[]);
+tc_status_t tc_grouped_allgather(int count, const char *const names[], const tc_tensor_t sends[],
+                                 const tc_opts_t *opts, tc_request_t *reqs[]);
 tc_status_t tc_grouped_reducescatter(int count, const char *const names[],
-                                     const tc_tensor_t sends[], tc_op_t op,
-                                     const tc_opts_t *opts, tc_request_t *reqs[]);
+                                     const tc_tensor_t sends[], tc_op_t op, const tc_opts_t *opts,
+                                     tc_request_t *reqs[]);
 
 /* Completes on every rank once every rank has called it (its k-th call on
  * each rank meets the others' k-th), and on this rank only after every
@@ -338,7 +345,9 @@ void tc_request_free(tc_request_t *req);
 /* Proxy: trigger FIFO and service thread (no MPI, no tc_init needed)         */
 /* ------------------------------------------------------------------------ */
 
-typedef struct { uint64_t fst, snd; } tc_trigger_t;
+typedef struct {
+    uint64_t fst, snd;
+} tc_trigger_t;
 typedef enum { TC_PROXY_CONTINUE = 0, TC_PROXY_STOP = 1 } tc_proxy_result_t;
 typedef tc_proxy_result_t (*tc_proxy_handler_t)(tc_trigger_t trigger, void *arg);
 typedef void (*tc_proxy_init_t)(void *arg); /* runs on the proxy thread first */

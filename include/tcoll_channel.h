@@ -52,7 +52,10 @@ typedef struct {
     int64_t spin_ns;    /* waits poll this long before parking (< 0: 20000) */
 } tc_chan_opts_t;
 
-#define TC_CHAN_OPTS_INIT {sizeof(tc_chan_opts_t), 0, 0, -1}
+#define TC_CHAN_OPTS_INIT                                                                          \
+    {                                                                                              \
+        sizeof(tc_chan_opts_t), 0, 0, -1                                                           \
+    }
 
 /* Collective over every rank (same order of calls everywhere), after
  * tc_init; any one thread per rank. Makes a context: exchanges each rank's
@@ -201,8 +204,8 @@ tc_status_t tc_memchan_get(tc_memchan_t *ch, uint64_t dst_offset, uint64_t src_o
                            uint64_t size);
 /* tc_sem_signal / tc_sem_wait / tc_sem_poll of the channel's semaphore. */
 tc_status_t tc_memchan_signal(tc_memchan_t *ch);
-tc_status_t tc_memchan_put_with_signal(tc_memchan_t *ch, uint64_t dst_offset,
-                                       uint64_t src_offset, uint64_t size);
+tc_status_t tc_memchan_put_with_signal(tc_memchan_t *ch, uint64_t dst_offset, uint64_t src_offset,
+                                       uint64_t size);
 tc_status_t tc_memchan_wait(tc_memchan_t *ch, int64_t timeout_ns);
 int tc_memchan_poll(tc_memchan_t *ch);
 /* A full fence: this thread's puts are ordered before what it does next. */
@@ -233,8 +236,8 @@ uint32_t tc_portchan_id(const tc_portchan_t *ch);
 tc_status_t tc_portchan_put(tc_portchan_t *ch, uint64_t dst_offset, uint64_t src_offset,
                             uint64_t size);
 tc_status_t tc_portchan_signal(tc_portchan_t *ch);
-tc_status_t tc_portchan_put_with_signal(tc_portchan_t *ch, uint64_t dst_offset,
-                                        uint64_t src_offset, uint64_t size);
+tc_status_t tc_portchan_put_with_signal(tc_portchan_t *ch, uint64_t dst_offset, uint64_t src_offset,
+                                        uint64_t size);
 /* Any thread: pushes a flush and waits until it is carried out: every
  * operation pushed before it on this channel is then complete at the
  * destination and its source may be reused. timeout_ns < 0: no limit.

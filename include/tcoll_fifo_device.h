@@ -106,7 +106,7 @@ tc_status_t tc_fifo_device_view(tc_fifo_t *fifo, tc_fifo_device_t *view_p);
 /* Device (and host) waits for a free slot: pause lengths. */
 #define TC_FIFO_DEVICE_SLEEP_MIN_NS 32u
 #define TC_FIFO_DEVICE_SLEEP_MAX_NS 2048u
-#define TC_FIFO_DEVICE_HOST_SPINS 64u          /* host: CPU pauses before sleeping */
+#define TC_FIFO_DEVICE_HOST_SPINS 64u           /* host: CPU pauses before sleeping */
 #define TC_FIFO_DEVICE_HOST_SLEEP_MAX_NS 64000u /* host: longest sleep */
 
 /*
@@ -163,8 +163,7 @@ static inline void tc__fifo_device_host_wait(uint32_t *round_p)
  * tc_fifo_device_view (rebased for a device), and its FIFO must outlive the
  * push. Triggers of one thread are handled in the order it pushed them.
  */
-static inline TC_HOST_DEVICE uint64_t tc_fifo_device_push(const tc_fifo_device_t *v,
-                                                          tc_trigger_t t)
+static inline TC_HOST_DEVICE uint64_t tc_fifo_device_push(const tc_fifo_device_t *v, tc_trigger_t t)
 {
     uint64_t pos;
     tc_fifo_device_slot_t *s;

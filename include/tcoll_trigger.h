@@ -64,11 +64,11 @@ extern "C" {
 #define TC_TRIG_MAX_OFFSET ((((uint64_t)1) << TC_TRIG_OFFSET_BITS) - 1u)
 
 /* The fields tile fst exactly (size, chan, type, src hi, dst hi, reserved). */
-#if TC_TRIG_CHAN_SHIFT != TC_TRIG_SIZE_SHIFT + TC_TRIG_SIZE_BITS ||                              \
-    TC_TRIG_TYPE_SHIFT != TC_TRIG_CHAN_SHIFT + TC_TRIG_CHAN_BITS ||                              \
-    TC_TRIG_SRC_HI_SHIFT != TC_TRIG_TYPE_SHIFT + TC_TRIG_TYPE_BITS ||                            \
-    TC_TRIG_DST_HI_SHIFT != TC_TRIG_SRC_HI_SHIFT + TC_TRIG_OFFSET_HI_BITS ||                     \
-    TC_TRIG_RESERVED_SHIFT != TC_TRIG_DST_HI_SHIFT + TC_TRIG_OFFSET_HI_BITS ||                   \
+#if TC_TRIG_CHAN_SHIFT != TC_TRIG_SIZE_SHIFT + TC_TRIG_SIZE_BITS ||                                \
+    TC_TRIG_TYPE_SHIFT != TC_TRIG_CHAN_SHIFT + TC_TRIG_CHAN_BITS ||                                \
+    TC_TRIG_SRC_HI_SHIFT != TC_TRIG_TYPE_SHIFT + TC_TRIG_TYPE_BITS ||                              \
+    TC_TRIG_DST_HI_SHIFT != TC_TRIG_SRC_HI_SHIFT + TC_TRIG_OFFSET_HI_BITS ||                       \
+    TC_TRIG_RESERVED_SHIFT != TC_TRIG_DST_HI_SHIFT + TC_TRIG_OFFSET_HI_BITS ||                     \
     TC_TRIG_RESERVED_SHIFT != 63 || TC_TRIG_DST_LO_SHIFT != TC_TRIG_SRC_LO_SHIFT + 32
 #error "tcoll_trigger.h: the trigger fields do not tile 128 bits"
 #endif
@@ -85,9 +85,9 @@ typedef struct {
 /* Encodes; returns 0, or 1 (and leaves *t_p alone) when a field is out of
  * range: type 0 or above TC_TRIG_TYPE_MASK, chan above TC_TRIG_MAX_CHAN,
  * size above TC_TRIG_MAX_SIZE, an offset above TC_TRIG_MAX_OFFSET. */
-static inline TC_HOST_DEVICE int tc_trigger_encode(uint32_t type, uint32_t chan, uint64_t dst_offset,
-                                                   uint64_t src_offset, uint64_t size,
-                                                   tc_trigger_t *t_p)
+static inline TC_HOST_DEVICE int tc_trigger_encode(uint32_t type, uint32_t chan,
+                                                   uint64_t dst_offset, uint64_t src_offset,
+                                                   uint64_t size, tc_trigger_t *t_p)
 {
     if (type == 0 || type > TC_TRIG_TYPE_MASK || chan > TC_TRIG_MAX_CHAN ||
         size > TC_TRIG_MAX_SIZE || src_offset > TC_TRIG_MAX_OFFSET ||

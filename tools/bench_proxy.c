@@ -60,7 +60,8 @@ static void sleep_ns(uint64_t ns)
 
 static void die(const char *what, tc_status_t st)
 {
-    fprintf(stderr, "tcoll-proxy-bench: %s: %s (%s)\n", what, tc_status_string(st), tc_last_error());
+    fprintf(stderr, "tcoll-proxy-bench: %s: %s (%s)\n", what, tc_status_string(st),
+            tc_last_error());
     exit(1);
 }
 
@@ -447,11 +448,11 @@ int main(int argc, char **argv)
         usage(argv[0]);
     }
 
-    printf("tcoll-proxy-bench: tcoll %s proxy vs a mutex+condvar queue, %u slots each, %ld CPUs online\n",
-           tc_version(), opt_slots, sysconf(_SC_NPROCESSORS_ONLN));
+    printf(
+        "tcoll-proxy-bench: tcoll %s proxy vs a mutex+condvar queue, %u slots each, %ld CPUs online\n",
+        tc_version(), opt_slots, sysconf(_SC_NPROCESSORS_ONLN));
     printf("throughput: %llu triggers per run, median of %llu runs; latency: %llu samples\n\n",
-           (unsigned long long)opt_n, (unsigned long long)opt_runs,
-           (unsigned long long)opt_lat);
+           (unsigned long long)opt_n, (unsigned long long)opt_runs, (unsigned long long)opt_lat);
     printf("| measure | tcoll proxy | mutex+condvar | ratio (tcoll better by) |\n");
     printf("| --- | ---: | ---: | ---: |\n");
     fflush(stdout);

@@ -161,10 +161,9 @@ int main(int argc, char **argv)
         return 1;
     }
     if (tc_rank() == 0) {
-        printf("# tcoll %s, %d ranks, other ranks %s; times: the slowest rank's\n",
-               tc_version(), tc_size(), random_order ? "in random orders" : "in reverse order");
-        printf("%10s %4s %12s %12s %14s\n", "names", "run", "submit_s", "total_s",
-               "us_per_name");
+        printf("# tcoll %s, %d ranks, other ranks %s; times: the slowest rank's\n", tc_version(),
+               tc_size(), random_order ? "in random orders" : "in reverse order");
+        printf("%10s %4s %12s %12s %14s\n", "names", "run", "submit_s", "total_s", "us_per_name");
     }
     for (int s = 0; s < nsizes; s++) {
         for (int r = 0; r < runs; r++) {

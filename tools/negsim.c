@@ -23,10 +23,10 @@
 #include "neg/neg.h"
 #include "wire/wire.h"
 
-static const int k_sizes[] = {9408, 64, 64, 4096, 64, 64, 36864, 64, 64, 16384, 256, 256,
-                              16384, 256, 256, 16384, 64, 64, 36864, 64, 64, 16384, 256, 256,
-                              32768, 128, 128, 147456, 128, 128, 65536, 512, 512, 131072, 512,
-                              512, 2048000, 1000};
+static const int k_sizes[] = {
+    9408, 64,     64,    4096, 64,    64,    36864, 64,     64,    16384, 256,     256,   16384,
+    256,  256,    16384, 64,   64,    36864, 64,    64,     16384, 256,   256,     32768, 128,
+    128,  147456, 128,   128,  65536, 512,   512,   131072, 512,   512,   2048000, 1000};
 #define NSIZES (sizeof(k_sizes) / sizeof(k_sizes[0]))
 #define EAGER_BYTES 16384 /* TCOLL_EAGER_BYTES's default */
 
@@ -46,10 +46,10 @@ typedef struct {
 
 typedef struct {
     tc_neg_t *neg;
-    int step, left;          /* tensors of this step not out yet */
+    int step, left; /* tensors of this step not out yet */
     int *perm;
-    float *input;            /* every tensor's input: rank + 1 */
-    uint64_t hash, nitems;   /* of the item sequence */
+    float *input;          /* every tensor's input: rank + 1 */
+    uint64_t hash, nitems; /* of the item sequence */
     uint64_t cur_cycle, cur_msgs, cur_bytes;
     uint64_t max_msgs, max_bytes; /* the most in one cycle (this rank's view) */
     uint64_t msgs, bytes;         /* in the steady state */
@@ -339,11 +339,13 @@ static void tick(int q)
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"ranks", required_argument, NULL, 'n'}, {"tensors", required_argument, NULL, 't'},
-        {"steps", required_argument, NULL, 's'}, {"seed", required_argument, NULL, 'x'},
-        {"json", no_argument, NULL, 'j'},         {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"ranks", required_argument, NULL, 'n'},
+                                         {"tensors", required_argument, NULL, 't'},
+                                         {"steps", required_argument, NULL, 's'},
+                                         {"seed", required_argument, NULL, 'x'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     uint64_t steady_steps, cycles, peak_msgs = 0, peak_bytes = 0;
     double max_msgs = 0, max_bytes = 0, r0_msgs, r0_bytes, eager_share;
     int c, q, agree = 1, steady_from;
@@ -394,8 +396,8 @@ int main(int argc, char **argv)
             free(e.data);
         } else if (e.kind == 1) {
             tc_wire_request_t w = S.reqs[e.tensor];
-            if (tc__neg_submit(S.r[e.dst].neg, &w, (void *)(intptr_t)e.tensor,
-                               S.r[e.dst].input, NULL) != TC_OK) {
+            if (tc__neg_submit(S.r[e.dst].neg, &w, (void *)(intptr_t)e.tensor, S.r[e.dst].input,
+                               NULL) != TC_OK) {
                 fprintf(stderr, "tcoll-negsim: rank %d: submission failed\n", e.dst);
                 return 1;
             }
@@ -426,7 +428,8 @@ int main(int argc, char **argv)
     }
     r0_msgs = cycles > 0 ? (double)S.r[0].msgs / (double)cycles : 0;
     eager_share = S.eager_done + S.eager_run > 0
-                      ? (double)S.eager_done / (double)(S.eager_done + S.eager_run) : 0.0;
+                      ? (double)S.eager_done / (double)(S.eager_done + S.eager_run)
+                      : 0.0;
     r0_bytes = cycles > 0 ? (double)S.r[0].bytes / (double)cycles : 0;
     if (S.json) {
         printf("{\"ranks\": %d, \"tensors\": %d, \"steps\": %d, \"seed\": %" PRIu64
@@ -451,7 +454,8 @@ int main(int argc, char **argv)
                "(all-to-all negotiation: %d); peak in one cycle %" PRIu64 "\n",
                max_msgs, r0_msgs, 2 * (S.ranks - 1), peak_msgs);
         printf("  bytes sent + received per cycle: most by one rank %.0f, rank 0 %.0f; peak in "
-               "one cycle %" PRIu64 "\n", max_bytes, r0_bytes, peak_bytes);
+               "one cycle %" PRIu64 "\n",
+               max_bytes, r0_bytes, peak_bytes);
         printf("  small allreduces completed eagerly (the rest ran as collectives): %.1f%%\n",
                100.0 * eager_share);
         printf("  every rank ran the same collectives in the same order: %s\n",

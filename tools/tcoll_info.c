@@ -77,39 +77,37 @@ typedef struct {
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-"Usage: tcoll-info [options]            (as a singleton)\n"
-"       mpiexec -n N tcoll-info [options]\n"
-"\n"
-"Prints what tcoll would run with here: tcoll's version, the MPI library and\n"
-"MPI version, the ranks and the ranks on each node, the hardware hwloc sees on\n"
-"rank 0's node, and every TCOLL_* knob with its value, where the value came\n"
-"from (default or environment; a rejected environment value is shown and the\n"
-"default kept), its default, its range and a one-line description. Knob values\n"
-"are rank 0's; a knob that differs on other ranks is flagged. Knobs marked\n"
-"\"same on every rank\" must agree: tc_init fails when they differ. Only rank 0\n"
-"prints.\n"
-"\n"
-"  -h, --help              this text\n"
-"      --json              print everything as one JSON object instead\n"
-"      --knobs-markdown    print the README's knob table rows and nothing else\n"
-"      --expect-source NAME=SOURCE\n"
-"                          exit 1 unless knob NAME's source is SOURCE: default,\n"
-"                          environment, or rejected (a default kept because the\n"
-"                          environment's value was bad); may be repeated\n"
-"\n"
-"Exit status: 0; 1 an --expect-source did not hold; 2 bad options.\n");
+    fprintf(f, "Usage: tcoll-info [options]            (as a singleton)\n"
+               "       mpiexec -n N tcoll-info [options]\n"
+               "\n"
+               "Prints what tcoll would run with here: tcoll's version, the MPI library and\n"
+               "MPI version, the ranks and the ranks on each node, the hardware hwloc sees on\n"
+               "rank 0's node, and every TCOLL_* knob with its value, where the value came\n"
+               "from (default or environment; a rejected environment value is shown and the\n"
+               "default kept), its default, its range and a one-line description. Knob values\n"
+               "are rank 0's; a knob that differs on other ranks is flagged. Knobs marked\n"
+               "\"same on every rank\" must agree: tc_init fails when they differ. Only rank 0\n"
+               "prints.\n"
+               "\n"
+               "  -h, --help              this text\n"
+               "      --json              print everything as one JSON object instead\n"
+               "      --knobs-markdown    print the README's knob table rows and nothing else\n"
+               "      --expect-source NAME=SOURCE\n"
+               "                          exit 1 unless knob NAME's source is SOURCE: default,\n"
+               "                          environment, or rejected (a default kept because the\n"
+               "                          environment's value was bad); may be repeated\n"
+               "\n"
+               "Exit status: 0; 1 an --expect-source did not hold; 2 bad options.\n");
 }
 
 /* 0 to run, 1 for --help, -1 with a message in err. */
 static int parse_options(int argc, char **argv, info_opts_t *o, char *err, size_t errlen)
 {
-    static const struct option longopts[] = {
-        {"help", no_argument, NULL, 'h'},
-        {"json", no_argument, NULL, 'j'},
-        {"knobs-markdown", no_argument, NULL, 'm'},
-        {"expect-source", required_argument, NULL, 'e'},
-        {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
+                                             {"json", no_argument, NULL, 'j'},
+                                             {"knobs-markdown", no_argument, NULL, 'm'},
+                                             {"expect-source", required_argument, NULL, 'e'},
+                                             {NULL, 0, NULL, 0}};
     int c;
 
     memset(o, 0, sizeof(*o));
@@ -127,12 +125,8 @@ static int parse_options(int argc, char **argv, info_opts_t *o, char *err, size_
             }
             o->expect[o->nexpect++] = optarg;
             break;
-        case ':':
-            snprintf(err, errlen, "option '%s' needs a value", argv[optind - 1]);
-            return -1;
-        default:
-            snprintf(err, errlen, "unknown option '%s'", argv[optind - 1]);
-            return -1;
+        case ':': snprintf(err, errlen, "option '%s' needs a value", argv[optind - 1]); return -1;
+        default: snprintf(err, errlen, "unknown option '%s'", argv[optind - 1]); return -1;
         }
     }
     if (optind < argc) {
@@ -158,7 +152,8 @@ static int parse_options(int argc, char **argv, info_opts_t *o, char *err, size_
         }
         if (strcmp(eq + 1, "default") != 0 && strcmp(eq + 1, "environment") != 0 &&
             strcmp(eq + 1, "rejected") != 0) {
-            snprintf(err, errlen, "--expect-source '%s': SOURCE is default, environment or rejected",
+            snprintf(err, errlen,
+                     "--expect-source '%s': SOURCE is default, environment or rejected",
                      o->expect[c]);
             return -1;
         }
@@ -356,8 +351,8 @@ typedef struct {
     int size;
     char lib[MPI_MAX_LIBRARY_VERSION_STRING];
     int mpi_version, mpi_subversion;
-    rank_rec_t *recs;    /* [size] */
-    uint64_t *hashes;    /* [size][nknobs] */
+    rank_rec_t *recs; /* [size] */
+    uint64_t *hashes; /* [size][nknobs] */
     size_t nknobs;
     tc_knob_desc_t *knobs; /* [nknobs], rank 0's */
     hw_t hw;
@@ -425,11 +420,12 @@ static void print_text(FILE *f, const info_t *in, int *scratch)
         }
     }
     if (in->hw.ok) {
-        fprintf(f, "hardware (rank 0's node, hwloc %s): %d package%s, %d core%s, %d PU%s, "
-                   "%d NUMA node%s; CPUs allowed %s",
+        fprintf(f,
+                "hardware (rank 0's node, hwloc %s): %d package%s, %d core%s, %d PU%s, "
+                "%d NUMA node%s; CPUs allowed %s",
                 HWLOC_VERSION, in->hw.packages, in->hw.packages == 1 ? "" : "s", in->hw.cores,
-                in->hw.cores == 1 ? "" : "s", in->hw.pus, in->hw.pus == 1 ? "" : "s",
-                in->hw.numa, in->hw.numa == 1 ? "" : "s", in->hw.allowed);
+                in->hw.cores == 1 ? "" : "s", in->hw.pus, in->hw.pus == 1 ? "" : "s", in->hw.numa,
+                in->hw.numa == 1 ? "" : "s", in->hw.allowed);
         if (in->hw.bound[0] != '\0') {
             fprintf(f, ", rank 0 bound to %s", in->hw.bound);
         }
@@ -512,8 +508,9 @@ static void print_json(FILE *f, const info_t *in, int *scratch)
     }
     fprintf(f, "\n  ],\n  \"hardware\": ");
     if (in->hw.ok) {
-        fprintf(f, "{\"of_rank\": 0, \"hwloc_version\": \"%s\", \"packages\": %d, \"cores\": %d, "
-                   "\"pus\": %d, \"numa_nodes\": %d, \"allowed_cpus\": ",
+        fprintf(f,
+                "{\"of_rank\": 0, \"hwloc_version\": \"%s\", \"packages\": %d, \"cores\": %d, "
+                "\"pus\": %d, \"numa_nodes\": %d, \"allowed_cpus\": ",
                 HWLOC_VERSION, in->hw.packages, in->hw.cores, in->hw.pus, in->hw.numa);
         put_json(f, in->hw.allowed);
         fprintf(f, ", \"rank0_binding\": ");
@@ -639,8 +636,9 @@ static void print_allreduce(FILE *f, const info_t *in, int nodes, int all_ok, in
     seg.cma = in->recs[0].shm_cma;
     seg.slot_bytes = (size_t)cfg->shm_slot_kb * 1024;
     shm.seg = &seg;
-    shm.cma_from = algo == TC_ALGO_CMA ? 0 : algo == TC_ALGO_SHM ? SIZE_MAX
-                                              : (size_t)cfg->shm_direct_kb * 1024;
+    shm.cma_from = algo == TC_ALGO_CMA   ? 0
+                   : algo == TC_ALGO_SHM ? SIZE_MAX
+                                         : (size_t)cfg->shm_direct_kb * 1024;
     x.tp = &tp;
     x.ordered = cfg->deterministic;
     if (algo == TC_ALGO_RING) {
@@ -665,8 +663,10 @@ static void print_shm(FILE *f, const info_t *in)
     int r, nodes = 0, all_ok = 1, hier_ok = cfg->shm != TC_SHM_OFF;
 
     fprintf(f, "shared memory (TCOLL_SHM=%s):\n",
-            cfg->shm == TC_SHM_OFF ? "off" : cfg->shm == TC_SHM_MEMFD ? "memfd"
-                                      : cfg->shm == TC_SHM_POSIX ? "posix" : "auto");
+            cfg->shm == TC_SHM_OFF     ? "off"
+            : cfg->shm == TC_SHM_MEMFD ? "memfd"
+            : cfg->shm == TC_SHM_POSIX ? "posix"
+                                       : "auto");
     for (r = 0; r < in->size; r++) {
         const rank_rec_t *rec = &in->recs[r];
         if (rec->leader != r) {
@@ -676,10 +676,11 @@ static void print_shm(FILE *f, const info_t *in)
         all_ok = all_ok && rec->shm_ok == 1;
         hier_ok = hier_ok && (rec->shm_ok == 1 || rec->local_size < 2);
         if (rec->shm_ok == 1) {
-            fprintf(f, "  node %s: %s segment of %llu bytes (%d ranks x %d slots x %d KiB, "
-                       "small-message boxes for %d names, point-to-point mailboxes of %d x "
-                       "%llu bytes per pair of ranks, flags)\n", rec->host,
-                    rec->shm_method, (unsigned long long)rec->shm_bytes, rec->local_size,
+            fprintf(f,
+                    "  node %s: %s segment of %llu bytes (%d ranks x %d slots x %d KiB, "
+                    "small-message boxes for %d names, point-to-point mailboxes of %d x "
+                    "%llu bytes per pair of ranks, flags)\n",
+                    rec->host, rec->shm_method, (unsigned long long)rec->shm_bytes, rec->local_size,
                     cfg->shm_slots, cfg->shm_slot_kb,
                     cfg->shm_fast_bytes > 0 ? cfg->shm_fast_names : 0,
                     rec->shm_cell > 0 ? TC_SHM_P2P_CELLS : 0, (unsigned long long)rec->shm_cell);

@@ -33,9 +33,8 @@ int tcx_errors_init(PyObject *module)
 {
     size_t i;
 
-    tcx_errors[0] = PyErr_NewExceptionWithDoc("tcoll.Error",
-                                              "Base class of every error tcoll raises.",
-                                              PyExc_RuntimeError, NULL);
+    tcx_errors[0] = PyErr_NewExceptionWithDoc(
+        "tcoll.Error", "Base class of every error tcoll raises.", PyExc_RuntimeError, NULL);
     if (tcx_errors[0] == NULL || PyModule_AddObjectRef(module, "Error", tcx_errors[0]) < 0) {
         return -1;
     }
@@ -53,8 +52,7 @@ int tcx_errors_init(PyObject *module)
         if (bases == NULL) {
             return -1;
         }
-        tcx_errors[classes[i].st] =
-            PyErr_NewExceptionWithDoc(qual, classes[i].doc, bases, NULL);
+        tcx_errors[classes[i].st] = PyErr_NewExceptionWithDoc(qual, classes[i].doc, bases, NULL);
         Py_DECREF(bases);
         if (tcx_errors[classes[i].st] == NULL ||
             PyModule_AddObjectRef(module, classes[i].name, tcx_errors[classes[i].st]) < 0) {
@@ -66,9 +64,8 @@ int tcx_errors_init(PyObject *module)
 
 PyObject *tcx_raise(tc_status_t st, const char *msg)
 {
-    PyObject *cls = st > TC_OK && st <= TC_ERR_TIMEOUT && tcx_errors[st] != NULL
-                        ? tcx_errors[st]
-                        : tcx_errors[0];
+    PyObject *cls = st > TC_OK && st <= TC_ERR_TIMEOUT && tcx_errors[st] != NULL ? tcx_errors[st]
+                                                                                 : tcx_errors[0];
 
     if (msg == NULL || msg[0] == '\0') {
         msg = tc_last_error();

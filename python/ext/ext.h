@@ -23,11 +23,10 @@
 #define TCX_MAX_BUFS 2 /* the send and receive buffers of one request */
 
 typedef struct {
-    PyObject_HEAD
-    tc_request_t *req;            /* NULL once released */
-    Py_buffer bufs[TCX_MAX_BUFS]; /* held while the operation may touch them */
+    PyObject_HEAD tc_request_t *req; /* NULL once released */
+    Py_buffer bufs[TCX_MAX_BUFS];    /* held while the operation may touch them */
     int nbufs;
-    Py_ssize_t exports;           /* buffer views of the output alive */
+    Py_ssize_t exports; /* buffer views of the output alive */
 } TcRequest;
 
 extern PyTypeObject TcRequest_Type;

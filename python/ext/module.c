@@ -19,10 +19,9 @@ static PyObject *tcx_init(PyObject *self, PyObject *unused)
 
     (void)self;
     (void)unused;
-    Py_BEGIN_ALLOW_THREADS
-    st = tc_init();
-    Py_END_ALLOW_THREADS
-    if (st != TC_OK) {
+    Py_BEGIN_ALLOW_THREADS st = tc_init();
+    Py_END_ALLOW_THREADS if (st != TC_OK)
+    {
         return tcx_raise(st, NULL);
     }
     Py_RETURN_NONE;
@@ -34,10 +33,8 @@ static PyObject *tcx_shutdown(PyObject *self, PyObject *unused)
 
     (void)self;
     (void)unused;
-    Py_BEGIN_ALLOW_THREADS
-    st = tc_shutdown();
-    Py_END_ALLOW_THREADS
-    tcx_orphans_release_all(); /* every request has completed now */
+    Py_BEGIN_ALLOW_THREADS st = tc_shutdown();
+    Py_END_ALLOW_THREADS tcx_orphans_release_all(); /* every request has completed now */
     if (st != TC_OK) {
         return tcx_raise(st, NULL);
     }
@@ -100,10 +97,8 @@ static PyObject *tcx_process_set_add(PyObject *self, PyObject *arg)
         ranks[i] = (int)v;
     }
     Py_DECREF(seq);
-    Py_BEGIN_ALLOW_THREADS
-    st = tc_process_set_add(ranks, (int)n, &id);
-    Py_END_ALLOW_THREADS
-    PyMem_Free(ranks);
+    Py_BEGIN_ALLOW_THREADS st = tc_process_set_add(ranks, (int)n, &id);
+    Py_END_ALLOW_THREADS PyMem_Free(ranks);
     if (st != TC_OK) {
         return tcx_raise(st, NULL);
     }
@@ -119,10 +114,9 @@ static PyObject *tcx_process_set_remove(PyObject *self, PyObject *arg)
     if (id == -1 && PyErr_Occurred()) {
         return NULL;
     }
-    Py_BEGIN_ALLOW_THREADS
-    st = tc_process_set_remove((int)id);
-    Py_END_ALLOW_THREADS
-    if (st != TC_OK) {
+    Py_BEGIN_ALLOW_THREADS st = tc_process_set_remove((int)id);
+    Py_END_ALLOW_THREADS if (st != TC_OK)
+    {
         return tcx_raise(st, NULL);
     }
     Py_RETURN_NONE;
@@ -200,10 +194,9 @@ static PyObject *tcx_timeline_stop(PyObject *self, PyObject *unused)
 
     (void)self;
     (void)unused;
-    Py_BEGIN_ALLOW_THREADS
-    st = tc_timeline_stop();
-    Py_END_ALLOW_THREADS
-    if (st != TC_OK) {
+    Py_BEGIN_ALLOW_THREADS st = tc_timeline_stop();
+    Py_END_ALLOW_THREADS if (st != TC_OK)
+    {
         return tcx_raise(st, NULL);
     }
     Py_RETURN_NONE;
@@ -241,9 +234,15 @@ static PyMethodDef module_methods[] = {
 };
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "_tcoll",
-    "tcoll's C extension: the engine room of the tcoll package (use tcoll, not this).", -1,
-    NULL, NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT,
+    "_tcoll",
+    "tcoll's C extension: the engine room of the tcoll package (use tcoll, not this).",
+    -1,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
 };
 
 /* The codes the Python layer passes: dtypes and ops as in tcoll.h. */
@@ -253,12 +252,14 @@ static int add_constants(PyObject *m)
         const char *name;
         int value;
     } k[] = {
-        {"UINT8", TC_UINT8},     {"INT8", TC_INT8},         {"INT16", TC_INT16},
-        {"UINT16", TC_UINT16},   {"INT32", TC_INT32},       {"INT64", TC_INT64},
-        {"FLOAT16", TC_FLOAT16}, {"BFLOAT16", TC_BFLOAT16}, {"FLOAT32", TC_FLOAT32},
-        {"FLOAT64", TC_FLOAT64}, {"SUM", TC_SUM},           {"AVG", TC_AVG},
-        {"MIN", TC_MIN},         {"MAX", TC_MAX},           {"PROD", TC_PROD},
-        {"MAX_NAME_LEN", TC_MAX_NAME_LEN},
+        {"UINT8", TC_UINT8},     {"INT8", TC_INT8},
+        {"INT16", TC_INT16},     {"UINT16", TC_UINT16},
+        {"INT32", TC_INT32},     {"INT64", TC_INT64},
+        {"FLOAT16", TC_FLOAT16}, {"BFLOAT16", TC_BFLOAT16},
+        {"FLOAT32", TC_FLOAT32}, {"FLOAT64", TC_FLOAT64},
+        {"SUM", TC_SUM},         {"AVG", TC_AVG},
+        {"MIN", TC_MIN},         {"MAX", TC_MAX},
+        {"PROD", TC_PROD},       {"MAX_NAME_LEN", TC_MAX_NAME_LEN},
     };
     size_t i;
 

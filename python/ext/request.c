@@ -141,10 +141,8 @@ static PyObject *request_wait(TcRequest *r, PyObject *unused)
     if (checked(r) == NULL) {
         return NULL;
     }
-    Py_BEGIN_ALLOW_THREADS
-    st = tc_wait(r->req);
-    Py_END_ALLOW_THREADS
-    release_bufs(r->bufs, &r->nbufs);
+    Py_BEGIN_ALLOW_THREADS st = tc_wait(r->req);
+    Py_END_ALLOW_THREADS release_bufs(r->bufs, &r->nbufs);
     if (st != TC_OK) {
         return tcx_raise(st, tc_request_error(r->req));
     }
@@ -306,16 +304,13 @@ static PyMethodDef request_methods[] = {
 };
 
 static PyGetSetDef request_getset[] = {
-    {"status", (getter)request_status, NULL, "The status code once completed, else None.",
-     NULL},
-    {"error", (getter)request_error, NULL, "Why it failed ('' while pending or on success).",
-     NULL},
+    {"status", (getter)request_status, NULL, "The status code once completed, else None.", NULL},
+    {"error", (getter)request_error, NULL, "Why it failed ('' while pending or on success).", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 PyTypeObject TcRequest_Type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "tcoll._tcoll.Request",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tcoll._tcoll.Request",
     .tp_basicsize = sizeof(TcRequest),
     .tp_dealloc = (destructor)request_dealloc,
     .tp_as_buffer = &request_as_buffer,

@@ -53,8 +53,10 @@ static int make_tensor(const char *what, const Py_buffer *buf, int dtype, PyObje
     t->dtype = (tc_dtype_t)dtype;
     t->data = buf->buf;
     if ((size_t)buf->len != count * es) {
-        PyErr_Format(PyExc_ValueError, "%s: the buffer holds %zd bytes, a %s tensor of that shape "
-                     "needs %zu", what, buf->len, tc_dtype_name((tc_dtype_t)dtype), count * es);
+        PyErr_Format(PyExc_ValueError,
+                     "%s: the buffer holds %zd bytes, a %s tensor of that shape "
+                     "needs %zu",
+                     what, buf->len, tc_dtype_name((tc_dtype_t)dtype), count * es);
         return -1;
     }
     return 0;
@@ -73,9 +75,10 @@ static int get_buffer(const char *what, PyObject *obj, int writable, Py_buffer *
     }
     if (PyObject_GetBuffer(obj, view, flags) < 0) {
         PyErr_Clear();
-        PyErr_Format(PyExc_ValueError, "%s: needs a C-contiguous%s buffer (a NumPy array or a "
-                     "CPU tensor's .numpy()), not %.100s", what, writable ? ", writable" : "",
-                     Py_TYPE(obj)->tp_name);
+        PyErr_Format(PyExc_ValueError,
+                     "%s: needs a C-contiguous%s buffer (a NumPy array or a "
+                     "CPU tensor's .numpy()), not %.100s",
+                     what, writable ? ", writable" : "", Py_TYPE(obj)->tp_name);
         return -1;
     }
     return 0;
@@ -127,8 +130,9 @@ static int read_splits(PyObject *obj, int64_t *splits, int cap, int *n_p)
  * "alltoall" (splits: rows to each member, or None). */
 static PyObject *tcx_submit(PyObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"kind", "name", "send", "recv", "dtype", "shape", "op", "root",
-                             "splits", "prescale", "postscale", "process_set", NULL};
+    static char *kwlist[] = {"kind",      "name",        "send", "recv",   "dtype",
+                             "shape",     "op",          "root", "splits", "prescale",
+                             "postscale", "process_set", NULL};
     const char *kind, *name;
     PyObject *send, *recv, *shape, *splits_obj = Py_None;
     int dtype, op = TC_SUM, root = 0, pset = 0, nbufs = 0, nsplits = 0, size;
@@ -142,9 +146,9 @@ static PyObject *tcx_submit(PyObject *self, PyObject *args, PyObject *kw)
     int in_place_recv;
 
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "ssOOiO|iiOddi", kwlist, &kind, &name, &send,
-                                     &recv, &dtype, &shape, &op, &root, &splits_obj, &prescale,
-                                     &postscale, &pset)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ssOOiO|iiOddi", kwlist, &kind, &name, &send, &recv,
+                                     &dtype, &shape, &op, &root, &splits_obj, &prescale, &postscale,
+                                     &pset)) {
         return NULL;
     }
     tcx_orphans_sweep();
@@ -171,7 +175,7 @@ static PyObject *tcx_submit(PyObject *self, PyObject *args, PyObject *kw)
         void *out = nbufs == 2 ? bufs[1].buf : t.data;
         if (recv == Py_None || (!in_place_recv && nbufs != 2)) {
             PyErr_SetString(PyExc_ValueError, "allreduce: recv is required (send itself for in "
-                            "place)");
+                                              "place)");
             goto fail;
         }
         if (in_place_recv && bufs[0].readonly) {
@@ -197,8 +201,10 @@ static PyObject *tcx_submit(PyObject *self, PyObject *args, PyObject *kw)
                 goto fail;
             }
             if (nsplits != size) {
-                PyErr_Format(PyExc_ValueError, "alltoall '%s': %d splits, the process set has "
-                             "%d ranks", name, nsplits, size);
+                PyErr_Format(PyExc_ValueError,
+                             "alltoall '%s': %d splits, the process set has "
+                             "%d ranks",
+                             name, nsplits, size);
                 goto fail;
             }
         }
@@ -262,8 +268,8 @@ static PyObject *tcx_join(PyObject *self, PyObject *args, PyObject *kw)
  * "allgather" or "reducescatter" (recvs None). */
 static PyObject *tcx_grouped(PyObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"kind", "names", "sends", "recvs", "dtypes", "shapes", "op",
-                             "prescale", "postscale", "process_set", NULL};
+    static char *kwlist[] = {"kind", "names",    "sends",     "recvs",       "dtypes", "shapes",
+                             "op",   "prescale", "postscale", "process_set", NULL};
     const char *kind;
     PyObject *names_o, *sends_o, *recvs_o, *dtypes_o, *shapes_o, *out = NULL;
     PyObject *names = NULL, *sends = NULL, *recvs = NULL, *dtypes = NULL, *shapes = NULL;
@@ -303,7 +309,7 @@ static PyObject *tcx_grouped(PyObject *self, PyObject *args, PyObject *kw)
         PySequence_Fast_GET_SIZE(shapes) != n ||
         (allreduce && PySequence_Fast_GET_SIZE(recvs) != n)) {
         PyErr_SetString(PyExc_ValueError, "grouped: names, sends, recvs, dtypes and shapes must "
-                        "have one entry per member");
+                                          "have one entry per member");
         goto done;
     }
     cnames = PyMem_Calloc((size_t)n + 1, sizeof(*cnames));
@@ -351,9 +357,9 @@ static PyObject *tcx_grouped(PyObject *self, PyObject *args, PyObject *kw)
     }
     o = make_opts(prescale, postscale, pset);
     st = allreduce ? tc_grouped_allreduce((int)n, cnames, ts, outs, (tc_op_t)op, &o, reqs)
-         : strcmp(kind, "allgather") == 0 ? tc_grouped_allgather((int)n, cnames, ts, &o, reqs)
-                                          : tc_grouped_reducescatter((int)n, cnames, ts,
-                                                                     (tc_op_t)op, &o, reqs);
+         : strcmp(kind, "allgather") == 0
+             ? tc_grouped_allgather((int)n, cnames, ts, &o, reqs)
+             : tc_grouped_reducescatter((int)n, cnames, ts, (tc_op_t)op, &o, reqs);
     if (st != TC_OK) {
         tcx_raise(st, NULL);
         goto done;

@@ -21,8 +21,8 @@ static PyObject *strided;     /* torch.strided */
 
 /* The attribute names asked of a tensor, interned at registration. */
 enum { IS_CPU, LAYOUT, IS_CONTIGUOUS, IS_NEG, IS_CONJ, NUMEL, ELEMENT_SIZE, DATA_PTR, NATTRS };
-static const char *const attr_names[NATTRS] = {"is_cpu", "layout", "is_contiguous", "is_neg",
-                                               "is_conj", "numel", "element_size", "data_ptr"};
+static const char *const attr_names[NATTRS] = {"is_cpu",  "layout", "is_contiguous", "is_neg",
+                                               "is_conj", "numel",  "element_size",  "data_ptr"};
 static PyObject *attrs[NATTRS];
 
 /* _register_torch(Tensor, strided): called by tcoll.torch at import. */
@@ -50,8 +50,8 @@ PyObject *tcx_register_torch(PyObject *self, PyObject *args)
 /* obj.attr() or obj.attr as a truth value: 1, 0, or -1 with an exception. */
 static int truth(PyObject *obj, int attr, int call)
 {
-    PyObject *v = call ? PyObject_CallMethodNoArgs(obj, attrs[attr])
-                       : PyObject_GetAttr(obj, attrs[attr]);
+    PyObject *v =
+        call ? PyObject_CallMethodNoArgs(obj, attrs[attr]) : PyObject_GetAttr(obj, attrs[attr]);
     int r;
 
     if (v == NULL) {

@@ -112,7 +112,7 @@ typedef struct {
     int pidfd;           /* to see it exit (same machine; -1: none) */
     tc_sem_line_t *area; /* its semaphore area, mapped (same node), else NULL */
     uint64_t area_len;
-    tc_mbox_t *mbox;     /* the mailboxes in that area (same node), else NULL */
+    tc_mbox_t *mbox; /* the mailboxes in that area (same node), else NULL */
 } tc_chan_peer_t;
 
 struct tc_chan_ctx {
@@ -137,15 +137,15 @@ struct tc_chan_ctx {
     struct tc_portchan *_Atomic chans[TC_CHAN_NCHANS]; /* by id: NULL = free */
     struct tc_mem *mems;                               /* registrations, a list */
     tc_mbox_msg_t *outbox, *inbox; /* handles to other nodes / from them (oldest first) */
-    _Atomic uint64_t bad_triggers;                     /* for no open channel */
+    _Atomic uint64_t bad_triggers; /* for no open channel */
 };
 
 /* peers.c: collectives of every rank through the engine, under reserved names; on
  * failure why holds the reason. tc__chan_gather: len bytes from each rank,
  * *out_p a malloc'd copy of size * len bytes. tc__chan_all_ok: *all_p 1
  * when every rank passed ok != 0. */
-tc_status_t tc__chan_gather(const char *name, const void *mine, size_t len, void **out_p,
-                            char *why, size_t why_len);
+tc_status_t tc__chan_gather(const char *name, const void *mine, size_t len, void **out_p, char *why,
+                            size_t why_len);
 tc_status_t tc__chan_all_ok(const char *name, int ok, int *all_p, char *why, size_t why_len);
 
 /* peers.c: whether rank r is lost: its process has exited (seen on this machine),
@@ -206,10 +206,10 @@ struct tc_rmem {
     uint64_t id;
     uint64_t base; /* its address in the owner's process */
     uint64_t size;
-    int fd;        /* the owner's region file, -1: none */
+    int fd; /* the owner's region file, -1: none */
     uint64_t region_off, region_len;
-    char *mapped;  /* same node, in a region: the region mapped here (else NULL) */
-    char *local;   /* this rank's own memory (rank == ctx->rank) */
+    char *mapped; /* same node, in a region: the region mapped here (else NULL) */
+    char *local;  /* this rank's own memory (rank == ctx->rank) */
 };
 
 /* Where the memory of r starts in this process, or NULL when it cannot be
@@ -248,7 +248,7 @@ struct tc_portchan {
     tc_sem_t *sem;
     tc_mem_t *local;
     tc_rmem_t *remote;
-    char *dst;  /* the peer's memory mapped here, or NULL: written with process_vm_writev */
+    char *dst; /* the peer's memory mapped here, or NULL: written with process_vm_writev */
     _Atomic int peer_gone; /* the proxy saw the peer's process exit */
     uint64_t done;         /* operations carried out (proxy thread only) */
     int remote_node;       /* the peer is on another node: over MPI (remote.c) */
@@ -295,7 +295,7 @@ void tc__net_free(tc_chan_ctx_t *ctx);
 
 /* Waits until line->value >= target (spinning spin_ns first), or the peer
  * exits, or timeout_ns passes (< 0: no limit). */
-tc_status_t tc__sem_line_wait(tc_chan_ctx_t *ctx, int peer, tc_sem_line_t *line,
-                              uint64_t target, int64_t timeout_ns, const char *who);
+tc_status_t tc__sem_line_wait(tc_chan_ctx_t *ctx, int peer, tc_sem_line_t *line, uint64_t target,
+                              int64_t timeout_ns, const char *who);
 
 #endif

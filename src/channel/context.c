@@ -156,8 +156,10 @@ static tc_status_t opts_check(const tc_chan_opts_t *opts, tc_chan_opts_t *o)
 
     if (opts != NULL) {
         if (opts->size < sizeof(size_t) || opts->size > sizeof(tc_chan_opts_t)) {
-            return tc__set_error(TC_ERR_ARG, "tc_chan_ctx_create: opts->size is %zu: initialize "
-                                 "the options with TC_CHAN_OPTS_INIT", opts->size);
+            return tc__set_error(TC_ERR_ARG,
+                                 "tc_chan_ctx_create: opts->size is %zu: initialize "
+                                 "the options with TC_CHAN_OPTS_INIT",
+                                 opts->size);
         }
         memcpy(&d, opts, opts->size);
     }
@@ -165,8 +167,10 @@ static tc_status_t opts_check(const tc_chan_opts_t *opts, tc_chan_opts_t *o)
         d.fifo_size = 512;
     }
     if (d.fifo_size > (1u << 20) || (d.fifo_size & (d.fifo_size - 1)) != 0) {
-        return tc__set_error(TC_ERR_ARG, "tc_chan_ctx_create: fifo_size %u is not a power of "
-                             "two in 1..%u", d.fifo_size, 1u << 20);
+        return tc__set_error(TC_ERR_ARG,
+                             "tc_chan_ctx_create: fifo_size %u is not a power of "
+                             "two in 1..%u",
+                             d.fifo_size, 1u << 20);
     }
     if (d.sem_ids == 0) {
         d.sem_ids = TC_CHAN_DEFAULT_SEM_IDS;
@@ -224,11 +228,13 @@ static tc_status_t nodes_check(const tc_chan_ctx_t *ctx, const ctx_record_t *rec
         }
     }
     if (several && low >= 0) {
-        snprintf(why, len, "the job spans several nodes, and port channels and semaphores "
+        snprintf(why, len,
+                 "the job spans several nodes, and port channels and semaphores "
                  "between nodes are carried out by the context's proxy thread over MPI beside "
                  "the engine thread, which needs MPI_THREAD_MULTIPLE, but rank %d runs MPI at a "
                  "lower level: set TCOLL_MPI_THREAD=multiple (or, when the application "
-                 "initializes MPI, ask MPI_Init_thread for MPI_THREAD_MULTIPLE)", low);
+                 "initializes MPI, ask MPI_Init_thread for MPI_THREAD_MULTIPLE)",
+                 low);
         return TC_ERR_STATE;
     }
     return TC_OK;
@@ -302,7 +308,8 @@ static tc_status_t ctx_setup(tc_chan_ctx_t *ctx, const tc_chan_opts_t *o, char *
     }
     if (!all) {
         if (ok) {
-            snprintf(why, len, "another rank could not map the semaphores of its node or "
+            snprintf(why, len,
+                     "another rank could not map the semaphores of its node or "
                      "set up its messages to other nodes (its tc_last_error says why)");
         }
         return TC_ERR_TRANSPORT;
@@ -338,7 +345,7 @@ tc_status_t tc_chan_ctx_create(const tc_chan_opts_t *opts, tc_chan_ctx_t **ctx_p
     }
     if (tc_rank() < 0 || tc_size() < 1) {
         return tc__set_error(TC_ERR_STATE, "tc_chan_ctx_create: tcoll is not running (call "
-                             "tc_init first)");
+                                           "tc_init first)");
     }
     ctx = calloc(1, sizeof(*ctx));
     if (ctx == NULL) {
@@ -389,8 +396,10 @@ static tc_status_t net_goodbye(tc_chan_ctx_t *ctx)
     snprintf(name, sizeof(name), "tcoll/chan/%u/goodbye", ctx->index);
     fst = tc__chan_all_ok(name, 1, &all, why, sizeof(why));
     if (fst != TC_OK && st == TC_OK) {
-        st = tc__set_error(fst, "tc_chan_ctx_destroy: not every rank destroyed the context "
-                           "(it spans nodes, so destroying it is collective): %s", why);
+        st = tc__set_error(fst,
+                           "tc_chan_ctx_destroy: not every rank destroyed the context "
+                           "(it spans nodes, so destroying it is collective): %s",
+                           why);
     }
     tc_fifo_push(ctx->fifo, tc__chan_own_trigger(ctx, TC_CHAN_OWN_CLOSE, 0, 0));
     return st;

@@ -56,8 +56,7 @@ static void list_append(tc_mbox_msg_t **head, tc_mbox_msg_t *m)
 }
 
 /* Same node: into a free slot of the peer's mailbox for this rank. */
-static tc_status_t put_slot(tc_chan_ctx_t *ctx, int peer, uint32_t tag,
-                            const tc_mem_handle_t *h)
+static tc_status_t put_slot(tc_chan_ctx_t *ctx, int peer, uint32_t tag, const tc_mem_handle_t *h)
 {
     tc_mbox_t *box = &ctx->peers[peer].mbox[ctx->rank];
     uint32_t i, expect;
@@ -68,8 +67,7 @@ static tc_status_t put_slot(tc_chan_ctx_t *ctx, int peer, uint32_t tag,
         expect = TC_MBOX_FREE;
         /* relaxed: the slot's contents are published by the release below. */
         if (atomic_compare_exchange_strong_explicit(&s->state, &expect, TC_MBOX_WRITING,
-                                                    memory_order_acquire,
-                                                    memory_order_relaxed)) {
+                                                    memory_order_acquire, memory_order_relaxed)) {
             s->tag = tag;
             s->seq = atomic_fetch_add_explicit(&ctx->mbox_seq[peer], 1, memory_order_relaxed);
             memcpy(s->bytes, h->bytes, TC_MEM_HANDLE_BYTES);
@@ -79,9 +77,10 @@ static tc_status_t put_slot(tc_chan_ctx_t *ctx, int peer, uint32_t tag,
             return TC_OK;
         }
     }
-    return tc__set_error(TC_ERR_NOMEM, "tc_mem_handle_send: rank %d has not yet received the "
-                         "%u handles this rank sent it before (at most %u wait)", peer,
-                         TC_CHAN_MBOX_SLOTS, TC_CHAN_MBOX_SLOTS);
+    return tc__set_error(TC_ERR_NOMEM,
+                         "tc_mem_handle_send: rank %d has not yet received the "
+                         "%u handles this rank sent it before (at most %u wait)",
+                         peer, TC_CHAN_MBOX_SLOTS, TC_CHAN_MBOX_SLOTS);
 }
 
 tc_status_t tc_mem_handle_send(const tc_mem_t *mem, int peer, uint32_t tag)
@@ -95,16 +94,18 @@ tc_status_t tc_mem_handle_send(const tc_mem_t *mem, int peer, uint32_t tag)
     }
     ctx = mem->ctx;
     if (peer < 0 || peer >= ctx->size) {
-        return tc__set_error(TC_ERR_ARG, "tc_mem_handle_send: peer %d is not a rank (0..%d)",
-                             peer, ctx->size - 1);
+        return tc__set_error(TC_ERR_ARG, "tc_mem_handle_send: peer %d is not a rank (0..%d)", peer,
+                             ctx->size - 1);
     }
     (void)tc_mem_handle(mem, &h);
     if (ctx->peers[peer].same_node) {
         return put_slot(ctx, peer, tag, &h);
     }
     if (ctx->net == NULL) {
-        return tc__set_error(TC_ERR_STATE, "tc_mem_handle_send: rank %d is on another node, "
-                             "and this context has no messages between nodes", peer);
+        return tc__set_error(TC_ERR_STATE,
+                             "tc_mem_handle_send: rank %d is on another node, "
+                             "and this context has no messages between nodes",
+                             peer);
     }
     m = malloc(sizeof(*m));
     if (m == NULL) {
@@ -181,8 +182,7 @@ static int take(tc_chan_ctx_t *ctx, int peer, uint32_t tag, unsigned char *bytes
             if (box->slot[best].tag != tag) {
                 /* Taken, freed and filled again since we looked (another
                  * receiving thread): not ours; put it back, look again. */
-                atomic_store_explicit(&box->slot[best].state, TC_MBOX_FULL,
-                                      memory_order_release);
+                atomic_store_explicit(&box->slot[best].state, TC_MBOX_FULL, memory_order_release);
                 continue;
             }
             memcpy(bytes, box->slot[best].bytes, TC_MEM_HANDLE_BYTES);
@@ -207,8 +207,8 @@ tc_status_t tc_mem_handle_recv(tc_chan_ctx_t *ctx, int peer, uint32_t tag, int64
                              ctx == NULL ? "ctx" : "rmem_p");
     }
     if (peer < 0 || peer >= ctx->size) {
-        return tc__set_error(TC_ERR_ARG, "tc_mem_handle_recv: peer %d is not a rank (0..%d)",
-                             peer, ctx->size - 1);
+        return tc__set_error(TC_ERR_ARG, "tc_mem_handle_recv: peer %d is not a rank (0..%d)", peer,
+                             ctx->size - 1);
     }
     if (!ctx->peers[peer].same_node && ctx->proxy != NULL) {
         tc__proxy_kick(ctx->proxy, TC_CHAN_KICK_NS); /* it comes through the proxy */
@@ -221,16 +221,19 @@ tc_status_t tc_mem_handle_recv(tc_chan_ctx_t *ctx, int peer, uint32_t tag, int64
         }
         elapsed = tc__now_ns() - t0;
         if (timeout_ns >= 0 && elapsed >= (uint64_t)timeout_ns) {
-            return tc__set_error(TC_ERR_TIMEOUT, "tc_mem_handle_recv: no handle with tag %u from "
-                                 "rank %d within %lld ns", tag, peer, (long long)timeout_ns);
+            return tc__set_error(TC_ERR_TIMEOUT,
+                                 "tc_mem_handle_recv: no handle with tag %u from "
+                                 "rank %d within %lld ns",
+                                 tag, peer, (long long)timeout_ns);
         }
         st = tc__sem_line_wait(ctx, peer, &ctx->mbox[peer].bell, bell + 1,
                                timeout_ns < 0 ? -1 : timeout_ns - (int64_t)elapsed,
                                "tc_mem_handle_recv");
         if (st == TC_ERR_TIMEOUT) {
-            return tc__set_error(TC_ERR_TIMEOUT, "tc_mem_handle_recv: no handle with tag %u "
-                                 "from rank %d within %lld ns", tag, peer,
-                                 (long long)timeout_ns);
+            return tc__set_error(TC_ERR_TIMEOUT,
+                                 "tc_mem_handle_recv: no handle with tag %u "
+                                 "from rank %d within %lld ns",
+                                 tag, peer, (long long)timeout_ns);
         }
         if (st != TC_OK) {
             return st; /* the peer is lost: said by the wait */
@@ -242,8 +245,10 @@ tc_status_t tc_mem_handle_recv(tc_chan_ctx_t *ctx, int peer, uint32_t tag, int64
     if (r->rank != peer) {
         int owner = r->rank;
         tc_mem_close(r);
-        return tc__set_error(TC_ERR_ARG, "tc_mem_handle_recv: the handle from rank %d names "
-                             "rank %d's memory", peer, owner);
+        return tc__set_error(TC_ERR_ARG,
+                             "tc_mem_handle_recv: the handle from rank %d names "
+                             "rank %d's memory",
+                             peer, owner);
     }
     *rmem_p = r;
     return TC_OK;

@@ -24,23 +24,24 @@ tc_status_t tc_memchan_create(tc_sem_t *sem, tc_mem_t *local, tc_rmem_t *remote,
 
     if (sem == NULL || local == NULL || remote == NULL || ch_p == NULL) {
         return tc__set_error(TC_ERR_ARG, "tc_memchan_create: %s is NULL",
-                             sem == NULL     ? "sem"
-                             : local == NULL ? "local"
+                             sem == NULL      ? "sem"
+                             : local == NULL  ? "local"
                              : remote == NULL ? "remote"
                                               : "ch_p");
     }
     if (local->ctx != sem->ctx || remote->ctx != sem->ctx) {
         return tc__set_error(TC_ERR_ARG, "tc_memchan_create: sem, local and remote belong to "
-                             "different contexts");
+                                         "different contexts");
     }
     if (remote->rank != sem->peer) {
-        return tc__set_error(TC_ERR_ARG, "tc_memchan_create: remote is rank %d's memory but sem "
-                             "signals rank %d", remote->rank, sem->peer);
+        return tc__set_error(TC_ERR_ARG,
+                             "tc_memchan_create: remote is rank %d's memory but sem "
+                             "signals rank %d",
+                             remote->rank, sem->peer);
     }
     dst = tc__rmem_addr(remote);
     if (dst == NULL) {
-        return tc__set_error(TC_ERR_ARG, "tc_memchan_create: rank %d's memory %s",
-                             remote->rank,
+        return tc__set_error(TC_ERR_ARG, "tc_memchan_create: rank %d's memory %s", remote->rank,
                              sem->ctx->peers[remote->rank].same_node
                                  ? "was not allocated with tc_mem_alloc (a memory channel "
                                    "needs it mapped; a port channel does not)"
@@ -70,15 +71,18 @@ static tc_status_t check(const char *who, const tc_memchan_t *ch, uint64_t local
         return tc__set_error(TC_ERR_ARG, "%s: ch is NULL", who);
     }
     if (!tc__chan_fits(local_off, size, ch->local->size)) {
-        return tc__set_error(TC_ERR_ARG, "%s: %llu bytes at offset %llu are outside the local "
-                             "memory (%llu bytes)", who, (unsigned long long)size,
-                             (unsigned long long)local_off, (unsigned long long)ch->local->size);
+        return tc__set_error(TC_ERR_ARG,
+                             "%s: %llu bytes at offset %llu are outside the local "
+                             "memory (%llu bytes)",
+                             who, (unsigned long long)size, (unsigned long long)local_off,
+                             (unsigned long long)ch->local->size);
     }
     if (!tc__chan_fits(remote_off, size, ch->remote->size)) {
-        return tc__set_error(TC_ERR_ARG, "%s: %llu bytes at offset %llu are outside rank %d's "
-                             "memory (%llu bytes)", who, (unsigned long long)size,
-                             (unsigned long long)remote_off, ch->remote->rank,
-                             (unsigned long long)ch->remote->size);
+        return tc__set_error(TC_ERR_ARG,
+                             "%s: %llu bytes at offset %llu are outside rank %d's "
+                             "memory (%llu bytes)",
+                             who, (unsigned long long)size, (unsigned long long)remote_off,
+                             ch->remote->rank, (unsigned long long)ch->remote->size);
     }
     return TC_OK;
 }
@@ -114,8 +118,8 @@ tc_status_t tc_memchan_signal(tc_memchan_t *ch)
     return TC_OK;
 }
 
-tc_status_t tc_memchan_put_with_signal(tc_memchan_t *ch, uint64_t dst_offset,
-                                       uint64_t src_offset, uint64_t size)
+tc_status_t tc_memchan_put_with_signal(tc_memchan_t *ch, uint64_t dst_offset, uint64_t src_offset,
+                                       uint64_t size)
 {
     tc_status_t st = tc_memchan_put(ch, dst_offset, src_offset, size);
 

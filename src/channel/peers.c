@@ -32,7 +32,7 @@ static tc_status_t finish(tc_status_t st, tc_request_t *req, char *why, size_t l
 }
 
 tc_status_t tc__chan_gather(const char *name, const void *mine, size_t len, void **out_p, char *why,
-                          size_t why_len)
+                            size_t why_len)
 {
     tc_tensor_t t = {(void *)mine, TC_UINT8, 1, {(int64_t)len}};
     tc_request_t *req = NULL;

@@ -66,11 +66,13 @@ static void do_put(tc_portchan_t *ch, const tc_trigger_fields_t *f)
 
     if (!tc__chan_fits(f->src_offset, f->size, ch->local->size) ||
         !tc__chan_fits(f->dst_offset, f->size, ch->remote->size)) {
-        tc__portchan_fail(ch, "a put of %llu bytes from offset %llu to offset %llu on the "
+        tc__portchan_fail(ch,
+                          "a put of %llu bytes from offset %llu to offset %llu on the "
                           "channel to rank %d is outside its memory (local %llu, remote %llu "
-                          "bytes)", (unsigned long long)f->size,
-                          (unsigned long long)f->src_offset, (unsigned long long)f->dst_offset,
-                          ch->remote->rank, (unsigned long long)ch->local->size,
+                          "bytes)",
+                          (unsigned long long)f->size, (unsigned long long)f->src_offset,
+                          (unsigned long long)f->dst_offset, ch->remote->rank,
+                          (unsigned long long)ch->local->size,
                           (unsigned long long)ch->remote->size);
         return;
     }
@@ -88,8 +90,8 @@ static void do_put(tc_portchan_t *ch, const tc_trigger_fields_t *f)
             atomic_store_explicit(&ch->peer_gone, 1, memory_order_relaxed);
         }
         tc__portchan_fail(ch, "a put of %llu bytes to rank %d (pid %d) failed: %s",
-             (unsigned long long)f->size, ch->remote->rank, (int)ch->remote->pid,
-             err == ESRCH ? "the process has exited" : strerror(err));
+                          (unsigned long long)f->size, ch->remote->rank, (int)ch->remote->pid,
+                          err == ESRCH ? "the process has exited" : strerror(err));
     }
 }
 
@@ -102,9 +104,10 @@ static void carry_out(tc_portchan_t *ch, const tc_trigger_fields_t *f)
         (f->type & TC_TRIG_FLUSH) != 0 && tc__chan_peer_gone(ctx, peer)) {
         atomic_store_explicit(&ch->peer_gone, 1, memory_order_relaxed);
         if (ch->done > 0) {
-            tc__portchan_fail(ch, "rank %d (pid %d) %s: earlier operations on the channel to "
-                              "it reached no one", peer, (int)ch->remote->pid,
-                              tc__chan_gone_why(ctx, peer));
+            tc__portchan_fail(ch,
+                              "rank %d (pid %d) %s: earlier operations on the channel to "
+                              "it reached no one",
+                              peer, (int)ch->remote->pid, tc__chan_gone_why(ctx, peer));
         }
     }
     if (atomic_load_explicit(&ch->peer_gone, memory_order_relaxed)) {
@@ -142,19 +145,16 @@ tc_proxy_result_t tc__portchan_handle(tc_trigger_t t, void *arg)
                 tc__net_sem_signal(ctx, (int)(uint32_t)t.fst, (uint32_t)t.snd);
             }
             return TC_PROXY_CONTINUE;
-        case TC_CHAN_OWN_HANDLES:
-            tc__net_send_handles(ctx);
-            return TC_PROXY_CONTINUE;
-        case TC_CHAN_OWN_CLOSE:
-            tc__net_close(ctx);
-            return TC_PROXY_STOP;
+        case TC_CHAN_OWN_HANDLES: tc__net_send_handles(ctx); return TC_PROXY_CONTINUE;
+        case TC_CHAN_OWN_CLOSE: tc__net_close(ctx); return TC_PROXY_STOP;
         }
     }
     if (tc_trigger_decode(t, &f) != 0) {
         atomic_fetch_add_explicit(&ctx->bad_triggers, 1, memory_order_relaxed);
-        TC_WARN("chan", "context %u: a trigger that is no channel operation (0x%016llx "
-                "0x%016llx) was ignored", ctx->index, (unsigned long long)t.fst,
-                (unsigned long long)t.snd);
+        TC_WARN("chan",
+                "context %u: a trigger that is no channel operation (0x%016llx "
+                "0x%016llx) was ignored",
+                ctx->index, (unsigned long long)t.fst, (unsigned long long)t.snd);
         return TC_PROXY_CONTINUE;
     }
     /* acquire: pairs with the release store of tc_portchan_create, so the
@@ -179,19 +179,21 @@ tc_status_t tc_portchan_create(tc_sem_t *sem, tc_mem_t *local, tc_rmem_t *remote
 
     if (sem == NULL || local == NULL || remote == NULL || ch_p == NULL) {
         return tc__set_error(TC_ERR_ARG, "tc_portchan_create: %s is NULL",
-                             sem == NULL     ? "sem"
-                             : local == NULL ? "local"
+                             sem == NULL      ? "sem"
+                             : local == NULL  ? "local"
                              : remote == NULL ? "remote"
                                               : "ch_p");
     }
     ctx = sem->ctx;
     if (local->ctx != ctx || remote->ctx != ctx) {
         return tc__set_error(TC_ERR_ARG, "tc_portchan_create: sem, local and remote belong to "
-                             "different contexts");
+                                         "different contexts");
     }
     if (remote->rank != sem->peer) {
-        return tc__set_error(TC_ERR_ARG, "tc_portchan_create: remote is rank %d's memory but "
-                             "sem signals rank %d", remote->rank, sem->peer);
+        return tc__set_error(TC_ERR_ARG,
+                             "tc_portchan_create: remote is rank %d's memory but "
+                             "sem signals rank %d",
+                             remote->rank, sem->peer);
     }
     ch = calloc(1, sizeof(*ch));
     if (ch == NULL) {
@@ -217,8 +219,10 @@ tc_status_t tc_portchan_create(tc_sem_t *sem, tc_mem_t *local, tc_rmem_t *remote
     if (i == TC_CHAN_NCHANS) {
         pthread_mutex_destroy(&ch->mu);
         free(ch);
-        return tc__set_error(TC_ERR_NOMEM, "tc_portchan_create: all %u channel ids of the "
-                             "context are taken", TC_CHAN_NCHANS);
+        return tc__set_error(TC_ERR_NOMEM,
+                             "tc_portchan_create: all %u channel ids of the "
+                             "context are taken",
+                             TC_CHAN_NCHANS);
     }
     *ch_p = ch;
     return TC_OK;
@@ -237,33 +241,37 @@ tc_status_t tc_portchan_trigger(const tc_portchan_t *ch, uint32_t type, uint64_t
                              ch == NULL ? "ch" : "trigger_p");
     }
     if (type == 0 || type > TC_TRIG_TYPE_MASK) {
-        return tc__set_error(TC_ERR_ARG, "tc_portchan_trigger: type %u is not a combination of "
-                             "TC_TRIG_PUT, TC_TRIG_SIGNAL and TC_TRIG_FLUSH", type);
+        return tc__set_error(TC_ERR_ARG,
+                             "tc_portchan_trigger: type %u is not a combination of "
+                             "TC_TRIG_PUT, TC_TRIG_SIGNAL and TC_TRIG_FLUSH",
+                             type);
     }
     if ((type & TC_TRIG_PUT) == 0) {
         dst_offset = src_offset = size = 0;
     } else if (size > TC_TRIG_MAX_SIZE || src_offset > TC_TRIG_MAX_OFFSET ||
                dst_offset > TC_TRIG_MAX_OFFSET) {
-        return tc__set_error(TC_ERR_ARG, "tc_portchan_trigger: a put of %llu bytes from offset "
+        return tc__set_error(TC_ERR_ARG,
+                             "tc_portchan_trigger: a put of %llu bytes from offset "
                              "%llu to %llu does not fit a trigger (size below 2^32, offsets "
-                             "below 2^40)", (unsigned long long)size,
-                             (unsigned long long)src_offset, (unsigned long long)dst_offset);
+                             "below 2^40)",
+                             (unsigned long long)size, (unsigned long long)src_offset,
+                             (unsigned long long)dst_offset);
     } else if (!tc__chan_fits(src_offset, size, ch->local->size) ||
                !tc__chan_fits(dst_offset, size, ch->remote->size)) {
-        return tc__set_error(TC_ERR_ARG, "tc_portchan: %llu bytes from offset %llu to offset "
+        return tc__set_error(TC_ERR_ARG,
+                             "tc_portchan: %llu bytes from offset %llu to offset "
                              "%llu are outside the memories (local %llu, rank %d's %llu bytes)",
                              (unsigned long long)size, (unsigned long long)src_offset,
-                             (unsigned long long)dst_offset,
-                             (unsigned long long)ch->local->size, ch->remote->rank,
-                             (unsigned long long)ch->remote->size);
+                             (unsigned long long)dst_offset, (unsigned long long)ch->local->size,
+                             ch->remote->rank, (unsigned long long)ch->remote->size);
     }
     /* Cannot fail: every field was checked above. */
     (void)tc_trigger_encode(type, ch->id, dst_offset, src_offset, size, trigger_p);
     return TC_OK;
 }
 
-static tc_status_t push(tc_portchan_t *ch, uint32_t type, uint64_t dst_offset,
-                        uint64_t src_offset, uint64_t size, uint64_t *pos_p)
+static tc_status_t push(tc_portchan_t *ch, uint32_t type, uint64_t dst_offset, uint64_t src_offset,
+                        uint64_t size, uint64_t *pos_p)
 {
     tc_trigger_t t;
     tc_status_t st = tc_portchan_trigger(ch, type, dst_offset, src_offset, size, &t);
@@ -290,8 +298,8 @@ tc_status_t tc_portchan_signal(tc_portchan_t *ch)
     return push(ch, TC_TRIG_SIGNAL, 0, 0, 0, NULL);
 }
 
-tc_status_t tc_portchan_put_with_signal(tc_portchan_t *ch, uint64_t dst_offset,
-                                        uint64_t src_offset, uint64_t size)
+tc_status_t tc_portchan_put_with_signal(tc_portchan_t *ch, uint64_t dst_offset, uint64_t src_offset,
+                                        uint64_t size)
 {
     return push(ch, TC_TRIG_PUT | TC_TRIG_SIGNAL, dst_offset, src_offset, size, NULL);
 }
@@ -308,8 +316,10 @@ tc_status_t tc_portchan_flush(tc_portchan_t *ch, int64_t timeout_ns)
      * before it) has returned, and what it wrote is visible here. */
     st = tc_fifo_sync(ch->ctx->fifo, pos, timeout_ns);
     if (st != TC_OK) {
-        return tc__set_error(st, "tc_portchan_flush: the channel to rank %d is not flushed "
-                             "within %lld ns", ch->remote->rank, (long long)timeout_ns);
+        return tc__set_error(st,
+                             "tc_portchan_flush: the channel to rank %d is not flushed "
+                             "within %lld ns",
+                             ch->remote->rank, (long long)timeout_ns);
     }
     pthread_mutex_lock(&ch->mu);
     st = ch->err;

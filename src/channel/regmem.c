@@ -58,11 +58,12 @@ tc_status_t tc_mem_register(tc_chan_ctx_t *ctx, void *ptr, size_t size, tc_mem_t
 
     if (ctx == NULL || ptr == NULL || mem_p == NULL) {
         return tc__set_error(TC_ERR_ARG, "tc_mem_register: %s is NULL",
-                             ctx == NULL ? "ctx" : ptr == NULL ? "ptr" : "mem_p");
+                             ctx == NULL   ? "ctx"
+                             : ptr == NULL ? "ptr"
+                                           : "mem_p");
     }
     if ((uint64_t)(uintptr_t)ptr > UINT64_MAX - size) {
-        return tc__set_error(TC_ERR_ARG, "tc_mem_register: %zu bytes at %p wrap around", size,
-                             ptr);
+        return tc__set_error(TC_ERR_ARG, "tc_mem_register: %zu bytes at %p wrap around", size, ptr);
     }
     m = calloc(1, sizeof(*m));
     if (m == NULL) {
@@ -136,8 +137,10 @@ static tc_status_t decode(tc_chan_ctx_t *ctx, const unsigned char *b, tc_rmem_t 
     int32_t fd;
 
     if (magic != HANDLE_MAGIC) {
-        return tc__set_error(TC_ERR_ARG, "tc_mem_open: not a tcoll memory handle (magic "
-                             "0x%08x, expected 0x%08x)", magic, HANDLE_MAGIC);
+        return tc__set_error(TC_ERR_ARG,
+                             "tc_mem_open: not a tcoll memory handle (magic "
+                             "0x%08x, expected 0x%08x)",
+                             magic, HANDLE_MAGIC);
     }
     if (version != HANDLE_VERSION) {
         return tc__set_error(TC_ERR_ARG, "tc_mem_open: handle version %u, this tcoll reads %u",
@@ -148,7 +151,7 @@ static tc_status_t decode(tc_chan_ctx_t *ctx, const unsigned char *b, tc_rmem_t 
     }
     if (tc__le_get64(b + 8) != ctx->key) {
         return tc__set_error(TC_ERR_ARG, "tc_mem_open: the handle belongs to another channel "
-                             "context or job");
+                                         "context or job");
     }
     memset(r, 0, sizeof(*r));
     r->ctx = ctx;
@@ -159,8 +162,10 @@ static tc_status_t decode(tc_chan_ctx_t *ctx, const unsigned char *b, tc_rmem_t 
     }
     r->pid = (pid_t)tc__le_get32(b + 20);
     if (r->pid != ctx->peers[r->rank].pid) {
-        return tc__set_error(TC_ERR_ARG, "tc_mem_open: the handle's rank %d runs as pid %d, "
-                             "not %d", r->rank, (int)ctx->peers[r->rank].pid, (int)r->pid);
+        return tc__set_error(TC_ERR_ARG,
+                             "tc_mem_open: the handle's rank %d runs as pid %d, "
+                             "not %d",
+                             r->rank, (int)ctx->peers[r->rank].pid, (int)r->pid);
     }
     fd = (int32_t)tc__le_get32(b + 28);
     r->fd = fd;
@@ -170,7 +175,8 @@ static tc_status_t decode(tc_chan_ctx_t *ctx, const unsigned char *b, tc_rmem_t 
     r->region_off = tc__le_get64(b + 56);
     r->region_len = tc__le_get64(b + 64);
     if (fd >= 0 && !tc__chan_fits(r->region_off, r->size, r->region_len)) {
-        return tc__set_error(TC_ERR_ARG, "tc_mem_open: the handle's memory (%llu bytes at "
+        return tc__set_error(TC_ERR_ARG,
+                             "tc_mem_open: the handle's memory (%llu bytes at "
                              "%llu) is outside its region of %llu bytes",
                              (unsigned long long)r->size, (unsigned long long)r->region_off,
                              (unsigned long long)r->region_len);
@@ -194,8 +200,7 @@ static tc_status_t attach(tc_rmem_t *r)
         return TC_OK;
     }
     if (tc__shmem_map_peer(r->pid, r->fd, r->region_len, &addr, why, sizeof(why)) != TC_OK) {
-        return tc__set_error(TC_ERR_TRANSPORT, "tc_mem_open: rank %d's memory: %s", r->rank,
-                             why);
+        return tc__set_error(TC_ERR_TRANSPORT, "tc_mem_open: rank %d's memory: %s", r->rank, why);
     }
     r->mapped = addr;
     return TC_OK;
@@ -208,7 +213,9 @@ tc_status_t tc_mem_open(tc_chan_ctx_t *ctx, const void *bytes, size_t len, tc_rm
 
     if (ctx == NULL || bytes == NULL || rmem_p == NULL) {
         return tc__set_error(TC_ERR_ARG, "tc_mem_open: %s is NULL",
-                             ctx == NULL ? "ctx" : bytes == NULL ? "bytes" : "rmem_p");
+                             ctx == NULL     ? "ctx"
+                             : bytes == NULL ? "bytes"
+                                             : "rmem_p");
     }
     if (len != TC_MEM_HANDLE_BYTES) {
         return tc__set_error(TC_ERR_ARG, "tc_mem_open: a handle has %d bytes, not %zu",
@@ -266,8 +273,8 @@ tc_status_t tc_mem_exchange(tc_chan_ctx_t *ctx, const char *name, const tc_mem_t
 
     if (ctx == NULL || mem == NULL || rmems == NULL || mem->ctx != ctx) {
         return tc__set_error(TC_ERR_ARG, "tc_mem_exchange: %s",
-                             ctx == NULL   ? "ctx is NULL"
-                             : mem == NULL ? "mem is NULL"
+                             ctx == NULL     ? "ctx is NULL"
+                             : mem == NULL   ? "mem is NULL"
                              : rmems == NULL ? "rmems is NULL"
                                              : "mem was registered with another context");
     }
@@ -302,7 +309,7 @@ tc_status_t tc_mem_exchange(tc_chan_ctx_t *ctx, const char *name, const tc_mem_t
         free(opened);
         return st != TC_OK ? tc__set_error(st, "tc_mem_exchange: %s", why)
                : ok        ? tc__set_error(TC_ERR_TRANSPORT, "tc_mem_exchange: another rank "
-                                           "could not open a handle")
+                                                                    "could not open a handle")
                            : TC_ERR_TRANSPORT;
     }
     memcpy(rmems, opened, (size_t)n * sizeof(*opened));

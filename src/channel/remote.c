@@ -160,8 +160,10 @@ void tc__net_close(tc_chan_ctx_t *ctx)
         }
     }
     if (n->ns > 0) {
-        TC_WARN("chan", "context %u: %d sends to other nodes did not complete before the "
-                "context was destroyed; left to MPI", ctx->index, n->ns);
+        TC_WARN("chan",
+                "context %u: %d sends to other nodes did not complete before the "
+                "context was destroyed; left to MPI",
+                ctx->index, n->ns);
         for (i = 0; i < n->ns; i++) {
             MPI_Request_free(&n->sreq[i]);
         }
@@ -216,9 +218,10 @@ static int wait_until(tc_chan_ctx_t *ctx, tc_portchan_t *ch, int peer,
             if (tc__chan_peer_gone(ctx, peer)) {
                 if (ch != NULL) {
                     atomic_store_explicit(&ch->peer_gone, 1, memory_order_relaxed);
-                    tc__portchan_fail(ch, "rank %d (on another node) %s: earlier operations on "
-                                      "the channel to it may not have reached it", peer,
-                                      tc__chan_gone_why(ctx, peer));
+                    tc__portchan_fail(ch,
+                                      "rank %d (on another node) %s: earlier operations on "
+                                      "the channel to it may not have reached it",
+                                      peer, tc__chan_gone_why(ctx, peer));
                 }
                 return 0;
             }
@@ -261,7 +264,8 @@ void tc__net_op(tc_portchan_t *ch, const tc_trigger_fields_t *f)
     if ((f->type & TC_TRIG_PUT) != 0) {
         if (!tc__chan_fits(f->src_offset, f->size, ch->local->size) ||
             !tc__chan_fits(f->dst_offset, f->size, ch->remote->size)) {
-            tc__portchan_fail(ch, "a put of %llu bytes from offset %llu to offset %llu on the "
+            tc__portchan_fail(ch,
+                              "a put of %llu bytes from offset %llu to offset %llu on the "
                               "channel to rank %d is outside its memory",
                               (unsigned long long)f->size, (unsigned long long)f->src_offset,
                               (unsigned long long)f->dst_offset, peer);
@@ -281,15 +285,15 @@ void tc__net_op(tc_portchan_t *ch, const tc_trigger_fields_t *f)
     }
     rc = tc__net_send_ctrl(n, peer, &h, ch->local->base + f->src_offset, inl);
     /* A larger put's bytes follow, from the source memory itself. */
-    for (i = 0; rc == 0 && (h.type & TC_TRIG_PUT) != 0 && inl == 0 &&
-                (uint64_t)i * NET_CHUNK < h.size;
+    for (i = 0;
+         rc == 0 && (h.type & TC_TRIG_PUT) != 0 && inl == 0 && (uint64_t)i * NET_CHUNK < h.size;
          i++) {
         uint64_t off = (uint64_t)i * NET_CHUNK;
         uint64_t len = h.size - off < NET_CHUNK ? h.size - off : NET_CHUNK;
         MPI_Request req;
 
-        rc = MPI_Isend(ch->local->base + f->src_offset + off, (int)len, MPI_BYTE, peer,
-                       n->tag_data, n->comm, &req);
+        rc = MPI_Isend(ch->local->base + f->src_offset + off, (int)len, MPI_BYTE, peer, n->tag_data,
+                       n->comm, &req);
         if (rc == MPI_SUCCESS) {
             rc = tc__net_sends_add(n, req, NULL, peer);
         }

@@ -24,11 +24,11 @@ enum { NET_OP = 1, NET_SEM = 2, NET_ACK = 3, NET_HANDLE = 4 };
 
 typedef struct {
     uint32_t magic;
-    uint16_t kind;    /* NET_OP, NET_SEM, NET_ACK */
-    uint16_t type;    /* NET_OP: TC_TRIG_* bits */
-    uint32_t chan;    /* the sender's channel (NET_ACK: the channel acknowledged) */
-    uint32_t sem_id;  /* NET_OP with SIGNAL, NET_SEM; NET_HANDLE: the tag */
-    uint64_t mem_id;  /* NET_OP with PUT: the destination's registration */
+    uint16_t kind;   /* NET_OP, NET_SEM, NET_ACK */
+    uint16_t type;   /* NET_OP: TC_TRIG_* bits */
+    uint32_t chan;   /* the sender's channel (NET_ACK: the channel acknowledged) */
+    uint32_t sem_id; /* NET_OP with SIGNAL, NET_SEM; NET_HANDLE: the tag */
+    uint64_t mem_id; /* NET_OP with PUT: the destination's registration */
     uint64_t dst_off;
     uint64_t size;
     uint64_t seq;     /* NET_OP with FLUSH, NET_ACK: the flush's number */
@@ -43,11 +43,11 @@ typedef struct net_item {
     struct net_item *next;
     MPI_Request req[NET_MAX_CHUNKS];
     int nreq;
-    char *scratch;        /* data received to be thrown away */
-    char *copy, *dst;     /* inline bytes to copy at completion */
+    char *scratch;    /* data received to be thrown away */
+    char *copy, *dst; /* inline bytes to copy at completion */
     uint64_t len;
-    tc_sem_line_t *line;  /* to signal at completion */
-    int ack;              /* acknowledge flush seq of channel chan */
+    tc_sem_line_t *line; /* to signal at completion */
+    int ack;             /* acknowledge flush seq of channel chan */
     uint32_t chan;
     uint64_t seq;
 } net_item_t;
@@ -55,7 +55,7 @@ typedef struct net_item {
 /* What this rank knows of one sender. */
 typedef struct {
     net_item_t *head, *tail;
-    tc_status_t err;      /* the first failure since the last acknowledgement */
+    tc_status_t err; /* the first failure since the last acknowledgement */
     uint32_t err_chan;
     uint32_t nfailed;
     char err_msg[NET_MSG_MAX];

@@ -103,7 +103,7 @@ static void item_apply(tc_chan_ctx_t *ctx, int r, net_item_t *it)
         s->nfailed = 0;
     }
     rc = tc__net_send_ctrl(ctx->net, r, &h, h.status != TC_OK ? s->err_msg : NULL,
-                   h.status != TC_OK ? strlen(s->err_msg) + 1 : 0);
+                           h.status != TC_OK ? strlen(s->err_msg) + 1 : 0);
     if (rc != 0) {
         tc__net_describe(rc, why, sizeof(why));
         TC_WARN("chan", "context %u: the acknowledgement of a flush to rank %d was not sent: %s",
@@ -156,8 +156,7 @@ static void post_data(tc_chan_ctx_t *ctx, int r, net_item_t *it, char *dst, uint
     }
 }
 
-static void on_op(tc_chan_ctx_t *ctx, int r, const net_hdr_t *h, const char *payload,
-                  size_t plen)
+static void on_op(tc_chan_ctx_t *ctx, int r, const net_hdr_t *h, const char *payload, size_t plen)
 {
     net_src_t *s = &ctx->net->src[r];
     net_item_t *it = calloc(1, sizeof(*it));
@@ -170,9 +169,10 @@ static void on_op(tc_chan_ctx_t *ctx, int r, const net_hdr_t *h, const char *pay
     if ((h->type & TC_TRIG_PUT) != 0 && h->size > 0) {
         dst = dest(ctx, h->mem_id, h->dst_off, h->size);
         if (dst == NULL) {
-            src_fail(s, h->chan, "rank %d has no registration %llu holding %llu bytes at "
-                     "offset %llu (deregistered?): a put was thrown away", ctx->rank,
-                     (unsigned long long)h->mem_id, (unsigned long long)h->size,
+            src_fail(s, h->chan,
+                     "rank %d has no registration %llu holding %llu bytes at "
+                     "offset %llu (deregistered?): a put was thrown away",
+                     ctx->rank, (unsigned long long)h->mem_id, (unsigned long long)h->size,
                      (unsigned long long)h->dst_off);
         }
         if (h->size <= NET_INLINE) {
@@ -208,16 +208,17 @@ static void on_op(tc_chan_ctx_t *ctx, int r, const net_hdr_t *h, const char *pay
     enqueue(ctx, r, it);
 }
 
-static void on_ack(tc_chan_ctx_t *ctx, int r, const net_hdr_t *h, const char *payload,
-                   size_t plen)
+static void on_ack(tc_chan_ctx_t *ctx, int r, const net_hdr_t *h, const char *payload, size_t plen)
 {
     tc_portchan_t *ch = h->chan < TC_CHAN_NCHANS
                             ? atomic_load_explicit(&ctx->chans[h->chan], memory_order_acquire)
                             : NULL;
 
     if (ch == NULL || ch->remote->rank != r) {
-        TC_WARN("chan", "context %u: an acknowledgement from rank %d for channel %u, which is "
-                "not open to it, was ignored", ctx->index, r, h->chan);
+        TC_WARN("chan",
+                "context %u: an acknowledgement from rank %d for channel %u, which is "
+                "not open to it, was ignored",
+                ctx->index, r, h->chan);
         return;
     }
     if (h->status != TC_OK) {
@@ -247,9 +248,7 @@ static void on_header(tc_chan_ctx_t *ctx, int r, const char *buf, int count)
         return;
     }
     switch (h.kind) {
-    case NET_OP:
-        on_op(ctx, r, &h, buf + sizeof(h), plen);
-        break;
+    case NET_OP: on_op(ctx, r, &h, buf + sizeof(h), plen); break;
     case NET_SEM: {
         net_item_t *it = calloc(1, sizeof(*it));
         if (it != NULL && h.sem_id < ctx->sem_ids) {
@@ -262,15 +261,13 @@ static void on_header(tc_chan_ctx_t *ctx, int r, const char *buf, int count)
         }
         break;
     }
-    case NET_ACK:
-        on_ack(ctx, r, &h, buf + sizeof(h), plen);
-        break;
+    case NET_ACK: on_ack(ctx, r, &h, buf + sizeof(h), plen); break;
     case NET_HANDLE:
         if (plen == TC_MEM_HANDLE_BYTES) {
             tc__mbox_deliver(ctx, r, h.sem_id, (const unsigned char *)buf + sizeof(h));
         } else {
-            TC_WARN("chan", "context %u: a handle of %zu bytes from rank %d: ignored",
-                    ctx->index, plen, r);
+            TC_WARN("chan", "context %u: a handle of %zu bytes from rank %d: ignored", ctx->index,
+                    plen, r);
         }
         break;
     default:

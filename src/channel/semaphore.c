@@ -56,8 +56,8 @@ static int reached(tc_sem_line_t *line, uint64_t target)
     return atomic_load_explicit(&line->value, memory_order_acquire) >= target;
 }
 
-tc_status_t tc__sem_line_wait(tc_chan_ctx_t *ctx, int peer, tc_sem_line_t *line,
-                              uint64_t target, int64_t timeout_ns, const char *who)
+tc_status_t tc__sem_line_wait(tc_chan_ctx_t *ctx, int peer, tc_sem_line_t *line, uint64_t target,
+                              int64_t timeout_ns, const char *who)
 {
     uint64_t t0 = tc__now_ns(), now, deadline, wake;
     struct timespec ts;
@@ -103,15 +103,17 @@ tc_status_t tc__sem_line_wait(tc_chan_ctx_t *ctx, int peer, tc_sem_line_t *line,
         }
         now = tc__now_ns();
         if (now >= deadline) {
-            return tc__set_error(TC_ERR_TIMEOUT, "%s: no signal from rank %d within %lld ns",
-                                 who, peer, (long long)timeout_ns);
+            return tc__set_error(TC_ERR_TIMEOUT, "%s: no signal from rank %d within %lld ns", who,
+                                 peer, (long long)timeout_ns);
         }
         if (tc__chan_peer_gone(ctx, peer)) {
             if (reached(line, target)) {
                 return TC_OK;
             }
-            return tc__set_error(TC_ERR_TRANSPORT, "%s: rank %d (pid %d) %s without "
-                                 "signalling", who, peer, (int)ctx->peers[peer].pid,
+            return tc__set_error(TC_ERR_TRANSPORT,
+                                 "%s: rank %d (pid %d) %s without "
+                                 "signalling",
+                                 who, peer, (int)ctx->peers[peer].pid,
                                  tc__chan_gone_why(ctx, peer));
         }
         wake = now + TC_CHAN_PEER_CHECK_NS < deadline ? now + TC_CHAN_PEER_CHECK_NS : deadline;
@@ -136,16 +138,20 @@ tc_status_t tc_sem_create(tc_chan_ctx_t *ctx, int peer, uint32_t id, tc_sem_t **
                              ctx == NULL ? "ctx" : "sem_p");
     }
     if (peer < 0 || peer >= ctx->size || peer == ctx->rank) {
-        return tc__set_error(TC_ERR_ARG, "tc_sem_create: peer %d is not another rank (0..%d, "
-                             "this is %d)", peer, ctx->size - 1, ctx->rank);
+        return tc__set_error(TC_ERR_ARG,
+                             "tc_sem_create: peer %d is not another rank (0..%d, "
+                             "this is %d)",
+                             peer, ctx->size - 1, ctx->rank);
     }
     if (id >= ctx->sem_ids) {
         return tc__set_error(TC_ERR_ARG, "tc_sem_create: id %u is not below sem_ids (%u)", id,
                              ctx->sem_ids);
     }
     if (!ctx->peers[peer].same_node && ctx->net == NULL) {
-        return tc__set_error(TC_ERR_STATE, "tc_sem_create: rank %d is on another node, and "
-                             "this context has no messages between nodes", peer);
+        return tc__set_error(TC_ERR_STATE,
+                             "tc_sem_create: rank %d is on another node, and "
+                             "this context has no messages between nodes",
+                             peer);
     }
     s = calloc(1, sizeof(*s));
     if (s == NULL) {
@@ -156,8 +162,10 @@ tc_status_t tc_sem_create(tc_chan_ctx_t *ctx, int peer, uint32_t id, tc_sem_t **
     if (ctx->sem_taken[slot]) {
         pthread_mutex_unlock(&ctx->mu);
         free(s);
-        return tc__set_error(TC_ERR_ARG, "tc_sem_create: semaphore (peer %d, id %u) exists "
-                             "already", peer, id);
+        return tc__set_error(TC_ERR_ARG,
+                             "tc_sem_create: semaphore (peer %d, id %u) exists "
+                             "already",
+                             peer, id);
     }
     ctx->sem_taken[slot] = 1;
     /* The counter lives as long as the context and signals sent before this
@@ -197,8 +205,8 @@ tc_status_t tc_sem_signal(tc_sem_t *sem)
     if (sem->out == NULL) {
         /* Another node: one of tcoll's own triggers, which the proxy sends
          * after everything pushed before it (remote.c). */
-        tc_fifo_push(sem->ctx->fifo, tc__chan_own_trigger(sem->ctx, TC_CHAN_OWN_SEM,
-                                                          (uint32_t)sem->peer, sem->id));
+        tc_fifo_push(sem->ctx->fifo,
+                     tc__chan_own_trigger(sem->ctx, TC_CHAN_OWN_SEM, (uint32_t)sem->peer, sem->id));
         return TC_OK;
     }
     tc__sem_line_signal(sem->out);

@@ -109,8 +109,7 @@ tc_status_t tc_mem_free(void *ptr)
     }
     pthread_mutex_unlock(&regions_mu);
     if (r == NULL) {
-        return tc__set_error(TC_ERR_ARG, "tc_mem_free: %p was not returned by tc_mem_alloc",
-                             ptr);
+        return tc__set_error(TC_ERR_ARG, "tc_mem_free: %p was not returned by tc_mem_alloc", ptr);
     }
     munmap(r->base, (size_t)r->len);
     close(r->fd);

@@ -56,8 +56,8 @@ static tc_status_t exchange(tc_transport_t *t, const char *send, const size_t *s
 
         block(send_bytes, send_displs, each, dst, &soff, &slen);
         block(recv_bytes, recv_displs, each, src, &roff, &rlen);
-        st = t->sendrecv(t, slen > 0 ? send + soff : NULL, slen, dst,
-                         rlen > 0 ? recv + roff : NULL, rlen, src);
+        st = t->sendrecv(t, slen > 0 ? send + soff : NULL, slen, dst, rlen > 0 ? recv + roff : NULL,
+                         rlen, src);
         if (st != TC_OK) {
             return st;
         }
@@ -65,8 +65,10 @@ static tc_status_t exchange(tc_transport_t *t, const char *send, const size_t *s
     block(send_bytes, send_displs, each, r, &soff, &slen);
     block(recv_bytes, recv_displs, each, r, &roff, &rlen);
     if (slen != rlen) {
-        TC_ERROR("coll", "alltoallv: rank %d sends itself %zu bytes but expects %zu "
-                 "(send_bytes[%d] != recv_bytes[%d])", r, slen, rlen, r, r);
+        TC_ERROR("coll",
+                 "alltoallv: rank %d sends itself %zu bytes but expects %zu "
+                 "(send_bytes[%d] != recv_bytes[%d])",
+                 r, slen, rlen, r, r);
         return TC_ERR_ARG;
     }
     if (slen > 0) {

@@ -59,14 +59,17 @@ static tc_status_t read_failed(tc_shm_coll_t *c, int p, uint64_t g, int err)
 
     if (err == ESRCH || tc__shm_peer_dead(c->seg, p)) {
         if (!tc__shm_abort_first(c)) {
-            snprintf(c->err, sizeof(c->err), "lost rank %d: its process exited in a direct "
+            snprintf(c->err, sizeof(c->err),
+                     "lost rank %d: its process exited in a direct "
                      "shared-memory allreduce every rank agreed to run",
                      c->ranks != NULL ? c->ranks[p] : p);
         }
         return TC_ERR_TRANSPORT;
     }
-    snprintf(why, sizeof(why), "reading the buffer of rank %d failed in a direct shared-memory "
-             "allreduce: %s", c->ranks != NULL ? c->ranks[p] : p, strerror(err));
+    snprintf(why, sizeof(why),
+             "reading the buffer of rank %d failed in a direct shared-memory "
+             "allreduce: %s",
+             c->ranks != NULL ? c->ranks[p] : p, strerror(err));
     /* every flag stays below g + 1 this step: only a failure ends the wait */
     if (tc__shm_wait_all(c, TC_SHM_DONE, g + 1) == TC_OK) {
         snprintf(c->err, sizeof(c->err), "%s", why);
@@ -146,9 +149,8 @@ tc_status_t tc__cma_allreduce(tc_shm_coll_t *c, const void *src, void *buf, size
             continue;
         }
         tc__segment(count, n, p, &off, &len);
-        if (len > 0 &&
-            tc__shm_peer_read(s, p, out + off * es, tc__shm_ctl(s, p)->out_addr + off * es,
-                              len * es) != 0) {
+        if (len > 0 && tc__shm_peer_read(s, p, out + off * es,
+                                         tc__shm_ctl(s, p)->out_addr + off * es, len * es) != 0) {
             return read_failed(c, p, g, errno);
         }
     }

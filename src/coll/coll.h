@@ -116,12 +116,12 @@ tc_status_t tc__alltoall_counts(tc_transport_t *t, const uint64_t *send_counts,
 typedef struct {
     const tc_shm_seg_t *seg;
     const struct tc_wait_policy *wait;
-    const int *ranks; /* [seg->n]: local index -> rank in the wait policy's group; NULL: same */
-    uint64_t seq;     /* steps run so far (chunks, or whole direct collectives) */
+    const int *ranks;    /* [seg->n]: local index -> rank in the wait policy's group; NULL: same */
+    uint64_t seq;        /* steps run so far (chunks, or whole direct collectives) */
     tc_scratch_t bounce; /* the direct algorithms' cache-sized buffer (the owner frees it) */
-    size_t cma_from;  /* buffers of at least this many bytes go direct (cma_allreduce.c)
+    size_t cma_from;     /* buffers of at least this many bytes go direct (cma_allreduce.c)
                        * where the segment allows it; SIZE_MAX: never */
-    char err[256];    /* the reason for the last TC_ERR_TRANSPORT */
+    char err[256];       /* the reason for the last TC_ERR_TRANSPORT */
 } tc_shm_coll_t;
 
 /* Allreduce of count elements of dtype among the node's ranks (every rank
@@ -149,15 +149,15 @@ tc_status_t tc__cma_allreduce(tc_shm_coll_t *c, const void *src, void *buf, size
 
 /* What the hierarchical allreduce runs with (hier_allreduce.c). */
 typedef struct {
-    tc_shm_coll_t *node;      /* this rank's node; NULL when it is alone there */
-    tc_transport_t *leaders;  /* the nodes' leaders (local rank 0 each), on the leaders
+    tc_shm_coll_t *node;     /* this rank's node; NULL when it is alone there */
+    tc_transport_t *leaders; /* the nodes' leaders (local rank 0 each), on the leaders
                                * only; NULL elsewhere */
-    int world_size;           /* the ranks of the job (avg divides by it) */
-    size_t chunk_bytes;       /* the leaders' ring chunk */
-    int ordered;              /* TCOLL_DETERMINISTIC: the leaders combine the node
+    int world_size;          /* the ranks of the job (avg divides by it) */
+    size_t chunk_bytes;      /* the leaders' ring chunk */
+    int ordered;             /* TCOLL_DETERMINISTIC: the leaders combine the node
                                * results in node order (tc__ordered_allreduce) */
-    tc_scratch_t *scratch;    /* the leaders' ring scratch */
-    char *err;                /* [errlen]: the reason for a TC_ERR_TRANSPORT */
+    tc_scratch_t *scratch;   /* the leaders' ring scratch */
+    char *err;               /* [errlen]: the reason for a TC_ERR_TRANSPORT */
     size_t errlen;
 } tc_hier_t;
 
@@ -222,9 +222,9 @@ tc_status_t tc__shm_alltoall_counts(tc_shm_coll_t *c, const uint64_t *send_count
  * tc__shm_alltoall_counts) in units of unit bytes; this rank's blocks for
  * 0, 1, ... n-1 back to back in send, the blocks from 0, 1, ... land back
  * to back in recv. send and recv must not overlap. */
-tc_status_t tc__shm_alltoall(tc_shm_coll_t *c, const void *send, void *recv,
-                             const uint64_t *matrix, size_t unit);
-tc_status_t tc__cma_alltoall(tc_shm_coll_t *c, const void *send, void *recv,
-                             const uint64_t *matrix, size_t unit);
+tc_status_t tc__shm_alltoall(tc_shm_coll_t *c, const void *send, void *recv, const uint64_t *matrix,
+                             size_t unit);
+tc_status_t tc__cma_alltoall(tc_shm_coll_t *c, const void *send, void *recv, const uint64_t *matrix,
+                             size_t unit);
 
 #endif

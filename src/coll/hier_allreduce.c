@@ -61,8 +61,8 @@ tc_status_t tc__hier_allreduce(const tc_hier_t *h, const void *src, void *buf, s
         st = h->ordered && tc__order_matters(dtype, sum_op)
                  ? tc__ordered_allreduce(h->leaders, NULL, buf, count, dtype, sum_op,
                                          h->chunk_bytes, h->scratch, NULL)
-                 : tc__ring_allreduce(h->leaders, NULL, buf, count, dtype, sum_op,
-                                      h->chunk_bytes, h->scratch);
+                 : tc__ring_allreduce(h->leaders, NULL, buf, count, dtype, sum_op, h->chunk_bytes,
+                                      h->scratch);
         if (st != TC_OK) {
             return failed(h, st, "between the nodes' leaders", h->leaders->err);
         }

@@ -65,8 +65,7 @@ tc_status_t tc__cma_allgatherv(tc_shm_coll_t *c, void *out, const size_t *bytes,
     for (j = 1; j < n; j++) {
         p = (me + j) % n;
         st = tc__shm_direct_read(c, p, g, base + displs[p],
-                                 tc__shm_direct_addr(c, p, 1) + displs[p], bytes[p],
-                                 "allgather");
+                                 tc__shm_direct_addr(c, p, 1) + displs[p], bytes[p], "allgather");
         if (st != TC_OK) {
             return st;
         }

@@ -55,7 +55,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#define BLOCK_BYTES 4096 /* reduced through L1: the result block stays there for every rank's input */
+#define BLOCK_BYTES                                                                                \
+    4096 /* reduced through L1: the result block stays there for every rank's input */
 
 /* Local rank p's input for chunk elements from `at` (offset in the chunk):
  * this rank's own straight from its buffer, the others' from their slots. */
@@ -113,7 +114,8 @@ tc_status_t tc__shm_allreduce(tc_shm_coll_t *c, const void *src, void *buf, size
         char *mine = tc__shm_slot(s, me, slot);
         int p;
 
-        if (g > (uint64_t)s->nslots && (st = tc__shm_wait_all(c, TC_SHM_DONE, g - (uint64_t)s->nslots)) != TC_OK) {
+        if (g > (uint64_t)s->nslots &&
+            (st = tc__shm_wait_all(c, TC_SHM_DONE, g - (uint64_t)s->nslots)) != TC_OK) {
             return st;
         }
         for (p = 0; p < n; p++) { /* the shares the others reduce */

@@ -55,8 +55,7 @@
 
 #define PART_ALIGN 64 /* whole cache lines per part where the slot allows */
 
-tc_status_t tc__shm_alltoall_counts(tc_shm_coll_t *c, const uint64_t *send_counts,
-                                    uint64_t *matrix)
+tc_status_t tc__shm_alltoall_counts(tc_shm_coll_t *c, const uint64_t *send_counts, uint64_t *matrix)
 {
     const int n = c->seg->n, me = c->seg->me;
     const size_t row = (size_t)n * sizeof(uint64_t); /* <= slot (tc__shm_kinds_fit) */
@@ -73,9 +72,8 @@ tc_status_t tc__shm_alltoall_counts(tc_shm_coll_t *c, const uint64_t *send_count
         return st;
     }
     for (p = 0; p < n; p++) {
-        memcpy(matrix + (size_t)p * (size_t)n, p == me ? (const void *)send_counts
-                                                       : (const void *)tc__shm_slot_of(c, p, g),
-               row);
+        memcpy(matrix + (size_t)p * (size_t)n,
+               p == me ? (const void *)send_counts : (const void *)tc__shm_slot_of(c, p, g), row);
     }
     tc__shm_slot_close(c, g);
     return TC_OK;
@@ -102,8 +100,8 @@ static size_t block_len(const uint64_t *matrix, int n, int p, int q, size_t unit
 }
 
 /* Copies this rank's block for itself (send and recv do not overlap). */
-static void own_block(const tc_shm_coll_t *c, const void *send, void *recv,
-                      const uint64_t *matrix, size_t unit)
+static void own_block(const tc_shm_coll_t *c, const void *send, void *recv, const uint64_t *matrix,
+                      size_t unit)
 {
     const int n = c->seg->n, me = c->seg->me;
     const size_t len = block_len(matrix, n, me, me, unit);
@@ -129,8 +127,8 @@ static size_t largest_exchange(const uint64_t *matrix, int n, size_t unit)
     return most;
 }
 
-tc_status_t tc__cma_alltoall(tc_shm_coll_t *c, const void *send, void *recv,
-                             const uint64_t *matrix, size_t unit)
+tc_status_t tc__cma_alltoall(tc_shm_coll_t *c, const void *send, void *recv, const uint64_t *matrix,
+                             size_t unit)
 {
     const int n = c->seg->n, me = c->seg->me;
     char *base = recv;
@@ -148,8 +146,7 @@ tc_status_t tc__cma_alltoall(tc_shm_coll_t *c, const void *send, void *recv,
     for (j = 1; j < n; j++) {
         p = (me + j) % n;
         st = tc__shm_direct_read(c, p, g, base + block_at(matrix, n, p, me, unit, 0),
-                                 tc__shm_direct_addr(c, p, 0) +
-                                     block_at(matrix, n, p, me, unit, 1),
+                                 tc__shm_direct_addr(c, p, 0) + block_at(matrix, n, p, me, unit, 1),
                                  block_len(matrix, n, p, me, unit), "alltoall");
         if (st != TC_OK) {
             return st;
@@ -158,8 +155,8 @@ tc_status_t tc__cma_alltoall(tc_shm_coll_t *c, const void *send, void *recv,
     return tc__shm_direct_close(c, g);
 }
 
-tc_status_t tc__shm_alltoall(tc_shm_coll_t *c, const void *send, void *recv,
-                             const uint64_t *matrix, size_t unit)
+tc_status_t tc__shm_alltoall(tc_shm_coll_t *c, const void *send, void *recv, const uint64_t *matrix,
+                             size_t unit)
 {
     const int n = c->seg->n, me = c->seg->me;
     const size_t even = c->seg->slot_bytes / (size_t)n;

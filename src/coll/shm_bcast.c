@@ -52,9 +52,8 @@ tc_status_t tc__cma_bcast(tc_shm_coll_t *c, void *buf, size_t bytes, int root)
     if ((st = tc__shm_direct_open(c, me == root ? buf : NULL, NULL, &g)) != TC_OK) {
         return st;
     }
-    if (me != root &&
-        (st = tc__shm_direct_read(c, root, g, buf, tc__shm_direct_addr(c, root, 0), bytes,
-                                  "broadcast")) != TC_OK) {
+    if (me != root && (st = tc__shm_direct_read(c, root, g, buf, tc__shm_direct_addr(c, root, 0),
+                                                bytes, "broadcast")) != TC_OK) {
         return st;
     }
     return tc__shm_direct_close(c, g);

@@ -165,8 +165,8 @@ tc_status_t tc__shm_reducescatter(tc_shm_coll_t *c, const void *src, void *out, 
             const size_t mine_at = (size_t)me * part * es;
             k = my_len - at < part ? my_len - at : part;
             for (p = 0; p < n; p++) { /* ranks left to right: this rank's from its input */
-                const char *x = p == me ? in + (my_off + at) * es
-                                        : tc__shm_slot_of(c, p, g) + mine_at;
+                const char *x =
+                    p == me ? in + (my_off + at) * es : tc__shm_slot_of(c, p, g) + mine_at;
                 if (p == 0) {
                     memcpy(piece, x, k * es);
                 } else {

@@ -75,8 +75,7 @@ const char *tc__shm_slot_of(const tc_shm_coll_t *c, int p, uint64_t g)
     return tc__shm_slot(c->seg, p, (int)(g % (uint64_t)c->seg->nslots));
 }
 
-tc_status_t tc__shm_direct_open(tc_shm_coll_t *c, const void *in, const void *out,
-                                uint64_t *g_p)
+tc_status_t tc__shm_direct_open(tc_shm_coll_t *c, const void *in, const void *out, uint64_t *g_p)
 {
     const tc_shm_seg_t *s = c->seg;
     tc_shm_ctl_t *mine = tc__shm_ctl(s, s->me);
@@ -120,13 +119,17 @@ static tc_status_t read_failed(tc_shm_coll_t *c, int p, uint64_t g, int err, con
         /* it may have failed first (for a lost third rank) and exited:
          * its abort, which can arrive a little after the exit, wins */
         if (!tc__shm_abort_first(c)) {
-            snprintf(c->err, sizeof(c->err), "lost rank %d: its process exited in a direct "
-                     "shared-memory %s every rank agreed to run", rank, what);
+            snprintf(c->err, sizeof(c->err),
+                     "lost rank %d: its process exited in a direct "
+                     "shared-memory %s every rank agreed to run",
+                     rank, what);
         }
         return TC_ERR_TRANSPORT;
     }
-    snprintf(why, sizeof(why), "reading the buffer of rank %d failed in a direct shared-memory "
-             "%s: %s", rank, what, strerror(err));
+    snprintf(why, sizeof(why),
+             "reading the buffer of rank %d failed in a direct shared-memory "
+             "%s: %s",
+             rank, what, strerror(err));
     /* every done flag stays below g + 1 during step g: only a failure
      * ends this wait */
     if (wait_all(c, TC_SHM_DONE, g + 1) == TC_OK) {

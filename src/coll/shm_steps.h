@@ -63,8 +63,7 @@ const char *tc__shm_slot_of(const tc_shm_coll_t *c, int p, uint64_t g);
 /* Starts direct step *g_p with this rank's input and output addresses
  * (either may be NULL where no one reads it), and waits until every rank
  * has published its own. */
-tc_status_t tc__shm_direct_open(tc_shm_coll_t *c, const void *in, const void *out,
-                                uint64_t *g_p);
+tc_status_t tc__shm_direct_open(tc_shm_coll_t *c, const void *in, const void *out, uint64_t *g_p);
 
 /* Local rank p's input (out == 0) or output (out == 1) address in the
  * current direct step. */

@@ -49,8 +49,7 @@ int tc__shm_abort_first(tc_shm_coll_t *c)
 
 /* Waits until the flag `which` of local ranks lo..hi-1 (this rank's
  * skipped) is at least g. */
-static tc_status_t wait_range(tc_shm_coll_t *c, tc_shm_flag_id_t which, int lo, int hi,
-                              uint64_t g)
+static tc_status_t wait_range(tc_shm_coll_t *c, tc_shm_flag_id_t which, int lo, int hi, uint64_t g)
 {
     static const char *const what[] = {"its input", "its share", "it to finish reading"};
     const tc_shm_seg_t *s = c->seg;
@@ -62,8 +61,7 @@ static tc_status_t wait_range(tc_shm_coll_t *c, tc_shm_flag_id_t which, int lo, 
     for (;;) {
         /* acquire: pairs with the peer's release in tc__shm_publish() */
         while (p < hi &&
-               (p == s->me ||
-                atomic_load_explicit(flag(s, p, which), memory_order_acquire) >= g)) {
+               (p == s->me || atomic_load_explicit(flag(s, p, which), memory_order_acquire) >= g)) {
             p++;
             tc__waiter_progress(&w);
         }

@@ -40,8 +40,7 @@ tc_status_t tc__knobs_agree(MPI_Comm comm, const tc_config_t *cfg, char *msg, si
         MPI_Abort(comm, 1);
         return TC_ERR_NOMEM;
     }
-    rc = MPI_Allgather(mine, TC_CONFIG_AGREE_MAX, MPI_INT, all, TC_CONFIG_AGREE_MAX, MPI_INT,
-                       comm);
+    rc = MPI_Allgather(mine, TC_CONFIG_AGREE_MAX, MPI_INT, all, TC_CONFIG_AGREE_MAX, MPI_INT, comm);
     if (rc != MPI_SUCCESS) {
         free(all);
         snprintf(msg, len, "cannot compare the knobs that must agree across ranks: %s",

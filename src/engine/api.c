@@ -43,8 +43,8 @@ static tc_status_t set_size(const char *fn, const char *name, uint32_t id, int *
     *size_p = ps != NULL ? ps->n : -1;
     pthread_mutex_unlock(&sh->mu);
     if (ps == NULL) {
-        return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': process set %d does not exist", fn,
-                             name, (int)id);
+        return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': process set %d does not exist", fn, name,
+                             (int)id);
     }
     return TC_OK;
 }
@@ -54,10 +54,9 @@ static tc_status_t set_size(const char *fn, const char *name, uint32_t id, int *
 static _Thread_local int reserved_ok;
 
 /* Validates a submission and builds its request; nothing is shared yet. */
-tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name,
-                             const tc_tensor_t *t, void *recv, tc_op_t op, int root,
-                             const int64_t *splits, const tc_opts_t *opts, tc_request_t **req_p,
-                             tc_request_t **out_p)
+tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name, const tc_tensor_t *t,
+                             void *recv, tc_op_t op, int root, const int64_t *splits,
+                             const tc_opts_t *opts, tc_request_t **req_p, tc_request_t **out_p)
 {
     const tc_kind_desc_t *kd = tc__kind_get(kind);
     tc_opts_t o;
@@ -77,8 +76,8 @@ tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name,
     }
     if (!(kd->params & TC_PARAM_NONE_TENSOR) && !reserved_ok &&
         strncmp(name, TC_AUTO_NAME_PREFIX, strlen(TC_AUTO_NAME_PREFIX)) == 0) {
-        return tc__set_error(TC_ERR_ARG, "%s: name '%s': names starting with '%s' are tcoll's",
-                             fn, name, TC_AUTO_NAME_PREFIX);
+        return tc__set_error(TC_ERR_ARG, "%s: name '%s': names starting with '%s' are tcoll's", fn,
+                             name, TC_AUTO_NAME_PREFIX);
     }
     if (len > TC_MAX_NAME_LEN) {
         return tc__set_error(TC_ERR_ARG, "%s: name is longer than %d bytes", fn, TC_MAX_NAME_LEN);
@@ -171,8 +170,7 @@ tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name,
 /* The submission path of every collective: checks, then queues. */
 static tc_status_t submit_split(const char *fn, tc_kind_t kind, const char *name,
                                 const tc_tensor_t *t, void *recv, tc_op_t op, int root,
-                                const int64_t *splits, const tc_opts_t *opts,
-                                tc_request_t **req_p)
+                                const int64_t *splits, const tc_opts_t *opts, tc_request_t **req_p)
 {
     tc_request_t *req = NULL;
     tc_status_t st;
@@ -201,18 +199,15 @@ tc_status_t tc_allreduce(const char *name, const tc_tensor_t *send, void *recv, 
 tc_status_t tc_allreduce_ex(const char *name, const tc_tensor_t *send, void *recv, tc_op_t op,
                             const tc_opts_t *opts, tc_request_t **req_p)
 {
-    return submit_kind("tc_allreduce_ex", TC_KIND_ALLREDUCE, name, send, recv, op, 0, opts,
-                       req_p);
+    return submit_kind("tc_allreduce_ex", TC_KIND_ALLREDUCE, name, send, recv, op, 0, opts, req_p);
 }
 
 tc_status_t tc_allgather(const char *name, const tc_tensor_t *send, tc_request_t **req_p)
 {
-    return submit_kind("tc_allgather", TC_KIND_ALLGATHER, name, send, NULL, TC_SUM, 0, NULL,
-                       req_p);
+    return submit_kind("tc_allgather", TC_KIND_ALLGATHER, name, send, NULL, TC_SUM, 0, NULL, req_p);
 }
 
-tc_status_t tc__allgather_reserved(const char *name, const tc_tensor_t *send,
-                                   tc_request_t **req_p)
+tc_status_t tc__allgather_reserved(const char *name, const tc_tensor_t *send, tc_request_t **req_p)
 {
     tc_status_t st;
 
@@ -263,15 +258,15 @@ tc_status_t tc_reducescatter(const char *name, const tc_tensor_t *send, tc_op_t 
 tc_status_t tc_reducescatter_ex(const char *name, const tc_tensor_t *send, tc_op_t op,
                                 const tc_opts_t *opts, tc_request_t **req_p)
 {
-    return submit_kind("tc_reducescatter_ex", TC_KIND_REDUCESCATTER, name, send, NULL, op, 0,
-                       opts, req_p);
+    return submit_kind("tc_reducescatter_ex", TC_KIND_REDUCESCATTER, name, send, NULL, op, 0, opts,
+                       req_p);
 }
 
 tc_status_t tc_alltoall(const char *name, const tc_tensor_t *send, const int64_t *splits,
                         tc_request_t **req_p)
 {
-    return submit_split("tc_alltoall", TC_KIND_ALLTOALL, name, send, NULL, TC_SUM, 0, splits,
-                        NULL, req_p);
+    return submit_split("tc_alltoall", TC_KIND_ALLTOALL, name, send, NULL, TC_SUM, 0, splits, NULL,
+                        req_p);
 }
 
 tc_status_t tc_alltoall_ex(const char *name, const tc_tensor_t *send, const int64_t *splits,
@@ -286,8 +281,8 @@ static const tc_tensor_t no_tensor = {NULL, TC_UINT8, 1, {0}};
 
 tc_status_t tc_barrier(tc_request_t **req_p)
 {
-    return submit_kind("tc_barrier", TC_KIND_BARRIER, TC_AUTO_NAME_PREFIX, &no_tensor, NULL,
-                       TC_SUM, 0, NULL, req_p);
+    return submit_kind("tc_barrier", TC_KIND_BARRIER, TC_AUTO_NAME_PREFIX, &no_tensor, NULL, TC_SUM,
+                       0, NULL, req_p);
 }
 
 tc_status_t tc_barrier_ex(const tc_opts_t *opts, tc_request_t **req_p)
@@ -304,8 +299,8 @@ tc_status_t tc_join(tc_request_t **req_p)
 
 tc_status_t tc_join_ex(const tc_opts_t *opts, tc_request_t **req_p)
 {
-    return submit_kind("tc_join_ex", TC_KIND_JOIN, TC_AUTO_NAME_PREFIX, &no_tensor, NULL, TC_SUM,
-                       0, opts, req_p);
+    return submit_kind("tc_join_ex", TC_KIND_JOIN, TC_AUTO_NAME_PREFIX, &no_tensor, NULL, TC_SUM, 0,
+                       opts, req_p);
 }
 
 int tc_rank(void)

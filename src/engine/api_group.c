@@ -34,8 +34,8 @@ static tc_status_t submit_group(const char *fn, tc_kind_t kind, int count,
     if (names == NULL || sends == NULL || reqs_p == NULL ||
         (kind == TC_KIND_ALLREDUCE && recvs == NULL)) {
         return tc__set_error(TC_ERR_ARG, "%s: %s is NULL", fn,
-                             names == NULL   ? "names"
-                             : sends == NULL ? "sends"
+                             names == NULL    ? "names"
+                             : sends == NULL  ? "sends"
                              : reqs_p == NULL ? "reqs"
                                               : "recvs");
     }
@@ -45,8 +45,8 @@ static tc_status_t submit_group(const char *fn, tc_kind_t kind, int count,
     }
     for (i = 0; i < count && st == TC_OK; i++) {
         tc_request_t *dummy;
-        st = tc__request_make(fn, kind, names[i], &sends[i], recvs != NULL ? recvs[i] : NULL, op,
-                              0, NULL, opts, &dummy, &reqs[i]);
+        st = tc__request_make(fn, kind, names[i], &sends[i], recvs != NULL ? recvs[i] : NULL, op, 0,
+                              NULL, opts, &dummy, &reqs[i]);
         if (st == TC_OK) {
             reqs[i]->group_key = strdup(names[0]);
             if (reqs[i]->group_key == NULL) {
@@ -73,25 +73,24 @@ static tc_status_t submit_group(const char *fn, tc_kind_t kind, int count,
     return st;
 }
 
-tc_status_t tc_grouped_allreduce(int count, const char *const names[],
-                                 const tc_tensor_t sends[], void *const recvs[], tc_op_t op,
-                                 const tc_opts_t *opts, tc_request_t *reqs[])
+tc_status_t tc_grouped_allreduce(int count, const char *const names[], const tc_tensor_t sends[],
+                                 void *const recvs[], tc_op_t op, const tc_opts_t *opts,
+                                 tc_request_t *reqs[])
 {
     return submit_group("tc_grouped_allreduce", TC_KIND_ALLREDUCE, count, names, sends, recvs, op,
                         opts, reqs);
 }
 
-tc_status_t tc_grouped_allgather(int count, const char *const names[],
-                                 const tc_tensor_t sends[], const tc_opts_t *opts,
-                                 tc_request_t *reqs[])
+tc_status_t tc_grouped_allgather(int count, const char *const names[], const tc_tensor_t sends[],
+                                 const tc_opts_t *opts, tc_request_t *reqs[])
 {
     return submit_group("tc_grouped_allgather", TC_KIND_ALLGATHER, count, names, sends, NULL,
                         TC_SUM, opts, reqs);
 }
 
 tc_status_t tc_grouped_reducescatter(int count, const char *const names[],
-                                     const tc_tensor_t sends[], tc_op_t op,
-                                     const tc_opts_t *opts, tc_request_t *reqs[])
+                                     const tc_tensor_t sends[], tc_op_t op, const tc_opts_t *opts,
+                                     tc_request_t *reqs[])
 {
     return submit_group("tc_grouped_reducescatter", TC_KIND_REDUCESCATTER, count, names, sends,
                         NULL, op, opts, reqs);

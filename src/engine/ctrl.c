@@ -73,8 +73,7 @@ static void post(engine_t *e, eng_ctrl_buf_t *cb, const int *dst, int first, int
 
 /* Encodes msg once and posts a send of it to each rank in first..last but
  * skip (-1: none). */
-void tc__ctrl_send(engine_t *e, const tc_wire_msg_t *msg, int first, int last, int skip,
-                   int tag)
+void tc__ctrl_send(engine_t *e, const tc_wire_msg_t *msg, int first, int last, int skip, int tag)
 {
     eng_ctrl_buf_t *cb;
 
@@ -172,8 +171,8 @@ int tc__ctrl_recv(engine_t *e, int src, int tag, tc_wire_msg_t *msg, int *src_p)
     rc = MPI_Recv(buf, count, MPI_BYTE, status.MPI_SOURCE, tag, e->mpi.ctrl, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) {
         tc__engine_fail(e, TC_ERR_TRANSPORT,
-                        "MPI_Recv of a control message from rank %d failed: %s",
-                        status.MPI_SOURCE, tc__mpi_strerror(rc, why, sizeof(why)));
+                        "MPI_Recv of a control message from rank %d failed: %s", status.MPI_SOURCE,
+                        tc__mpi_strerror(rc, why, sizeof(why)));
         goto err_free_buf;
     }
     if (tc__wire_decode(buf, (size_t)count, msg, err, sizeof(err)) != TC_OK) {

@@ -33,8 +33,7 @@ int tc__engine_failed(char *msg, size_t len);
  * should) start with "tcoll/", the reserved space, so that it can never
  * meet an application's name. */
 #include "tcoll.h"
-tc_status_t tc__allgather_reserved(const char *name, const tc_tensor_t *send,
-                                   tc_request_t **req_p);
+tc_status_t tc__allgather_reserved(const char *name, const tc_tensor_t *send, tc_request_t **req_p);
 tc_status_t tc__allreduce_reserved(const char *name, const tc_tensor_t *send, void *recv,
                                    tc_op_t op, tc_request_t **req_p);
 

@@ -43,8 +43,8 @@
  * tags"): 1-6 the negotiation's (TC_NEG_TAG_*, neg.h), 7-8 the job-wide
  * timeline's (timeline_job.c), and the transfer probe's below. */
 #define ENG_TAG_ABORT TC_NEG_TAG_ABORT /* BYE with a terminate record: the sender stopped */
-#define ENG_TAG_XPING 9  /* an empty REQUESTS: "is your engine alive?" (failure.c) */
-#define ENG_TAG_XPONG 10 /* the answer */
+#define ENG_TAG_XPING 9                /* an empty REQUESTS: "is your engine alive?" (failure.c) */
+#define ENG_TAG_XPONG 10               /* the answer */
 
 #define ENG_POLL_NS 1000000u /* look for aborts and deadlines at most this often */
 /* The most submissions one engine step hands to the negotiation, and the
@@ -72,13 +72,13 @@ typedef struct engine {
     const tc_config_t *cfg;
     int rank, size;
 
-    struct { /* lifecycle.c, failure.c: why the engine stops (the state is shared) */
+    struct {                /* lifecycle.c, failure.c: why the engine stops (the state is shared) */
         tc_status_t status; /* set before leaving RUNNING (tc__life_enter publishes it) */
         char msg[ENG_MSG_MAX];
         uint64_t shutdown_t0; /* when this rank's tc_shutdown was first seen */
     } life;
 
-    struct { /* lifecycle.c: MPI (the data transport is the executor's) */
+    struct {     /* lifecycle.c: MPI (the data transport is the executor's) */
         int own; /* tcoll initialized MPI: it finalizes it */
         MPI_Comm ctrl, local;
     } mpi;
@@ -93,7 +93,7 @@ typedef struct engine {
         uint64_t next_poll_ns; /* see ENG_POLL_NS */
     } loop;
 
-    struct { /* negotiate.c */
+    struct {                       /* negotiate.c */
         tc_neg_t *neg;             /* the state machine (neg.h) */
         size_t posted;             /* its sends of this step already posted */
         int shutdown_seen;         /* this rank's tc_shutdown was handed to it */
@@ -118,10 +118,9 @@ int tc__life_set_locked(eng_life_t to);
 const char *tc__life_name(eng_life_t s);
 
 /* api.c: a submission's checks and its request (any thread; pure) */
-tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name,
-                             const tc_tensor_t *t, void *recv, tc_op_t op, int root,
-                             const int64_t *splits, const tc_opts_t *opts, tc_request_t **req_p,
-                             tc_request_t **out_p);
+tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name, const tc_tensor_t *t,
+                             void *recv, tc_op_t op, int root, const int64_t *splits,
+                             const tc_opts_t *opts, tc_request_t **req_p, tc_request_t **out_p);
 /* opts.c: the options a call was given (NULL: TC_OPTS_INIT), checked against
  * what kind kd takes; TC_ERR_ARG with the thread's error set otherwise */
 struct tc_kind_desc;
@@ -129,8 +128,7 @@ tc_status_t tc__opts_read(const char *fn, const char *name, const struct tc_kind
                           const tc_opts_t *in, tc_opts_t *out);
 
 /* ctrl.c */
-void tc__ctrl_send(engine_t *e, const tc_wire_msg_t *msg, int first, int last, int skip,
-                   int tag);
+void tc__ctrl_send(engine_t *e, const tc_wire_msg_t *msg, int first, int last, int skip, int tag);
 size_t tc__ctrl_progress(engine_t *e);
 void tc__ctrl_send_buf(engine_t *e, tc_wire_buf_t *buf, const int *dst, int ndst, int tag);
 int tc__ctrl_recv(engine_t *e, int src, int tag, tc_wire_msg_t *msg, int *src_p);

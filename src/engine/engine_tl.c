@@ -17,8 +17,7 @@ void tc__engine_tl_ready(int src, const char *name, uint32_t len)
     char label[32];
     int n = snprintf(label, sizeof(label), "rank %d ready", src);
 
-    tc__tl_instant(tc__tl_track(name, len), label, (size_t)n, "negotiation", tc__now_ns(),
-                   NULL);
+    tc__tl_instant(tc__tl_track(name, len), label, (size_t)n, "negotiation", tc__now_ns(), NULL);
 }
 
 /* Rank 0: a mark on a tensor's row as rank src's submission arrives. */

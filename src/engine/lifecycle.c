@@ -32,7 +32,6 @@
 #include "util/status.h"
 #include "util/timeline.h"
 
-
 /* ------------------------------------------------------------------------ */
 /* The engine thread: start-up, goodbye and teardown                                  */
 /* ------------------------------------------------------------------------ */
@@ -40,14 +39,10 @@
 static const char *thread_level_name(int level)
 {
     switch (level) {
-    case MPI_THREAD_SINGLE:
-        return "MPI_THREAD_SINGLE";
-    case MPI_THREAD_FUNNELED:
-        return "MPI_THREAD_FUNNELED";
-    case MPI_THREAD_SERIALIZED:
-        return "MPI_THREAD_SERIALIZED";
-    case MPI_THREAD_MULTIPLE:
-        return "MPI_THREAD_MULTIPLE";
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
     }
     return "an unknown thread level";
 }
@@ -105,9 +100,10 @@ static int chan_comm_free(void)
         return 1;
     }
     if (users > 0) {
-        TC_WARN("engine", "%d channel context%s still open at tc_shutdown: MPI is left "
-                "initialized for their proxies (destroy contexts before tc_shutdown)", users,
-                users == 1 ? " is" : "s are");
+        TC_WARN("engine",
+                "%d channel context%s still open at tc_shutdown: MPI is left "
+                "initialized for their proxies (destroy contexts before tc_shutdown)",
+                users, users == 1 ? " is" : "s are");
         return 0;
     }
     MPI_Comm_free(&sh->chan_comm);
@@ -157,7 +153,8 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
             TC_WARN("engine", "MPI provides only %s; tcoll asked for %s%s",
                     thread_level_name(provided), thread_level_name(want),
                     want == MPI_THREAD_MULTIPLE ? " (TCOLL_MPI_THREAD=multiple): channels "
-                                                  "between nodes will be refused" : "");
+                                                  "between nodes will be refused"
+                                                : "");
         }
     }
     if ((rc = MPI_Comm_dup(MPI_COMM_WORLD, &e->mpi.ctrl)) != MPI_SUCCESS) {
@@ -165,9 +162,9 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
         goto err_finalize;
     }
     /* The data transport makes its own communicator (a duplicate). */
-    if ((st = tc__transport_mpi_open(&e->x.mpi.tp, &e->x.mpi.tp_mpi, MPI_COMM_WORLD, NULL, 0,
-                                     0, (uint32_t)e->cfg->spin,
-                                     (uint32_t)e->cfg->backoff_max_us)) != TC_OK) {
+    if ((st = tc__transport_mpi_open(&e->x.mpi.tp, &e->x.mpi.tp_mpi, MPI_COMM_WORLD, NULL, 0, 0,
+                                     (uint32_t)e->cfg->spin, (uint32_t)e->cfg->backoff_max_us)) !=
+        TC_OK) {
         snprintf(msg, len, "cannot create tcoll's communicators: %s", e->x.mpi.tp.err);
         goto err_free_ctrl;
     }
@@ -221,9 +218,15 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
     TC_INFO("engine", "rank %d of %d (local %d of %d), MPI %s by tcoll", e->rank, e->size, lrank,
             lsize, e->mpi.own ? "initialized" : "initialized by the application");
     tc__shm_setup(&e->x, lrank, lsize); /* never fails: without it, MPI */
-    if (e->rank == 0) { /* what the selector picks for it (exec/algo.h) */
-        tc_algo_ctx_t x = {&e->x.mpi.tp, 0, NULL, &e->x, tc__shm_for(&e->x, 0),
-                           tc__hier_for(&e->x, 0), e->cfg->deterministic, e->x.mpi.node_of};
+    if (e->rank == 0) {                 /* what the selector picks for it (exec/algo.h) */
+        tc_algo_ctx_t x = {&e->x.mpi.tp,
+                           0,
+                           NULL,
+                           &e->x,
+                           tc__shm_for(&e->x, 0),
+                           tc__hier_for(&e->x, 0),
+                           e->cfg->deterministic,
+                           e->x.mpi.node_of};
         char what[256];
         tc__algo_describe(&x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, what, sizeof(what));
         TC_INFO("shm", "allreduce of the global set (float32 sum): %s", what);
@@ -261,8 +264,8 @@ static void goodbye(engine_t *e)
     char ranks[256];
 
     tc__backoff_init(&bo, (uint32_t)e->cfg->spin, (uint32_t)e->cfg->backoff_max_us);
-    while (!eng_broken() && (tc__neg_state(e->nego.neg) == TC_NEG_DRAINING ||
-                             tc__ctrl_progress(e) > 0)) {
+    while (!eng_broken() &&
+           (tc__neg_state(e->nego.neg) == TC_NEG_DRAINING || tc__ctrl_progress(e) > 0)) {
         int progress = tc__engine_neg_step(e);
         if (tc__fail_poll_abort(e)) {
             return;
@@ -292,8 +295,8 @@ static void goodbye(engine_t *e)
     e->life.status = TC_ERR_TIMEOUT;
     snprintf(e->life.msg, sizeof(e->life.msg),
              "the shutdown handshake did not finish within %d s (TCOLL_SHUTDOWN_TIMEOUT_S)%s%s; "
-             "MPI was left as it is", e->cfg->shutdown_timeout_s,
-             ranks[0] != '\0' ? ": no goodbye from rank " : "", ranks);
+             "MPI was left as it is",
+             e->cfg->shutdown_timeout_s, ranks[0] != '\0' ? ": no goodbye from rank " : "", ranks);
     TC_ERROR("engine", "%s", e->life.msg);
     tc__life_enter(e, ENG_LIFE_BROKEN);
 }
@@ -358,7 +361,7 @@ static void *engine_main(void *arg)
         engine_free(e);
         return NULL;
     }
-    tc__loop_run(e); /* until the engine leaves RUNNING */
+    tc__loop_run(e);        /* until the engine leaves RUNNING */
     e->x.run.ndeferred = 0; /* deferred requests are in flight: failed with the rest */
     tc__queue_fail_all(e->life.status, e->life.msg);
     if (eng_life() == ENG_LIFE_FAILED) {
@@ -369,8 +372,7 @@ static void *engine_main(void *arg)
     }
     /* After the engine's last event, before the communicators go: rank 0
      * gathers a job-wide timeline (timeline_job.c). */
-    st = tc__tl_job_finish(e->mpi.ctrl, e->rank, e->size, !eng_broken(), e->cfg, msg,
-                           sizeof(msg));
+    st = tc__tl_job_finish(e->mpi.ctrl, e->rank, e->size, !eng_broken(), e->cfg, msg, sizeof(msg));
     if (st != TC_OK && !eng_broken()) {
         e->life.status = st; /* requests of the exchange are still pending */
         snprintf(e->life.msg, sizeof(e->life.msg), "%s", msg);
@@ -484,7 +486,8 @@ tc_status_t tc_shutdown(void)
         pthread_detach(sh->thread);
         return tc__set_error(TC_ERR_TIMEOUT,
                              "tc_shutdown: the engine thread did not stop within %d s (stuck in "
-                             "MPI?); it was left running and MPI as it is", limit_s);
+                             "MPI?); it was left running and MPI as it is",
+                             limit_s);
     }
     tc__output_pool_drain();
     if (tc__tl_active()) {

@@ -36,7 +36,8 @@ static void periodic(engine_t *e)
         now - e->life.shutdown_t0 > (uint64_t)e->cfg->shutdown_timeout_s * 1000000000ull) {
         tc__engine_fail(e, TC_ERR_TIMEOUT,
                         "the shutdown handshake with rank 0 did not finish within %d s "
-                        "(TCOLL_SHUTDOWN_TIMEOUT_S)", e->cfg->shutdown_timeout_s);
+                        "(TCOLL_SHUTDOWN_TIMEOUT_S)",
+                        e->cfg->shutdown_timeout_s);
         return;
     }
 }

@@ -122,9 +122,9 @@ int tc__engine_neg_take_submissions(engine_t *e)
         to_wire(r, &w);
         st = tc__neg_submit(e->nego.neg, &w, r, r->send, r->recv);
         if (st != TC_OK) {
-            tc__engine_fail(e, st, st == TC_ERR_NOMEM
-                                       ? "out of memory negotiating tensor '%s'"
-                                       : "tensor '%s' is pending twice (internal error)",
+            tc__engine_fail(e, st,
+                            st == TC_ERR_NOMEM ? "out of memory negotiating tensor '%s'"
+                                               : "tensor '%s' is pending twice (internal error)",
                             r->name);
         }
     }

@@ -21,15 +21,15 @@ static int cmp_int(const void *a, const void *b)
 }
 
 /* Submits kind (a set operation of the global set) and waits for it. */
-static tc_status_t run_set_op(const char *fn, tc_kind_t kind, int *ranks, int nranks,
-                              int target, int *value_p)
+static tc_status_t run_set_op(const char *fn, tc_kind_t kind, int *ranks, int nranks, int target,
+                              int *value_p)
 {
     static const tc_tensor_t no_tensor = {NULL, TC_UINT8, 1, {0}};
     tc_request_t *req = NULL, *out;
     tc_status_t st;
 
-    st = tc__request_make(fn, kind, TC_AUTO_NAME_PREFIX, &no_tensor, NULL, TC_SUM, 0, NULL,
-                          NULL, &out, &req);
+    st = tc__request_make(fn, kind, TC_AUTO_NAME_PREFIX, &no_tensor, NULL, TC_SUM, 0, NULL, NULL,
+                          &out, &req);
     if (st != TC_OK) {
         free(ranks);
         return st;
@@ -65,13 +65,15 @@ tc_status_t tc_process_set_add(const int *ranks, int nranks, int *id_p)
                              ranks == NULL ? "ranks" : "id_p");
     }
     if (size > 0 && (nranks < 1 || nranks > size)) {
-        return tc__set_error(TC_ERR_ARG, "tc_process_set_add: nranks %d is outside 1..%d",
-                             nranks, size);
+        return tc__set_error(TC_ERR_ARG, "tc_process_set_add: nranks %d is outside 1..%d", nranks,
+                             size);
     }
     for (i = 0; size > 0 && i < nranks; i++) {
         if (ranks[i] < 0 || ranks[i] >= size) {
-            return tc__set_error(TC_ERR_ARG, "tc_process_set_add: ranks[%d] = %d is outside "
-                                 "0..%d", i, ranks[i], size - 1);
+            return tc__set_error(TC_ERR_ARG,
+                                 "tc_process_set_add: ranks[%d] = %d is outside "
+                                 "0..%d",
+                                 i, ranks[i], size - 1);
         }
     }
     if (size <= 0) {
@@ -87,8 +89,7 @@ tc_status_t tc_process_set_add(const int *ranks, int nranks, int *id_p)
         if (sorted[i] == sorted[i - 1]) {
             int twice = sorted[i];
             free(sorted);
-            return tc__set_error(TC_ERR_ARG, "tc_process_set_add: rank %d is listed twice",
-                                 twice);
+            return tc__set_error(TC_ERR_ARG, "tc_process_set_add: rank %d is listed twice", twice);
         }
     }
     return run_set_op("tc_process_set_add", TC_KIND_PROCESS_SET_ADD, sorted, nranks, 0, id_p);
@@ -102,7 +103,7 @@ tc_status_t tc_process_set_remove(int id)
     tc__clear_error();
     if (id == TC_GLOBAL_PROCESS_SET) {
         return tc__set_error(TC_ERR_ARG, "tc_process_set_remove: the global process set (0) "
-                             "cannot be removed");
+                                         "cannot be removed");
     }
     pthread_mutex_lock(&sh->mu);
     exists = id > 0 && tc__pset_get((uint32_t)id) != NULL;
@@ -150,7 +151,8 @@ tc_status_t tc_process_set_ranks(int id, int *ranks, int cap, int *count_p)
     if (count_p == NULL || cap < 0 || (ranks == NULL && cap > 0)) {
         return tc__set_error(TC_ERR_ARG, "tc_process_set_ranks: %s",
                              count_p == NULL ? "count_p is NULL"
-                                             : cap < 0 ? "cap is negative" : "ranks is NULL");
+                             : cap < 0       ? "cap is negative"
+                                             : "ranks is NULL");
     }
     pthread_mutex_lock(&sh->mu);
     ps = id >= 0 ? tc__pset_get((uint32_t)id) : NULL;
@@ -162,8 +164,7 @@ tc_status_t tc_process_set_ranks(int id, int *ranks, int cap, int *count_p)
     }
     pthread_mutex_unlock(&sh->mu);
     if (ps == NULL) {
-        return tc__set_error(TC_ERR_ARG, "tc_process_set_ranks: process set %d does not exist",
-                             id);
+        return tc__set_error(TC_ERR_ARG, "tc_process_set_ranks: process set %d does not exist", id);
     }
     return TC_OK;
 }

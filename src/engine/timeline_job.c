@@ -123,8 +123,9 @@ tc_status_t tc__tl_job_start(const char *path, int rank, int size, char *err, si
     }
     pthread_mutex_lock(&job.mu);
     if (job.closed) {
-        put_err(err, errlen, "tcoll has shut down on this rank: a job-wide timeline (%s, a "
-                             "path without %%r) can no longer be gathered",
+        put_err(err, errlen,
+                "tcoll has shut down on this rank: a job-wide timeline (%s, a "
+                "path without %%r) can no longer be gathered",
                 path);
         st = TC_ERR_STATE;
     } else {
@@ -214,8 +215,9 @@ static tc_status_t wait_failed(int rc, const char *what, const tc_config_t *cfg,
     char text[MPI_MAX_ERROR_STRING];
 
     if (rc == -1) {
-        put_err(why, len, "gathering the job-wide timeline: %s within %d s "
-                          "(TCOLL_SHUTDOWN_TIMEOUT_S); MPI was left as it is",
+        put_err(why, len,
+                "gathering the job-wide timeline: %s within %d s "
+                "(TCOLL_SHUTDOWN_TIMEOUT_S); MPI was left as it is",
                 what, cfg->shutdown_timeout_s);
         return TC_ERR_TIMEOUT;
     }
@@ -266,8 +268,9 @@ static tc_status_t send_part(MPI_Comm comm, tc_tl_part_t *part, uint64_t deadlin
     if (rc != MPI_SUCCESS) {
         abandon(head);
         abandon(chunk);
-        return wait_failed(rc, info != NULL ? "rank 0 did not take this rank's part"
-                                            : "rank 0 did not take this rank's report",
+        return wait_failed(rc,
+                           info != NULL ? "rank 0 did not take this rank's part"
+                                        : "rank 0 did not take this rank's report",
                            cfg, why, len);
     }
     free(head);
@@ -313,9 +316,8 @@ static tc_status_t take_part(MPI_Comm comm, int rank, tc_tl_part_t *mine,
 }
 
 /* Rank 0: every HEAD, then every part, into one file. */
-static tc_status_t gather_parts(MPI_Comm comm, int size, tc_tl_part_t *mine,
-                                uint64_t deadline_ns, const tc_config_t *cfg, char *why,
-                                size_t len)
+static tc_status_t gather_parts(MPI_Comm comm, int size, tc_tl_part_t *mine, uint64_t deadline_ns,
+                                const tc_config_t *cfg, char *why, size_t len)
 {
     unsigned char *heads = malloc((size_t)size * HEAD_MAX);
     MPI_Request *reqs = malloc((size_t)size * sizeof(*reqs));
@@ -376,8 +378,10 @@ static tc_status_t gather_parts(MPI_Comm comm, int size, tc_tl_part_t *mine,
         MPI_Get_count(&sts[r], MPI_BYTE, &count);
         got = head_decode(heads + (size_t)r * HEAD_MAX, (size_t)count, r, &infos[r]);
         if (got < 0) {
-            TC_ERROR("timeline", "rank %d's report on its part of the job-wide timeline is "
-                                 "malformed; its part is left out", r);
+            TC_ERROR("timeline",
+                     "rank %d's report on its part of the job-wide timeline is "
+                     "malformed; its part is left out",
+                     r);
         }
         has[r] = got > 0;
     }
@@ -395,13 +399,14 @@ static tc_status_t gather_parts(MPI_Comm comm, int size, tc_tl_part_t *mine,
     /* Step 4b: the parts, rank by rank, into the file. */
     for (r = 0; r < size; r++) {
         if (has[r] && strcmp(infos[r].path, path) != 0) {
-            TC_WARN("timeline", "rank %d recorded its part of the job-wide timeline for %s; "
-                                "it goes to %s with the others", r, infos[r].path, path);
+            TC_WARN("timeline",
+                    "rank %d recorded its part of the job-wide timeline for %s; "
+                    "it goes to %s with the others",
+                    r, infos[r].path, path);
         }
     }
     if (tc__tl_merge_open(path, origin, &m, err, sizeof(err)) != TC_OK) {
-        TC_ERROR("timeline", "%s: no job-wide timeline (the parts are received and dropped)",
-                 err);
+        TC_ERROR("timeline", "%s: no job-wide timeline (the parts are received and dropped)", err);
         m = NULL;
     }
     for (r = 0; r < size && (r == 0 || st == TC_OK); r++) {
@@ -427,9 +432,10 @@ static tc_status_t gather_parts(MPI_Comm comm, int size, tc_tl_part_t *mine,
         if (tc__tl_merge_close(m, err, sizeof(err)) != TC_OK) {
             TC_ERROR("timeline", "%s; the file is incomplete", err);
         } else if (nincomplete > 0 || st != TC_OK) {
-            TC_WARN("timeline", "job-wide timeline %s: written, but the parts of some of the %d "
-                                "ranks that recorded one are incomplete or missing (see its "
-                                "otherData)",
+            TC_WARN("timeline",
+                    "job-wide timeline %s: written, but the parts of some of the %d "
+                    "ranks that recorded one are incomplete or missing (see its "
+                    "otherData)",
                     path, nparts);
         } else {
             TC_INFO("timeline", "job-wide timeline %s: %" PRIu64 " events of %d ranks", path,
@@ -453,21 +459,25 @@ static void save_alone(tc_tl_part_t *part, int rank, const char *reason)
     char path[TC_TL_PATH_MAX], err[TC_ERRMSG_MAX];
 
     if (tc__tl_rank_path(info->path, rank, path, sizeof(path)) != 0) {
-        TC_ERROR("timeline", "%s: this rank's part of the job-wide timeline %s is lost (the "
-                             "path for its own file is too long)", reason, info->path);
+        TC_ERROR("timeline",
+                 "%s: this rank's part of the job-wide timeline %s is lost (the "
+                 "path for its own file is too long)",
+                 reason, info->path);
         return;
     }
     if (tc__tl_part_save(part, path, err, sizeof(err)) != TC_OK) {
-        TC_ERROR("timeline", "%s: this rank's part of the job-wide timeline %s could not be "
-                             "saved either: %s", reason, info->path, err);
+        TC_ERROR("timeline",
+                 "%s: this rank's part of the job-wide timeline %s could not be "
+                 "saved either: %s",
+                 reason, info->path, err);
         return;
     }
-    TC_WARN("timeline", "%s: this rank's part of the job-wide timeline %s is in %s instead",
-            reason, info->path, path);
+    TC_WARN("timeline", "%s: this rank's part of the job-wide timeline %s is in %s instead", reason,
+            info->path, path);
 }
 
-tc_status_t tc__tl_job_finish(MPI_Comm comm, int rank, int size, int usable,
-                              const tc_config_t *cfg, char *why, size_t len)
+tc_status_t tc__tl_job_finish(MPI_Comm comm, int rank, int size, int usable, const tc_config_t *cfg,
+                              char *why, size_t len)
 {
     tc_tl_part_t *part;
     tc_status_t st = TC_OK;
@@ -493,8 +503,9 @@ tc_status_t tc__tl_job_finish(MPI_Comm comm, int rank, int size, int usable,
             TC_ERROR("timeline", "%s", why);
         }
     } else if (part != NULL) {
-        save_alone(part, rank, "tcoll stopped after a failure, so the ranks' parts cannot be "
-                               "gathered");
+        save_alone(part, rank,
+                   "tcoll stopped after a failure, so the ranks' parts cannot be "
+                   "gathered");
     }
     tc__tl_part_free(part);
     return st;

@@ -30,7 +30,7 @@ tc_status_t tc__tl_job_start(const char *path, int rank, int size, char *err, si
  * with why when the exchange failed: MPI requests are then left pending, so
  * the caller must skip MPI's teardown.
  */
-tc_status_t tc__tl_job_finish(MPI_Comm comm, int rank, int size, int usable,
-                              const tc_config_t *cfg, char *why, size_t len);
+tc_status_t tc__tl_job_finish(MPI_Comm comm, int rank, int size, int usable, const tc_config_t *cfg,
+                              char *why, size_t len);
 
 #endif

@@ -59,3 +59,19 @@ int tc__algo_shm_kinds(const tc_algo_ctx_t *x)
 {
     return x->shm != NULL && x->shm->seg->n == x->tp->size && tc__shm_kinds_fit(x->shm);
 }
+
+int tc__algo_kinds_cma(const tc_algo_ctx_t *x, const tc_algo_call_t *c)
+{
+    return tc__algo_shm_kinds(x) && tc__shm_uses_cma(x->shm, c->bytes);
+}
+
+int tc__algo_kinds_shm(const tc_algo_ctx_t *x, const tc_algo_call_t *c)
+{
+    (void)c;
+    return tc__algo_shm_kinds(x);
+}
+
+int tc__algo_ordered(const tc_algo_ctx_t *x, const tc_algo_call_t *c)
+{
+    return x->ordered && tc__order_matters(c->dtype, c->op);
+}

@@ -118,10 +118,10 @@ typedef struct {
 } tc_alltoall_job_t;
 
 typedef struct tc_algo {
-    const char *name;    /* "ring", "shm", "cma", "hier", "ordered", ... */
-    const char *fused;   /* its name when it runs a fused group ("ring, fused"; NULL:
+    const char *name;  /* "ring", "shm", "cma", "hier", "ordered", ... */
+    const char *fused; /* its name when it runs a fused group ("ring, fused"; NULL:
                           * the kind is not fusable). Static: the timeline keeps it */
-    unsigned memory;     /* TC_MEM_* it handles */
+    unsigned memory;   /* TC_MEM_* it handles */
     tc_algo_over_t over;
     /* Whether it runs call c with x (NULL: always). Must read only what
      * every rank of the set has alike. */
@@ -182,6 +182,12 @@ size_t tc__algo_row_elems(const tc_request_t *req);
 /* Whether the kinds other than allreduce may run through x's segment: the
  * global set, every rank on this node, slots large enough. */
 int tc__algo_shm_kinds(const tc_algo_ctx_t *x);
+/* The applies rules records share: those kinds through the segment, direct
+ * from TCOLL_SHM_DIRECT_KB of c->bytes up (kinds_cma) or through the slots
+ * (kinds_shm); an order-sensitive op under TCOLL_DETERMINISTIC (ordered). */
+int tc__algo_kinds_cma(const tc_algo_ctx_t *x, const tc_algo_call_t *c);
+int tc__algo_kinds_shm(const tc_algo_ctx_t *x, const tc_algo_call_t *c);
+int tc__algo_ordered(const tc_algo_ctx_t *x, const tc_algo_call_t *c);
 
 /* The records and runs of each kind (algo_<kind>.c), for the table in algo.c. */
 extern const tc_kind_exec_t tc__exec_allreduce, tc__exec_allgather, tc__exec_broadcast,

@@ -16,17 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int cma_applies(const tc_algo_ctx_t *x, const tc_algo_call_t *c)
-{
-    return tc__algo_shm_kinds(x) && tc__shm_uses_cma(x->shm, c->bytes);
-}
-
-static int shm_applies(const tc_algo_ctx_t *x, const tc_algo_call_t *c)
-{
-    (void)c;
-    return tc__algo_shm_kinds(x);
-}
-
 static tc_status_t cma_run(const tc_algo_ctx_t *x, const tc_allgather_job_t *j)
 {
     return tc__cma_allgatherv(x->shm, j->buf, j->bytes, j->displs);
@@ -43,11 +32,11 @@ static tc_status_t ring_run(const tc_algo_ctx_t *x, const tc_allgather_job_t *j)
 }
 
 static const tc_algo_t cma_algo = {
-    "cma", NULL, TC_MEM_HOST, TC_ALGO_OVER_SHM, cma_applies, {.allgather = cma_run}};
+    "cma", NULL, TC_MEM_HOST, TC_ALGO_OVER_SHM, tc__algo_kinds_cma, {.allgather = cma_run}};
 static const tc_algo_t shm_algo = {
-    "shm", NULL, TC_MEM_HOST, TC_ALGO_OVER_SHM, shm_applies, {.allgather = shm_run}};
-static const tc_algo_t ring_algo = {
-    "ring allgatherv", NULL, TC_MEM_HOST, TC_ALGO_OVER_TP, NULL, {.allgather = ring_run}};
+    "shm", NULL, TC_MEM_HOST, TC_ALGO_OVER_SHM, tc__algo_kinds_shm, {.allgather = shm_run}};
+static const tc_algo_t ring_algo = {"ring allgatherv", NULL, TC_MEM_HOST,
+                                    TC_ALGO_OVER_TP,   NULL, {.allgather = ring_run}};
 
 static const tc_algo_t *const records[] = {&cma_algo, &shm_algo, &ring_algo};
 
@@ -65,8 +54,10 @@ static tc_status_t allgather_run(const tc_algo_ctx_t *x, tc_request_t *req,
     int q;
 
     if (r->ndim0 != (uint32_t)size || r->dim0[rank] != req->shape[0]) {
-        snprintf(msg, len, "tensor '%s': rank 0 sent an allgather plan that does not match this "
-                           "rank's submission (internal error)", req->name);
+        snprintf(msg, len,
+                 "tensor '%s': rank 0 sent an allgather plan that does not match this "
+                 "rank's submission (internal error)",
+                 req->name);
         return TC_ERR_TRANSPORT;
     }
     bytes = malloc(2 * (size_t)size * sizeof(*bytes));

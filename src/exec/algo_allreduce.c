@@ -40,11 +40,6 @@ static int shm_applies(const tc_algo_ctx_t *x, const tc_algo_call_t *c)
     return x->shm != NULL;
 }
 
-static int ordered_applies(const tc_algo_ctx_t *x, const tc_algo_call_t *c)
-{
-    return x->ordered && tc__order_matters(c->dtype, c->op);
-}
-
 static tc_status_t hier_run(const tc_algo_ctx_t *x, const tc_allreduce_job_t *j)
 {
     return tc__hier_allreduce(x->hier, j->src, j->buf, j->count, j->dtype, j->op);
@@ -62,8 +57,8 @@ static tc_status_t shm_run(const tc_algo_ctx_t *x, const tc_allreduce_job_t *j)
 
 static tc_status_t ordered_run(const tc_algo_ctx_t *x, const tc_allreduce_job_t *j)
 {
-    return tc__ordered_allreduce(x->tp, j->src, j->buf, j->count, j->dtype, j->op,
-                                 x->chunk_bytes, x->scratch, x->node);
+    return tc__ordered_allreduce(x->tp, j->src, j->buf, j->count, j->dtype, j->op, x->chunk_bytes,
+                                 x->scratch, x->node);
 }
 
 static tc_status_t ring_run(const tc_algo_ctx_t *x, const tc_allreduce_job_t *j)
@@ -78,20 +73,23 @@ static const tc_algo_t cma_algo = {
     "cma", "cma, fused", TC_MEM_HOST, TC_ALGO_OVER_SHM, cma_applies, {.allreduce = cma_run}};
 static const tc_algo_t shm_algo = {
     "shm", "shm, fused", TC_MEM_HOST, TC_ALGO_OVER_SHM, shm_applies, {.allreduce = shm_run}};
-static const tc_algo_t ordered_algo = {
-    "ordered", "ordered, fused", TC_MEM_HOST, TC_ALGO_OVER_TP, ordered_applies, {.allreduce = ordered_run}};
-static const tc_algo_t ring_algo = {
-    "ring", "ring, fused", TC_MEM_HOST, TC_ALGO_OVER_TP, NULL, {.allreduce = ring_run}};
+static const tc_algo_t ordered_algo = {"ordered",        "ordered, fused",
+                                       TC_MEM_HOST,      TC_ALGO_OVER_TP,
+                                       tc__algo_ordered, {.allreduce = ordered_run}};
+static const tc_algo_t ring_algo = {"ring",          "ring, fused", TC_MEM_HOST,
+                                    TC_ALGO_OVER_TP, NULL,          {.allreduce = ring_run}};
 
-static const tc_algo_t *const records[] = {&hier_algo, &cma_algo, &shm_algo, &ordered_algo, &ring_algo};
+static const tc_algo_t *const records[] = {&hier_algo, &cma_algo, &shm_algo, &ordered_algo,
+                                           &ring_algo};
 
 /* A prescaled input goes to recv first, and the algorithm runs in place there. */
 static tc_status_t allreduce_run(const tc_algo_ctx_t *x, tc_request_t *req,
                                  const tc_wire_response_t *r, char *msg, size_t len)
 {
     tc_allreduce_job_t j = {req->send, req->recv, req->count, req->dtype, req->op};
-    tc_algo_call_t c = {TC_KIND_ALLREDUCE, req->dtype, req->op,
-                        req->count * tc_dtype_size(req->dtype), TC_MEM_HOST, 0};
+    tc_algo_call_t c = {TC_KIND_ALLREDUCE, req->dtype,
+                        req->op,           req->count * tc_dtype_size(req->dtype),
+                        TC_MEM_HOST,       0};
     const tc_algo_t *a = tc__algo_pick(&tc__exec_allreduce, x, &c);
     tc_status_t st;
 

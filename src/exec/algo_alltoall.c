@@ -22,17 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static int cma_applies(const tc_algo_ctx_t *x, const tc_algo_call_t *c)
-{
-    return tc__algo_shm_kinds(x) && tc__shm_uses_cma(x->shm, c->bytes);
-}
-
-static int shm_applies(const tc_algo_ctx_t *x, const tc_algo_call_t *c)
-{
-    (void)c;
-    return tc__algo_shm_kinds(x);
-}
-
 static tc_status_t cma_run(const tc_algo_ctx_t *x, const tc_alltoall_job_t *j)
 {
     return tc__cma_alltoall(x->shm, j->send, j->out, j->matrix, j->row);
@@ -49,11 +38,11 @@ static tc_status_t pairwise_run(const tc_algo_ctx_t *x, const tc_alltoall_job_t 
 }
 
 static const tc_algo_t cma_algo = {
-    "cma", NULL, TC_MEM_HOST, TC_ALGO_OVER_SHM, cma_applies, {.alltoall = cma_run}};
+    "cma", NULL, TC_MEM_HOST, TC_ALGO_OVER_SHM, tc__algo_kinds_cma, {.alltoall = cma_run}};
 static const tc_algo_t shm_algo = {
-    "shm", NULL, TC_MEM_HOST, TC_ALGO_OVER_SHM, shm_applies, {.alltoall = shm_run}};
-static const tc_algo_t pairwise_algo = {
-    "pairwise exchange", NULL, TC_MEM_HOST, TC_ALGO_OVER_TP, NULL, {.alltoall = pairwise_run}};
+    "shm", NULL, TC_MEM_HOST, TC_ALGO_OVER_SHM, tc__algo_kinds_shm, {.alltoall = shm_run}};
+static const tc_algo_t pairwise_algo = {"pairwise exchange", NULL, TC_MEM_HOST,
+                                        TC_ALGO_OVER_TP,     NULL, {.alltoall = pairwise_run}};
 
 static const tc_algo_t *const records[] = {&cma_algo, &shm_algo, &pairwise_algo};
 
@@ -123,7 +112,8 @@ static tc_status_t alltoall_run(const tc_algo_ctx_t *x, tc_request_t *req,
     if (shm != NULL) {
         matrix = malloc((size_t)size * (size_t)size * sizeof(*matrix));
     }
-    if (counts == NULL || sb == NULL || req->out_splits == NULL || (shm != NULL && matrix == NULL)) {
+    if (counts == NULL || sb == NULL || req->out_splits == NULL ||
+        (shm != NULL && matrix == NULL)) {
         snprintf(msg, len, "tensor '%s': out of memory", req->name);
         goto out;
     }
@@ -140,7 +130,9 @@ static tc_status_t alltoall_run(const tc_algo_ctx_t *x, tc_request_t *req,
     st = alltoall_counts(x, shm, counts, matrix);
     if (st != TC_OK) {
         snprintf(msg, len, "tensor '%s': alltoall failed exchanging row counts: %s", req->name,
-                 st == TC_ERR_NOMEM ? "out of memory" : shm != NULL ? shm->err : x->tp->err);
+                 st == TC_ERR_NOMEM ? "out of memory"
+                 : shm != NULL      ? shm->err
+                                    : x->tp->err);
         goto out;
     }
     for (q = 0; q < size; q++) {
@@ -167,8 +159,9 @@ static tc_status_t alltoall_run(const tc_algo_ctx_t *x, tc_request_t *req,
     {
         /* bytes: the largest input, which only the matrix gives alike on
          * every rank; without it no size rule applies */
-        tc_algo_call_t c = {TC_KIND_ALLTOALL, req->dtype, req->op,
-                            shm != NULL ? alltoall_most(matrix, size, row) : 0, TC_MEM_HOST, 0};
+        tc_algo_call_t c = {TC_KIND_ALLTOALL, req->dtype,
+                            req->op,          shm != NULL ? alltoall_most(matrix, size, row) : 0,
+                            TC_MEM_HOST,      0};
         tc_alltoall_job_t j = {req->send, req->owned_output, sb, sd, rb, rd, matrix, row};
         a = tc__algo_pick(&tc__exec_alltoall, x, &c);
         req->algo = a;

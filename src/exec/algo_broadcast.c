@@ -15,17 +15,6 @@
 #define _GNU_SOURCE
 #include "exec/algo.h"
 
-static int cma_applies(const tc_algo_ctx_t *x, const tc_algo_call_t *c)
-{
-    return tc__algo_shm_kinds(x) && tc__shm_uses_cma(x->shm, c->bytes);
-}
-
-static int shm_applies(const tc_algo_ctx_t *x, const tc_algo_call_t *c)
-{
-    (void)c;
-    return tc__algo_shm_kinds(x);
-}
-
 static tc_status_t cma_run(const tc_algo_ctx_t *x, const tc_broadcast_job_t *j)
 {
     return tc__cma_bcast(x->shm, j->buf, j->bytes, j->root);
@@ -42,11 +31,11 @@ static tc_status_t tree_run(const tc_algo_ctx_t *x, const tc_broadcast_job_t *j)
 }
 
 static const tc_algo_t cma_algo = {
-    "cma", NULL, TC_MEM_HOST, TC_ALGO_OVER_SHM, cma_applies, {.broadcast = cma_run}};
+    "cma", NULL, TC_MEM_HOST, TC_ALGO_OVER_SHM, tc__algo_kinds_cma, {.broadcast = cma_run}};
 static const tc_algo_t shm_algo = {
-    "shm", NULL, TC_MEM_HOST, TC_ALGO_OVER_SHM, shm_applies, {.broadcast = shm_run}};
-static const tc_algo_t tree_algo = {
-    "binomial tree", NULL, TC_MEM_HOST, TC_ALGO_OVER_TP, NULL, {.broadcast = tree_run}};
+    "shm", NULL, TC_MEM_HOST, TC_ALGO_OVER_SHM, tc__algo_kinds_shm, {.broadcast = shm_run}};
+static const tc_algo_t tree_algo = {"binomial tree", NULL, TC_MEM_HOST,
+                                    TC_ALGO_OVER_TP, NULL, {.broadcast = tree_run}};
 
 static const tc_algo_t *const records[] = {&cma_algo, &shm_algo, &tree_algo};
 

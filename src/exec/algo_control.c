@@ -12,14 +12,22 @@
 
 #include "exec/pset.h"
 
-static const tc_algo_t barrier_algo = {
-    "negotiation (every rank reached it)", NULL, TC_MEM_HOST, TC_ALGO_OVER_NONE, NULL, {.allreduce = NULL}};
-static const tc_algo_t join_algo = {
-    "negotiation (every rank joined)", NULL, TC_MEM_HOST, TC_ALGO_OVER_NONE, NULL, {.allreduce = NULL}};
-static const tc_algo_t set_add_algo = {
-    "process set creation", NULL, TC_MEM_HOST, TC_ALGO_OVER_NONE, NULL, {.allreduce = NULL}};
-static const tc_algo_t set_remove_algo = {
-    "process set removal", NULL, TC_MEM_HOST, TC_ALGO_OVER_NONE, NULL, {.allreduce = NULL}};
+static const tc_algo_t barrier_algo = {"negotiation (every rank reached it)",
+                                       NULL,
+                                       TC_MEM_HOST,
+                                       TC_ALGO_OVER_NONE,
+                                       NULL,
+                                       {.allreduce = NULL}};
+static const tc_algo_t join_algo = {"negotiation (every rank joined)",
+                                    NULL,
+                                    TC_MEM_HOST,
+                                    TC_ALGO_OVER_NONE,
+                                    NULL,
+                                    {.allreduce = NULL}};
+static const tc_algo_t set_add_algo = {"process set creation", NULL, TC_MEM_HOST,
+                                       TC_ALGO_OVER_NONE,      NULL, {.allreduce = NULL}};
+static const tc_algo_t set_remove_algo = {"process set removal", NULL, TC_MEM_HOST,
+                                          TC_ALGO_OVER_NONE,     NULL, {.allreduce = NULL}};
 
 static const tc_algo_t *const barrier_records[] = {&barrier_algo};
 static const tc_algo_t *const join_records[] = {&join_algo};
@@ -41,8 +49,7 @@ static tc_status_t barrier_run(const tc_algo_ctx_t *x, tc_request_t *req,
 }
 
 /* The output of a valued kind: rank 0's value, a 0-dim int32. */
-static tc_status_t set_value(tc_request_t *req, const tc_wire_response_t *r, char *msg,
-                             size_t len)
+static tc_status_t set_value(tc_request_t *req, const tc_wire_response_t *r, char *msg, size_t len)
 {
     if (!r->has_value) {
         snprintf(msg, len, "protocol error: rank 0 completed '%s' without its value", req->name);
@@ -57,8 +64,8 @@ static tc_status_t set_value(tc_request_t *req, const tc_wire_response_t *r, cha
 
 /* Every rank joined (that is what running it means); rank 0's response says
  * which joined last. */
-static tc_status_t join_run(const tc_algo_ctx_t *x, tc_request_t *req,
-                            const tc_wire_response_t *r, char *msg, size_t len)
+static tc_status_t join_run(const tc_algo_ctx_t *x, tc_request_t *req, const tc_wire_response_t *r,
+                            char *msg, size_t len)
 {
     (void)x;
     req->algo = &join_algo;

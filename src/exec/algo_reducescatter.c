@@ -23,22 +23,6 @@
 
 #include "reduce/reduce.h"
 
-static int cma_applies(const tc_algo_ctx_t *x, const tc_algo_call_t *c)
-{
-    return tc__algo_shm_kinds(x) && tc__shm_uses_cma(x->shm, c->bytes);
-}
-
-static int shm_applies(const tc_algo_ctx_t *x, const tc_algo_call_t *c)
-{
-    (void)c;
-    return tc__algo_shm_kinds(x);
-}
-
-static int ordered_applies(const tc_algo_ctx_t *x, const tc_algo_call_t *c)
-{
-    return x->ordered && tc__order_matters(c->dtype, c->op);
-}
-
 static tc_status_t cma_run(const tc_algo_ctx_t *x, const tc_reducescatter_job_t *j)
 {
     return tc__cma_reducescatter(x->shm, j->src, j->out, j->rows, j->row_elems, j->dtype, j->op);
@@ -51,8 +35,8 @@ static tc_status_t shm_run(const tc_algo_ctx_t *x, const tc_reducescatter_job_t 
 
 static tc_status_t ordered_run(const tc_algo_ctx_t *x, const tc_reducescatter_job_t *j)
 {
-    return tc__ordered_reducescatter(x->tp, j->src, j->out, j->rows, j->row_elems, j->dtype,
-                                     j->op, x->chunk_bytes, x->scratch, x->node);
+    return tc__ordered_reducescatter(x->tp, j->src, j->out, j->rows, j->row_elems, j->dtype, j->op,
+                                     x->chunk_bytes, x->scratch, x->node);
 }
 
 static tc_status_t ring_run(const tc_algo_ctx_t *x, const tc_reducescatter_job_t *j)
@@ -62,13 +46,14 @@ static tc_status_t ring_run(const tc_algo_ctx_t *x, const tc_reducescatter_job_t
 }
 
 static const tc_algo_t cma_algo = {
-    "cma", NULL, TC_MEM_HOST, TC_ALGO_OVER_SHM, cma_applies, {.reducescatter = cma_run}};
+    "cma", NULL, TC_MEM_HOST, TC_ALGO_OVER_SHM, tc__algo_kinds_cma, {.reducescatter = cma_run}};
 static const tc_algo_t shm_algo = {
-    "shm", NULL, TC_MEM_HOST, TC_ALGO_OVER_SHM, shm_applies, {.reducescatter = shm_run}};
+    "shm", NULL, TC_MEM_HOST, TC_ALGO_OVER_SHM, tc__algo_kinds_shm, {.reducescatter = shm_run}};
 static const tc_algo_t ordered_algo = {
-    "ordered reduce-scatter", NULL, TC_MEM_HOST, TC_ALGO_OVER_TP, ordered_applies, {.reducescatter = ordered_run}};
-static const tc_algo_t ring_algo = {
-    "ring reduce-scatter", NULL, TC_MEM_HOST, TC_ALGO_OVER_TP, NULL, {.reducescatter = ring_run}};
+    "ordered reduce-scatter",      NULL, TC_MEM_HOST, TC_ALGO_OVER_TP, tc__algo_ordered,
+    {.reducescatter = ordered_run}};
+static const tc_algo_t ring_algo = {"ring reduce-scatter", NULL, TC_MEM_HOST,
+                                    TC_ALGO_OVER_TP,       NULL, {.reducescatter = ring_run}};
 
 static const tc_algo_t *const records[] = {&cma_algo, &shm_algo, &ordered_algo, &ring_algo};
 
@@ -84,8 +69,8 @@ static tc_status_t reducescatter_run(const tc_algo_ctx_t *x, tc_request_t *req,
     const int rank = x->tp->rank, size = x->tp->size;
     const size_t es = tc_dtype_size(req->dtype);
     size_t rows = (size_t)req->shape[0], row = tc__algo_row_elems(req), off, elems;
-    tc_algo_call_t c = {TC_KIND_REDUCESCATTER, req->dtype, req->op, req->count * es, TC_MEM_HOST,
-                        0};
+    tc_algo_call_t c = {TC_KIND_REDUCESCATTER, req->dtype,  req->op,
+                        req->count * es,       TC_MEM_HOST, 0};
     const tc_algo_t *a = tc__algo_pick(&tc__exec_reducescatter, x, &c);
     void *scaled = NULL;
     tc_status_t st;
@@ -106,8 +91,8 @@ static tc_status_t reducescatter_run(const tc_algo_ctx_t *x, tc_request_t *req,
         tc__scale(req->dtype, scaled, req->send, req->count, req->prescale);
     }
     {
-        tc_reducescatter_job_t j = {scaled != NULL ? scaled : req->send, req->owned_output, rows,
-                                    row, req->dtype, req->op};
+        tc_reducescatter_job_t j = {
+            scaled != NULL ? scaled : req->send, req->owned_output, rows, row, req->dtype, req->op};
         req->algo = a;
         st = a->run.reducescatter(x, &j);
     }

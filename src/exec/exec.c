@@ -31,9 +31,14 @@
  * use them (shm.c); the records decide which they take. */
 static tc_algo_ctx_t algo_ctx(tc_exec_t *e, uint32_t pset)
 {
-    tc_algo_ctx_t x = {tc__pset_transport(e, pset), (size_t)e->cfg->ring_chunk_kb * 1024,
-                       &e->run.scratch, e, tc__shm_for(e, pset), tc__hier_for(e, pset),
-                       e->cfg->deterministic, tc__pset_node_table(e, pset)};
+    tc_algo_ctx_t x = {tc__pset_transport(e, pset),
+                       (size_t)e->cfg->ring_chunk_kb * 1024,
+                       &e->run.scratch,
+                       e,
+                       tc__shm_for(e, pset),
+                       tc__hier_for(e, pset),
+                       e->cfg->deterministic,
+                       tc__pset_node_table(e, pset)};
     return x;
 }
 
@@ -72,8 +77,7 @@ static tc_status_t run_fused(tc_exec_t *e, tc_request_t **reqs, uint32_t n, size
     t0 = tc__tl_active() ? tc__now_ns() : 0;
     for (k = 0; k < n; k++) { /* each input times its prescale (algo.h) */
         if (reqs[k]->prescale != 1.0) {
-            tc__scale(reqs[k]->dtype, buf + off, reqs[k]->send, reqs[k]->count,
-                      reqs[k]->prescale);
+            tc__scale(reqs[k]->dtype, buf + off, reqs[k]->send, reqs[k]->count, reqs[k]->prescale);
         } else {
             memcpy(buf + off, reqs[k]->send, reqs[k]->count * es);
         }
@@ -120,8 +124,7 @@ static uint32_t fusion_group(const tc_exec_t *e, const tc_wire_response_t *resps
 
     while (j < n && fusable(e, reqs[j], &resps[j]) && reqs[j]->kind == first->kind &&
            reqs[j]->dtype == first->dtype && reqs[j]->op == first->op &&
-           reqs[j]->pset == first->pset &&
-           total + reqs[j]->count * es <= cap) {
+           reqs[j]->pset == first->pset && total + reqs[j]->count * es <= cap) {
         total += reqs[j]->count * es;
         j++;
     }
@@ -212,8 +215,8 @@ static void exec_finish(tc_exec_t *e, tc_request_t *req, tc_status_t st, const c
 
 /* The end of the group of requests that run together from i: a fusion
  * group (j - i >= 2), or i alone; the group's bytes in *total_p. */
-static uint32_t group_end(const tc_exec_t *e, const tc_wire_response_t *resps,
-                          tc_request_t **reqs, uint32_t i, uint32_t n, size_t *total_p)
+static uint32_t group_end(const tc_exec_t *e, const tc_wire_response_t *resps, tc_request_t **reqs,
+                          uint32_t i, uint32_t n, size_t *total_p)
 {
     *total_p = 0;
     if (reqs[i] != NULL && resps[i].rtype == TC_WIRE_RUN && fusable(e, reqs[i], &resps[i])) {

@@ -59,26 +59,26 @@ typedef struct tc_exec {
     int rank, size;
     tc_exec_hooks_t hooks;
 
-    struct { /* the global set's data path (opened by the engine at start-up) */
-        MPI_Comm ctrl, local;      /* the engine's control and node communicators, for
+    struct {                  /* the global set's data path (opened by the engine at start-up) */
+        MPI_Comm ctrl, local; /* the engine's control and node communicators, for
                                     * the set-up collectives here (the engine owns them) */
-        tc_transport_t tp;         /* over a communicator of its own */
+        tc_transport_t tp;    /* over a communicator of its own */
         tc_transport_mpi_t tp_mpi;
-        int *node_of;              /* [size]: the lowest rank on each rank's node (the
+        int *node_of; /* [size]: the lowest rank on each rank's node (the
                                     * global set's node table, coll.h; shm.c); NULL:
                                     * unknown, one node's order everywhere */
     } mpi;
 
     struct { /* exec.c */
         tc_scratch_t scratch;
-        tc_scratch_t fusion; /* persistent buffer that fused small tensors share */
-        uint64_t cycle;      /* the cycle whose collectives run (the timeline's) */
-        uint64_t ready_ns;   /* when that cycle became complete */
+        tc_scratch_t fusion;     /* persistent buffer that fused small tensors share */
+        uint64_t cycle;          /* the cycle whose collectives run (the timeline's) */
+        uint64_t ready_ns;       /* when that cycle became complete */
         tc_request_t **deferred; /* ran, waiting for this rank's earlier requests */
         size_t ndeferred, capdeferred;
     } run;
 
-    struct { /* shm.c: the node's shared-memory segment and its collectives */
+    struct {                /* shm.c: the node's shared-memory segment and its collectives */
         tc_shm_seg_t seg;   /* base NULL: none (off, one local rank, or setup failed) */
         tc_shm_coll_t coll; /* what the shared-memory algorithms run with */
         int single_node;    /* every rank of the job is on this node */
@@ -140,8 +140,8 @@ const tc_hier_t *tc__hier_for(tc_exec_t *x, uint32_t pset);
  * which this rank is `me`, over mpi (open, its hooks set) and the segment's
  * mailboxes, when the group has another rank on this node and the segment
  * has mailboxes; else leaves r closed. Never fails: without it, MPI. */
-void tc__shm_route_open(tc_exec_t *x, eng_route_t *r, tc_transport_t *mpi, const int *ranks,
-                        int n, int me, uint32_t id);
+void tc__shm_route_open(tc_exec_t *x, eng_route_t *r, tc_transport_t *mpi, const int *ranks, int n,
+                        int me, uint32_t id);
 void tc__shm_route_close(eng_route_t *r);
 
 /* ---- fast.c: small allreduces inside a node without the engine thread ---------- */
@@ -189,11 +189,10 @@ void tc__queue_fail_all(tc_status_t st, const char *msg);
 
 /* ---- exec_tl.c: the timeline events of what ran (call only while tc__tl_active()) */
 
-void tc__exec_tl_tensor(const tc_exec_t *x, const tc_request_t *req, const char *algo,
-                        uint64_t t0, uint64_t t1, int fused, tc_status_t st);
-void tc__exec_tl_fused(const tc_exec_t *x, tc_request_t *const *reqs, uint32_t n,
-                       const char *algo, size_t bytes, uint64_t t0, uint64_t t1,
-                       tc_status_t st);
+void tc__exec_tl_tensor(const tc_exec_t *x, const tc_request_t *req, const char *algo, uint64_t t0,
+                        uint64_t t1, int fused, tc_status_t st);
+void tc__exec_tl_fused(const tc_exec_t *x, tc_request_t *const *reqs, uint32_t n, const char *algo,
+                       size_t bytes, uint64_t t0, uint64_t t1, tc_status_t st);
 void tc__exec_tl_copy(const char *what, size_t bytes, uint32_t n, uint64_t t0);
 void tc__exec_tl_fast(const tc_request_t *req, uint64_t t0, uint64_t t1, tc_status_t st);
 

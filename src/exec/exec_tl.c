@@ -21,8 +21,8 @@
 
 /* A tensor's row: its negotiation (submission to the cycle that made it
  * ready everywhere), its wait, then what ran, from t0 to t1. */
-void tc__exec_tl_tensor(const tc_exec_t *e, const tc_request_t *req, const char *algo,
-                          uint64_t t0, uint64_t t1, int fused, tc_status_t st)
+void tc__exec_tl_tensor(const tc_exec_t *e, const tc_request_t *req, const char *algo, uint64_t t0,
+                        uint64_t t1, int fused, tc_status_t st)
 {
     tc_tl_args_t a = TC_TL_ARGS_INIT;
     int track = tc__tl_track(req->name, req->name_len);
@@ -75,8 +75,8 @@ void tc__exec_tl_fast(const tc_request_t *req, uint64_t t0, uint64_t t1, tc_stat
     a.cycle = (int64_t)req->fast_use;
     a.op = req->op;
     if (t0 > req->submit_ns) {
-        tc__tl_complete(track, "NEGOTIATE", 9, "negotiation", req->submit_ns,
-                        t0 - req->submit_ns, &a);
+        tc__tl_complete(track, "NEGOTIATE", 9, "negotiation", req->submit_ns, t0 - req->submit_ns,
+                        &a);
     }
     a.algo = TC_ALGO_FAST_NAME;
     a.status = st;
@@ -85,9 +85,8 @@ void tc__exec_tl_fast(const tc_request_t *req, uint64_t t0, uint64_t t1, tc_stat
 }
 
 /* A fusion group's slice on the collectives row. */
-void tc__exec_tl_fused(const tc_exec_t *e, tc_request_t *const *reqs, uint32_t n,
-                         const char *algo, size_t bytes, uint64_t t0, uint64_t t1,
-                         tc_status_t st)
+void tc__exec_tl_fused(const tc_exec_t *e, tc_request_t *const *reqs, uint32_t n, const char *algo,
+                       size_t bytes, uint64_t t0, uint64_t t1, tc_status_t st)
 {
     char label[TC_TL_NAME_MAX];
     int len = snprintf(label, sizeof(label), "fused(%u) %s, ...", n, reqs[0]->name);
@@ -111,6 +110,6 @@ void tc__exec_tl_copy(const char *what, size_t bytes, uint32_t n, uint64_t t0)
 
     a.bytes = (int64_t)bytes;
     a.fused = (int32_t)n;
-    tc__tl_complete(TC_TL_TRACK_COLLECTIVES, what, strlen(what), "fusion", t0,
-                    tc__now_ns() - t0, &a);
+    tc__tl_complete(TC_TL_TRACK_COLLECTIVES, what, strlen(what), "fusion", t0, tc__now_ns() - t0,
+                    &a);
 }

@@ -81,16 +81,16 @@ enum { V_PENDING, V_OK, V_MISMATCH, V_ABORTED, V_ENGINE };
 static struct {
     const tc_shm_seg_t *seg; /* NULL: the path is off */
     int n, cap, nids;
-    tc_hmap_t names;         /* name (global set) -> id + 1, as a pointer */
-    char **id_names;         /* [cap] */
-    uint64_t *uses;          /* [cap]: this rank's last posted use */
-    tc_request_t **pending;  /* [cap]: this rank's request in flight, or NULL */
-    unsigned char *dead;     /* [cap] */
+    tc_hmap_t names;        /* name (global set) -> id + 1, as a pointer */
+    char **id_names;        /* [cap] */
+    uint64_t *uses;         /* [cap]: this rank's last posted use */
+    tc_request_t **pending; /* [cap]: this rank's request in flight, or NULL */
+    unsigned char *dead;    /* [cap] */
     size_t npending;
     /* rank 0's stall clocks: the use each id waits for and since when */
     uint64_t *stall_use, *stall_t0, *stall_warned;
-    _Atomic int users;       /* application threads inside the segment now */
-    _Atomic int closed;      /* set by tc__fast_stop: no one enters again */
+    _Atomic int users;  /* application threads inside the segment now */
+    _Atomic int closed; /* set by tc__fast_stop: no one enters again */
     uint64_t next_poll_ns, next_pid_ns;
 } F;
 
@@ -238,8 +238,7 @@ int tc__fast_take_locked(tc_request_t *req)
 /* Writes this rank's box for use u of id k: the description of req (and,
  * when it fits, its prescaled input, or with identity the op's identity),
  * then seq with release. */
-static void post(const tc_shm_seg_t *s, int k, uint64_t u, const tc_request_t *req,
-                 int identity)
+static void post(const tc_shm_seg_t *s, int k, uint64_t u, const tc_request_t *req, int identity)
 {
     tc_shm_box_t *b = tc__shm_box(s, k, s->me, (int)(u & 1));
     size_t bytes = req->count * tc_dtype_size(req->dtype);
@@ -274,8 +273,7 @@ static void open_use(const tc_shm_seg_t *s, int k, uint64_t u)
 
     while (V_SEQ(v) < u &&
            !atomic_compare_exchange_weak_explicit(vp, &v, V_MAKE(u, V_PENDING),
-                                                  memory_order_acq_rel,
-                                                  memory_order_acquire)) {
+                                                  memory_order_acq_rel, memory_order_acquire)) {
     }
 }
 
@@ -294,9 +292,9 @@ void tc__fast_post(tc_request_t *req)
 /* Whether two boxes describe the same call. */
 static int same_call(const tc_shm_box_t *a, const tc_shm_box_t *b)
 {
-    return a->dtype == b->dtype && a->op == b->op && a->count == b->count &&
-           a->ndim == b->ndim && memcmp(a->shape, b->shape, sizeof(a->shape)) == 0 &&
-           a->prescale == b->prescale && a->postscale == b->postscale;
+    return a->dtype == b->dtype && a->op == b->op && a->count == b->count && a->ndim == b->ndim &&
+           memcmp(a->shape, b->shape, sizeof(a->shape)) == 0 && a->prescale == b->prescale &&
+           a->postscale == b->postscale;
 }
 
 /* The verdict word of use u of id k once every rank has posted it (settling
@@ -617,8 +615,7 @@ static void join_contribute(void)
 
 /* The ranks whose box for use u of id k is (posted) or is not, as "0,2-3";
  * returns how many. */
-static int rank_list(const tc_shm_seg_t *s, int k, uint64_t u, int posted, char *out,
-                     size_t len)
+static int rank_list(const tc_shm_seg_t *s, int k, uint64_t u, int posted, char *out, size_t len)
 {
     uint8_t has[4096];
     int r, n = s->n < 4096 ? s->n : 4096;
@@ -660,8 +657,7 @@ static void watch_stalls(tc_exec_t *e, uint64_t now)
             continue;
         }
         t = now - F.stall_t0[k];
-        if ((abort_ns == 0 || t < abort_ns) &&
-            (warn == 0 || t < warn * (F.stall_warned[k] + 1))) {
+        if ((abort_ns == 0 || t < abort_ns) && (warn == 0 || t < warn * (F.stall_warned[k] + 1))) {
             continue; /* nothing due yet: no need to list the ranks */
         }
         nhave = rank_list(s, k, u, 1, have, sizeof(have));
@@ -670,17 +666,17 @@ static void watch_stalls(tc_exec_t *e, uint64_t now)
             uint64_t want = V_MAKE(u, V_PENDING);
             size_t len;
             char *note = tc__shm_verdict_note(s, k, &len);
-            if (snprintf(note, len, "tensor '%s' (allreduce) stalled for %llu s: submitted by "
-                         "rank%s %s, not by rank%s %s (TCOLL_STALL_ABORT_S=%llu)", F.id_names[k],
-                         (unsigned long long)(t / 1000000000ull), nhave > 1 ? "s" : "", have,
-                         nmiss > 1 ? "s" : "", miss,
+            if (snprintf(note, len,
+                         "tensor '%s' (allreduce) stalled for %llu s: submitted by "
+                         "rank%s %s, not by rank%s %s (TCOLL_STALL_ABORT_S=%llu)",
+                         F.id_names[k], (unsigned long long)(t / 1000000000ull),
+                         nhave > 1 ? "s" : "", have, nmiss > 1 ? "s" : "", miss,
                          (unsigned long long)(abort_ns / 1000000000ull)) < 0) {
                 note[0] = '\0'; /* cut to the note's size otherwise */
             }
             /* release (acq_rel): the note before the verdict that points at it */
             if (atomic_compare_exchange_strong_explicit(tc__shm_verdict(s, k), &want,
-                                                        V_MAKE(u, V_ABORTED),
-                                                        memory_order_acq_rel,
+                                                        V_MAKE(u, V_ABORTED), memory_order_acq_rel,
                                                         memory_order_acquire)) {
                 TC_WARN("stall", "%s: failing it with TC_ERR_TIMEOUT", note);
             }
@@ -688,14 +684,17 @@ static void watch_stalls(tc_exec_t *e, uint64_t now)
         }
         if (warn > 0 && t >= warn * (F.stall_warned[k] + 1)) {
             if (F.stall_warned[k]++ == 0) {
-                TC_WARN("stall", "tensors submitted by some ranks but not all for %llu s or "
+                TC_WARN("stall",
+                        "tensors submitted by some ranks but not all for %llu s or "
                         "more (TCOLL_STALL_WARN_S); repeated every %llu s while it lasts:",
                         (unsigned long long)(warn / 1000000000ull),
                         (unsigned long long)(warn / 1000000000ull));
             }
-            TC_WARN("stall", "  '%s' (allreduce): waiting %llu s; submitted by rank%s %s; "
-                    "missing rank%s %s", F.id_names[k], (unsigned long long)(t / 1000000000ull),
-                    nhave > 1 ? "s" : "", have, nmiss > 1 ? "s" : "", miss);
+            TC_WARN("stall",
+                    "  '%s' (allreduce): waiting %llu s; submitted by rank%s %s; "
+                    "missing rank%s %s",
+                    F.id_names[k], (unsigned long long)(t / 1000000000ull), nhave > 1 ? "s" : "",
+                    have, nmiss > 1 ? "s" : "", miss);
         }
     }
 }
@@ -732,14 +731,15 @@ tc_status_t tc__fast_poll(tc_exec_t *e, char *msg, size_t len)
 
                 tc__backoff_init(&bo, 0, 1000);
                 do {
-                    if (e->hooks.interrupt != NULL &&
-                        e->hooks.interrupt(e->hooks.arg, msg, len)) {
+                    if (e->hooks.interrupt != NULL && e->hooks.interrupt(e->hooks.arg, msg, len)) {
                         return TC_OK; /* it failed first and said why: that stops this rank */
                     }
                     tc__backoff_wait(&bo);
                 } while (tc__now_ns() < end);
-                snprintf(msg, len, "lost rank %d: its process (pid %d) exited while this rank "
-                         "waited for its small allreduces", r, (int)tc__shm_ctl(s, r)->pid);
+                snprintf(msg, len,
+                         "lost rank %d: its process (pid %d) exited while this rank "
+                         "waited for its small allreduces",
+                         r, (int)tc__shm_ctl(s, r)->pid);
                 return TC_ERR_TRANSPORT;
             }
         }

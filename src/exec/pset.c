@@ -97,19 +97,19 @@ tc_status_t tc__pset_init_global(int size, int rank)
     return TC_OK;
 }
 
-tc_status_t tc__pset_check(const char *fn, const char *name, uint32_t id, int has_root,
-                           int root, int *size_p, int *root_index_p)
+tc_status_t tc__pset_check(const char *fn, const char *name, uint32_t id, int has_root, int root,
+                           int *size_p, int *root_index_p)
 {
     eng_pset_t *ps = tc__pset_get(id);
     int rank = atomic_load_explicit(&tc__engine_shared.rank, memory_order_relaxed), i;
 
     if (ps == NULL) {
-        return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': process set %u does not exist", fn,
-                             name, id);
+        return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': process set %u does not exist", fn, name,
+                             id);
     }
     if (ps->index < 0) {
-        return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': rank %d is not in process set %u",
-                             fn, name, rank, id);
+        return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': rank %d is not in process set %u", fn,
+                             name, rank, id);
     }
     *size_p = ps->n;
     if (!has_root) {
@@ -125,6 +125,8 @@ tc_status_t tc__pset_check(const char *fn, const char *name, uint32_t id, int ha
         return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': root %d is outside 0..%d", fn, name,
                              root, ps->n - 1);
     }
-    return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': root %d is not in process set %u (a "
-                         "root is a global rank)", fn, name, root, id);
+    return tc__set_error(TC_ERR_ARG,
+                         "%s: tensor '%s': root %d is not in process set %u (a "
+                         "root is a global rank)",
+                         fn, name, root, id);
 }

@@ -75,13 +75,13 @@ const int *tc__pset_node_table(struct tc_exec *x, uint32_t id);
  * and with has_root (TC_PARAM_ROOT kinds), root is a member; *size_p is the
  * set's size, *root_index_p root's place in it. TC_ERR_ARG with the error
  * set. */
-tc_status_t tc__pset_check(const char *fn, const char *name, uint32_t id, int has_root,
-                           int root, int *size_p, int *root_index_p);
+tc_status_t tc__pset_check(const char *fn, const char *name, uint32_t id, int has_root, int root,
+                           int *size_p, int *root_index_p);
 /* The runs of process_set_add and _remove (algo_control.c), which every rank
  * makes at the same point of the agreed order. */
 tc_status_t tc__pset_run_add(struct tc_exec *x, tc_request_t *req, const tc_wire_response_t *r,
                              char *msg, size_t len);
-tc_status_t tc__pset_run_remove(struct tc_exec *x, tc_request_t *req,
-                                const tc_wire_response_t *r, char *msg, size_t len);
+tc_status_t tc__pset_run_remove(struct tc_exec *x, tc_request_t *req, const tc_wire_response_t *r,
+                                char *msg, size_t len);
 
 #endif

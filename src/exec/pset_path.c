@@ -153,8 +153,10 @@ tc_status_t tc__pset_run_remove(tc_exec_t *e, tc_request_t *req, const tc_wire_r
     (void)e;
     (void)r;
     if (ps == NULL) { /* rank 0 checked it exists: every rank has it */
-        snprintf(msg, len, "protocol error: rank 0 removed process set %d, which this rank "
-                 "does not have", req->root);
+        snprintf(msg, len,
+                 "protocol error: rank 0 removed process set %d, which this rank "
+                 "does not have",
+                 req->root);
         return TC_ERR_TRANSPORT;
     }
     tc__shm_route_close(&ps->route);

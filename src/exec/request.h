@@ -32,34 +32,34 @@ struct tc_request {
     int nset_ranks;
     int ndim;
     int64_t shape[TC_MAX_DIMS];
-    size_t count;     /* elements */
+    size_t count;               /* elements */
     double prescale, postscale; /* tc_opts_t's: 1 when the call has none */
-    uint64_t submit_ns; /* when it was queued (tc__now_ns), for the timeline */
-    uint64_t seq;       /* its place among this rank's queued requests (after_earlier) */
-    const void *send; /* allreduce/allgather input */
-    void *recv;       /* allreduce output, broadcast buffer */
+    uint64_t submit_ns;         /* when it was queued (tc__now_ns), for the timeline */
+    uint64_t seq;               /* its place among this rank's queued requests (after_earlier) */
+    const void *send;           /* allreduce/allgather input */
+    void *recv;                 /* allreduce output, broadcast buffer */
 
     /* Result: written by the engine thread, then published by `done`. */
     tc_status_t status;
     char *error; /* NULL on success */
     tc_tensor_t output;
-    char *group_key;    /* tc_grouped_*: the first member's name (owned), or NULL */
+    char *group_key; /* tc_grouped_*: the first member's name (owned), or NULL */
     uint32_t group_key_len, group_size, group_index;
-    int64_t *splits;    /* alltoall: rows to each rank (n), NULL: dim 0 / n each */
+    int64_t *splits; /* alltoall: rows to each rank (n), NULL: dim 0 / n each */
     int nsplits;
     int64_t *out_splits; /* allgather, alltoall: rows from each rank (n), once done */
     int nout_splits;
-    int32_t value;      /* join: the rank that joined last (the output points here) */
-    int synthetic;      /* made by the engine for a rank that joined: no one waits for it */
-    void *owned_output; /* allgather output, returned to the pool with the request */
-    size_t owned_cap;   /* its capacity in bytes */
-    int fast;           /* taken by the small-message path (fast.c): never queued */
-    int fast_id;        /* its name's id there */
-    uint64_t fast_use;  /* and its use of the name (1, 2, ...) */
-    uint64_t fast_epoch; /* this rank's joins submitted (global set) when it was */
+    int32_t value;              /* join: the rank that joined last (the output points here) */
+    int synthetic;              /* made by the engine for a rank that joined: no one waits for it */
+    void *owned_output;         /* allgather output, returned to the pool with the request */
+    size_t owned_cap;           /* its capacity in bytes */
+    int fast;                   /* taken by the small-message path (fast.c): never queued */
+    int fast_id;                /* its name's id there */
+    uint64_t fast_use;          /* and its use of the name (1, 2, ...) */
+    uint64_t fast_epoch;        /* this rank's joins submitted (global set) when it was */
     const struct tc_algo *algo; /* the algorithm record its run chose (algo.h): the
                                  * timeline's label; NULL before it ran */
-    _Atomic int done;   /* 0 -> 1 once, release by the engine (tc__request_complete),
+    _Atomic int done;           /* 0 -> 1 once, release by the engine (tc__request_complete),
                          * acquire by tc_test/tc_wait before reading the result */
 };
 

@@ -88,7 +88,9 @@ tc_status_t tc_request_splits(const tc_request_t *req, const int64_t **splits_p,
 {
     if (req == NULL || splits_p == NULL || count_p == NULL) {
         return tc__set_error(TC_ERR_ARG, "tc_request_splits: %s is NULL",
-                             req == NULL ? "request" : splits_p == NULL ? "splits_p" : "count_p");
+                             req == NULL        ? "request"
+                             : splits_p == NULL ? "splits_p"
+                                                : "count_p");
     }
     if (!is_done(req)) {
         return tc__set_error(TC_ERR_STATE, "tc_request_splits: tensor '%s' has not completed",
@@ -98,8 +100,10 @@ tc_status_t tc_request_splits(const tc_request_t *req, const int64_t **splits_p,
         return tc__set_error(req->status, "%s", req->error != NULL ? req->error : "");
     }
     if (req->out_splits == NULL) {
-        return tc__set_error(TC_ERR_ARG, "tc_request_splits: tensor '%s' is not an alltoall or "
-                             "an allgather", req->name);
+        return tc__set_error(TC_ERR_ARG,
+                             "tc_request_splits: tensor '%s' is not an alltoall or "
+                             "an allgather",
+                             req->name);
     }
     *splits_p = req->out_splits;
     *count_p = req->nout_splits;

@@ -32,9 +32,8 @@
 static int map_local_ranks(tc_exec_t *e, int local_size)
 {
     e->shm.local_ranks = malloc((size_t)local_size * sizeof(int));
-    return e->shm.local_ranks != NULL &&
-           MPI_Allgather(&e->rank, 1, MPI_INT, e->shm.local_ranks, 1, MPI_INT, e->mpi.local) ==
-               MPI_SUCCESS;
+    return e->shm.local_ranks != NULL && MPI_Allgather(&e->rank, 1, MPI_INT, e->shm.local_ranks, 1,
+                                                       MPI_INT, e->mpi.local) == MPI_SUCCESS;
 }
 
 #define LEADERS_TAG 0x7c3 /* MPI_Comm_create_group's tag for the leaders' communicator */
@@ -70,9 +69,8 @@ static void hier_setup(tc_exec_t *e, int local_rank, int local_size)
     free(leader_of);
     l->x = e;
     if (ok && l->index >= 0 &&
-        tc__transport_mpi_open(&l->tp, &l->tp_mpi, e->mpi.tp_mpi.comm, l->ranks, l->n,
-                               LEADERS_TAG, (uint32_t)cfg->spin,
-                               (uint32_t)cfg->backoff_max_us) != TC_OK) {
+        tc__transport_mpi_open(&l->tp, &l->tp_mpi, e->mpi.tp_mpi.comm, l->ranks, l->n, LEADERS_TAG,
+                               (uint32_t)cfg->spin, (uint32_t)cfg->backoff_max_us) != TC_OK) {
         TC_WARN("shm", "the leaders' transport: %s", l->tp.err);
         ok = 0;
     }
@@ -108,11 +106,10 @@ void tc__node_table(tc_exec_t *e)
     e->mpi.node_of = malloc((size_t)e->size * sizeof(int));
     ok = e->mpi.node_of != NULL &&
          MPI_Allreduce(&e->rank, &first, 1, MPI_INT, MPI_MIN, e->mpi.local) == MPI_SUCCESS &&
-         MPI_Allgather(&first, 1, MPI_INT, e->mpi.node_of, 1, MPI_INT, e->mpi.ctrl) ==
-             MPI_SUCCESS;
+         MPI_Allgather(&first, 1, MPI_INT, e->mpi.node_of, 1, MPI_INT, e->mpi.ctrl) == MPI_SUCCESS;
     if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, e->mpi.ctrl) != MPI_SUCCESS || !all) {
         TC_WARN("shm", "learning which ranks share a node failed: reductions combine in "
-                "the order of one node");
+                       "the order of one node");
         free(e->mpi.node_of);
         e->mpi.node_of = NULL;
     }
@@ -167,9 +164,10 @@ void tc__shm_setup(tc_exec_t *e, int local_rank, int local_size)
         e->shm.coll.wait = &e->mpi.tp.wait;
         e->shm.coll.ranks = e->shm.local_ranks;
         e->shm.coll.seq = 0;
-        e->shm.coll.cma_from = cfg->allreduce_algo == TC_ALGO_CMA   ? 0
-                               : cfg->allreduce_algo == TC_ALGO_SHM ? SIZE_MAX
-                                                                    : (size_t)cfg->shm_direct_kb * 1024;
+        e->shm.coll.cma_from = cfg->allreduce_algo == TC_ALGO_CMA ? 0
+                               : cfg->allreduce_algo == TC_ALGO_SHM
+                                   ? SIZE_MAX
+                                   : (size_t)cfg->shm_direct_kb * 1024;
         if (tc__scratch_reserve(&e->shm.coll.bounce, 64 * 1024) != TC_OK) {
             e->shm.coll.cma_from = SIZE_MAX;
         }
@@ -180,9 +178,11 @@ void tc__shm_setup(tc_exec_t *e, int local_rank, int local_size)
     tc__shm_route_open(e, &e->shm.route, &e->mpi.tp, NULL, e->size, e->rank, 0);
     fast_start(e); /* the small-message path, where it applies (fast.c) */
     if (st == TC_OK) {
-        TC_INFO("shm", "%s segment of %zu bytes: %d local ranks x %d slots x %zu bytes; direct "
-                "reads (process_vm_readv) %s", e->shm.seg.method, e->shm.seg.bytes, local_size,
-                cfg->shm_slots, e->shm.seg.slot_bytes, e->shm.seg.cma ? "work" : "refused here");
+        TC_INFO("shm",
+                "%s segment of %zu bytes: %d local ranks x %d slots x %zu bytes; direct "
+                "reads (process_vm_readv) %s",
+                e->shm.seg.method, e->shm.seg.bytes, local_size, cfg->shm_slots,
+                e->shm.seg.slot_bytes, e->shm.seg.cma ? "work" : "refused here");
     }
 }
 
@@ -203,8 +203,8 @@ void tc__shm_teardown(tc_exec_t *e, int broken)
     e->shm.local_ranks = NULL;
 }
 
-void tc__shm_route_open(tc_exec_t *e, eng_route_t *r, tc_transport_t *mpi, const int *ranks,
-                        int n, int me, uint32_t id)
+void tc__shm_route_open(tc_exec_t *e, eng_route_t *r, tc_transport_t *mpi, const int *ranks, int n,
+                        int me, uint32_t id)
 {
     const tc_shm_seg_t *seg = &e->shm.seg;
     tc_transport_t *children[2] = {&r->p2p, mpi};
@@ -218,7 +218,8 @@ void tc__shm_route_open(tc_exec_t *e, eng_route_t *r, tc_transport_t *mpi, const
     int *local, p, l, others = 0;
 
     memset(r, 0, sizeof(*r));
-    if (seg->base == NULL || seg->mbox_bytes == 0 || (local = malloc((size_t)n * sizeof(int))) == NULL) {
+    if (seg->base == NULL || seg->mbox_bytes == 0 ||
+        (local = malloc((size_t)n * sizeof(int))) == NULL) {
         return;
     }
     for (p = 0; p < n; p++) { /* the local rank of each member, or -1 */
@@ -236,8 +237,10 @@ void tc__shm_route_open(tc_exec_t *e, eng_route_t *r, tc_transport_t *mpi, const
                             (uint32_t)e->cfg->backoff_max_us) == TC_OK) {
             r->rt.wait = mpi->wait; /* the set's hooks: aborts, probes, names */
             r->open = 1;
-            TC_INFO("shm", "process set %u: point to point through shared memory with %d "
-                    "rank(s) of this node, MPI with %d other(s)", id, others, n - 1 - others);
+            TC_INFO("shm",
+                    "process set %u: point to point through shared memory with %d "
+                    "rank(s) of this node, MPI with %d other(s)",
+                    id, others, n - 1 - others);
         } else {
             TC_WARN("shm", "no shared-memory path for process set %u: %s", id, r->rt.err);
             tc__transport_close(&r->p2p);

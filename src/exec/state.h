@@ -49,22 +49,22 @@
  * thread, the only writer once it exists, reads it without the lock
  * (eng_life() and friends); every other thread reads it under mu.
  */
-#define ENG_LIFE_MAP(X)                                 \
-    X(NONE, "not initialized")                          \
-    X(STARTING, "starting")                             \
-    X(START_FAILED, "failed to start")                  \
-    X(RUNNING, "running")                               \
-    X(TERMINATING, "shutting down")                     \
-    X(FAILED, "stopped by a failure on this rank")      \
-    X(ABORTED, "stopped by another rank's failure")     \
-    X(BROKEN, "shutdown cut short")                     \
+#define ENG_LIFE_MAP(X)                                                                            \
+    X(NONE, "not initialized")                                                                     \
+    X(STARTING, "starting")                                                                        \
+    X(START_FAILED, "failed to start")                                                             \
+    X(RUNNING, "running")                                                                          \
+    X(TERMINATING, "shutting down")                                                                \
+    X(FAILED, "stopped by a failure on this rank")                                                 \
+    X(ABORTED, "stopped by another rank's failure")                                                \
+    X(BROKEN, "shutdown cut short")                                                                \
     X(STOPPED, "stopped")
 
 typedef enum {
 #define ENG_LIFE_ENUM_(name, text) ENG_LIFE_##name,
     ENG_LIFE_MAP(ENG_LIFE_ENUM_)
 #undef ENG_LIFE_ENUM_
-    ENG_LIFE_COUNT
+        ENG_LIFE_COUNT
 } eng_life_t;
 
 struct eng_pset;
@@ -79,7 +79,7 @@ typedef struct {
     tc_status_t init_status; /* set before life leaves STARTING */
     char init_msg[ENG_MSG_MAX];
     int engine_sleeping;
-    int shutdown_requested; /* tc_shutdown was called on this rank */
+    int shutdown_requested;  /* tc_shutdown was called on this rank */
     tc_status_t stop_status; /* set when life leaves RUNNING, final at STOPPED */
     char stop_msg[ENG_MSG_MAX];
     tc_request_t *q_head, *q_tail; /* submitted, not yet taken by the engine thread */

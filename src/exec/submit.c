@@ -29,8 +29,7 @@ static int name_call(tc_request_t *req, const eng_pset_t *ps)
                                  (unsigned long long)ps->njoins)
                       : snprintf(buf, sizeof(buf), "%s%llu.%llu", kd->auto_name,
                                  (unsigned long long)ps->njoins,
-                                 (unsigned long long)(kd->set_op ? ps->nsetops
-                                                                 : ps->nbarriers));
+                                 (unsigned long long)(kd->set_op ? ps->nsetops : ps->nbarriers));
     char *name = strdup(buf);
 
     if (name == NULL) {
@@ -69,9 +68,10 @@ tc_status_t tc__queue_submit_locked(const char *fn, tc_request_t *req)
     }
     ps = tc__pset_get(req->pset);
     if (ps->join_pending) {
-        return tc__set_error(TC_ERR_STATE, "%s: this rank has joined%s (its tc_join is pending): "
-                             "nothing can be submitted there until every rank has joined", fn,
-                             req->pset != 0 ? " process set" : "");
+        return tc__set_error(TC_ERR_STATE,
+                             "%s: this rank has joined%s (its tc_join is pending): "
+                             "nothing can be submitted there until every rank has joined",
+                             fn, req->pset != 0 ? " process set" : "");
     }
     if ((kd->params & TC_PARAM_NONE_TENSOR) && name_call(req, ps) != 0) {
         return tc__set_error(TC_ERR_NOMEM, "%s: out of memory", fn);
@@ -80,8 +80,8 @@ tc_status_t tc__queue_submit_locked(const char *fn, tc_request_t *req)
     if (tc__hmap_get(&sh->inflight, key, klen) != NULL) {
         return tc__set_error(TC_ERR_DUPLICATE,
                              "%s: tensor '%s' is already in flight on rank %d; wait for it "
-                             "before submitting the name again", fn, req->name,
-                             atomic_load_explicit(&sh->rank, memory_order_relaxed));
+                             "before submitting the name again",
+                             fn, req->name, atomic_load_explicit(&sh->rank, memory_order_relaxed));
     }
     if (tc__hmap_put(&sh->inflight, key, klen, req) != 0) {
         return tc__set_error(TC_ERR_NOMEM, "%s: out of memory", fn);
@@ -163,4 +163,3 @@ tc_status_t tc__queue_submit_all(const char *fn, tc_request_t **reqs, int n)
     }
     return st;
 }
-

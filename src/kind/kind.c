@@ -32,8 +32,7 @@ static tc_status_t allreduce_validate(const tc_kind_args_t *a, char *why, size_t
 /* Eager inputs ride prescaled, are reduced in the negotiation's exchange
  * rounds, two groups' partial results at a time in a fixed order
  * (docs/negotiation.md), then avg divides and postscale multiplies. */
-static void allreduce_prepare(const tc_wire_request_t *w, void *dst, const void *src,
-                              size_t count)
+static void allreduce_prepare(const tc_wire_request_t *w, void *dst, const void *src, size_t count)
 {
     if (w->scaled && w->prescale != 1.0) {
         tc__scale((tc_dtype_t)w->dtype, dst, src, count, w->prescale);
@@ -58,11 +57,11 @@ static void allreduce_finish(const tc_wire_request_t *w, void *buf, size_t count
     }
 }
 
-#define ALLREDUCE_DESC                                                                    \
-    .params = TC_PARAM_OP | TC_PARAM_SCALE, .output = TC_OUT_RECV,                        \
-    .agree = TC_AGREE_DTYPE | TC_AGREE_OP | TC_AGREE_SHAPE | TC_AGREE_SCALE,              \
-    .validate = allreduce_validate, .fusable = 1, .eager_prepare = allreduce_prepare,     \
-    .eager_combine = allreduce_combine, .eager_finish = allreduce_finish, .groupable = 1, \
+#define ALLREDUCE_DESC                                                                             \
+    .params = TC_PARAM_OP | TC_PARAM_SCALE, .output = TC_OUT_RECV,                                 \
+    .agree = TC_AGREE_DTYPE | TC_AGREE_OP | TC_AGREE_SHAPE | TC_AGREE_SCALE,                       \
+    .validate = allreduce_validate, .fusable = 1, .eager_prepare = allreduce_prepare,              \
+    .eager_combine = allreduce_combine, .eager_finish = allreduce_finish, .groupable = 1,          \
     .without_joined = 1
 
 /* ---- allgather ------------------------------------------------------------ */
@@ -76,16 +75,16 @@ static tc_status_t allgather_validate(const tc_kind_args_t *a, char *why, size_t
     return TC_OK;
 }
 
-#define ALLGATHER_DESC                                                                  \
-    .params = 0, .output = TC_OUT_GATHERED,                                             \
-    .agree = TC_AGREE_DTYPE | TC_AGREE_NDIM | TC_AGREE_SHAPE_TAIL,                      \
-    .validate = allgather_validate, .groupable = 1
+#define ALLGATHER_DESC                                                                             \
+    .params = 0, .output = TC_OUT_GATHERED,                                                        \
+    .agree = TC_AGREE_DTYPE | TC_AGREE_NDIM | TC_AGREE_SHAPE_TAIL, .validate = allgather_validate, \
+    .groupable = 1
 
 /* ---- broadcast: the root is a global rank, checked at submission to be in
  * the request's process set ------------------------------------------------ */
 
-#define BROADCAST_DESC                                                                  \
-    .params = TC_PARAM_ROOT, .output = TC_OUT_IN_PLACE,                                 \
+#define BROADCAST_DESC                                                                             \
+    .params = TC_PARAM_ROOT, .output = TC_OUT_IN_PLACE,                                            \
     .agree = TC_AGREE_DTYPE | TC_AGREE_ROOT | TC_AGREE_SHAPE, .validate = NULL
 
 /* ---- reducescatter -------------------------------------------------------- */
@@ -99,9 +98,9 @@ static tc_status_t reducescatter_validate(const tc_kind_args_t *a, char *why, si
     return allreduce_validate(a, why, len);
 }
 
-#define REDUCESCATTER_DESC                                                              \
-    .params = TC_PARAM_OP | TC_PARAM_SCALE, .output = TC_OUT_ALLOCATED,                 \
-    .agree = TC_AGREE_DTYPE | TC_AGREE_OP | TC_AGREE_SHAPE | TC_AGREE_SCALE,            \
+#define REDUCESCATTER_DESC                                                                         \
+    .params = TC_PARAM_OP | TC_PARAM_SCALE, .output = TC_OUT_ALLOCATED,                            \
+    .agree = TC_AGREE_DTYPE | TC_AGREE_OP | TC_AGREE_SHAPE | TC_AGREE_SCALE,                       \
     .validate = reducescatter_validate, .groupable = 1, .without_joined = 1
 
 /* ---- alltoall ------------------------------------------------------------- */
@@ -120,8 +119,10 @@ static tc_status_t alltoall_validate(const tc_kind_args_t *a, char *why, size_t 
     }
     if (a->splits == NULL) {
         if (a->tensor->shape[0] % a->size != 0) {
-            snprintf(why, len, "dimension 0 (%lld) is not divisible by the %d ranks (pass splits "
-                     "for uneven rows)", (long long)a->tensor->shape[0], a->size);
+            snprintf(why, len,
+                     "dimension 0 (%lld) is not divisible by the %d ranks (pass splits "
+                     "for uneven rows)",
+                     (long long)a->tensor->shape[0], a->size);
             return TC_ERR_ARG;
         }
         return TC_OK;
@@ -138,39 +139,37 @@ static tc_status_t alltoall_validate(const tc_kind_args_t *a, char *why, size_t 
     }
     if (q < a->size || sum != a->tensor->shape[0]) {
         snprintf(why, len, "splits do not add up to dimension 0 (%lld): %s%lld over %d ranks",
-                 (long long)a->tensor->shape[0], q < a->size ? "more than " : "",
-                 (long long)sum, a->size);
+                 (long long)a->tensor->shape[0], q < a->size ? "more than " : "", (long long)sum,
+                 a->size);
         return TC_ERR_ARG;
     }
     return TC_OK;
 }
 
-#define ALLTOALL_DESC                                                                   \
-    .params = TC_PARAM_SPLITS, .output = TC_OUT_ALLOCATED,                              \
-    .agree = TC_AGREE_DTYPE | TC_AGREE_NDIM | TC_AGREE_SHAPE_TAIL,                      \
-    .validate = alltoall_validate
+#define ALLTOALL_DESC                                                                              \
+    .params = TC_PARAM_SPLITS, .output = TC_OUT_ALLOCATED,                                         \
+    .agree = TC_AGREE_DTYPE | TC_AGREE_NDIM | TC_AGREE_SHAPE_TAIL, .validate = alltoall_validate
 
 /* ---- the kinds without a tensor --------------------------------------------- */
 
 /* The barrier completes on a rank only once its earlier requests have. */
-#define BARRIER_DESC                                                                    \
-    .params = TC_PARAM_NONE_TENSOR, .output = TC_OUT_NONE, .agree = 0, .validate = NULL, \
+#define BARRIER_DESC                                                                               \
+    .params = TC_PARAM_NONE_TENSOR, .output = TC_OUT_NONE, .agree = 0, .validate = NULL,           \
     .uncached = 1, .after_earlier = 1, .auto_name = "tcoll/barrier/", .without_joined = 1
 
 /* Rank 0's response says which rank joined last. */
-#define JOIN_DESC                                                                       \
-    .params = TC_PARAM_NONE_TENSOR, .output = TC_OUT_NONE, .agree = 0, .validate = NULL, \
-    .uncached = 1, .after_earlier = 1, .auto_name = "tcoll/join/", .joins = 1,           \
-    .valued = 1
+#define JOIN_DESC                                                                                  \
+    .params = TC_PARAM_NONE_TENSOR, .output = TC_OUT_NONE, .agree = 0, .validate = NULL,           \
+    .uncached = 1, .after_earlier = 1, .auto_name = "tcoll/join/", .joins = 1, .valued = 1
 
 /* Every rank changes its table of sets at the same point of the order; the
  * addition's value is the new set's id. */
-#define PROCESS_SET_ADD_DESC                                                            \
-    .params = TC_PARAM_NONE_TENSOR, .output = TC_OUT_NONE, .agree = TC_AGREE_RANKS,     \
+#define PROCESS_SET_ADD_DESC                                                                       \
+    .params = TC_PARAM_NONE_TENSOR, .output = TC_OUT_NONE, .agree = TC_AGREE_RANKS,                \
     .validate = NULL, .uncached = 1, .auto_name = "tcoll/pset/", .set_op = 1, .valued = 1
 
-#define PROCESS_SET_REMOVE_DESC                                                         \
-    .params = TC_PARAM_NONE_TENSOR, .output = TC_OUT_NONE, .agree = TC_AGREE_TARGET,    \
+#define PROCESS_SET_REMOVE_DESC                                                                    \
+    .params = TC_PARAM_NONE_TENSOR, .output = TC_OUT_NONE, .agree = TC_AGREE_TARGET,               \
     .validate = NULL, .uncached = 1, .auto_name = "tcoll/pset/", .set_op = 1
 
 /* ---- the table ------------------------------------------------------------ */
@@ -178,7 +177,7 @@ static tc_status_t alltoall_validate(const tc_kind_args_t *a, char *why, size_t 
 /* One row per entry of TC_KIND_MAP (wire/wire.h), which gives the kind's
  * number and both spellings of its name; the rest is its UPPER_DESC. */
 static const tc_kind_desc_t kinds[] = {
-#define KIND_ROW(UP, low) \
+#define KIND_ROW(UP, low)                                                                          \
     [TC_KIND_##UP] = {.kind = TC_KIND_##UP, .name = #low, .upper = #UP, UP##_DESC},
     TC_KIND_MAP(KIND_ROW)
 #undef KIND_ROW

@@ -34,11 +34,12 @@
 /* Parameters a kind takes besides the tensor (tc_kind_desc_t.params). A kind
  * without TC_PARAM_OP records TC_SUM, one without TC_PARAM_ROOT records 0, so
  * the fields every kind carries on the wire compare equal. */
-#define TC_PARAM_OP 0x1u   /* a reduction op */
-#define TC_PARAM_ROOT 0x2u /* a root rank: must be in 0..size-1 */
-#define TC_PARAM_SCALE 0x4u /* prescale and postscale factors (tc_opts_t) */
+#define TC_PARAM_OP 0x1u      /* a reduction op */
+#define TC_PARAM_ROOT 0x2u    /* a root rank: must be in 0..size-1 */
+#define TC_PARAM_SCALE 0x4u   /* prescale and postscale factors (tc_opts_t) */
 #define TC_PARAM_SPLITS 0x10u /* rows of dim 0 to each rank (alltoall; optional) */
-#define TC_PARAM_NONE_TENSOR 0x8u /* takes no tensor: tcoll names each call
+#define TC_PARAM_NONE_TENSOR                                                                       \
+    0x8u /* takes no tensor: tcoll names each call
                                    * (tc_kind_desc_t.auto_name) */
 
 /* Names tcoll gives calls that take none (tc_barrier, tc_join) start with
@@ -64,22 +65,22 @@ typedef enum {
  * first compare ndim; SHAPE then compares every dim, SHAPE_TAIL dims 1.. (a
  * kind whose ranks may contribute different dim 0s).
  */
-#define TC_AGREE_MAP(X)                                \
-    X(DTYPE, "dtype", "")                              \
-    X(OP, "op", "")                                    \
-    X(ROOT, "root", "")                                \
-    X(NDIM, "ndim", "")                                \
-    X(SHAPE, "shape", "")                              \
-    X(SHAPE_TAIL, "shape", " (dims after the first)")  \
-    X(SCALE, "scaling factor", "")                     \
-    X(RANKS, "rank list", "")                          \
+#define TC_AGREE_MAP(X)                                                                            \
+    X(DTYPE, "dtype", "")                                                                          \
+    X(OP, "op", "")                                                                                \
+    X(ROOT, "root", "")                                                                            \
+    X(NDIM, "ndim", "")                                                                            \
+    X(SHAPE, "shape", "")                                                                          \
+    X(SHAPE_TAIL, "shape", " (dims after the first)")                                              \
+    X(SCALE, "scaling factor", "")                                                                 \
+    X(RANKS, "rank list", "")                                                                      \
     X(TARGET, "process set", "")
 
 typedef enum {
 #define TC_AGREE_INDEX_(name, text, note) TC_AGREE_INDEX_##name,
     TC_AGREE_MAP(TC_AGREE_INDEX_)
 #undef TC_AGREE_INDEX_
-    TC_AGREE_NFIELDS
+        TC_AGREE_NFIELDS
 } tc_agree_index_t;
 
 enum {
@@ -128,8 +129,7 @@ typedef struct tc_kind_desc {
      * finish turns the combination of all n ranks' inputs into the result, on
      * every rank at the end of the cycle that runs it. Pure. */
     void (*eager_prepare)(const tc_wire_request_t *w, void *dst, const void *src, size_t count);
-    void (*eager_combine)(tc_dtype_t dtype, tc_op_t op, void *dst, const void *src,
-                          size_t count);
+    void (*eager_combine)(tc_dtype_t dtype, tc_op_t op, void *dst, const void *src, size_t count);
     void (*eager_finish)(const tc_wire_request_t *w, void *buf, size_t count, int n);
 
     /* Never given a cache id: every call negotiates in full (a kind whose

@@ -28,7 +28,7 @@ static const struct {
 #define FIELD(name, text, note) [TC_AGREE_INDEX_##name] = {text, note},
     TC_AGREE_MAP(FIELD)
 #undef FIELD
-    [F_KIND] = {"collective", ""},
+        [F_KIND] = {"collective", ""},
     [F_GROUP] = {"group", ""},
 };
 
@@ -50,29 +50,19 @@ static int shape_differs(const tc_wire_request_t *a, const tc_wire_request_t *b,
 static int field_differs(int f, const tc_wire_request_t *a, const tc_wire_request_t *b)
 {
     switch (f) {
-    case F_KIND:
-        return a->kind != b->kind;
-    case F_GROUP:
-        return !tc__wire_groups_equal(a, b);
-    case TC_AGREE_INDEX_DTYPE:
-        return a->dtype != b->dtype;
-    case TC_AGREE_INDEX_OP:
-        return a->op != b->op;
-    case TC_AGREE_INDEX_ROOT:
-        return a->root != b->root;
-    case TC_AGREE_INDEX_NDIM:
-        return a->ndim != b->ndim;
-    case TC_AGREE_INDEX_SHAPE:
-        return shape_differs(a, b, 0);
-    case TC_AGREE_INDEX_SHAPE_TAIL:
-        return shape_differs(a, b, 1);
-    case TC_AGREE_INDEX_SCALE:
-        return !tc__wire_scales_equal(a, b);
+    case F_KIND: return a->kind != b->kind;
+    case F_GROUP: return !tc__wire_groups_equal(a, b);
+    case TC_AGREE_INDEX_DTYPE: return a->dtype != b->dtype;
+    case TC_AGREE_INDEX_OP: return a->op != b->op;
+    case TC_AGREE_INDEX_ROOT: return a->root != b->root;
+    case TC_AGREE_INDEX_NDIM: return a->ndim != b->ndim;
+    case TC_AGREE_INDEX_SHAPE: return shape_differs(a, b, 0);
+    case TC_AGREE_INDEX_SHAPE_TAIL: return shape_differs(a, b, 1);
+    case TC_AGREE_INDEX_SCALE: return !tc__wire_scales_equal(a, b);
     case TC_AGREE_INDEX_RANKS:
         return a->nranks != b->nranks ||
                (a->nranks > 0 && memcmp(a->ranks, b->ranks, a->nranks * sizeof(*a->ranks)) != 0);
-    case TC_AGREE_INDEX_TARGET:
-        return a->root != b->root;
+    case TC_AGREE_INDEX_TARGET: return a->root != b->root;
     }
     return 0;
 }
@@ -102,8 +92,7 @@ static int format_value(char *buf, size_t len, int f, const tc_wire_request_t *r
     int i;
 
     switch (f) {
-    case F_KIND:
-        return snprintf(buf, len, "%s", tc__kind_name(r->kind));
+    case F_KIND: return snprintf(buf, len, "%s", tc__kind_name(r->kind));
     case F_GROUP:
         if (r->group_size == 0) {
             return snprintf(buf, len, "no group");
@@ -111,14 +100,10 @@ static int format_value(char *buf, size_t len, int f, const tc_wire_request_t *r
         return snprintf(buf, len, "member %u of %u of group '%.*s'", r->group_index + 1,
                         r->group_size, (int)(r->group_key_len > 64 ? 64 : r->group_key_len),
                         r->group_key);
-    case TC_AGREE_INDEX_DTYPE:
-        return snprintf(buf, len, "%s", tc_dtype_name((tc_dtype_t)r->dtype));
-    case TC_AGREE_INDEX_OP:
-        return snprintf(buf, len, "%s", tc_op_name((tc_op_t)r->op));
-    case TC_AGREE_INDEX_ROOT:
-        return snprintf(buf, len, "%" PRId32, r->root);
-    case TC_AGREE_INDEX_NDIM:
-        return snprintf(buf, len, "%u", (unsigned)r->ndim);
+    case TC_AGREE_INDEX_DTYPE: return snprintf(buf, len, "%s", tc_dtype_name((tc_dtype_t)r->dtype));
+    case TC_AGREE_INDEX_OP: return snprintf(buf, len, "%s", tc_op_name((tc_op_t)r->op));
+    case TC_AGREE_INDEX_ROOT: return snprintf(buf, len, "%" PRId32, r->root);
+    case TC_AGREE_INDEX_NDIM: return snprintf(buf, len, "%u", (unsigned)r->ndim);
     case TC_AGREE_INDEX_SHAPE:
     case TC_AGREE_INDEX_SHAPE_TAIL:
         append(buf, len, &pos, "[");
@@ -140,8 +125,7 @@ static int format_value(char *buf, size_t len, int f, const tc_wire_request_t *r
         }
         append(buf, len, &pos, "]");
         return (int)pos;
-    case TC_AGREE_INDEX_TARGET:
-        return snprintf(buf, len, "%" PRId32, r->root);
+    case TC_AGREE_INDEX_TARGET: return snprintf(buf, len, "%" PRId32, r->root);
     }
     return snprintf(buf, len, "?");
 }
@@ -223,4 +207,3 @@ char *tc__coord_check_agreement(const tc_coord_t *c, const entry_t *e)
     }
     return text;
 }
-

@@ -20,8 +20,8 @@ typedef struct entry {
     struct entry *next_ready;
     char *name; /* NUL-terminated copy */
     uint32_t name_len;
-    uint32_t pset;  /* the name's process set */
-    char *key;      /* the table's key: tc__wire_key of name and pset */
+    uint32_t pset; /* the name's process set */
+    char *key;     /* the table's key: tc__wire_key of name and pset */
     size_t key_len;
     int nsub;
     uint8_t *have;           /* [size] */
@@ -31,10 +31,10 @@ typedef struct entry {
     uint64_t since_ns;       /* when the first rank's submission arrived */
     tc_status_t fail_status; /* set by tc__coord_expire: fail with text */
     int size;
-    char **gkeys; /* [size] or NULL: each rank's group key (reqs[q].group_key), owned */
+    char **gkeys;     /* [size] or NULL: each rank's group key (reqs[q].group_key), owned */
     int32_t **rlists; /* [size] or NULL: each rank's rank list (reqs[q].ranks), owned */
-    int last;       /* the rank whose submission completed it */
-    int32_t value;  /* a valued kind's (kind/kind.h): the join's last rank, the new set's id */
+    int last;         /* the rank whose submission completed it */
+    int32_t value;    /* a valued kind's (kind/kind.h): the join's last rank, the new set's id */
 } entry_t;
 
 /* A process set as rank 0 sees it: its members, and which of them joined. */
@@ -56,7 +56,7 @@ typedef struct {
     size_t key_len;
     uint32_t pset;
     uint32_t size, nin;
-    entry_t **members; /* [size] */
+    entry_t **members;       /* [size] */
     tc_status_t fail_status; /* once a member expired: every later one fails too */
     char *fail_text;
 } group_t;

@@ -163,9 +163,8 @@ void tc__coord_make_ready(tc_coord_t *c, entry_t *e)
     group_t *g;
 
     tc__hmap_remove(&c->table, e->key, e->key_len);
-    if (r->group_size == 0 || (g = group_get(c, r, e->pset)) == NULL ||
-        g->size != r->group_size || r->group_index >= g->size ||
-        g->members[r->group_index] != NULL) {
+    if (r->group_size == 0 || (g = group_get(c, r, e->pset)) == NULL || g->size != r->group_size ||
+        r->group_index >= g->size || g->members[r->group_index] != NULL) {
         push_ready(c, e); /* not grouped, or a group the ranks do not agree on: checked then */
         return;
     }

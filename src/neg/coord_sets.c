@@ -182,8 +182,10 @@ static void fail_removed(tc_coord_t *c, coord_set_t *s)
     char text[160];
 
     s->removing = 1;
-    snprintf(text, sizeof(text), "process set %u was removed (tc_process_set_remove) before "
-             "every member submitted it", s->id);
+    snprintf(text, sizeof(text),
+             "process set %u was removed (tc_process_set_remove) before "
+             "every member submitted it",
+             s->id);
     for (i = 0; all != NULL && i < n; i++) {
         entry_t *e = all[i];
         if (e->pset == s->id && e->fail_status == TC_OK) {
@@ -252,10 +254,10 @@ char *tc__coord_joined_text(const tc_coord_t *c, const entry_t *e)
     if (e->pset != 0) {
         snprintf(where, sizeof(where), " process set %u", e->pset);
     }
-    if (asprintf(&text, "tensor '%s': %s cannot run while rank%s %s %s joined%s (tc_join): "
+    if (asprintf(&text,
+                 "tensor '%s': %s cannot run while rank%s %s %s joined%s (tc_join): "
                  "only allreduce, reducescatter and barrier run without joined ranks",
-                 e->name, kd->name, n > 1 ? "s" : "", ranks, n > 1 ? "have" : "has",
-                 where) < 0) {
+                 e->name, kd->name, n > 1 ? "s" : "", ranks, n > 1 ? "have" : "has", where) < 0) {
         return NULL;
     }
     return text;

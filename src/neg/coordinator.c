@@ -114,8 +114,8 @@ static void visit_pending(const char *key, size_t len, void *val, void *arg)
     ctx->fn(&p, ctx->arg);
 }
 
-void tc__coord_foreach_pending(const tc_coord_t *c, void (*fn)(const tc_coord_pending_t *p, void *arg),
-                               void *arg)
+void tc__coord_foreach_pending(const tc_coord_t *c,
+                               void (*fn)(const tc_coord_pending_t *p, void *arg), void *arg)
 {
     foreach_ctx_t ctx = {fn, arg, c};
 
@@ -229,8 +229,10 @@ tc_status_t tc__coord_add_at(tc_coord_t *c, int rank, const tc_wire_request_t *r
         s = NULL; /* fails at once, below */
     }
     if (s != NULL && !s->member[rank]) {
-        snprintf(err, errlen, "rank %d submitted tensor '%.*s' to process set %u, which it is "
-                 "not in", rank, (int)req->name_len, req->name, req->pset);
+        snprintf(err, errlen,
+                 "rank %d submitted tensor '%.*s' to process set %u, which it is "
+                 "not in",
+                 rank, (int)req->name_len, req->name, req->pset);
         return TC_ERR_ARG;
     }
     e = tc__hmap_get(&c->table, key, tc__wire_key(key, req->name, req->name_len, req->pset));
@@ -277,8 +279,10 @@ tc_status_t tc__coord_add_at(tc_coord_t *c, int rank, const tc_wire_request_t *r
     e->nsub++;
     if (s == NULL) { /* a set that does not exist (any more): it fails at once */
         e->fail_status = TC_ERR_STATE;
-        if (asprintf(&e->text, "tensor '%s': process set %u does not exist (it was removed, "
-                     "or never made)", e->name, e->pset) < 0) {
+        if (asprintf(&e->text,
+                     "tensor '%s': process set %u does not exist (it was removed, "
+                     "or never made)",
+                     e->name, e->pset) < 0) {
             e->text = NULL;
         }
         tc__coord_make_ready(c, e);
@@ -342,8 +346,9 @@ tc_status_t tc__coord_take_ready_max(tc_coord_t *c, size_t max, tc_coord_batch_t
         if (e->fail_status != TC_OK) {
             r->rtype = TC_WIRE_ERROR;
             r->status = (uint8_t)e->fail_status;
-            r->text = e->text != NULL ? e->text : "failed with its group (out of memory for "
-                                                  "the message)";
+            r->text = e->text != NULL ? e->text
+                                      : "failed with its group (out of memory for "
+                                        "the message)";
             r->text_len = (uint32_t)strlen(r->text);
             continue;
         }

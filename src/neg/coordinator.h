@@ -65,9 +65,9 @@ size_t tc__coord_pending(const tc_coord_t *c);
 typedef struct {
     const char *name; /* NUL-terminated */
     uint32_t name_len;
-    uint32_t pset;     /* its process set */
-    uint8_t kind;      /* as the lowest rank that submitted it gave it */
-    uint64_t since_ns; /* when the first submission arrived (the caller's clock) */
+    uint32_t pset;         /* its process set */
+    uint8_t kind;          /* as the lowest rank that submitted it gave it */
+    uint64_t since_ns;     /* when the first submission arrived (the caller's clock) */
     const uint8_t *have;   /* [size]: 1 for each rank that submitted it */
     const uint8_t *member; /* [size]: 1 for each rank of its process set */
 } tc_coord_pending_t;

@@ -262,8 +262,8 @@ static int send_fresh(tc_neg_t *n, uint64_t now)
 static int crossed_expiry(const tc_neg_t *n, const tc_wire_msg_t *msg, const tc_wire_request_t *w)
 {
     char key[TC_WIRE_KEY_MAX];
-    const uint64_t *at = tc__hmap_get(&n->expired, key,
-                                      tc__wire_key(key, w->name, w->name_len, w->pset));
+    const uint64_t *at =
+        tc__hmap_get(&n->expired, key, tc__wire_key(key, w->name, w->name_len, w->pset));
 
     return at != NULL && (msg->flags & TC_WIRE_F_SEQ) && msg->seq < *at;
 }
@@ -283,8 +283,10 @@ static void receive_req(tc_neg_t *n, int src, const tc_wire_msg_t *msg, uint64_t
         return;
     }
     if (msg->type != TC_WIRE_REQUESTS) {
-        neg_fail(n, TC_ERR_TRANSPORT, "protocol error: message type %d from rank %d as a "
-                 "request", msg->type, src);
+        neg_fail(n, TC_ERR_TRANSPORT,
+                 "protocol error: message type %d from rank %d as a "
+                 "request",
+                 msg->type, src);
         return;
     }
     if (n->state != TC_NEG_RUNNING) {
@@ -310,16 +312,13 @@ void tc__neg_receive(tc_neg_t *n, int src, int tag, tc_wire_msg_t *msg, uint64_t
         n->state = TC_NEG_FAILED;
         n->failed_here = 0;
         n->status = msg->type == TC_WIRE_BYE && (msg->flags & TC_WIRE_F_TERMINATE)
-                        ? (tc_status_t)msg->term_status : TC_ERR_TRANSPORT;
-        snprintf(n->text, sizeof(n->text), "rank %d stopped: %.*s", src,
-                 (int)msg->term_text_len, msg->term_text != NULL ? msg->term_text : "");
+                        ? (tc_status_t)msg->term_status
+                        : TC_ERR_TRANSPORT;
+        snprintf(n->text, sizeof(n->text), "rank %d stopped: %.*s", src, (int)msg->term_text_len,
+                 msg->term_text != NULL ? msg->term_text : "");
         return;
-    case TC_NEG_TAG_PING:
-        neg_receive_ping(n, src, msg);
-        return;
-    case TC_NEG_TAG_PONG:
-        neg_receive_pong(n, src);
-        return;
+    case TC_NEG_TAG_PING: neg_receive_ping(n, src, msg); return;
+    case TC_NEG_TAG_PONG: neg_receive_pong(n, src); return;
     case TC_NEG_TAG_REQ:
         if (n->p.rank != 0) {
             break;
@@ -336,11 +335,12 @@ void tc__neg_receive(tc_neg_t *n, int src, int tag, tc_wire_msg_t *msg, uint64_t
         }
         neg_receive_cycle(n, src, msg, now);
         return;
-    default:
-        break;
+    default: break;
     }
-    neg_fail(n, TC_ERR_TRANSPORT, "protocol error: unexpected message (type %d, tag %d) from "
-             "rank %d", msg->type, tag, src);
+    neg_fail(n, TC_ERR_TRANSPORT,
+             "protocol error: unexpected message (type %d, tag %d) from "
+             "rank %d",
+             msg->type, tag, src);
 }
 
 /* ---- the step ------------------------------------------------------------ */
@@ -358,8 +358,7 @@ int tc__neg_step(tc_neg_t *n, uint64_t now)
     if (n->state == TC_NEG_RUNNING) {
         progress |= neg_exch_step(n, now);
     }
-    if (n->state == TC_NEG_DRAINING && n->bye_req_left <= 0 &&
-        (n->extra < 0 || n->bye_extra)) {
+    if (n->state == TC_NEG_DRAINING && n->bye_req_left <= 0 && (n->extra < 0 || n->bye_extra)) {
         n->state = TC_NEG_DONE_OK;
         progress = 1;
     }

@@ -73,7 +73,7 @@ typedef struct {
     tc_wire_response_t resp; /* RUN: name, dim0 (allgather rows per rank), cache_ref */
     const void *result;      /* DONE */
     size_t result_len;
-    uint64_t cycle;          /* the cycle that decided it (0, 1, ...) */
+    uint64_t cycle; /* the cycle that decided it (0, 1, ...) */
 } tc_neg_item_t;
 
 typedef enum {

@@ -97,8 +97,10 @@ static void run_responses(tc_neg_t *n, const tc_wire_msg_t *msg)
              * from the description rank 0 sends for it, never cached; in
              * another set, a rank that is not a member has nothing to run
              * (the executor tells the two apart) */
-            neg_fail(n, TC_ERR_TRANSPORT, "protocol error: rank 0 scheduled tensor '%.*s', "
-                     "which this rank has not submitted", (int)r->name_len, r->name);
+            neg_fail(n, TC_ERR_TRANSPORT,
+                     "protocol error: rank 0 scheduled tensor '%.*s', "
+                     "which this rank has not submitted",
+                     (int)r->name_len, r->name);
             return;
         }
         if (r->rtype == TC_WIRE_RUN && r->cache_ref > 0) {
@@ -107,13 +109,14 @@ static void run_responses(tc_neg_t *n, const tc_wire_msg_t *msg)
                 neg_fail(n, st == TC_ERR_NOMEM ? TC_ERR_NOMEM : TC_ERR_TRANSPORT,
                          st == TC_ERR_NOMEM ? "out of memory filing tensor '%s'"
                                             : "protocol error: cannot file tensor '%s' under "
-                                              "cache id %u", s->name, r->cache_ref - 1);
+                                              "cache id %u",
+                         s->name, r->cache_ref - 1);
                 neg_sub_free(s);
                 return;
             }
         }
         it = neg_add_item(n, r->rtype == TC_WIRE_RUN ? TC_NEG_RUN : TC_NEG_FAIL,
-                      s != NULL ? s->req : NULL);
+                          s != NULL ? s->req : NULL);
         neg_sub_free(s);
         if (it == NULL || keep_resp(n, it, r) != 0) {
             return;
@@ -138,8 +141,10 @@ static void run_cached(tc_neg_t *n, const tc_wire_msg_t *msg)
             continue; /* dropped: it goes back to full negotiation */
         }
         if (ce == NULL || ce->pending == NULL || ce->stale) {
-            neg_fail(n, TC_ERR_TRANSPORT, "protocol error: cache id %u runs, but is not "
-                     "waiting on this rank", id);
+            neg_fail(n, TC_ERR_TRANSPORT,
+                     "protocol error: cache id %u runs, but is not "
+                     "waiting on this rank",
+                     id);
             return;
         }
         s = ce->pending;
@@ -181,9 +186,12 @@ static void run_cached(tc_neg_t *n, const tc_wire_msg_t *msg)
         } else {
             it = neg_add_item(n, TC_NEG_RUN, s->req);
             if (it != NULL) {
-                tc_wire_response_t r = {.rtype = TC_WIRE_RUN, .name = ce->name,
-                                        .name_len = ce->desc.name_len, .ndim0 = ce->ndim0,
-                                        .dim0 = ce->dim0, .cache_ref = id + 1};
+                tc_wire_response_t r = {.rtype = TC_WIRE_RUN,
+                                        .name = ce->name,
+                                        .name_len = ce->desc.name_len,
+                                        .ndim0 = ce->ndim0,
+                                        .dim0 = ce->dim0,
+                                        .cache_ref = id + 1};
                 keep_resp(n, it, &r);
             }
         }
@@ -198,7 +206,8 @@ void neg_run_cycle(tc_neg_t *n, const tc_wire_msg_t *g, uint64_t now)
     uint32_t i;
 
     if (g->seq != n->ncycles || g->cache_gen != n->cache.gen) {
-        neg_fail(n, TC_ERR_TRANSPORT, "protocol error: cycle %llu with cache generation %llu, "
+        neg_fail(n, TC_ERR_TRANSPORT,
+                 "protocol error: cycle %llu with cache generation %llu, "
                  "this rank expects cycle %llu at generation %llu",
                  (unsigned long long)g->seq, (unsigned long long)g->cache_gen,
                  (unsigned long long)n->ncycles, (unsigned long long)n->cache.gen);

@@ -174,9 +174,10 @@ static void receive_snapshot(tc_neg_t *n, tc_wire_msg_t *m, uint64_t now)
     const int news = m->round != 0;
 
     if (m->round > 1 || m->seq > n->ncycles || neg_has_r0(m)) {
-        neg_fail(n, TC_ERR_TRANSPORT, "protocol error: rank %d's snapshot for cycle %llu "
-                 "(round %u) at cycle %llu", n->extra, (unsigned long long)m->seq, m->round,
-                 (unsigned long long)n->ncycles);
+        neg_fail(n, TC_ERR_TRANSPORT,
+                 "protocol error: rank %d's snapshot for cycle %llu "
+                 "(round %u) at cycle %llu",
+                 n->extra, (unsigned long long)m->seq, m->round, (unsigned long long)n->ncycles);
         return;
     }
     if (m->seq < n->ncycles || (n->in_cycle && n->round >= 0)) {
@@ -198,9 +199,10 @@ static void receive_part(tc_neg_t *n, int src, tc_wire_msg_t *m, uint64_t now)
 
     if (k >= (uint32_t)n->nrounds || src != (n->p.rank ^ (1 << k)) ||
         (m->seq != n->ncycles && !(m->seq == n->ncycles + 1 && n->in_cycle))) {
-        neg_fail(n, TC_ERR_TRANSPORT, "protocol error: rank %d sent its part of cycle %llu, "
-                 "round %u; this rank is at cycle %llu", src, (unsigned long long)m->seq, k,
-                 (unsigned long long)n->ncycles);
+        neg_fail(n, TC_ERR_TRANSPORT,
+                 "protocol error: rank %d sent its part of cycle %llu, "
+                 "round %u; this rank is at cycle %llu",
+                 src, (unsigned long long)m->seq, k, (unsigned long long)n->ncycles);
         return;
     }
     next = m->seq != n->ncycles;
@@ -217,8 +219,10 @@ static void receive_part(tc_neg_t *n, int src, tc_wire_msg_t *m, uint64_t now)
         return;
     }
     if ((!next && n->round > (int)k) || n->slot[next][k].type != 0) {
-        neg_fail(n, TC_ERR_TRANSPORT, "protocol error: rank %d sent its part of cycle %llu, "
-                 "round %u twice", src, (unsigned long long)m->seq, k);
+        neg_fail(n, TC_ERR_TRANSPORT,
+                 "protocol error: rank %d sent its part of cycle %llu, "
+                 "round %u twice",
+                 src, (unsigned long long)m->seq, k);
         return;
     }
     n->slot[next][k] = *m; /* moved: the caller frees the emptied message */
@@ -238,9 +242,10 @@ void neg_receive_cycle(tc_neg_t *n, int src, tc_wire_msg_t *m, uint64_t now)
         receive_snapshot(n, m, now);
     } else if (src == n->host) {
         if (m->seq != n->ncycles || m->round != 0) {
-            neg_fail(n, TC_ERR_TRANSPORT, "protocol error: the result of cycle %llu from rank "
-                     "%d; this rank is at cycle %llu", (unsigned long long)m->seq, src,
-                     (unsigned long long)n->ncycles);
+            neg_fail(n, TC_ERR_TRANSPORT,
+                     "protocol error: the result of cycle %llu from rank "
+                     "%d; this rank is at cycle %llu",
+                     (unsigned long long)m->seq, src, (unsigned long long)n->ncycles);
             return;
         }
         if (neg_check_part(n, src, m) == 0) {
@@ -252,8 +257,10 @@ void neg_receive_cycle(tc_neg_t *n, int src, tc_wire_msg_t *m, uint64_t now)
     } else if (n->host < 0) {
         receive_part(n, src, m, now);
     } else {
-        neg_fail(n, TC_ERR_TRANSPORT, "protocol error: rank %d sent a negotiation part to "
-                 "extra rank %d", src, n->p.rank);
+        neg_fail(n, TC_ERR_TRANSPORT,
+                 "protocol error: rank %d sent a negotiation part to "
+                 "extra rank %d",
+                 src, n->p.rank);
     }
 }
 
@@ -273,8 +280,8 @@ int neg_exch_step(tc_neg_t *n, uint64_t now)
         return 0;
     }
     progress |= advance(n, now);
-    for (guard = 0; guard < 4 && !n->in_cycle && n->state == TC_NEG_RUNNING &&
-                    wants_cycle(n); guard++) {
+    for (guard = 0; guard < 4 && !n->in_cycle && n->state == TC_NEG_RUNNING && wants_cycle(n);
+         guard++) {
         enter_cycle(n);
         advance(n, now);
         progress = 1;

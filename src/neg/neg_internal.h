@@ -16,9 +16,9 @@
 
 /* One submission of this rank, from tc__neg_submit until its item is out. */
 typedef struct sub {
-    struct sub *next;  /* the list of submissions to negotiate in full */
-    char *name;        /* NUL-terminated copy; w.name points at it */
-    int32_t *ranks;    /* a copy of w.ranks (process_set_add), or NULL */
+    struct sub *next; /* the list of submissions to negotiate in full */
+    char *name;       /* NUL-terminated copy; w.name points at it */
+    int32_t *ranks;   /* a copy of w.ranks (process_set_add), or NULL */
     tc_wire_request_t w;
     void *req;
     const void *data;
@@ -39,9 +39,9 @@ typedef struct {
 /* One group's part of a negotiation cycle (docs/negotiation.md, "The
  * exchange"): what its ranks have waiting. Lists strictly ascending. */
 typedef struct {
-    uint32_t *ready;  /* cached ids every rank of the group has waiting */
-    uint32_t *some;   /* ids some rank of the group has waiting, not every one */
-    uint32_t *stale;  /* ids a rank of the group found stale, or rank 0 drops */
+    uint32_t *ready; /* cached ids every rank of the group has waiting */
+    uint32_t *some;  /* ids some rank of the group has waiting, not every one */
+    uint32_t *stale; /* ids a rank of the group found stale, or rank 0 drops */
     uint32_t nready, nsome, nstale;
     tc_wire_eager_t *eager; /* the group's partial results of the eager ready ids
                              * (data malloc'ed, owned) */
@@ -72,13 +72,13 @@ struct tc_neg {
 
     /* Submissions. */
     tc_cache_t cache;
-    sub_t *fresh;          /* to negotiate in full, oldest first */
+    sub_t *fresh; /* to negotiate in full, oldest first */
     sub_t **fresh_tail;
-    tc_hmap_t full;        /* wire key (name, set) -> sub_t: every submission negotiated
+    tc_hmap_t full;   /* wire key (name, set) -> sub_t: every submission negotiated
                             * in full, from tc__neg_submit (in fresh) until rank 0's
                             * decision (sent); the one lookup of a name however many
                             * are in flight */
-    uint32_t ncached;      /* cache entries holding a pending submission */
+    uint32_t ncached; /* cache entries holding a pending submission */
     int shutdown_local, shutdown_sent;
 
     /* The exchange (neg_exch.c). */
@@ -107,23 +107,23 @@ struct tc_neg {
 
     /* Rank 0. */
     tc_coord_t *coord;
-    int shutdown_from;   /* the first rank that asked, or -1 */
+    int shutdown_from; /* the first rank that asked, or -1 */
     int term_sent;
-    uint32_t *drops;     /* ids to drop in our next part (stalled) */
+    uint32_t *drops; /* ids to drop in our next part (stalled) */
     uint32_t ndrops, capdrops;
-    tc_hmap_t evicted;   /* name -> uint64_t *since: stalled cached names */
-    tc_hmap_t expired;   /* name -> uint64_t *: cycles a rank has completed once it
+    tc_hmap_t evicted; /* name -> uint64_t *since: stalled cached names */
+    tc_hmap_t expired; /* name -> uint64_t *: cycles a rank has completed once it
                           * knows the name expired (see crossed_expiry) */
     uint64_t next_stall_check, next_stall_warn;
 
     /* Goodbye. */
-    uint8_t *bye_req;     /* rank 0: [size], BYE on TC_NEG_TAG_REQ seen */
+    uint8_t *bye_req; /* rank 0: [size], BYE on TC_NEG_TAG_REQ seen */
     int bye_req_left;
-    int bye_extra;        /* the hosted extra rank's BYE on TC_NEG_TAG_CYCLE seen */
+    int bye_extra; /* the hosted extra rank's BYE on TC_NEG_TAG_CYCLE seen */
 
     /* Liveness probes. */
     uint64_t last_progress_ns, last_probe_ns;
-    int probe_nb[NEG_MAX_CHILDREN + 1];   /* parent and children */
+    int probe_nb[NEG_MAX_CHILDREN + 1];            /* parent and children */
     uint64_t probe_deadline[NEG_MAX_CHILDREN + 1]; /* 0: not waiting */
     int nprobe_nb;
     int spread_from; /* a SPREAD probe arrived from this rank: probe on (-2: none) */

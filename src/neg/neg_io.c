@@ -73,8 +73,10 @@ tc_neg_send_t *neg_send(tc_neg_t *n, const tc_wire_msg_t *msg, int tag)
         if (st == TC_ERR_NOMEM) {
             neg_fail(n, st, "cannot encode a control message (out of memory)");
         } else {
-            neg_fail(n, TC_ERR_TRANSPORT, "cannot encode a control message (internal error): "
-                     "%s", tc_last_error());
+            neg_fail(n, TC_ERR_TRANSPORT,
+                     "cannot encode a control message (internal error): "
+                     "%s",
+                     tc_last_error());
         }
         return NULL;
     }
@@ -177,7 +179,6 @@ int neg_has_work(const tc_neg_t *n)
            (n->coord != NULL &&
             (tc__coord_pending(n->coord) > 0 || tc__coord_nready(n->coord) > 0));
 }
-
 
 tc_neg_state_t tc__neg_state(const tc_neg_t *n)
 {

@@ -277,8 +277,10 @@ int neg_rank0_part(tc_neg_t *n, part_t *pt)
         m.count = batch.count;
         m.resps = batch.resps;
         if (terminate) {
-            int len = snprintf(term, sizeof(term), "tcoll was shut down (tc_shutdown called on "
-                               "rank %d)", n->shutdown_from);
+            int len = snprintf(term, sizeof(term),
+                               "tcoll was shut down (tc_shutdown called on "
+                               "rank %d)",
+                               n->shutdown_from);
             n->term_sent = 1;
             m.flags = TC_WIRE_F_TERMINATE;
             m.term_status = TC_ERR_SHUTDOWN;
@@ -301,18 +303,22 @@ int neg_check_part(tc_neg_t *n, int src, const tc_wire_msg_t *m)
     uint32_t i;
 
     if (m->cache_gen != n->cache.gen) {
-        neg_fail(n, TC_ERR_TRANSPORT, "protocol error: rank %d's part of cycle %llu has cache "
-                 "generation %llu, this rank %llu", src, (unsigned long long)m->seq,
-                 (unsigned long long)m->cache_gen, (unsigned long long)n->cache.gen);
+        neg_fail(n, TC_ERR_TRANSPORT,
+                 "protocol error: rank %d's part of cycle %llu has cache "
+                 "generation %llu, this rank %llu",
+                 src, (unsigned long long)m->seq, (unsigned long long)m->cache_gen,
+                 (unsigned long long)n->cache.gen);
         return -1;
     }
     for (i = 0; i < m->nready + m->nsome + m->nstale; i++) {
-        uint32_t id = i < m->nready ? m->ready[i]
+        uint32_t id = i < m->nready              ? m->ready[i]
                       : i < m->nready + m->nsome ? m->some[i - m->nready]
                                                  : m->stale[i - m->nready - m->nsome];
         if (tc__cache_get(&n->cache, id) == NULL) {
-            neg_fail(n, TC_ERR_TRANSPORT, "protocol error: rank %d lists cache id %u, which "
-                     "this rank does not have", src, id);
+            neg_fail(n, TC_ERR_TRANSPORT,
+                     "protocol error: rank %d lists cache id %u, which "
+                     "this rank does not have",
+                     src, id);
             return -1;
         }
     }
@@ -321,9 +327,10 @@ int neg_check_part(tc_neg_t *n, int src, const tc_wire_msg_t *m)
         size_t bytes;
         if (ce == NULL || !neg_has_id(m->ready, m->nready, m->eager[i].id) ||
             !neg_is_eager(n, &ce->desc, &bytes) || m->eager[i].len != bytes) {
-            neg_fail(n, TC_ERR_TRANSPORT, "protocol error: rank %d sent a partial result for "
-                     "cache id %u, which is not a ready small allreduce of %u bytes", src,
-                     m->eager[i].id, m->eager[i].len);
+            neg_fail(n, TC_ERR_TRANSPORT,
+                     "protocol error: rank %d sent a partial result for "
+                     "cache id %u, which is not a ready small allreduce of %u bytes",
+                     src, m->eager[i].id, m->eager[i].len);
             return -1;
         }
     }
@@ -384,8 +391,7 @@ static int in_group(const tc_neg_t *n, int src, int round, int q)
 
 /* Gathered eager records (neg_eager_gathers): the slots of the other
  * group's ranks, from b into a. */
-static void gather_slots(const tc_neg_t *n, int src, int round, void *a, const void *b,
-                         size_t len)
+static void gather_slots(const tc_neg_t *n, int src, int round, void *a, const void *b, size_t len)
 {
     const size_t slot = len / (size_t)n->p.size;
     int q;
@@ -416,8 +422,8 @@ int neg_eager_fold(tc_neg_t *n, const tc_wire_request_t *w, const void *record, 
     for (q = 0; q < size; q++) {
         x[q] = copy + (size_t)q * len;
     }
-    tc__combine_ordered(dt, w->op == TC_AVG ? TC_SUM : (tc_op_t)w->op, n->p.node, size, -1, x,
-                        out, len / tc_dtype_size(dt));
+    tc__combine_ordered(dt, w->op == TC_AVG ? TC_SUM : (tc_op_t)w->op, n->p.node, size, -1, x, out,
+                        len / tc_dtype_size(dt));
     free(x);
     free(copy);
     return 0;
@@ -439,14 +445,17 @@ int neg_merge(tc_neg_t *n, tc_wire_msg_t *m, int src)
         return -1;
     }
     if (neg_has_r0(m) && (src == n->extra || (src >> m->round) != 0)) {
-        neg_fail(n, TC_ERR_TRANSPORT, "protocol error: rank %d's part of cycle %llu carries rank "
-                 "0's decisions, but its group does not hold rank 0", src,
-                 (unsigned long long)m->seq);
+        neg_fail(n, TC_ERR_TRANSPORT,
+                 "protocol error: rank %d's part of cycle %llu carries rank "
+                 "0's decisions, but its group does not hold rank 0",
+                 src, (unsigned long long)m->seq);
         return -1;
     }
     if (neg_has_r0(&mine->r0) && neg_has_r0(m)) {
-        neg_fail(n, TC_ERR_TRANSPORT, "protocol error: rank %d's part of cycle %llu holds rank "
-                 "0's decisions, and so does this rank's", src, (unsigned long long)m->seq);
+        neg_fail(n, TC_ERR_TRANSPORT,
+                 "protocol error: rank %d's part of cycle %llu holds rank "
+                 "0's decisions, and so does this rank's",
+                 src, (unsigned long long)m->seq);
         return -1;
     }
     neg_part_clear(out);

@@ -14,7 +14,7 @@
 #include "util/log.h"
 #include "util/ranks.h"
 
-#define STALL_LISTED 20       /* tensors named in one warning */
+#define STALL_LISTED 20             /* tensors named in one warning */
 #define STALL_CHECK_NS 250000000ull /* how often rank 0 looks */
 
 /* ---- stalls (rank 0) ------------------------------------------------------ */
@@ -52,8 +52,7 @@ static void evict(tc_neg_t *n, uint32_t id, uint64_t since)
         }
         *box = since;
     }
-    TC_DEBUG("stall", "cached tensor '%s' waits for some ranks: negotiating it in full",
-             ce->name);
+    TC_DEBUG("stall", "cached tensor '%s' waits for some ranks: negotiating it in full", ce->name);
     n->drops[n->ndrops++] = id;
     n->ids[id].since_ns = 0;
 }
@@ -137,23 +136,27 @@ static void visit_stalled(const tc_coord_pending_t *p, void *arg)
     if (abort_ns > 0 && age >= abort_ns) {
         snprintf(text, sizeof(text),
                  "tensor '%s' (%s)%s stalled for %llu s: submitted by rank%s %s, not by rank%s "
-                 "%s (TCOLL_STALL_ABORT_S=%llu)", p->name, tc__kind_name(p->kind), where,
-                 (unsigned long long)(age / 1000000000ull), nhave > 1 ? "s" : "", have,
-                 nmiss > 1 ? "s" : "", missing, (unsigned long long)(abort_ns / 1000000000ull));
+                 "%s (TCOLL_STALL_ABORT_S=%llu)",
+                 p->name, tc__kind_name(p->kind), where, (unsigned long long)(age / 1000000000ull),
+                 nhave > 1 ? "s" : "", have, nmiss > 1 ? "s" : "", missing,
+                 (unsigned long long)(abort_ns / 1000000000ull));
         TC_WARN("stall", "%s: failing it with TC_ERR_TIMEOUT", text);
         queue_expire(w, p->name, p->pset, text);
         return;
     }
     if (w->warn_now && age >= warn_ns) {
         if (w->nwarned == 0) {
-            TC_WARN("stall", "tensors submitted by some ranks but not all for %llu s or more "
+            TC_WARN("stall",
+                    "tensors submitted by some ranks but not all for %llu s or more "
                     "(TCOLL_STALL_WARN_S); repeated every %llu s while it lasts:",
                     (unsigned long long)(warn_ns / 1000000000ull),
                     (unsigned long long)(warn_ns / 1000000000ull));
         }
         if (w->nwarned < STALL_LISTED) {
-            TC_WARN("stall", "  '%s' (%s)%s: waiting %llu s; submitted by rank%s %s; missing "
-                    "rank%s %s", p->name, tc__kind_name(p->kind), where,
+            TC_WARN("stall",
+                    "  '%s' (%s)%s: waiting %llu s; submitted by rank%s %s; missing "
+                    "rank%s %s",
+                    p->name, tc__kind_name(p->kind), where,
                     (unsigned long long)(age / 1000000000ull), nhave > 1 ? "s" : "", have,
                     nmiss > 1 ? "s" : "", missing);
         }
@@ -165,8 +168,9 @@ static void visit_stalled(const tc_coord_pending_t *p, void *arg)
 void neg_stall_check(tc_neg_t *n, uint64_t now)
 {
     const uint64_t warn_ns = n->p.stall_warn_ns, abort_ns = n->p.stall_abort_ns;
-    uint64_t first = warn_ns == 0 ? abort_ns : abort_ns == 0 || warn_ns < abort_ns ? warn_ns
-                                                                                   : abort_ns;
+    uint64_t first = warn_ns == 0                          ? abort_ns
+                     : abort_ns == 0 || warn_ns < abort_ns ? warn_ns
+                                                           : abort_ns;
     stall_walk_t w = {n, now, warn_ns > 0 && now >= n->next_stall_warn, 0, NULL, NULL, NULL, 0, 0};
     uint32_t id;
     size_t i;
@@ -251,8 +255,9 @@ void neg_probe_step(tc_neg_t *n, uint64_t now)
         neg_fail(n, TC_ERR_TRANSPORT,
                  "lost rank%s %s: no answer to a liveness probe within %.1f s, after %.1f s "
                  "without progress (the process died, or its engine thread is stuck; "
-                 "TCOLL_PEER_TIMEOUT_S); tcoll stops on this rank", nlost > 1 ? "s" : "", ranks,
-                 (double)n->p.probe_grace_ns / 1e9, (double)half / 1e9);
+                 "TCOLL_PEER_TIMEOUT_S); tcoll stops on this rank",
+                 nlost > 1 ? "s" : "", ranks, (double)n->p.probe_grace_ns / 1e9,
+                 (double)half / 1e9);
         free(lost);
         return;
     }

@@ -117,9 +117,8 @@ tc_status_t tc_fifo_create(uint32_t size, tc_fifo_t **fifo_p)
         return tc__set_error(TC_ERR_ARG, "tc_fifo_create: fifo_p is NULL");
     }
     if (size == 0 || size > TC_FIFO_MAX_SIZE || (size & (size - 1)) != 0) {
-        return tc__set_error(TC_ERR_ARG,
-                             "tc_fifo_create: size %u is not a power of two in 1..%u", size,
-                             TC_FIFO_MAX_SIZE);
+        return tc__set_error(TC_ERR_ARG, "tc_fifo_create: size %u is not a power of two in 1..%u",
+                             size, TC_FIFO_MAX_SIZE);
     }
     /* The struct (a whole number of cache lines, by its alignas), then the
      * slots, rounded up to whole pages: see struct tc_fifo. */
@@ -158,8 +157,9 @@ tc_status_t tc_fifo_create(uint32_t size, tc_fifo_t **fifo_p)
 
 err:
     TC_ERROR("proxy", "tc_fifo_create: cannot allocate a FIFO of %u slots", size);
-    return tc__set_error(TC_ERR_NOMEM, "tc_fifo_create: cannot allocate a FIFO of %u slots (%zu bytes)",
-                         size, bytes);
+    return tc__set_error(TC_ERR_NOMEM,
+                         "tc_fifo_create: cannot allocate a FIFO of %u slots (%zu bytes)", size,
+                         bytes);
 }
 
 void tc_fifo_destroy(tc_fifo_t *fifo)
@@ -227,8 +227,7 @@ int tc__fifo_park_timed(tc_fifo_t *f, uint32_t ticket, uint64_t timeout_ns)
             rung = 1;
             break;
         }
-        if (tc__futex_wait(&f->bell, ticket, TC_FUTEX_BITSET_ALL, &ts) != 0 &&
-            errno == ETIMEDOUT) {
+        if (tc__futex_wait(&f->bell, ticket, TC_FUTEX_BITSET_ALL, &ts) != 0 && errno == ETIMEDOUT) {
             /* acquire: as above; a ring that raced with the timeout counts. */
             rung = atomic_load_explicit(&f->bell, memory_order_acquire) != ticket;
             break;
@@ -361,15 +360,14 @@ int tc_fifo_try_push(tc_fifo_t *fifo, tc_trigger_t trigger, uint64_t *pos_p)
         s = &fifo->slots[pos & fifo->mask];
         /* acquire: as in fifo_wait_room; if we win the CAS, the consumer's
          * reads of this slot's previous trigger happen before our writes. */
-        diff = (int32_t)(atomic_load_explicit(&s->seq, memory_order_acquire) -
-                         tc__fifo_seq_free(pos));
+        diff =
+            (int32_t)(atomic_load_explicit(&s->seq, memory_order_acquire) - tc__fifo_seq_free(pos));
         if (diff == 0) {
             /* relaxed: as in tc_fifo_push; the seq we just saw cannot move
              * away from "free for pos" unless someone owns pos, and that
              * requires head to have passed pos, which fails this CAS. */
             if (atomic_compare_exchange_weak_explicit(&fifo->head, &pos, pos + 1,
-                                                      memory_order_relaxed,
-                                                      memory_order_relaxed)) {
+                                                      memory_order_relaxed, memory_order_relaxed)) {
                 break;
             }
         } else if (diff < 0) {
@@ -448,12 +446,12 @@ tc_status_t tc_fifo_sync(tc_fifo_t *fifo, uint64_t pos, int64_t timeout_ns)
         }
         now = deadline == UINT64_MAX ? 0 : tc__now_ns();
         if (now >= deadline) {
-            return tc__set_error(TC_ERR_TIMEOUT,
-                                 "tc_fifo_sync: trigger at position %llu not handled within %lld ns "
-                                 "(%llu popped so far)",
-                                 (unsigned long long)pos, (long long)timeout_ns,
-                                 (unsigned long long)atomic_load_explicit(&fifo->tail,
-                                                                          memory_order_relaxed));
+            return tc__set_error(
+                TC_ERR_TIMEOUT,
+                "tc_fifo_sync: trigger at position %llu not handled within %lld ns "
+                "(%llu popped so far)",
+                (unsigned long long)pos, (long long)timeout_ns,
+                (unsigned long long)atomic_load_explicit(&fifo->tail, memory_order_relaxed));
         }
         if (b.iter < b.spin) {
             (void)tc__backoff_next(&b); /* spin */

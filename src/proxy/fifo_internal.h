@@ -38,8 +38,8 @@ _Static_assert(sizeof(tc__fifo_slot_t) == 32, "a slot is 32 bytes");
 struct tc_fifo {
     /* Read-only after create; shared by every thread without traffic. */
     alignas(TC_CACHE_LINE) tc__fifo_slot_t *slots; /* in the same pages, after this struct */
-    uint64_t size;      /* slots, a power of two */
-    uint64_t mask;      /* size - 1 */
+    uint64_t size;                                 /* slots, a power of two */
+    uint64_t mask;                                 /* size - 1 */
     uint64_t room_mask; /* batch - 1: the proxy wakes producers every batch pops */
     uint32_t shift;     /* log2(size): pos >> shift is the lap */
     size_t map_bytes;   /* bytes of the allocation that starts at this struct */

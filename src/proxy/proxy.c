@@ -122,7 +122,7 @@ struct tc_proxy {
     _Atomic uint64_t hot_until;    /* tc__proxy_kick: yield-poll until then */
     cpu_set_t starter;             /* the CPUs tc_proxy_start's caller may run on */
     int starter_known;
-    int shares_cpu;                /* proxy thread: see PROXY_SINGLE_POLLS */
+    int shares_cpu; /* proxy thread: see PROXY_SINGLE_POLLS */
     void *progress_arg;
 
     pthread_mutex_t lock; /* serializes start/stop/destroy; guards started, thread */
@@ -170,12 +170,14 @@ static void proxy_bind_default(void)
         list = spec + 5;
     }
     if (hwloc_topology_init(&topo) != 0) {
-        TC_WARN("proxy", "TCOLL_PROXY_CPUS=%s: hwloc_topology_init failed: %m; proxy thread not bound",
+        TC_WARN("proxy",
+                "TCOLL_PROXY_CPUS=%s: hwloc_topology_init failed: %m; proxy thread not bound",
                 spec);
         return;
     }
     if (hwloc_topology_load(topo) != 0) {
-        TC_WARN("proxy", "TCOLL_PROXY_CPUS=%s: hwloc_topology_load failed: %m; proxy thread not bound",
+        TC_WARN("proxy",
+                "TCOLL_PROXY_CPUS=%s: hwloc_topology_load failed: %m; proxy thread not bound",
                 spec);
         goto err_topo;
     }
@@ -209,8 +211,10 @@ static void proxy_bind_default(void)
     }
     if (hwloc_set_cpubind(topo, set, HWLOC_CPUBIND_THREAD) != 0) {
         hwloc_bitmap_list_asprintf(&text, set);
-        TC_WARN("proxy", "TCOLL_PROXY_CPUS=%s: binding the proxy thread to CPUs %s failed: %m; "
-                "proxy thread not bound", spec, text ? text : "?");
+        TC_WARN("proxy",
+                "TCOLL_PROXY_CPUS=%s: binding the proxy thread to CPUs %s failed: %m; "
+                "proxy thread not bound",
+                spec, text ? text : "?");
         goto err_bitmaps;
     }
     hwloc_bitmap_list_asprintf(&text, set);
@@ -277,12 +281,13 @@ static void proxy_idle(tc_proxy_t *p, proxy_idle_t *idle)
     polls = idle->polls++;
     if (polls == 0) {
         idle->since = tc__now_ns();
-        idle->wait = !p->shares_cpu             ? PROXY_WAIT_SPIN
+        idle->wait = !p->shares_cpu            ? PROXY_WAIT_SPIN
                      : tc__fifo_device_mode(f) ? PROXY_WAIT_YIELD
                                                : PROXY_WAIT_POLLS;
-    } else if (idle->wait == PROXY_WAIT_POLLS ? polls >= PROXY_SINGLE_POLLS
-               : (idle->wait == PROXY_WAIT_YIELD || polls % PROXY_CLOCK_EVERY == 0) &&
-                     tc__now_ns() - idle->since >= PROXY_SPIN_NS) {
+    } else if (idle->wait == PROXY_WAIT_POLLS
+                   ? polls >= PROXY_SINGLE_POLLS
+                   : (idle->wait == PROXY_WAIT_YIELD || polls % PROXY_CLOCK_EVERY == 0) &&
+                         tc__now_ns() - idle->since >= PROXY_SPIN_NS) {
         goto park;
     }
     if (idle->wait == PROXY_WAIT_YIELD) {
@@ -321,8 +326,8 @@ park:
         proxy_idle_reset(idle); /* rung: a host push or a stop, as above */
     } else if (idle->park_ns < PROXY_PARK_MAX_NS) {
         /* Ran out of time: a device push may be waiting (no ring tells). */
-        idle->park_ns = idle->park_ns * 2u < PROXY_PARK_MAX_NS ? idle->park_ns * 2u
-                                                               : PROXY_PARK_MAX_NS;
+        idle->park_ns =
+            idle->park_ns * 2u < PROXY_PARK_MAX_NS ? idle->park_ns * 2u : PROXY_PARK_MAX_NS;
     }
 }
 
@@ -519,8 +524,8 @@ tc_status_t tc_proxy_start(tc_proxy_t *proxy, int blocking)
         return tc__set_error(TC_ERR_ARG, "tc_proxy_start: proxy is NULL");
     }
     if (proxy_self == proxy) {
-        return tc__set_error(TC_ERR_STATE,
-                             "tc_proxy_start: called from the proxy's own thread (handler or init)");
+        return tc__set_error(
+            TC_ERR_STATE, "tc_proxy_start: called from the proxy's own thread (handler or init)");
     }
     pthread_mutex_lock(&proxy->lock);
     if (proxy->started) {
@@ -621,9 +626,9 @@ void tc__proxy_kick(tc_proxy_t *p, uint64_t for_ns)
     uint64_t cur = atomic_load_explicit(&p->hot_until, memory_order_relaxed);
 
     /* relaxed: a hint; the ring below wakes a parked proxy to read it. */
-    while (cur < until && !atomic_compare_exchange_weak_explicit(
-                              &p->hot_until, &cur, until, memory_order_relaxed,
-                              memory_order_relaxed)) {
+    while (cur < until &&
+           !atomic_compare_exchange_weak_explicit(&p->hot_until, &cur, until, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
     }
     tc__fifo_ring(p->fifo);
 }

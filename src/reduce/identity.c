@@ -18,11 +18,11 @@ static size_t identity_elem(tc_dtype_t dtype, tc_op_t op, unsigned char *e)
     const int lo = op == TC_MAX, hi = op == TC_MIN, one = op == TC_PROD;
 
     switch (dtype) {
-#define INT_CASE(DT, T, MINV, MAXV)                                           \
-    case DT: {                                                                \
-        T v = hi ? (T)(MAXV) : lo ? (T)(MINV) : (T)one;                       \
-        memcpy(e, &v, sizeof(v));                                             \
-        return sizeof(v);                                                     \
+#define INT_CASE(DT, T, MINV, MAXV)                                                                \
+    case DT: {                                                                                     \
+        T v = hi ? (T)(MAXV) : lo ? (T)(MINV) : (T)one;                                            \
+        memcpy(e, &v, sizeof(v));                                                                  \
+        return sizeof(v);                                                                          \
     }
         INT_CASE(TC_UINT8, uint8_t, 0, UINT8_MAX)
         INT_CASE(TC_INT8, int8_t, INT8_MIN, INT8_MAX)

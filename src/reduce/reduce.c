@@ -83,7 +83,7 @@ static inline float f16_to_f32(uint16_t h)
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t e = (h >> 10) & 0x1fu;
     uint32_t m = h & 0x3ffu;
-    uint32_t normal = ((e + 112u) << 23) | (m << 13);    /* rebias 15 -> 127 */
+    uint32_t normal = ((e + 112u) << 23) | (m << 13); /* rebias 15 -> 127 */
     uint32_t special = 0x7f800000u | (m << 13) | (m != 0 ? 0x400000u : 0u);
     /* m * 2^-24: both steps are exact, whatever the rounding mode. */
     uint32_t tiny = f32_bits((float)(int32_t)m * 0x1p-24f);
@@ -164,6 +164,8 @@ uint16_t tc__f32_to_bf16(float f)
 
 /* Integers: sums and products in the unsigned type (adding 0u first keeps
  * narrow types from being promoted to signed int), so they wrap. */
+/* One line per two-operand helper, as a table: */
+/* clang-format off */
 static inline uint8_t add_u8(uint8_t a, uint8_t b) { return (uint8_t)(a + 0u + b); }
 static inline uint8_t mul_u8(uint8_t a, uint8_t b) { return (uint8_t)((a + 0u) * b); }
 static inline uint8_t min_u8(uint8_t a, uint8_t b) { return a < b ? a : b; }
@@ -184,6 +186,7 @@ static inline uint64_t add_u64(uint64_t a, uint64_t b) { return a + b; }
 static inline uint64_t mul_u64(uint64_t a, uint64_t b) { return a * b; }
 static inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
+/* clang-format on */
 
 static inline float canon_f32(float r)
 {
@@ -195,10 +198,22 @@ static inline double canon_f64(double r)
     return r == r ? r : f64_from_bits(TC_F64_QNAN);
 }
 
-static inline float add_f32(float a, float b) { return canon_f32(a + b); }
-static inline float mul_f32(float a, float b) { return canon_f32(a * b); }
-static inline double add_f64(double a, double b) { return canon_f64(a + b); }
-static inline double mul_f64(double a, double b) { return canon_f64(a * b); }
+static inline float add_f32(float a, float b)
+{
+    return canon_f32(a + b);
+}
+static inline float mul_f32(float a, float b)
+{
+    return canon_f32(a * b);
+}
+static inline double add_f64(double a, double b)
+{
+    return canon_f64(a + b);
+}
+static inline double mul_f64(double a, double b)
+{
+    return canon_f64(a * b);
+}
 
 /* MIN/MAX on the bit patterns: NaN in either input gives the canonical NaN;
  * between -0 and +0, MIN picks -0 and MAX +0 whatever the order, so that both
@@ -237,22 +252,22 @@ static inline uint64_t max_f64_bits(uint64_t ua, uint64_t ub)
 
 /* float16 and bfloat16: widen, combine in float32 (canonical NaN), narrow.
  * A NaN result narrows to the canonical NaN of the narrow type. */
-#define TC_DEFINE_HALF_OPS(P, TO32, FROM32)                                                 \
-    static inline uint16_t add_##P(uint16_t a, uint16_t b)                                  \
-    {                                                                                       \
-        return FROM32(add_f32(TO32(a), TO32(b)));                                           \
-    }                                                                                       \
-    static inline uint16_t mul_##P(uint16_t a, uint16_t b)                                  \
-    {                                                                                       \
-        return FROM32(mul_f32(TO32(a), TO32(b)));                                           \
-    }                                                                                       \
-    static inline uint16_t min_##P(uint16_t a, uint16_t b)                                  \
-    {                                                                                       \
-        return FROM32(f32_from_bits(min_f32_bits(f32_bits(TO32(a)), f32_bits(TO32(b)))));   \
-    }                                                                                       \
-    static inline uint16_t max_##P(uint16_t a, uint16_t b)                                  \
-    {                                                                                       \
-        return FROM32(f32_from_bits(max_f32_bits(f32_bits(TO32(a)), f32_bits(TO32(b)))));   \
+#define TC_DEFINE_HALF_OPS(P, TO32, FROM32)                                                        \
+    static inline uint16_t add_##P(uint16_t a, uint16_t b)                                         \
+    {                                                                                              \
+        return FROM32(add_f32(TO32(a), TO32(b)));                                                  \
+    }                                                                                              \
+    static inline uint16_t mul_##P(uint16_t a, uint16_t b)                                         \
+    {                                                                                              \
+        return FROM32(mul_f32(TO32(a), TO32(b)));                                                  \
+    }                                                                                              \
+    static inline uint16_t min_##P(uint16_t a, uint16_t b)                                         \
+    {                                                                                              \
+        return FROM32(f32_from_bits(min_f32_bits(f32_bits(TO32(a)), f32_bits(TO32(b)))));          \
+    }                                                                                              \
+    static inline uint16_t max_##P(uint16_t a, uint16_t b)                                         \
+    {                                                                                              \
+        return FROM32(f32_from_bits(max_f32_bits(f32_bits(TO32(a)), f32_bits(TO32(b)))));          \
     }
 
 TC_DEFINE_HALF_OPS(f16, f16_to_f32, f32_to_f16)
@@ -267,22 +282,22 @@ TC_DEFINE_HALF_OPS(bf16, bf16_to_f32, f32_to_bf16)
  * is compiled twice, for the baseline ISA and for AVX2 (NAME##_avx2): the
  * same C, so the same IEEE operations and the same bits, only wider. No
  * expression multiplies and then adds, so nothing can be fused into an FMA. */
-#define TC_KERNEL_BODY(NAME, T, OP, ATTR)                                                   \
-    ATTR static void NAME(unsigned char *dst, const unsigned char *src, size_t count)       \
-    {                                                                                       \
-        for (size_t i = 0; i < count; i++) {                                                \
-            T a, b, r;                                                                      \
-            memcpy(&a, dst + i * sizeof(T), sizeof(T));                                     \
-            memcpy(&b, src + i * sizeof(T), sizeof(T));                                     \
-            r = OP(a, b);                                                                   \
-            memcpy(dst + i * sizeof(T), &r, sizeof(T));                                     \
-        }                                                                                   \
+#define TC_KERNEL_BODY(NAME, T, OP, ATTR)                                                          \
+    ATTR static void NAME(unsigned char *dst, const unsigned char *src, size_t count)              \
+    {                                                                                              \
+        for (size_t i = 0; i < count; i++) {                                                       \
+            T a, b, r;                                                                             \
+            memcpy(&a, dst + i * sizeof(T), sizeof(T));                                            \
+            memcpy(&b, src + i * sizeof(T), sizeof(T));                                            \
+            r = OP(a, b);                                                                          \
+            memcpy(dst + i * sizeof(T), &r, sizeof(T));                                            \
+        }                                                                                          \
     }
 
 #if TC_REDUCE_X86
 #define TC_AVX2 __attribute__((target("avx2")))
-#define TC_DEFINE_KERNEL(NAME, T, OP)                                                       \
-    TC_KERNEL_BODY(NAME, T, OP, )                                                           \
+#define TC_DEFINE_KERNEL(NAME, T, OP)                                                              \
+    TC_KERNEL_BODY(NAME, T, OP, )                                                                  \
     TC_KERNEL_BODY(NAME##_avx2, T, OP, TC_AVX2)
 #else
 #define TC_DEFINE_KERNEL(NAME, T, OP) TC_KERNEL_BODY(NAME, T, OP, )
@@ -326,20 +341,20 @@ TC_DEFINE_KERNEL(k_min_f64, uint64_t, min_f64_bits)
 TC_DEFINE_KERNEL(k_max_f64, uint64_t, max_f64_bits)
 
 /* buf[i] = EXPR for v = buf[i] (the AVG division), for the same ISAs. */
-#define TC_AVG_BODY(NAME, T, EXPR, ATTR)                                                    \
-    ATTR static void NAME(unsigned char *buf, size_t count, float nf, double nd)            \
-    {                                                                                       \
-        for (size_t i = 0; i < count; i++) {                                                \
-            T v;                                                                            \
-            memcpy(&v, buf + i * sizeof(T), sizeof(T));                                     \
-            v = EXPR;                                                                       \
-            memcpy(buf + i * sizeof(T), &v, sizeof(T));                                     \
-        }                                                                                   \
+#define TC_AVG_BODY(NAME, T, EXPR, ATTR)                                                           \
+    ATTR static void NAME(unsigned char *buf, size_t count, float nf, double nd)                   \
+    {                                                                                              \
+        for (size_t i = 0; i < count; i++) {                                                       \
+            T v;                                                                                   \
+            memcpy(&v, buf + i * sizeof(T), sizeof(T));                                            \
+            v = EXPR;                                                                              \
+            memcpy(buf + i * sizeof(T), &v, sizeof(T));                                            \
+        }                                                                                          \
     }
 
 #if TC_REDUCE_X86
-#define TC_DEFINE_AVG(NAME, T, EXPR)                                                        \
-    TC_AVG_BODY(NAME, T, EXPR, )                                                            \
+#define TC_DEFINE_AVG(NAME, T, EXPR)                                                               \
+    TC_AVG_BODY(NAME, T, EXPR, )                                                                   \
     TC_AVG_BODY(NAME##_avx2, T, EXPR, TC_AVX2)
 #else
 #define TC_DEFINE_AVG(NAME, T, EXPR) TC_AVG_BODY(NAME, T, EXPR, )
@@ -422,26 +437,26 @@ TC_F16C static inline void v_store_f16(unsigned char *p, __m256 v)
 /* 16 elements per step (two independent chains), then 8, then the scalar
  * op for the last few. Each step loads both operands before it stores, so
  * dst == src is fine. */
-#define TC_DEFINE_F16C_KERNEL(NAME, VOP, SOP)                                               \
-    TC_F16C static void NAME(unsigned char *dst, const unsigned char *src, size_t count)    \
-    {                                                                                       \
-        size_t i = 0;                                                                       \
-        for (; i + 16 <= count; i += 16) {                                                  \
-            __m256 r0 = VOP(v_load_f16(dst + 2 * i), v_load_f16(src + 2 * i));              \
-            __m256 r1 = VOP(v_load_f16(dst + 2 * i + 16), v_load_f16(src + 2 * i + 16));    \
-            v_store_f16(dst + 2 * i, r0);                                                   \
-            v_store_f16(dst + 2 * i + 16, r1);                                              \
-        }                                                                                   \
-        for (; i + 8 <= count; i += 8) {                                                    \
-            v_store_f16(dst + 2 * i, VOP(v_load_f16(dst + 2 * i), v_load_f16(src + 2 * i))); \
-        }                                                                                   \
-        for (; i < count; i++) {                                                            \
-            uint16_t a, b, r;                                                               \
-            memcpy(&a, dst + 2 * i, 2);                                                     \
-            memcpy(&b, src + 2 * i, 2);                                                     \
-            r = SOP(a, b);                                                                  \
-            memcpy(dst + 2 * i, &r, 2);                                                     \
-        }                                                                                   \
+#define TC_DEFINE_F16C_KERNEL(NAME, VOP, SOP)                                                      \
+    TC_F16C static void NAME(unsigned char *dst, const unsigned char *src, size_t count)           \
+    {                                                                                              \
+        size_t i = 0;                                                                              \
+        for (; i + 16 <= count; i += 16) {                                                         \
+            __m256 r0 = VOP(v_load_f16(dst + 2 * i), v_load_f16(src + 2 * i));                     \
+            __m256 r1 = VOP(v_load_f16(dst + 2 * i + 16), v_load_f16(src + 2 * i + 16));           \
+            v_store_f16(dst + 2 * i, r0);                                                          \
+            v_store_f16(dst + 2 * i + 16, r1);                                                     \
+        }                                                                                          \
+        for (; i + 8 <= count; i += 8) {                                                           \
+            v_store_f16(dst + 2 * i, VOP(v_load_f16(dst + 2 * i), v_load_f16(src + 2 * i)));       \
+        }                                                                                          \
+        for (; i < count; i++) {                                                                   \
+            uint16_t a, b, r;                                                                      \
+            memcpy(&a, dst + 2 * i, 2);                                                            \
+            memcpy(&b, src + 2 * i, 2);                                                            \
+            r = SOP(a, b);                                                                         \
+            memcpy(dst + 2 * i, &r, 2);                                                            \
+        }                                                                                          \
     }
 
 TC_DEFINE_F16C_KERNEL(k_sum_f16_f16c, v_add, add_f16)
@@ -481,24 +496,28 @@ typedef struct {
 
 /* The table of one path, from the kernels whose names end in S (F16 for the
  * float16 row). */
-#define TC_ROW(P, S) {k_sum_##P##S, k_sum_##P##S, k_min_##P##S, k_max_##P##S, k_prod_##P##S}
-#define TC_KERNEL_SET(NAME, S, F16)                                                         \
-    {                                                                                       \
-        .name = NAME,                                                                       \
-        .reduce = {[TC_UINT8] = TC_ROW(u8, S),                                              \
-                   [TC_INT8] = {k_sum_u8##S, k_sum_u8##S, k_min_i8##S, k_max_i8##S,         \
-                                k_prod_u8##S},                                              \
-                   [TC_INT32] = TC_ROW(i32, S),                                             \
-                   [TC_INT64] = TC_ROW(i64, S),                                             \
-                   [TC_FLOAT16] = TC_ROW(f16, F16),                                         \
-                   [TC_BFLOAT16] = TC_ROW(bf16, S),                                         \
-                   [TC_FLOAT32] = TC_ROW(f32, S),                                           \
-                   [TC_FLOAT64] = TC_ROW(f64, S),                                           \
-                   [TC_INT16] = {k_sum_u16##S, k_sum_u16##S, k_min_i16##S, k_max_i16##S,    \
-                                 k_prod_u16##S},                                            \
-                   [TC_UINT16] = TC_ROW(u16, S)},                                           \
-        .avg = {[TC_FLOAT16] = avg_f16##F16, [TC_BFLOAT16] = avg_bf16##S,                   \
-                [TC_FLOAT32] = avg_f32##S, [TC_FLOAT64] = avg_f64##S},                      \
+#define TC_ROW(P, S)                                                                               \
+    {                                                                                              \
+        k_sum_##P##S, k_sum_##P##S, k_min_##P##S, k_max_##P##S, k_prod_##P##S                      \
+    }
+#define TC_KERNEL_SET(NAME, S, F16)                                                                \
+    {                                                                                              \
+        .name = NAME,                                                                              \
+        .reduce = {[TC_UINT8] = TC_ROW(u8, S),                                                     \
+                   [TC_INT8] = {k_sum_u8##S, k_sum_u8##S, k_min_i8##S, k_max_i8##S, k_prod_u8##S}, \
+                   [TC_INT32] = TC_ROW(i32, S),                                                    \
+                   [TC_INT64] = TC_ROW(i64, S),                                                    \
+                   [TC_FLOAT16] = TC_ROW(f16, F16),                                                \
+                   [TC_BFLOAT16] = TC_ROW(bf16, S),                                                \
+                   [TC_FLOAT32] = TC_ROW(f32, S),                                                  \
+                   [TC_FLOAT64] = TC_ROW(f64, S),                                                  \
+                   [TC_INT16] = {k_sum_u16##S, k_sum_u16##S, k_min_i16##S, k_max_i16##S,           \
+                                 k_prod_u16##S},                                                   \
+                   [TC_UINT16] = TC_ROW(u16, S)},                                                  \
+        .avg = {[TC_FLOAT16] = avg_f16##F16,                                                       \
+                [TC_BFLOAT16] = avg_bf16##S,                                                       \
+                [TC_FLOAT32] = avg_f32##S,                                                         \
+                [TC_FLOAT64] = avg_f64##S},                                                        \
     }
 
 _Static_assert(TC_SUM == 0 && TC_AVG == 1 && TC_MIN == 2 && TC_MAX == 3 && TC_PROD == 4,

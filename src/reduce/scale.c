@@ -23,14 +23,14 @@ static double clamp_trunc(double x, double lo, double hi)
     return x < lo ? lo : x > hi ? hi : x;
 }
 
-#define SCALE_INT(T, LO, HI)                                                      \
-    do {                                                                          \
-        for (i = 0; i < count; i++) {                                             \
-            T v;                                                                  \
-            memcpy(&v, (const char *)src + i * sizeof(T), sizeof(T));             \
-            v = (T)clamp_trunc((double)v * factor, (double)(LO), (double)(HI));   \
-            memcpy((char *)dst + i * sizeof(T), &v, sizeof(T));                   \
-        }                                                                         \
+#define SCALE_INT(T, LO, HI)                                                                       \
+    do {                                                                                           \
+        for (i = 0; i < count; i++) {                                                              \
+            T v;                                                                                   \
+            memcpy(&v, (const char *)src + i * sizeof(T), sizeof(T));                              \
+            v = (T)clamp_trunc((double)v * factor, (double)(LO), (double)(HI));                    \
+            memcpy((char *)dst + i * sizeof(T), &v, sizeof(T));                                    \
+        }                                                                                          \
     } while (0)
 
 void tc__scale(tc_dtype_t dtype, void *dst, const void *src, size_t count, double factor)
@@ -65,21 +65,11 @@ void tc__scale(tc_dtype_t dtype, void *dst, const void *src, size_t count, doubl
             memcpy((char *)dst + i * 2, &h, 2);
         }
         return;
-    case TC_UINT8:
-        SCALE_INT(uint8_t, 0, UINT8_MAX);
-        return;
-    case TC_INT8:
-        SCALE_INT(int8_t, INT8_MIN, INT8_MAX);
-        return;
-    case TC_UINT16:
-        SCALE_INT(uint16_t, 0, UINT16_MAX);
-        return;
-    case TC_INT16:
-        SCALE_INT(int16_t, INT16_MIN, INT16_MAX);
-        return;
-    case TC_INT32:
-        SCALE_INT(int32_t, INT32_MIN, INT32_MAX);
-        return;
+    case TC_UINT8: SCALE_INT(uint8_t, 0, UINT8_MAX); return;
+    case TC_INT8: SCALE_INT(int8_t, INT8_MIN, INT8_MAX); return;
+    case TC_UINT16: SCALE_INT(uint16_t, 0, UINT16_MAX); return;
+    case TC_INT16: SCALE_INT(int16_t, INT16_MIN, INT16_MAX); return;
+    case TC_INT32: SCALE_INT(int32_t, INT32_MIN, INT32_MAX); return;
     case TC_INT64:
         for (i = 0; i < count; i++) {
             int64_t v;
@@ -87,8 +77,9 @@ void tc__scale(tc_dtype_t dtype, void *dst, const void *src, size_t count, doubl
             memcpy(&v, (const char *)src + i * 8, 8);
             x = trunc((double)v * factor);
             /* 2^63 is the first double above INT64_MAX */
-            v = x >= 9223372036854775808.0 ? INT64_MAX : x < -9223372036854775808.0 ? INT64_MIN
-                                                                                      : (int64_t)x;
+            v = x >= 9223372036854775808.0   ? INT64_MAX
+                : x < -9223372036854775808.0 ? INT64_MIN
+                                             : (int64_t)x;
             memcpy((char *)dst + i * 8, &v, 8);
         }
         return;

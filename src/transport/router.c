@@ -114,16 +114,17 @@ tc_status_t tc__router_open(tc_transport_t *t, tc_router_t *impl, tc_transport_t
 
     tc__transport_init(t, -1, 0, spin, backoff_max_us);
     if (n < 1 || n > TC_ROUTER_MAX_CHILDREN) {
-        snprintf(t->err, sizeof(t->err), "router: %d children (1..%d)", n,
-                 TC_ROUTER_MAX_CHILDREN);
+        snprintf(t->err, sizeof(t->err), "router: %d children (1..%d)", n, TC_ROUTER_MAX_CHILDREN);
         return TC_ERR_ARG;
     }
     rank = children[0]->rank;
     size = children[0]->size;
     for (c = 1; c < n; c++) {
         if (children[c]->rank != rank || children[c]->size != size) {
-            snprintf(t->err, sizeof(t->err), "router: child %d is rank %d of %d, child 0 rank "
-                     "%d of %d", c, children[c]->rank, children[c]->size, rank, size);
+            snprintf(t->err, sizeof(t->err),
+                     "router: child %d is rank %d of %d, child 0 rank "
+                     "%d of %d",
+                     c, children[c]->rank, children[c]->size, rank, size);
             return TC_ERR_ARG;
         }
     }
@@ -142,8 +143,8 @@ tc_status_t tc__router_open(tc_transport_t *t, tc_router_t *impl, tc_transport_t
         if (route != NULL) {
             to = route[p];
             if (to < -1 || to >= n || (to >= 0 && !children[to]->reaches(children[to], p))) {
-                snprintf(t->err, sizeof(t->err), "router: rank %d routed to child %d, which %s",
-                         p, to, to < -1 || to >= n ? "does not exist" : "does not reach it");
+                snprintf(t->err, sizeof(t->err), "router: rank %d routed to child %d, which %s", p,
+                         to, to < -1 || to >= n ? "does not exist" : "does not reach it");
                 free(impl->route);
                 impl->route = NULL;
                 return TC_ERR_ARG;

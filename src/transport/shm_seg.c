@@ -169,8 +169,7 @@ static int open_peer(const seg_info_t *info, char *why, size_t len)
     snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)info->pid, (int)info->fd);
     fd = open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0) {
-        snprintf(why, len, "opening local rank 0's memfd at %s failed: %s", path,
-                 strerror(errno));
+        snprintf(why, len, "opening local rank 0's memfd at %s failed: %s", path, strerror(errno));
     }
     return fd;
 }
@@ -264,8 +263,8 @@ int tc__shm_peer_read(const tc_shm_seg_t *s, int r, void *to, uint64_t from, siz
     return 0;
 }
 
-tc_status_t tc__shm_seg_open(MPI_Comm local, const tc_shm_params_t *p, tc_shm_seg_t *seg,
-                             char *why, size_t len)
+tc_status_t tc__shm_seg_open(MPI_Comm local, const tc_shm_params_t *p, tc_shm_seg_t *seg, char *why,
+                             size_t len)
 {
     const int mode = p->mode, nslots = p->nslots;
     const size_t slot_bytes = p->slot_bytes;
@@ -285,8 +284,8 @@ tc_status_t tc__shm_seg_open(MPI_Comm local, const tc_shm_params_t *p, tc_shm_se
     memset(&info, 0, sizeof(info));
     if (me == 0) {
         if (bytes == 0) {
-            snprintf(info.why, sizeof(info.why), "%d ranks x %d slots x %zu bytes is too large",
-                     n, nslots, slot_bytes);
+            snprintf(info.why, sizeof(info.why), "%d ranks x %d slots x %zu bytes is too large", n,
+                     nslots, slot_bytes);
         } else {
             if (mode != TC_SHM_POSIX) {
                 fd = make_memfd(bytes, info.why, sizeof(info.why));
@@ -380,9 +379,12 @@ err_unlink:
 
 tc_shm_params_t tc__shm_params(const tc_config_t *cfg)
 {
-    tc_shm_params_t p = {cfg->shm, (size_t)cfg->shm_slot_kb * 1024, cfg->shm_slots,
+    tc_shm_params_t p = {cfg->shm,
+                         (size_t)cfg->shm_slot_kb * 1024,
+                         cfg->shm_slots,
                          cfg->shm_fast_bytes > 0 ? cfg->shm_fast_names : 0,
-                         (size_t)cfg->shm_fast_bytes, (size_t)cfg->shm_p2p_cell_kb * 1024};
+                         (size_t)cfg->shm_fast_bytes,
+                         (size_t)cfg->shm_p2p_cell_kb * 1024};
     return p;
 }
 

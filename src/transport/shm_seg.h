@@ -57,7 +57,7 @@ typedef struct {
     /* the direct (single-copy) algorithms: this rank's buffers for the
      * collective its `arrived` names, stored before that flag */
     uint64_t in_addr, out_addr;
-    int32_t pid;           /* written once at setup */
+    int32_t pid; /* written once at setup */
     char pad[TC_SHM_LINE - 2 * sizeof(uint64_t) - sizeof(int32_t)];
 } tc_shm_ctl_t;
 
@@ -68,10 +68,10 @@ typedef struct {
     _Atomic uint64_t seq; /* the use (1, 2, ...) this box holds; 0: none yet */
     int32_t dtype, op;
     uint64_t count;
-    int32_t ndim, fits;   /* fits: the input is in the box (else a description only) */
+    int32_t ndim, fits; /* fits: the input is in the box (else a description only) */
     int64_t shape[TC_MAX_DIMS];
     double prescale, postscale;
-    uint64_t epoch;       /* the poster's joins submitted so far (exec/fast.c) */
+    uint64_t epoch; /* the poster's joins submitted so far (exec/fast.c) */
 } tc_shm_box_t;
 
 #define TC_SHM_BOX_DATA ((sizeof(tc_shm_box_t) + 63) / 64 * 64)
@@ -101,18 +101,18 @@ typedef struct {
 } tc_shm_mbox_t;
 
 typedef struct {
-    char *base;         /* the mapping; NULL when there is no segment */
-    size_t bytes;       /* its length */
-    int n;              /* local ranks */
-    int me;             /* this rank's index among them */
-    int nslots;         /* staging slots per rank */
-    size_t slot_bytes;  /* bytes per slot */
+    char *base;        /* the mapping; NULL when there is no segment */
+    size_t bytes;      /* its length */
+    int n;             /* local ranks */
+    int me;            /* this rank's index among them */
+    int nslots;        /* staging slots per rank */
+    size_t slot_bytes; /* bytes per slot */
     size_t ctl_off, stage_off;
-    int fast_names;     /* ids with boxes */
-    size_t fast_bytes;  /* input bytes a box holds */
-    size_t box_bytes;   /* one box, header and data */
+    int fast_names;    /* ids with boxes */
+    size_t fast_bytes; /* input bytes a box holds */
+    size_t box_bytes;  /* one box, header and data */
     size_t verdict_off, box_off;
-    size_t cell_bytes;  /* one mailbox cell, header and data; 0: no mailboxes */
+    size_t cell_bytes; /* one mailbox cell, header and data; 0: no mailboxes */
     size_t mbox_off, mbox_bytes;
     int pids_visible;   /* every peer's pid exists in this pid namespace */
     int cma;            /* every local rank can read the others' memory with

@@ -14,8 +14,8 @@
  * rank of local must call it, with the same parameters). TC_OK on every
  * local rank, or an error on every one, with why written (the first failing
  * rank's reason) and seg left empty. */
-tc_status_t tc__shm_seg_open(MPI_Comm local, const tc_shm_params_t *p, tc_shm_seg_t *seg,
-                             char *why, size_t len);
+tc_status_t tc__shm_seg_open(MPI_Comm local, const tc_shm_params_t *p, tc_shm_seg_t *seg, char *why,
+                             size_t len);
 
 /* The parameters the knobs give (TCOLL_SHM, _SLOT_KB, _SLOTS, _FAST_BYTES,
  * _FAST_NAMES): what tc_init makes the segment with, and tcoll-info too. */

@@ -25,7 +25,7 @@ void tc__transport_init(tc_transport_t *t, int rank, int size, uint32_t spin,
 
 void tc__transport_close(tc_transport_t *t)
 {
-    void (*close)(tc_transport_t *t) = t->close;
+    void (*close)(tc_transport_t * t) = t->close;
 
     if (close != NULL) {
         t->close = NULL;

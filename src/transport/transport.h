@@ -58,11 +58,11 @@ typedef enum { TC_XFER_SEND, TC_XFER_RECV } tc_xfer_dir_t;
  */
 typedef struct {
     tc_xfer_dir_t dir;
-    int peer;    /* a rank of the group, or -1 */
-    void *buf;   /* a send only reads it */
+    int peer;  /* a rank of the group, or -1 */
+    void *buf; /* a send only reads it */
     size_t bytes;
-    int done;    /* set by post (nothing to do) or by test, never cleared */
-    union {      /* the transport's own, between post and done */
+    int done; /* set by post (nothing to do) or by test, never cleared */
+    union {   /* the transport's own, between post and done */
         max_align_t align;
         unsigned char bytes[TC_XFER_STATE_BYTES];
     } state;
@@ -96,8 +96,8 @@ struct tc_transport {
      * transport (a test harness may wrap it). Sends sbytes from sbuf to rank
      * dst while receiving rbytes into rbuf from rank src; dst or src may be
      * -1 to skip that side, and zero byte counts skip too. */
-    tc_status_t (*sendrecv)(tc_transport_t *t, const void *sbuf, size_t sbytes, int dst,
-                            void *rbuf, size_t rbytes, int src);
+    tc_status_t (*sendrecv)(tc_transport_t *t, const void *sbuf, size_t sbytes, int dst, void *rbuf,
+                            size_t rbytes, int src);
     /* How sendrecv waits: back-off, interrupt hook, lost-peer timeout
      * (wait.h). Open sets back-off only; the owner sets the hooks. */
     tc_wait_policy_t wait;

@@ -36,8 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK_NS 1000000ull    /* how often an idle test looks for gone peers */
-#define GRACE_NS 200000000ull  /* how long a gone peer's abort may take to arrive */
+#define CHECK_NS 1000000ull   /* how often an idle test looks for gone peers */
+#define GRACE_NS 200000000ull /* how long a gone peer's abort may take to arrive */
 
 enum { CELL_EAGER = 1, CELL_DIRECT = 2 };
 
@@ -175,14 +175,17 @@ static int pull_recvs(tc_transport_t *t, int peer)
         cell = tc__shm_cell(seg, m, tail);
         h = (const cell_hdr_t *)(const void *)cell;
         if (h->id != s->id) {
-            fail(t, "shared-memory transport: rank %d sent a message of another process set "
+            fail(t,
+                 "shared-memory transport: rank %d sent a message of another process set "
                  "(id %zu, expected %zu): the ranks run collectives in different orders",
                  peer, h->id, s->id);
             return -1;
         }
         if (h->total != x->bytes) {
-            fail(t, "shared-memory transport: rank %d sent %zu bytes where this rank expects "
-                 "%zu", peer, (size_t)h->total, x->bytes);
+            fail(t,
+                 "shared-memory transport: rank %d sent %zu bytes where this rank expects "
+                 "%zu",
+                 peer, (size_t)h->total, x->bytes);
             return -1;
         }
         if (h->kind == CELL_DIRECT) {
@@ -192,8 +195,10 @@ static int pull_recvs(tc_transport_t *t, int peer)
             xs->off = x->bytes;
         } else if (h->kind != CELL_EAGER || h->off != xs->off || h->len > x->bytes - xs->off ||
                    h->len > seg->cell_bytes - TC_SHM_CELL_HDR) {
-            fail(t, "shared-memory transport: a malformed cell from rank %d (at byte %zu of "
-                 "%zu)", peer, (size_t)h->off, x->bytes);
+            fail(t,
+                 "shared-memory transport: a malformed cell from rank %d (at byte %zu of "
+                 "%zu)",
+                 peer, (size_t)h->off, x->bytes);
             return -1;
         } else {
             memcpy((char *)x->buf + xs->off, cell + TC_SHM_CELL_HDR, h->len);
@@ -229,7 +234,8 @@ static tc_status_t shm_post(tc_transport_t *t, tc_xfer_t *x)
         return TC_ERR_TRANSPORT;
     }
     if (s->broken) {
-        snprintf(t->err, sizeof(t->err), "shared-memory transport: unusable after an abandoned "
+        snprintf(t->err, sizeof(t->err),
+                 "shared-memory transport: unusable after an abandoned "
                  "transfer");
         return TC_ERR_TRANSPORT;
     }
@@ -271,9 +277,10 @@ static tc_status_t check_peers(tc_transport_t *t)
             if (now - s->gone_since < GRACE_NS) {
                 return TC_OK; /* its abort, if it sent one, may still come */
             }
-            snprintf(t->err, sizeof(t->err), "lost rank %d: its process (pid %d) exited while "
-                     "this rank %s it through shared memory", name_of(t, p),
-                     (int)tc__shm_ctl(s->seg, s->local[p])->pid,
+            snprintf(t->err, sizeof(t->err),
+                     "lost rank %d: its process (pid %d) exited while "
+                     "this rank %s it through shared memory",
+                     name_of(t, p), (int)tc__shm_ctl(s->seg, s->local[p])->pid,
                      s->sendq[p] != NULL ? "was sending to" : "was receiving from");
             return TC_ERR_TRANSPORT;
         }
@@ -301,8 +308,10 @@ static tc_status_t shm_test(tc_transport_t *t, tc_xfer_t *const *xs, int n)
                 /* a direct read failed: the sender is gone (lost), or it
                  * failed and let its buffer go (its abort is the reason) */
                 if (!tc__shm_peer_dead(s->seg, s->local[p]) && -2 - r != ESRCH) {
-                    snprintf(t->err, sizeof(t->err), "reading the message of rank %d through "
-                             "shared memory failed: %s", name_of(t, p), strerror(-2 - r));
+                    snprintf(t->err, sizeof(t->err),
+                             "reading the message of rank %d through "
+                             "shared memory failed: %s",
+                             name_of(t, p), strerror(-2 - r));
                     if (s->idle_since == 0) {
                         s->idle_since = tc__now_ns();
                     }
@@ -357,14 +366,17 @@ tc_status_t tc__transport_shm_open(tc_transport_t *t, tc_transport_shm_t *impl,
     memset(impl, 0, sizeof(*impl));
     if (seg == NULL || seg->base == NULL || seg->mbox_bytes == 0 || size < 1 || rank < 0 ||
         rank >= size || local == NULL || local[rank] != seg->me) {
-        snprintf(t->err, sizeof(t->err), "shared-memory transport: no mailboxes, or this rank "
+        snprintf(t->err, sizeof(t->err),
+                 "shared-memory transport: no mailboxes, or this rank "
                  "is not the segment's");
         return TC_ERR_ARG;
     }
     for (p = 0; p < size; p++) {
         if (local[p] < -1 || local[p] >= seg->n) {
-            snprintf(t->err, sizeof(t->err), "shared-memory transport: rank %d has local rank "
-                     "%d of %d", p, local[p], seg->n);
+            snprintf(t->err, sizeof(t->err),
+                     "shared-memory transport: rank %d has local rank "
+                     "%d of %d",
+                     p, local[p], seg->n);
             return TC_ERR_ARG;
         }
     }

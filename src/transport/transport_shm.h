@@ -28,15 +28,15 @@
 
 typedef struct {
     const tc_shm_seg_t *seg;
-    uint32_t id;          /* this transport's id, in every cell it sends */
-    size_t direct_from;   /* messages of at least this many bytes go direct */
-    int *local;           /* [size]: the local rank of each group rank, or -1 */
-    tc_xfer_t **sendq;    /* [size]: posted sends to each peer, in order */
-    tc_xfer_t **recvq;    /* [size]: posted receives from each peer */
-    int broken;           /* a transfer was abandoned: the streams are out of step */
-    uint64_t idle_since;  /* when test last found nothing to do (0: it did something) */
-    uint64_t gone_since;  /* when test first found a peer with transfers gone (0: never) */
-    uint64_t next_check;  /* when to look for gone processes again */
+    uint32_t id;         /* this transport's id, in every cell it sends */
+    size_t direct_from;  /* messages of at least this many bytes go direct */
+    int *local;          /* [size]: the local rank of each group rank, or -1 */
+    tc_xfer_t **sendq;   /* [size]: posted sends to each peer, in order */
+    tc_xfer_t **recvq;   /* [size]: posted receives from each peer */
+    int broken;          /* a transfer was abandoned: the streams are out of step */
+    uint64_t idle_since; /* when test last found nothing to do (0: it did something) */
+    uint64_t gone_since; /* when test first found a peer with transfers gone (0: never) */
+    uint64_t next_check; /* when to look for gone processes again */
 } tc_transport_shm_t;
 
 /*

@@ -15,12 +15,12 @@
 #include <time.h>
 
 typedef struct {
-    uint32_t iter;     /* polls since the last progress */
-    uint32_t spin;     /* polls spent spinning before yielding */
-    uint32_t yield_ns; /* then yield for this long (TCOLL_YIELD_US) */
-    uint64_t yield_end;/* monotonic deadline of the yield phase, 0 before it */
-    uint32_t sleep_ns; /* current sleep length once sleeping */
-    uint32_t max_ns;   /* cap on sleep_ns */
+    uint32_t iter;      /* polls since the last progress */
+    uint32_t spin;      /* polls spent spinning before yielding */
+    uint32_t yield_ns;  /* then yield for this long (TCOLL_YIELD_US) */
+    uint64_t yield_end; /* monotonic deadline of the yield phase, 0 before it */
+    uint32_t sleep_ns;  /* current sleep length once sleeping */
+    uint32_t max_ns;    /* cap on sleep_ns */
 } tc_backoff_t;
 
 void tc__backoff_init(tc_backoff_t *b, uint32_t spin, uint32_t max_us);

@@ -64,28 +64,33 @@ static const knob_t knobs[] = {
      "Log verbosity: error, warn, info, debug or trace.", NULL},
     {"TCOLL_IDLE_POLL_MS", KNOB_INT, OFF(idle_poll_ms), "20", 1, 10000, KNOB_LOCAL,
      "How often (ms) an engine thread with nothing pending wakes to check for "
-     "control messages from other ranks (a remote shutdown).", NULL},
+     "control messages from other ranks (a remote shutdown).",
+     NULL},
     {"TCOLL_SPIN", KNOB_INT, OFF(spin), "0", 0, 1000000, KNOB_LOCAL,
      "Busy polls (with a cpu pause) before a waiting thread starts to yield. 0 "
      "by default: under KVM, pause loops make the hypervisor deschedule the "
      "vCPU, and yielding polls measured faster. A thread that may run on one "
-     "CPU only skips them (the thread it waits for needs that CPU).", NULL},
+     "CPU only skips them (the thread it waits for needs that CPU).",
+     NULL},
     {"TCOLL_YIELD_US", KNOB_INT, OFF(yield_us), "200", 0, 1000000, KNOB_LOCAL,
      "After spinning, a waiting thread polls with sched_yield for this long (us) "
      "before it starts to sleep: the core goes to any runnable thread, yet a "
-     "transfer that completes in microseconds is not slept through.", NULL},
+     "transfer that completes in microseconds is not slept through.",
+     NULL},
     {"TCOLL_BACKOFF_MAX_US", KNOB_INT, OFF(backoff_max_us), "200", 1, 100000, KNOB_LOCAL,
      "Longest sleep (us) between two polls while work is pending; sleeps grow "
      "from 1 us to this cap and reset on progress. After 100 ms without "
-     "progress they may grow to 4 ms (a long wait parks nearly idle).", NULL},
+     "progress they may grow to 4 ms (a long wait parks nearly idle).",
+     NULL},
     {"TCOLL_RING_CHUNK_KB", KNOB_INT, OFF(ring_chunk_kb), "256", 1, 1048576, KNOB_AGREE,
      "Chunk (KiB) in which ring allreduce steps move data, so each chunk is "
-     "reduced while still in cache.", NULL},
-    {"TCOLL_FUSION_THRESHOLD_KB", KNOB_INT, OFF(fusion_threshold_kb), "64", 0, 1048576,
-     KNOB_AGREE,
+     "reduced while still in cache.",
+     NULL},
+    {"TCOLL_FUSION_THRESHOLD_KB", KNOB_INT, OFF(fusion_threshold_kb), "64", 0, 1048576, KNOB_AGREE,
      "Allreduces of at most this many KiB that rank 0 schedules one after "
      "another with the same dtype and op are packed into one buffer and reduced "
-     "as one; 0 turns fusion off.", NULL},
+     "as one; 0 turns fusion off.",
+     NULL},
     {"TCOLL_FUSION_BUFFER_KB", KNOB_INT, OFF(fusion_buffer_kb), "4096", 1, 1048576, KNOB_AGREE,
      "Largest fused group (KiB); the buffer is kept between steps.", NULL},
     {"TCOLL_EAGER_BYTES", KNOB_INT, OFF(eager_bytes), "16384", 0, 65536, KNOB_AGREE,
@@ -97,33 +102,40 @@ static const knob_t knobs[] = {
      "after every rank has it. With TCOLL_DETERMINISTIC=1, float sums, "
      "averages and products ride as every rank's input (combined at the end "
      "in the documented order), so up to this many bytes divided by the "
-     "number of ranks. 0 turns this off.", NULL},
+     "number of ranks. 0 turns this off.",
+     NULL},
     {"TCOLL_CACHE_CAPACITY", KNOB_INT, OFF(cache_capacity), "1024", 0, 1048576, KNOB_AGREE,
      "Names the response cache holds: a name negotiated once is filed on every "
      "rank, and later submissions with the same parameters skip rank 0's "
-     "decision. 0 turns the cache off.", NULL},
+     "decision. 0 turns the cache off.",
+     NULL},
     {"TCOLL_OUTPUT_POOL_MB", KNOB_INT, OFF(output_pool_mb), "256", 0, 1048576, KNOB_LOCAL,
      "Memory (MiB) of freed allgather outputs (1 MiB and up) kept for reuse by "
-     "later allgathers instead of mapping fresh pages; 0 keeps none.", NULL},
+     "later allgathers instead of mapping fresh pages; 0 keeps none.",
+     NULL},
     {"TCOLL_STALL_WARN_S", KNOB_INT, OFF(stall_warn_s), "60", 0, 86400, KNOB_LOCAL,
      "Rank 0 warns when a tensor has been submitted by some ranks but not all "
      "for this many seconds, listing the ranks that have and have not, and "
-     "repeats at this interval while it lasts; 0 turns the warning off.", NULL},
+     "repeats at this interval while it lasts; 0 turns the warning off.",
+     NULL},
     {"TCOLL_STALL_ABORT_S", KNOB_INT, OFF(stall_abort_s), "0", 0, 86400, KNOB_LOCAL,
      "After this many seconds, such a stalled tensor fails on every rank that "
      "submitted it with TC_ERR_TIMEOUT and the same explanation; the engine "
-     "goes on. 0 (the default) never fails a stalled tensor.", NULL},
+     "goes on. 0 (the default) never fails a stalled tensor.",
+     NULL},
     {"TCOLL_PEER_TIMEOUT_S", KNOB_INT, OFF(peer_timeout_s), "60", 1, 86400, KNOB_LOCAL,
      "A rank with work pending that hears nothing from the negotiation for "
      "half this many seconds asks its neighbours in a tree of the ranks "
      "whether they are alive, and the question spreads over the tree; inside "
      "a transfer, a peer that sends nothing this long is asked too. A rank "
      "that does not answer within 2 s is lost: pending requests fail with "
-     "TC_ERR_TRANSPORT naming it.", NULL},
+     "TC_ERR_TRANSPORT naming it.",
+     NULL},
     {"TCOLL_SHUTDOWN_TIMEOUT_S", KNOB_INT, OFF(shutdown_timeout_s), "30", 1, 86400, KNOB_LOCAL,
      "Longest time tc_shutdown waits for the other ranks to finish the "
      "shutdown handshake; after it, tc_shutdown returns TC_ERR_TIMEOUT and "
-     "leaves MPI unfinalized rather than hang.", NULL},
+     "leaves MPI unfinalized rather than hang.",
+     NULL},
     {"TCOLL_TIMELINE", KNOB_STRING, OFF(timeline), "", 0, FIELD_SIZE(timeline), KNOB_LOCAL,
      "Write a Chrome trace (chrome://tracing, Perfetto) of the negotiations "
      "and collectives to this path from tc_init on. With %r in the path (it "
@@ -131,7 +143,8 @@ static const knob_t knobs[] = {
      "without %r the job gets one file, in which each rank is a process row: "
      "every rank keeps its part in a temporary file (in $TMPDIR, else /tmp), "
      "and at tc_shutdown rank 0 gathers the parts over MPI and writes it. "
-     "Empty: no timeline (tc_timeline_start can still start one).", NULL},
+     "Empty: no timeline (tc_timeline_start can still start one).",
+     NULL},
     {"TCOLL_SHM", KNOB_CHOICE, OFF(shm), "auto", 0, 0, KNOB_AGREE,
      "The shared-memory segment of the ranks on one node, for the collectives "
      "inside a node: memfd (an anonymous file the other local ranks open "
@@ -143,10 +156,12 @@ static const knob_t knobs[] = {
     {"TCOLL_SHM_SLOT_KB", KNOB_INT, OFF(shm_slot_kb), "128", 4, 65536, KNOB_AGREE,
      "Size (KiB) of one staging slot in the segment: a shared-memory "
      "allreduce moves a buffer through it in chunks of this size, each local "
-     "rank reducing its share of a chunk while it is in cache.", NULL},
+     "rank reducing its share of a chunk while it is in cache.",
+     NULL},
     {"TCOLL_SHM_SLOTS", KNOB_INT, OFF(shm_slots), "4", 2, 64, KNOB_AGREE,
      "Staging slots per local rank: how many chunks may be in flight at once "
-     "(the segment holds local ranks x slots x slot size).", NULL},
+     "(the segment holds local ranks x slots x slot size).",
+     NULL},
     {"TCOLL_ALLREDUCE_ALGO", KNOB_CHOICE, OFF(allreduce_algo), "auto", 0, 0, KNOB_AGREE,
      "Allreduce algorithm: ring (point to point: through the segment's "
      "mailboxes to ranks of the same node, over MPI to the others), shm (through the "
@@ -168,17 +183,20 @@ static const knob_t knobs[] = {
      "this many KiB (allreduce and reducescatter: the input; allgather: the "
      "output; broadcast: the buffer; alltoall: the largest rank's input) read "
      "the other ranks' buffers directly (cma) instead of going through the "
-     "segment's slots.", NULL},
+     "segment's slots.",
+     NULL},
     {"TCOLL_SHM_FAST_BYTES", KNOB_INT, OFF(shm_fast_bytes), "8192", 0, 1048576, KNOB_AGREE,
      "Allreduces of at most this many bytes, of a name that has run once "
      "(and cached), skip the engine thread inside a node: the calling thread "
      "puts its input in the segment and the waiting thread reduces the "
      "ranks' inputs itself. Only when every rank is on one node, for the "
-     "global process set. 0 turns this off.", NULL},
+     "global process set. 0 turns this off.",
+     NULL},
     {"TCOLL_SHM_FAST_NAMES", KNOB_INT, OFF(shm_fast_names), "256", 0, 65536, KNOB_AGREE,
      "Names that can take that path (the first ones to run; the segment "
      "holds two boxes of TCOLL_SHM_FAST_BYTES per name and local rank: 4 MiB "
-     "per local rank by default); later ones go through the engine.", NULL},
+     "per local rank by default); later ones go through the engine.",
+     NULL},
     {"TCOLL_SHM_P2P_CELL_KB", KNOB_INT, OFF(shm_p2p_cell_kb), "16", 0, 16384, KNOB_AGREE,
      "Size (KiB) of one cell of the segment's point-to-point mailboxes: "
      "every ordered pair of local ranks has a mailbox of 4 cells, through "
@@ -207,7 +225,8 @@ static const knob_t knobs[] = {
      "this many consecutive ranks (the last may hold fewer), and tcoll treats "
      "them as separate nodes: shared memory only inside them, MPI between "
      "them, local_rank and local_size within them. For testing and measuring "
-     "the paths across nodes on one machine; 0: the real nodes.", NULL},
+     "the paths across nodes on one machine; 0: the real nodes.",
+     NULL},
     {"TCOLL_MPI_THREAD", KNOB_CHOICE, OFF(mpi_thread), "funneled", 0, 0, KNOB_LOCAL,
      "The MPI thread level tc_init asks for when it initializes MPI: funneled "
      "(only the engine thread calls MPI) or multiple (MPI_THREAD_MULTIPLE: "
@@ -218,7 +237,8 @@ static const knob_t knobs[] = {
      mpi_thread_choices},
     {"TCOLL_PROXY_CPUS", KNOB_STRING, OFF(proxy_cpus), "", 0, FIELD_SIZE(proxy_cpus), KNOB_LOCAL,
      "CPUs the default proxy init hook binds its thread to (hwloc list syntax, "
-     "e.g. 0-3,8), or NUMA nodes as numa:<nodes>; empty binds nothing.", NULL},
+     "e.g. 0-3,8), or NUMA nodes as numa:<nodes>; empty binds nothing.",
+     NULL},
 };
 #define NKNOBS (sizeof(knobs) / sizeof(knobs[0]))
 
@@ -237,8 +257,7 @@ static const char *choice_list(const knob_t *k)
 
     buf[0] = '\0';
     for (i = 0; k->choices[i] != NULL && used < sizeof(buf); i++) {
-        int n = snprintf(buf + used, sizeof(buf) - used, "%s%s", i > 0 ? "|" : "",
-                         k->choices[i]);
+        int n = snprintf(buf + used, sizeof(buf) - used, "%s%s", i > 0 ? "|" : "", k->choices[i]);
         used += n > 0 ? (size_t)n : 0;
     }
     return buf;
@@ -268,8 +287,8 @@ static int set_knob(tc_config_t *cfg, const knob_t *k, const char *text, char *e
         errno = 0;
         v = strtol(text, &end, 10);
         if (errno != 0 || end == text || *end != '\0' || v < k->min || v > k->max) {
-            snprintf(err, errlen, "%s=\"%s\" is not an integer in %ld..%ld", k->name, text,
-                     k->min, k->max);
+            snprintf(err, errlen, "%s=\"%s\" is not an integer in %ld..%ld", k->name, text, k->min,
+                     k->max);
             return -1;
         }
         *(int *)((char *)cfg + k->offset) = (int)v;
@@ -450,22 +469,17 @@ static void value_text(const tc_config_t *cfg, const knob_t *k, char *buf, size_
     int v;
 
     switch (k->type) {
-    case KNOB_INT:
-        snprintf(buf, len, "%d", KNOB_INT_AT(cfg, k));
-        return;
+    case KNOB_INT: snprintf(buf, len, "%d", KNOB_INT_AT(cfg, k)); return;
     case KNOB_LEVEL:
         v = KNOB_INT_AT(cfg, k);
         snprintf(buf, len, "%s",
-                 v >= 0 && (size_t)v < sizeof(level_names) / sizeof(level_names[0])
-                     ? level_names[v]
-                     : "?");
+                 v >= 0 && (size_t)v < sizeof(level_names) / sizeof(level_names[0]) ? level_names[v]
+                                                                                    : "?");
         return;
     case KNOB_STRING:
         snprintf(buf, len, "%.*s", (int)(k->max - 1), (const char *)cfg + k->offset);
         return;
-    case KNOB_CHOICE:
-        snprintf(buf, len, "%s", choice_name(k, KNOB_INT_AT(cfg, k)));
-        return;
+    case KNOB_CHOICE: snprintf(buf, len, "%s", choice_name(k, KNOB_INT_AT(cfg, k))); return;
     }
     snprintf(buf, len, "?");
 }
@@ -569,7 +583,7 @@ void tc__config_print(FILE *out, const tc_config_t *cfg)
 #define AGREE_RANKS_TEXT 40  /* characters of rank list per value */
 #define AGREE_PART_MAX 384   /* one knob's text: name, 3 values, their ranks */
 #define AGREE_TAIL " (must be the same on every rank)"
-#define AGREE_RESERVE 64     /* room kept for the tail and "; and N more knobs differ" */
+#define AGREE_RESERVE 64 /* room kept for the tail and "; and N more knobs differ" */
 
 /* Appends the formatted text at buf + *used if all of it fits in len bytes
  * (NUL included): 0. Otherwise -1, and buf keeps its old text. */
@@ -638,7 +652,7 @@ static int ranks_with(const int *all, int nranks, size_t slot, int v, char *out,
     size_t used = 0;
     int r = 0, count = 0, cut = 0;
 
-#define AGREE_VAL(rank) (all[(size_t)(rank) * TC_CONFIG_AGREE_MAX + slot])
+#define AGREE_VAL(rank) (all[(size_t)(rank)*TC_CONFIG_AGREE_MAX + slot])
     while (r < nranks) {
         int j = r;
         if (AGREE_VAL(r) != v) {
@@ -651,8 +665,7 @@ static int ranks_with(const int *all, int nranks, size_t slot, int v, char *out,
         count += j - r + 1;
         if (!cut) {
             cut = j == r ? append(list, sizeof(list), &used, "%s%d", used > 0 ? "," : "", r)
-                         : append(list, sizeof(list), &used, "%s%d-%d", used > 0 ? "," : "", r,
-                                  j);
+                         : append(list, sizeof(list), &used, "%s%d-%d", used > 0 ? "," : "", r, j);
         }
         r = j + 1;
     }

@@ -13,40 +13,46 @@
 #include <stdio.h>
 
 typedef struct tc_config {
-    int log_level;        /* TCOLL_LOG_LEVEL */
-    int idle_poll_ms;     /* TCOLL_IDLE_POLL_MS */
-    int spin;             /* TCOLL_SPIN */
-    int backoff_max_us;   /* TCOLL_BACKOFF_MAX_US */
-    int yield_us;         /* TCOLL_YIELD_US */
-    int ring_chunk_kb;    /* TCOLL_RING_CHUNK_KB */
-    int output_pool_mb;   /* TCOLL_OUTPUT_POOL_MB */
+    int log_level;           /* TCOLL_LOG_LEVEL */
+    int idle_poll_ms;        /* TCOLL_IDLE_POLL_MS */
+    int spin;                /* TCOLL_SPIN */
+    int backoff_max_us;      /* TCOLL_BACKOFF_MAX_US */
+    int yield_us;            /* TCOLL_YIELD_US */
+    int ring_chunk_kb;       /* TCOLL_RING_CHUNK_KB */
+    int output_pool_mb;      /* TCOLL_OUTPUT_POOL_MB */
     int fusion_threshold_kb; /* TCOLL_FUSION_THRESHOLD_KB */
-    int fusion_buffer_kb; /* TCOLL_FUSION_BUFFER_KB */
-    int cache_capacity;   /* TCOLL_CACHE_CAPACITY */
-    int eager_bytes;      /* TCOLL_EAGER_BYTES */
-    int stall_warn_s;     /* TCOLL_STALL_WARN_S */
-    int stall_abort_s;    /* TCOLL_STALL_ABORT_S */
-    int peer_timeout_s;   /* TCOLL_PEER_TIMEOUT_S */
-    int shutdown_timeout_s; /* TCOLL_SHUTDOWN_TIMEOUT_S */
-    int shm;              /* TCOLL_SHM: tc_shm_mode_t */
-    int shm_slot_kb;      /* TCOLL_SHM_SLOT_KB */
-    int shm_slots;        /* TCOLL_SHM_SLOTS */
-    int allreduce_algo;   /* TCOLL_ALLREDUCE_ALGO: tc_algo_choice_t */
-    int shm_direct_kb;    /* TCOLL_SHM_DIRECT_KB */
-    int ranks_per_node;   /* TCOLL_RANKS_PER_NODE */
-    int deterministic;    /* TCOLL_DETERMINISTIC */
-    int shm_fast_bytes;   /* TCOLL_SHM_FAST_BYTES */
-    int shm_fast_names;   /* TCOLL_SHM_FAST_NAMES */
-    int shm_p2p_cell_kb;  /* TCOLL_SHM_P2P_CELL_KB */
-    int mpi_thread;       /* TCOLL_MPI_THREAD: 0 funneled, 1 multiple */
-    char timeline[1024];  /* TCOLL_TIMELINE */
-    char proxy_cpus[256]; /* TCOLL_PROXY_CPUS */
+    int fusion_buffer_kb;    /* TCOLL_FUSION_BUFFER_KB */
+    int cache_capacity;      /* TCOLL_CACHE_CAPACITY */
+    int eager_bytes;         /* TCOLL_EAGER_BYTES */
+    int stall_warn_s;        /* TCOLL_STALL_WARN_S */
+    int stall_abort_s;       /* TCOLL_STALL_ABORT_S */
+    int peer_timeout_s;      /* TCOLL_PEER_TIMEOUT_S */
+    int shutdown_timeout_s;  /* TCOLL_SHUTDOWN_TIMEOUT_S */
+    int shm;                 /* TCOLL_SHM: tc_shm_mode_t */
+    int shm_slot_kb;         /* TCOLL_SHM_SLOT_KB */
+    int shm_slots;           /* TCOLL_SHM_SLOTS */
+    int allreduce_algo;      /* TCOLL_ALLREDUCE_ALGO: tc_algo_choice_t */
+    int shm_direct_kb;       /* TCOLL_SHM_DIRECT_KB */
+    int ranks_per_node;      /* TCOLL_RANKS_PER_NODE */
+    int deterministic;       /* TCOLL_DETERMINISTIC */
+    int shm_fast_bytes;      /* TCOLL_SHM_FAST_BYTES */
+    int shm_fast_names;      /* TCOLL_SHM_FAST_NAMES */
+    int shm_p2p_cell_kb;     /* TCOLL_SHM_P2P_CELL_KB */
+    int mpi_thread;          /* TCOLL_MPI_THREAD: 0 funneled, 1 multiple */
+    char timeline[1024];     /* TCOLL_TIMELINE */
+    char proxy_cpus[256];    /* TCOLL_PROXY_CPUS */
 } tc_config_t;
 
 /* TCOLL_SHM's values, in the order of its names in config.c. */
 typedef enum { TC_SHM_AUTO, TC_SHM_MEMFD, TC_SHM_POSIX, TC_SHM_OFF } tc_shm_mode_t;
 /* TCOLL_*_ALGO's values, in the order of their names in config.c. */
-typedef enum { TC_ALGO_AUTO, TC_ALGO_RING, TC_ALGO_SHM, TC_ALGO_CMA, TC_ALGO_HIER } tc_algo_choice_t;
+typedef enum {
+    TC_ALGO_AUTO,
+    TC_ALGO_RING,
+    TC_ALGO_SHM,
+    TC_ALGO_CMA,
+    TC_ALGO_HIER
+} tc_algo_choice_t;
 
 /* Loads the table from the environment on first call (thread-safe); then
  * returns the same values. Logs overrides at info level and warns about
@@ -68,9 +74,9 @@ void tc__config_print(FILE *out, const tc_config_t *cfg);
 /* Where each value came from                                                */
 /* ------------------------------------------------------------------------ */
 
-#define TC_CONFIG_MAX_KNOBS 32       /* room in tc_config_state_t (the table has fewer) */
-#define TC_CONFIG_REJECTED_MAX 256   /* bytes kept of a rejected value, NUL included */
-#define TC_CONFIG_TEXT_MAX 1024      /* any knob's value as text, NUL included */
+#define TC_CONFIG_MAX_KNOBS 32     /* room in tc_config_state_t (the table has fewer) */
+#define TC_CONFIG_REJECTED_MAX 256 /* bytes kept of a rejected value, NUL included */
+#define TC_CONFIG_TEXT_MAX 1024    /* any knob's value as text, NUL included */
 
 typedef enum {
     TC_KNOB_DEFAULT = 0,    /* not set, or set to a rejected value */
@@ -103,20 +109,20 @@ int tc__config_load(tc_config_state_t *st, char *const *env, unsigned flags);
 /* One knob described, for tcoll-info, tests and the fuzzer. */
 typedef struct {
     const char *name;
-    const char *type;                /* "int", "level", "string" or "choice" */
-    char value[TC_CONFIG_TEXT_MAX];  /* the value in effect, as text */
-    long number;                     /* int and level: the value; string: its length */
-    const char *def;                 /* the default, as text */
+    const char *type;               /* "int", "level", "string" or "choice" */
+    char value[TC_CONFIG_TEXT_MAX]; /* the value in effect, as text */
+    long number;                    /* int and level: the value; string: its length */
+    const char *def;                /* the default, as text */
     tc_knob_source_t source;
-    const char *source_name;         /* "default" or "environment" */
-    const char *rejected;            /* NULL, or the rejected text (see rejected_len) */
-    size_t rejected_len;             /* its full length: more than strlen(rejected) when cut */
+    const char *source_name; /* "default" or "environment" */
+    const char *rejected;    /* NULL, or the rejected text (see rejected_len) */
+    size_t rejected_len;     /* its full length: more than strlen(rejected) when cut */
     const char *doc;
-    long min, max;                   /* int: the range; level: 0..4; string: 0..longest */
-    char range[64];                  /* the same as text: "1..10000", "error|warn|...",
+    long min, max;       /* int: the range; level: 0..4; string: 0..longest */
+    char range[64];      /* the same as text: "1..10000", "error|warn|...",
                                         "up to 1023 bytes" */
-    size_t offset, size;             /* where the value lives in tc_config_t */
-    int must_agree;                  /* 1: must be the same on every rank (see below) */
+    size_t offset, size; /* where the value lives in tc_config_t */
+    int must_agree;      /* 1: must be the same on every rank (see below) */
 } tc_knob_desc_t;
 
 size_t tc__config_count(void);
@@ -137,8 +143,9 @@ long tc__config_find(const char *name);
  * every rank's values once (engine/agree.c) and fails on every rank when one
  * differs. These are the pure halves: no MPI. */
 
-#define TC_CONFIG_AGREE_MAX 16       /* slots per rank in the exchanged array */
-#define TC_CONFIG_AGREE_MSG_MAX 440  /* longest message, NUL included: with a
+#define TC_CONFIG_AGREE_MAX 16 /* slots per rank in the exchanged array */
+#define TC_CONFIG_AGREE_MSG_MAX                                                                    \
+    440 /* longest message, NUL included: with a
                                         "tc_init: " prefix it fits tc_last_error */
 
 /* The number of knobs marked "must agree" (at most TC_CONFIG_AGREE_MAX). */

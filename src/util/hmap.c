@@ -134,8 +134,8 @@ void *tc__hmap_remove(tc_hmap_t *m, const char *key, size_t len)
     return val;
 }
 
-void tc__hmap_foreach(const tc_hmap_t *m, void (*fn)(const char *key, size_t len, void *val, void *arg),
-                      void *arg)
+void tc__hmap_foreach(const tc_hmap_t *m,
+                      void (*fn)(const char *key, size_t len, void *val, void *arg), void *arg)
 {
     size_t i;
 

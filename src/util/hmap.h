@@ -34,8 +34,8 @@ int tc__hmap_put(tc_hmap_t *m, const char *key, size_t len, void *val);
 /* Removes key; returns its value or NULL if absent. */
 void *tc__hmap_remove(tc_hmap_t *m, const char *key, size_t len);
 /* Calls fn for every entry (fn must not change the map). */
-void tc__hmap_foreach(const tc_hmap_t *m, void (*fn)(const char *key, size_t len, void *val, void *arg),
-                      void *arg);
+void tc__hmap_foreach(const tc_hmap_t *m,
+                      void (*fn)(const char *key, size_t len, void *val, void *arg), void *arg);
 uint64_t tc__hash_bytes(const void *data, size_t len);
 
 #endif

@@ -26,11 +26,11 @@ extern _Atomic int tc__log_rank;
 void tc__log(int level, const char *subsys, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-#define TC_LOG(level, subsys, ...)                                                   \
-    do {                                                                             \
-        if ((level) <= atomic_load_explicit(&tc__log_level, memory_order_relaxed)) { \
-            tc__log((level), (subsys), __VA_ARGS__);                                 \
-        }                                                                            \
+#define TC_LOG(level, subsys, ...)                                                                 \
+    do {                                                                                           \
+        if ((level) <= atomic_load_explicit(&tc__log_level, memory_order_relaxed)) {               \
+            tc__log((level), (subsys), __VA_ARGS__);                                               \
+        }                                                                                          \
     } while (0)
 
 #define TC_ERROR(subsys, ...) TC_LOG(TC_LOG_ERROR, subsys, __VA_ARGS__)

@@ -11,15 +11,15 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#define TC_STATUS_MAP(X)                                                            \
-    X(TC_OK, "success")                                                             \
-    X(TC_ERR_ARG, "invalid argument")                                               \
-    X(TC_ERR_STATE, "invalid state")                                                \
-    X(TC_ERR_MISMATCH, "ranks disagree on the tensor")                              \
-    X(TC_ERR_DUPLICATE, "name already in flight")                                   \
-    X(TC_ERR_SHUTDOWN, "tcoll was shut down")                                       \
-    X(TC_ERR_TRANSPORT, "transport failure")                                        \
-    X(TC_ERR_NOMEM, "out of memory")                                                \
+#define TC_STATUS_MAP(X)                                                                           \
+    X(TC_OK, "success")                                                                            \
+    X(TC_ERR_ARG, "invalid argument")                                                              \
+    X(TC_ERR_STATE, "invalid state")                                                               \
+    X(TC_ERR_MISMATCH, "ranks disagree on the tensor")                                             \
+    X(TC_ERR_DUPLICATE, "name already in flight")                                                  \
+    X(TC_ERR_SHUTDOWN, "tcoll was shut down")                                                      \
+    X(TC_ERR_TRANSPORT, "transport failure")                                                       \
+    X(TC_ERR_NOMEM, "out of memory")                                                               \
     X(TC_ERR_TIMEOUT, "timed out")
 
 #define TC_STATUS_STR(code, text) [code] = text,
@@ -37,16 +37,16 @@ const char *tc_status_string(tc_status_t status)
     return status_strings[status];
 }
 
-#define TC_DTYPE_MAP(X)                                                             \
-    X(TC_UINT8, "uint8", 1)                                                         \
-    X(TC_INT8, "int8", 1)                                                           \
-    X(TC_INT32, "int32", 4)                                                         \
-    X(TC_INT64, "int64", 8)                                                         \
-    X(TC_FLOAT16, "float16", 2)                                                     \
-    X(TC_BFLOAT16, "bfloat16", 2)                                                   \
-    X(TC_FLOAT32, "float32", 4)                                                     \
-    X(TC_FLOAT64, "float64", 8)                                                     \
-    X(TC_INT16, "int16", 2)                                                         \
+#define TC_DTYPE_MAP(X)                                                                            \
+    X(TC_UINT8, "uint8", 1)                                                                        \
+    X(TC_INT8, "int8", 1)                                                                          \
+    X(TC_INT32, "int32", 4)                                                                        \
+    X(TC_INT64, "int64", 8)                                                                        \
+    X(TC_FLOAT16, "float16", 2)                                                                    \
+    X(TC_BFLOAT16, "bfloat16", 2)                                                                  \
+    X(TC_FLOAT32, "float32", 4)                                                                    \
+    X(TC_FLOAT64, "float64", 8)                                                                    \
+    X(TC_INT16, "int16", 2)                                                                        \
     X(TC_UINT16, "uint16", 2)
 
 #define TC_DTYPE_NAME(code, text, size) [code] = text,

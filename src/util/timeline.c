@@ -59,11 +59,11 @@ typedef struct {
     tl_out_t out;
     char path[PATH_MAX];
     int rank;
-    uint64_t t0_ns;         /* CLOCK_MONOTONIC at the start: ts 0 */
-    int64_t start_unix_ns;  /* CLOCK_REALTIME at the same moment, for merging */
-    tl_rec_t *mine;         /* the buffer the writer formats from */
+    uint64_t t0_ns;        /* CLOCK_MONOTONIC at the start: ts 0 */
+    int64_t start_unix_ns; /* CLOCK_REALTIME at the same moment, for merging */
+    tl_rec_t *mine;        /* the buffer the writer formats from */
     uint32_t tracks_written;
-    int part;               /* encode items into a part (a temporary file), not JSON */
+    int part; /* encode items into a part (a temporary file), not JSON */
 } tl_writer_t;
 
 /* Start and stop, serialized by ctl.mu (held across the join in stop). */
@@ -226,21 +226,27 @@ static FILE *open_part_file(char *msg, size_t len)
     }
     n = snprintf(tmpl, sizeof(tmpl), "%s/tcoll-timeline-XXXXXX", dir);
     if (n < 0 || (size_t)n >= sizeof(tmpl)) {
-        snprintf(msg, len, "TMPDIR (%.256s...) is too long for this rank's part of the job-wide "
-                           "timeline", dir);
+        snprintf(msg, len,
+                 "TMPDIR (%.256s...) is too long for this rank's part of the job-wide "
+                 "timeline",
+                 dir);
         return NULL;
     }
     fd = mkostemp(tmpl, O_CLOEXEC);
     if (fd < 0) {
-        snprintf(msg, len, "cannot create a temporary file in %s for this rank's part of the "
-                           "job-wide timeline: %s", dir, strerror(errno));
+        snprintf(msg, len,
+                 "cannot create a temporary file in %s for this rank's part of the "
+                 "job-wide timeline: %s",
+                 dir, strerror(errno));
         return NULL;
     }
     (void)unlink(tmpl);
     f = fdopen(fd, "w+");
     if (f == NULL) {
-        snprintf(msg, len, "cannot open the temporary file for this rank's part of the job-wide "
-                           "timeline: %s", strerror(errno));
+        snprintf(msg, len,
+                 "cannot open the temporary file for this rank's part of the job-wide "
+                 "timeline: %s",
+                 strerror(errno));
         close(fd);
     }
     return f;
@@ -314,8 +320,8 @@ static tc_status_t tl_start(const char *path, int rank, int part, char *err, siz
     prefault(fill, (size_t)cap * sizeof(*fill));
     prefault(w->mine, (size_t)cap * sizeof(*w->mine));
     if (expand_path(path, rank, w->path, sizeof(w->path)) != 0) {
-        snprintf(msg, sizeof(msg), "the timeline path \"%.256s...\" is longer than %d bytes",
-                 path, PATH_MAX - 1);
+        snprintf(msg, sizeof(msg), "the timeline path \"%.256s...\" is longer than %d bytes", path,
+                 PATH_MAX - 1);
         st = TC_ERR_ARG;
         goto err_free;
     }
@@ -382,8 +388,10 @@ static tc_status_t tl_start(const char *path, int rank, int part, char *err, siz
     atomic_store_explicit(&tc__tl_on, 1, memory_order_relaxed);
     pthread_mutex_unlock(&ctl.mu);
     if (part) {
-        TC_INFO("timeline", "recording this rank's part of the job-wide timeline %s (buffer of "
-                            "%u events); rank 0 writes the file at tc_shutdown", w->path, cap);
+        TC_INFO("timeline",
+                "recording this rank's part of the job-wide timeline %s (buffer of "
+                "%u events); rank 0 writes the file at tc_shutdown",
+                w->path, cap);
     } else {
         TC_INFO("timeline", "writing the timeline to %s (buffer of %u events)", w->path, cap);
     }
@@ -412,24 +420,28 @@ tc_status_t tc__tl_start_part(const char *path, int rank, char *err, size_t errl
 
 /* After the writer of a part has exited: the part, kept for the merge, or
  * an error in err. */
-static tc_status_t keep_part(tl_writer_t *w, const tc_tl_stats_t *stats, char *err,
-                             size_t errlen)
+static tc_status_t keep_part(tl_writer_t *w, const tc_tl_stats_t *stats, char *err, size_t errlen)
 {
     tc_tl_part_t *p;
 
     if (w->out.err != 0) {
-        TC_ERROR("timeline", "writing this rank's part of the job-wide timeline %s to a "
-                             "temporary file failed: %s; the part is lost",
+        TC_ERROR("timeline",
+                 "writing this rank's part of the job-wide timeline %s to a "
+                 "temporary file failed: %s; the part is lost",
                  w->path, strerror(w->out.err));
-        tc__tl_put_err(err, errlen, "writing this rank's part of the job-wide timeline %s to a "
-                                    "temporary file failed: %s", w->path, strerror(w->out.err));
+        tc__tl_put_err(err, errlen,
+                       "writing this rank's part of the job-wide timeline %s to a "
+                       "temporary file failed: %s",
+                       w->path, strerror(w->out.err));
         fclose(w->out.f);
         return TC_ERR_TRANSPORT;
     }
     p = calloc(1, sizeof(*p));
     if (p == NULL) {
-        TC_ERROR("timeline", "out of memory keeping this rank's part of the job-wide timeline "
-                             "%s; the part is lost", w->path);
+        TC_ERROR("timeline",
+                 "out of memory keeping this rank's part of the job-wide timeline "
+                 "%s; the part is lost",
+                 w->path);
         tc__tl_put_err(err, errlen, "out of memory keeping this rank's part of the timeline");
         fclose(w->out.f);
         return TC_ERR_NOMEM;
@@ -505,8 +517,7 @@ static tc_status_t tl_stop(char *err, size_t errlen)
         TC_WARN("timeline",
                 "timeline %s%s: %" PRIu64 " events written, %" PRIu64 " dropped because the "
                 "buffer of %u events was full",
-                w->path, w->part ? " (this rank's part)" : "", stats.written, stats.dropped,
-                cap);
+                w->path, w->part ? " (this rank's part)" : "", stats.written, stats.dropped, cap);
     } else {
         TC_INFO("timeline", "timeline %s%s: %" PRIu64 " events written", w->path,
                 w->part ? " (this rank's part)" : "", stats.written);

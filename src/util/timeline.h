@@ -75,7 +75,10 @@ typedef struct {
     int64_t cycle;    /* negotiation cycle; < 0: omitted */
 } tc_tl_args_t;
 
-#define TC_TL_ARGS_INIT {NULL, NULL, -1, -1, -1, -1, -1, -1, -1}
+#define TC_TL_ARGS_INIT                                                                            \
+    {                                                                                              \
+        NULL, NULL, -1, -1, -1, -1, -1, -1, -1                                                     \
+    }
 
 /*
  * Starts writing this rank's timeline to path, where each "%r" becomes rank
@@ -131,10 +134,10 @@ void tc__tl_begin(int track, const char *name, size_t name_len, const char *cat,
                   const tc_tl_args_t *args);
 void tc__tl_end(int track, const char *name, size_t name_len, const char *cat, uint64_t ts_ns,
                 const tc_tl_args_t *args);
-void tc__tl_complete(int track, const char *name, size_t name_len, const char *cat,
-                     uint64_t ts_ns, uint64_t dur_ns, const tc_tl_args_t *args);
-void tc__tl_instant(int track, const char *name, size_t name_len, const char *cat,
-                    uint64_t ts_ns, const tc_tl_args_t *args);
+void tc__tl_complete(int track, const char *name, size_t name_len, const char *cat, uint64_t ts_ns,
+                     uint64_t dur_ns, const tc_tl_args_t *args);
+void tc__tl_instant(int track, const char *name, size_t name_len, const char *cat, uint64_t ts_ns,
+                    const tc_tl_args_t *args);
 
 /*
  * Parts: one rank's share of a job-wide timeline (the engine's
@@ -168,11 +171,11 @@ typedef struct tc_tl_merge tc_tl_merge_t;
 
 typedef struct {
     int rank;
-    int64_t start_unix_ns; /* CLOCK_REALTIME when recording started */
-    uint64_t end_ns;       /* when it stopped, in ns after the start */
-    uint64_t events;       /* events in the part */
-    uint64_t dropped;      /* events dropped because the buffer was full */
-    uint64_t bytes;        /* the part's size */
+    int64_t start_unix_ns;     /* CLOCK_REALTIME when recording started */
+    uint64_t end_ns;           /* when it stopped, in ns after the start */
+    uint64_t events;           /* events in the part */
+    uint64_t dropped;          /* events dropped because the buffer was full */
+    uint64_t bytes;            /* the part's size */
     char path[TC_TL_PATH_MAX]; /* where the merged file should go */
 } tc_tl_part_info_t;
 

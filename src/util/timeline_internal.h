@@ -37,7 +37,7 @@ typedef struct {
     const char *cat; /* static, or NULL */
     tc_tl_args_t args;
     int32_t track;
-    char ph;           /* 'B', 'E', 'X' or 'i' */
+    char ph; /* 'B', 'E', 'X' or 'i' */
     uint8_t has_args;
     uint8_t has_name;
     uint8_t truncated; /* the name was longer than TC_TL_NAME_MAX */
@@ -64,7 +64,7 @@ typedef struct {
     tl_rec_t *fill;    /* recorders append here */
     uint32_t nfill;
     uint32_t cap;
-    uint32_t batch_min; /* a batching writer is woken at this many records */
+    uint32_t batch_min;  /* a batching writer is woken at this many records */
     tc_hmap_t track_map; /* name -> (void *)(uintptr_t)tid */
     tl_track_t *tracks;  /* TC_TL_MAX_TRACKS slots; [0, ntracks) immutable once published */
     uint32_t ntracks;
@@ -110,7 +110,7 @@ typedef struct {
  * as it fills; a failed write sets o->err and discards the rest). */
 void tc__tl_out_flush(tl_out_t *o);
 void tc__tl_out_mem(tl_out_t *o, const char *p, size_t n); /* n bytes as they are */
-void tc__tl_write_open(tl_out_t *o);                        /* {"traceEvents":[ */
+void tc__tl_write_open(tl_out_t *o);                       /* {"traceEvents":[ */
 /* The process row of rank ("rank N") and its fixed rows. */
 void tc__tl_write_rank_meta(tl_out_t *o, int rank);
 /* The name of row tid of rank: len bytes at name, any bytes. */

@@ -439,8 +439,7 @@ void tc__tl_write_drop_mark(tl_out_t *o, int rank, uint64_t ts_ns, uint64_t base
                             uint64_t dropped)
 {
     out_item(o);
-    out_fmt(o, "\"name\":\"tcoll timeline: %" PRIu64 " events dropped (buffer full)\"",
-            dropped);
+    out_fmt(o, "\"name\":\"tcoll timeline: %" PRIu64 " events dropped (buffer full)\"", dropped);
     out_str(o, ",\"ph\":\"i\",\"s\":\"p\",\"ts\":");
     out_us(o, (int64_t)(ts_ns - base_ns));
     out_fmt(o, ",\"pid\":%d,\"tid\":0,\"args\":{\"dropped\":%" PRIu64 "}}", rank, dropped);

@@ -222,12 +222,12 @@ struct tc_tl_merge {
     int64_t origin_unix_ns;
     /* the open section */
     int open;
-    int bad;                 /* its bytes did not decode: the rest is skipped */
+    int bad; /* its bytes did not decode: the rest is skipped */
     tc_tl_part_info_t info;
-    uint64_t base_ns;        /* "ts" = item ts - base_ns: shifted to the origin */
-    uint64_t events;         /* events of this section written */
-    uint64_t fed;            /* bytes of this section decoded */
-    unsigned char *carry;    /* an item cut between two feeds */
+    uint64_t base_ns;     /* "ts" = item ts - base_ns: shifted to the origin */
+    uint64_t events;      /* events of this section written */
+    uint64_t fed;         /* bytes of this section decoded */
+    unsigned char *carry; /* an item cut between two feeds */
     size_t ncarry, capcarry;
     char cat[256], kind[256], algo[256];
     /* the sections written */
@@ -363,8 +363,8 @@ tc_status_t tc__tl_merge_open(const char *path, int64_t origin_unix_ns, tc_tl_me
         return TC_ERR_NOMEM;
     }
     if (snprintf(m->path, sizeof(m->path), "%s", path) >= (int)sizeof(m->path)) {
-        tc__tl_put_err(err, errlen, "the timeline path \"%.256s...\" is longer than %d bytes",
-                       path, PATH_MAX - 1);
+        tc__tl_put_err(err, errlen, "the timeline path \"%.256s...\" is longer than %d bytes", path,
+                       PATH_MAX - 1);
         goto err_free;
     }
     m->out.f = fopen(path, "we");

@@ -119,9 +119,8 @@ static void record(char ph, int track, const char *name, size_t name_len, const 
     }
     /* Wake the writer only if it sleeps and has a reason to get up: an idle
      * one for the first record, a batching one once half the buffer is used. */
-    if (!tc__tl.hold &&
-        (tc__tl.writer_wait == WAIT_IDLE ||
-         (tc__tl.writer_wait == WAIT_BATCH && tc__tl.nfill >= tc__tl.batch_min))) {
+    if (!tc__tl.hold && (tc__tl.writer_wait == WAIT_IDLE ||
+                         (tc__tl.writer_wait == WAIT_BATCH && tc__tl.nfill >= tc__tl.batch_min))) {
         tc__tl.writer_wait = WAIT_NONE;
         pthread_cond_signal(&tc__tl.cv);
     }
@@ -132,8 +131,7 @@ out:
 void tc__tl_begin(int track, const char *name, size_t name_len, const char *cat, uint64_t ts_ns,
                   const tc_tl_args_t *args)
 {
-    record('B', track, name != NULL ? name : "", name != NULL ? name_len : 0, cat, ts_ns, 0,
-           args);
+    record('B', track, name != NULL ? name : "", name != NULL ? name_len : 0, cat, ts_ns, 0, args);
 }
 
 void tc__tl_end(int track, const char *name, size_t name_len, const char *cat, uint64_t ts_ns,
@@ -142,16 +140,15 @@ void tc__tl_end(int track, const char *name, size_t name_len, const char *cat, u
     record('E', track, name, name != NULL ? name_len : 0, cat, ts_ns, 0, args);
 }
 
-void tc__tl_complete(int track, const char *name, size_t name_len, const char *cat,
-                     uint64_t ts_ns, uint64_t dur_ns, const tc_tl_args_t *args)
+void tc__tl_complete(int track, const char *name, size_t name_len, const char *cat, uint64_t ts_ns,
+                     uint64_t dur_ns, const tc_tl_args_t *args)
 {
     record('X', track, name != NULL ? name : "", name != NULL ? name_len : 0, cat, ts_ns, dur_ns,
            args);
 }
 
-void tc__tl_instant(int track, const char *name, size_t name_len, const char *cat,
-                    uint64_t ts_ns, const tc_tl_args_t *args)
+void tc__tl_instant(int track, const char *name, size_t name_len, const char *cat, uint64_t ts_ns,
+                    const tc_tl_args_t *args)
 {
-    record('i', track, name != NULL ? name : "", name != NULL ? name_len : 0, cat, ts_ns, 0,
-           args);
+    record('i', track, name != NULL ? name : "", name != NULL ? name_len : 0, cat, ts_ns, 0, args);
 }

@@ -97,15 +97,15 @@
  * spellings. The codec needs only the range; everything else about a kind is
  * its descriptor (kind/kind.h), whose table is built from this list.
  */
-#define TC_KIND_MAP(X)      \
-    X(ALLREDUCE, allreduce) \
-    X(ALLGATHER, allgather) \
-    X(BROADCAST, broadcast) \
-    X(BARRIER, barrier)     \
-    X(REDUCESCATTER, reducescatter) \
-    X(ALLTOALL, alltoall)           \
-    X(JOIN, join)                   \
-    X(PROCESS_SET_ADD, process_set_add)\
+#define TC_KIND_MAP(X)                                                                             \
+    X(ALLREDUCE, allreduce)                                                                        \
+    X(ALLGATHER, allgather)                                                                        \
+    X(BROADCAST, broadcast)                                                                        \
+    X(BARRIER, barrier)                                                                            \
+    X(REDUCESCATTER, reducescatter)                                                                \
+    X(ALLTOALL, alltoall)                                                                          \
+    X(JOIN, join)                                                                                  \
+    X(PROCESS_SET_ADD, process_set_add)                                                            \
     X(PROCESS_SET_REMOVE, process_set_remove)
 
 typedef enum {
@@ -150,8 +150,8 @@ typedef struct {
     uint32_t group_size, group_index;
     const char *group_key; /* not NUL-terminated on decode: use group_key_len */
     uint32_t group_key_len;
-    uint32_t pset;       /* the process set (0: every rank) */
-    uint32_t nranks;     /* a list of ranks (a process set's members), or 0 */
+    uint32_t pset;        /* the process set (0: every rank) */
+    uint32_t nranks;      /* a list of ranks (a process set's members), or 0 */
     const int32_t *ranks; /* nranks values, strictly ascending */
 } tc_wire_request_t;
 
@@ -218,8 +218,8 @@ typedef struct {
     /* RUN */
     uint32_t ndim0;
     const int64_t *dim0; /* ndim0 values */
-    uint32_t cache_ref;   /* 0, or 1 + the cache id every rank files this name under */
-    uint8_t has_desc;     /* desc is set */
+    uint32_t cache_ref;  /* 0, or 1 + the cache id every rank files this name under */
+    uint8_t has_desc;    /* desc is set */
     tc_wire_desc_t desc;
     uint8_t has_value; /* value is set */
     int32_t value;
@@ -244,16 +244,16 @@ typedef struct {
     tc_wire_response_t *resps; /* type CYCLE: count entries */
     /* type CYCLE: the cycle record (the encoder refuses round and some on
      * another type, and ignores the other fields there) */
-    uint64_t seq;          /* the cycle's number, from 0 (REQUESTS with SEQ: see wire.h) */
-    uint32_t round;        /* the exchange round within the cycle, 0..TC_WIRE_MAX_ROUND */
-    uint64_t cache_gen;    /* how many cache entries the sender has filed and dropped */
-    uint32_t nready;       /* cached ids every rank of the sender's group has waiting */
-    const uint32_t *ready; /* nready ids, strictly ascending */
-    uint32_t nsome;        /* cached ids some rank of the sender's group has waiting */
-    const uint32_t *some;  /* nsome ids, strictly ascending */
-    uint32_t nstale;       /* cached ids the sender's group found stale (other parameters) */
-    const uint32_t *stale; /* nstale ids, strictly ascending */
-    uint32_t neager;       /* the group's partial results, for ready ids */
+    uint64_t seq;                 /* the cycle's number, from 0 (REQUESTS with SEQ: see wire.h) */
+    uint32_t round;               /* the exchange round within the cycle, 0..TC_WIRE_MAX_ROUND */
+    uint64_t cache_gen;           /* how many cache entries the sender has filed and dropped */
+    uint32_t nready;              /* cached ids every rank of the sender's group has waiting */
+    const uint32_t *ready;        /* nready ids, strictly ascending */
+    uint32_t nsome;               /* cached ids some rank of the sender's group has waiting */
+    const uint32_t *some;         /* nsome ids, strictly ascending */
+    uint32_t nstale;              /* cached ids the sender's group found stale (other parameters) */
+    const uint32_t *stale;        /* nstale ids, strictly ascending */
+    uint32_t neager;              /* the group's partial results, for ready ids */
     const tc_wire_eager_t *eager; /* neager entries, ids strictly ascending */
     /* present when flags & TC_WIRE_F_TERMINATE */
     uint8_t term_status;

@@ -259,7 +259,6 @@ static tc_status_t rd_response(wire_reader_t *rd, wire_arena_t *a, tc_wire_respo
     return TC_OK;
 }
 
-
 /* The eager record: like an id list, each id followed by len and len bytes,
  * copied into the arena (8-aligned, so kernels may read them as any dtype). */
 static tc_status_t rd_eager(wire_reader_t *rd, wire_arena_t *a, tc_wire_msg_t *m)
@@ -359,11 +358,9 @@ static tc_status_t rd_message(wire_reader_t *rd, wire_arena_t *a, tc_wire_msg_t 
         break;
     case TC_WIRE_BYE:
         allowed = TC_WIRE_F_TERMINATE; /* an abort: why the sender stopped */
-        min_entry = 1; /* unused: count must be 0 */
+        min_entry = 1;                 /* unused: count must be 0 */
         break;
-    default:
-        rd->p--;
-        return tc__wire_rd_fail(rd, "unknown message type %u", type);
+    default: rd->p--; return tc__wire_rd_fail(rd, "unknown message type %u", type);
     }
     if ((st = tc__wire_rd_u8(rd, "flags", &flags)) != TC_OK) {
         return st;

@@ -79,8 +79,8 @@ static tc_status_t wr_string(wire_writer_t *w, const char *where, uint32_t i, co
                              const char *s, uint32_t len, uint32_t min_len, uint32_t max_len)
 {
     if (len < min_len || len > max_len) {
-        return enc_fail(where, i, "%s length %" PRIu32 " not in %" PRIu32 "..%" PRIu32, what,
-                        len, min_len, max_len);
+        return enc_fail(where, i, "%s length %" PRIu32 " not in %" PRIu32 "..%" PRIu32, what, len,
+                        min_len, max_len);
     }
     if (len > 0 && s == NULL) {
         return enc_fail(where, i, "%s is NULL with length %" PRIu32, what, len);
@@ -156,14 +156,16 @@ static tc_status_t wr_request(wire_writer_t *w, uint32_t i, const tc_wire_reques
     for (d = 0; d < r->nranks; d++) {
         if (r->ranks[d] < 0 || r->ranks[d] >= TC_WIRE_MAX_RANKS ||
             (d > 0 && r->ranks[d] <= r->ranks[d - 1])) {
-            return enc_fail("request", i, "rank list entry %u (%" PRId32 ") out of order or "
-                            "range", d, r->ranks[d]);
+            return enc_fail("request", i,
+                            "rank list entry %u (%" PRId32 ") out of order or "
+                            "range",
+                            d, r->ranks[d]);
         }
     }
-    wr_u8(w, (uint8_t)((scales ? WIRE_EXTRA_SCALES : 0u) |
-                       (r->group_size > 0 ? WIRE_EXTRA_GROUP : 0u) |
-                       (r->pset > 0 ? WIRE_EXTRA_PSET : 0u) |
-                       (r->nranks > 0 ? WIRE_EXTRA_RANKS : 0u)));
+    wr_u8(
+        w,
+        (uint8_t)((scales ? WIRE_EXTRA_SCALES : 0u) | (r->group_size > 0 ? WIRE_EXTRA_GROUP : 0u) |
+                  (r->pset > 0 ? WIRE_EXTRA_PSET : 0u) | (r->nranks > 0 ? WIRE_EXTRA_RANKS : 0u)));
     if (scales) {
         memcpy(&bits, &r->prescale, sizeof(bits));
         tc__le_put64(f64, bits);
@@ -223,12 +225,10 @@ static tc_status_t wr_response(wire_writer_t *w, uint32_t i, const tc_wire_respo
         if ((st = wr_status(w, "response", i, "error status", r->status)) != TC_OK) {
             return st;
         }
-        return wr_string(w, "response", i, "error text", r->text, r->text_len, 0,
-                         TC_WIRE_MAX_TEXT);
+        return wr_string(w, "response", i, "error text", r->text, r->text_len, 0, TC_WIRE_MAX_TEXT);
     }
     if (r->ndim0 > TC_WIRE_MAX_RANKS) {
-        return enc_fail("response", i, "ndim0 %" PRIu32 " above %d", r->ndim0,
-                        TC_WIRE_MAX_RANKS);
+        return enc_fail("response", i, "ndim0 %" PRIu32 " above %d", r->ndim0, TC_WIRE_MAX_RANKS);
     }
     if (r->ndim0 > 0 && r->dim0 == NULL) {
         return enc_fail("response", i, "dim0 is NULL with ndim0 %" PRIu32, r->ndim0);
@@ -250,8 +250,8 @@ static tc_status_t wr_response(wire_writer_t *w, uint32_t i, const tc_wire_respo
         const tc_wire_desc_t *d = &r->desc;
         if (d->kind >= TC_KIND_COUNT || !tc__dtype_valid(d->dtype) || !tc__op_valid(d->op) ||
             d->ndim > TC_MAX_DIMS) {
-            return enc_fail("response", i, "description: kind %u dtype %u op %u ndim %u",
-                            d->kind, d->dtype, d->op, d->ndim);
+            return enc_fail("response", i, "description: kind %u dtype %u op %u ndim %u", d->kind,
+                            d->dtype, d->op, d->ndim);
         }
         wr_u8(w, d->kind);
         wr_u8(w, d->dtype);
@@ -287,8 +287,8 @@ static tc_status_t wr_ids(wire_writer_t *w, const char *what, const char *count_
     wr_varint(w, n);
     for (j = 0; j < n; j++) {
         if (ids[j] >= TC_WIRE_MAX_CACHE) {
-            return enc_fail(NULL, 0, "%s[%" PRIu32 "] = %" PRIu32 " not below %u", what, j,
-                            ids[j], TC_WIRE_MAX_CACHE);
+            return enc_fail(NULL, 0, "%s[%" PRIu32 "] = %" PRIu32 " not below %u", what, j, ids[j],
+                            TC_WIRE_MAX_CACHE);
         }
         if (j > 0 && ids[j] <= ids[j - 1]) {
             return enc_fail(NULL, 0,
@@ -319,8 +319,10 @@ static tc_status_t wr_eager(wire_writer_t *w, uint32_t n, const tc_wire_eager_t 
                             TC_WIRE_MAX_CACHE);
         }
         if (j > 0 && x->id <= ents[j - 1].id) {
-            return enc_fail("eager input", j, "id %" PRIu32 " not above the previous id %" PRIu32
-                            " (ids must be strictly ascending)", x->id, ents[j - 1].id);
+            return enc_fail("eager input", j,
+                            "id %" PRIu32 " not above the previous id %" PRIu32
+                            " (ids must be strictly ascending)",
+                            x->id, ents[j - 1].id);
         }
         if (x->len == 0 || x->len > TC_WIRE_MAX_EAGER) {
             return enc_fail("eager input", j, "len %" PRIu32 " outside 1..%u", x->len,
@@ -343,17 +345,10 @@ static tc_status_t wr_message(wire_writer_t *w, const tc_wire_msg_t *m)
     tc_status_t st;
 
     switch (m->type) {
-    case TC_WIRE_REQUESTS:
-        allowed = TC_WIRE_F_SHUTDOWN | TC_WIRE_F_SPREAD | TC_WIRE_F_SEQ;
-        break;
-    case TC_WIRE_CYCLE:
-        allowed = TC_WIRE_F_TERMINATE;
-        break;
-    case TC_WIRE_BYE:
-        allowed = TC_WIRE_F_TERMINATE;
-        break;
-    default:
-        return enc_fail(NULL, 0, "unknown message type %u", m->type);
+    case TC_WIRE_REQUESTS: allowed = TC_WIRE_F_SHUTDOWN | TC_WIRE_F_SPREAD | TC_WIRE_F_SEQ; break;
+    case TC_WIRE_CYCLE: allowed = TC_WIRE_F_TERMINATE; break;
+    case TC_WIRE_BYE: allowed = TC_WIRE_F_TERMINATE; break;
+    default: return enc_fail(NULL, 0, "unknown message type %u", m->type);
     }
     if (m->flags & ~allowed) {
         return enc_fail(NULL, 0, "flags 0x%02X not allowed on message type %u (allowed 0x%02X)",
@@ -445,8 +440,8 @@ static tc_status_t buf_reserve(tc_wire_buf_t *buf, size_t n)
     }
     data = realloc(buf->data, cap);
     if (data == NULL) {
-        return tc__set_error(TC_ERR_NOMEM, "wire encode: out of memory growing a buffer to %zu bytes",
-                             cap);
+        return tc__set_error(TC_ERR_NOMEM,
+                             "wire encode: out of memory growing a buffer to %zu bytes", cap);
     }
     buf->data = data;
     buf->cap = cap;

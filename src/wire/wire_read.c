@@ -56,8 +56,7 @@ tc_status_t tc__wire_rd_fail(const wire_reader_t *rd, const char *fmt, ...)
         snprintf(rd->err, rd->errlen, "wire: %s %" PRIu32 ": %s (byte %zu)", rd->entry_what,
                  rd->entry_index, reason, (size_t)(rd->p - rd->start));
     } else {
-        snprintf(rd->err, rd->errlen, "wire: %s (byte %zu)", reason,
-                 (size_t)(rd->p - rd->start));
+        snprintf(rd->err, rd->errlen, "wire: %s (byte %zu)", reason, (size_t)(rd->p - rd->start));
     }
     return TC_ERR_TRANSPORT;
 }

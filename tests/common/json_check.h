@@ -88,7 +88,7 @@ struct jval {
     double num;
     char *str; /* J_STR: decoded UTF-8, NUL-terminated; len bytes */
     size_t len;
-    jval_t *items; /* J_ARR */
+    jval_t *items;      /* J_ARR */
     jmember_t *members; /* J_OBJ */
     size_t n;
 };
@@ -280,9 +280,7 @@ static inline int jparse_string(jparser_t *ps, char **out_p, size_t *len_p)
             put_utf8(out, &len, cp);
             break;
         }
-        default:
-            free(out);
-            return jfail(ps, "unknown escape");
+        default: free(out); return jfail(ps, "unknown escape");
         }
     }
     out[len] = '\0';
@@ -578,8 +576,8 @@ static inline void load_trace_pids(const char *path, int pid_lo, int pid_hi, tra
     size_t len, i;
     char *text = read_all(path, &len);
 
-    CHECK_MSG(jparse(text, len, &t->root, err, sizeof(err)) == 0, "%s is not valid JSON: %s",
-              path, err);
+    CHECK_MSG(jparse(text, len, &t->root, err, sizeof(err)) == 0, "%s is not valid JSON: %s", path,
+              err);
     free(text);
     CHECK(t->root.type == J_OBJ);
     t->events = jget(&t->root, "traceEvents");
@@ -635,8 +633,7 @@ static inline void load_job_trace(const char *path, int nranks, trace_t *t)
 
     load_trace_pids(path, 0, nranks - 1, t);
     job = jget(t->other, "job");
-    CHECK_MSG(job != NULL && job->type == J_BOOL && job->b, "%s: otherData.job is not true",
-              path);
+    CHECK_MSG(job != NULL && job->type == J_BOOL && job->b, "%s: otherData.job is not true", path);
     CHECK_MSG(jget(t->other, "rank") == NULL, "%s: a job-wide trace names a rank", path);
     ranks = jget(t->other, "ranks");
     CHECK_MSG(ranks != NULL && ranks->type == J_ARR && ranks->n <= (size_t)nranks,

@@ -49,7 +49,7 @@ void tc_test_register(tc_case_t *c)
 /* The launcher's rank of this process, -1 when not started by one. */
 static int launcher_rank(void)
 {
-    static const char *vars[] = { "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK" };
+    static const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
         const char *v = getenv(vars[i]);
         if (v != NULL && v[0] != '\0') {

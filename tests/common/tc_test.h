@@ -41,14 +41,13 @@ typedef struct tc_case {
 /* Adds a case to the program's registry (TC_CASE does it before main). */
 void tc_test_register(tc_case_t *c);
 
-#define TC_CASE(name)                                                                   \
-    static void tc_case_fn_##name(void);                                                \
-    static tc_case_t tc_case_##name = { #name, tc_case_fn_##name, __FILE__, __LINE__,   \
-                                        NULL };                                         \
-    __attribute__((constructor)) static void tc_case_register_##name(void)              \
-    {                                                                                   \
-        tc_test_register(&tc_case_##name);                                              \
-    }                                                                                   \
+#define TC_CASE(name)                                                                              \
+    static void tc_case_fn_##name(void);                                                           \
+    static tc_case_t tc_case_##name = {#name, tc_case_fn_##name, __FILE__, __LINE__, NULL};        \
+    __attribute__((constructor)) static void tc_case_register_##name(void)                         \
+    {                                                                                              \
+        tc_test_register(&tc_case_##name);                                                         \
+    }                                                                                              \
     static void tc_case_fn_##name(void)
 
 /* How a program takes its command line. Zero is the usual answer for both. */

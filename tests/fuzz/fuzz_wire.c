@@ -52,8 +52,7 @@ static int same_ids(const uint32_t *a, uint32_t an, const uint32_t *b, uint32_t 
     return an == bn && (an == 0 || memcmp(a, b, an * sizeof(*a)) == 0);
 }
 
-static int same_eager(const tc_wire_eager_t *a, uint32_t an, const tc_wire_eager_t *b,
-                      uint32_t bn)
+static int same_eager(const tc_wire_eager_t *a, uint32_t an, const tc_wire_eager_t *b, uint32_t bn)
 {
     uint32_t j;
 
@@ -94,8 +93,8 @@ static const char *first_difference(const tc_wire_msg_t *a, const tc_wire_msg_t 
     }
     for (i = 0; i < a->count && a->type == TC_WIRE_REQUESTS; i++) {
         const tc_wire_request_t *x = &a->reqs[i], *y = &b->reqs[i];
-        if (x->kind != y->kind || x->dtype != y->dtype || x->op != y->op ||
-            x->root != y->root || x->ndim != y->ndim) {
+        if (x->kind != y->kind || x->dtype != y->dtype || x->op != y->op || x->root != y->root ||
+            x->ndim != y->ndim) {
             return "request fields";
         }
         for (j = 0; j < x->ndim; j++) {
@@ -131,8 +130,7 @@ static const char *first_difference(const tc_wire_msg_t *a, const tc_wire_msg_t 
         if (x->pset != y->pset) {
             return "response process set";
         }
-        if (x->has_desc != y->has_desc || x->has_value != y->has_value ||
-            x->value != y->value) {
+        if (x->has_desc != y->has_desc || x->has_value != y->has_value || x->value != y->value) {
             return "response description or value";
         }
         if (x->has_desc && !same_desc(&x->desc, &y->desc)) {

@@ -89,8 +89,10 @@ int main(int argc, char **argv)
     m = (tc_wire_msg_t){.type = TC_WIRE_BYE};
     rc |= write_msg(argv[1], "bye", &m);
 
-    m = (tc_wire_msg_t){.type = TC_WIRE_BYE, .flags = TC_WIRE_F_TERMINATE,
-                        .term_status = TC_ERR_TRANSPORT, .term_text = "rank 3 lost",
+    m = (tc_wire_msg_t){.type = TC_WIRE_BYE,
+                        .flags = TC_WIRE_F_TERMINATE,
+                        .term_status = TC_ERR_TRANSPORT,
+                        .term_text = "rank 3 lost",
                         .term_text_len = 11};
     rc |= write_msg(argv[1], "bye_abort", &m);
 
@@ -100,8 +102,8 @@ int main(int argc, char **argv)
     m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .flags = TC_WIRE_F_SPREAD};
     rc |= write_msg(argv[1], "probe_spread", &m);
 
-    m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .flags = TC_WIRE_F_SEQ | TC_WIRE_F_SHUTDOWN,
-                        .seq = 129};
+    m = (tc_wire_msg_t){
+        .type = TC_WIRE_REQUESTS, .flags = TC_WIRE_F_SEQ | TC_WIRE_F_SHUTDOWN, .seq = 129};
     rc |= write_msg(argv[1], "requests_seq_shutdown", &m);
 
     /* a rank's part of a round from a group without rank 0 (no responses):
@@ -110,46 +112,83 @@ int main(int argc, char **argv)
      * largest round */
     eager[0] = (tc_wire_eager_t){0, sizeof(one_f32), one_f32};
     eager[1] = (tc_wire_eager_t){130, sizeof(ramp), ramp};
-    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .seq = 300, .round = 3, .cache_gen = 41,
-                        .nready = 4, .ready = ready, .nsome = 2, .some = ready + 4, .nstale = 2,
-                        .stale = stale, .neager = 2, .eager = eager};
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE,
+                        .seq = 300,
+                        .round = 3,
+                        .cache_gen = 41,
+                        .nready = 4,
+                        .ready = ready,
+                        .nsome = 2,
+                        .some = ready + 4,
+                        .nstale = 2,
+                        .stale = stale,
+                        .neager = 2,
+                        .eager = eager};
     rc |= write_msg(argv[1], "cycle_round_some", &m);
-    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .round = TC_WIRE_MAX_ROUND, .nsome = 1,
-                        .some = ready + 6};
+    m = (tc_wire_msg_t){
+        .type = TC_WIRE_CYCLE, .round = TC_WIRE_MAX_ROUND, .nsome = 1, .some = ready + 6};
     rc |= write_msg(argv[1], "cycle_some_only", &m);
 
     memset(reqs, 0, sizeof(reqs));
-    reqs[0] = (tc_wire_request_t){.kind = TC_KIND_ALLREDUCE, .dtype = TC_FLOAT32, .op = TC_SUM,
-                                  .ndim = 2, .shape = {1024, 3}, .name = "layer1.weight.grad",
-                                  .name_len = 18, .scaled = 1, .prescale = 0.125,
-                                  .postscale = -2.0, .group_size = 2, .group_index = 1,
-                                  .group_key = "layer1.bias.grad", .group_key_len = 16};
-    reqs[1] = (tc_wire_request_t){.kind = TC_KIND_ALLGATHER, .dtype = TC_INT64, .op = TC_SUM,
-                                  .ndim = 1, .shape = {17}, .name = "ids", .name_len = 3};
-    reqs[2] = (tc_wire_request_t){.kind = TC_KIND_BROADCAST, .dtype = TC_BFLOAT16, .op = TC_SUM,
-                                  .root = 3, .ndim = 0, .name = "p", .name_len = 1};
-    reqs[3] = (tc_wire_request_t){.kind = TC_KIND_ALLREDUCE, .dtype = TC_FLOAT16, .op = TC_MAX,
-                                  .root = INT32_MIN, .ndim = TC_MAX_DIMS,
+    reqs[0] = (tc_wire_request_t){.kind = TC_KIND_ALLREDUCE,
+                                  .dtype = TC_FLOAT32,
+                                  .op = TC_SUM,
+                                  .ndim = 2,
+                                  .shape = {1024, 3},
+                                  .name = "layer1.weight.grad",
+                                  .name_len = 18,
+                                  .scaled = 1,
+                                  .prescale = 0.125,
+                                  .postscale = -2.0,
+                                  .group_size = 2,
+                                  .group_index = 1,
+                                  .group_key = "layer1.bias.grad",
+                                  .group_key_len = 16};
+    reqs[1] = (tc_wire_request_t){.kind = TC_KIND_ALLGATHER,
+                                  .dtype = TC_INT64,
+                                  .op = TC_SUM,
+                                  .ndim = 1,
+                                  .shape = {17},
+                                  .name = "ids",
+                                  .name_len = 3};
+    reqs[2] = (tc_wire_request_t){.kind = TC_KIND_BROADCAST,
+                                  .dtype = TC_BFLOAT16,
+                                  .op = TC_SUM,
+                                  .root = 3,
+                                  .ndim = 0,
+                                  .name = "p",
+                                  .name_len = 1};
+    reqs[3] = (tc_wire_request_t){.kind = TC_KIND_ALLREDUCE,
+                                  .dtype = TC_FLOAT16,
+                                  .op = TC_MAX,
+                                  .root = INT32_MIN,
+                                  .ndim = TC_MAX_DIMS,
                                   .shape = {INT64_MAX, 0, 1, 128, 16384, 2, 3, 4},
-                                  .name = name_ff, .name_len = sizeof(name_ff)};
+                                  .name = name_ff,
+                                  .name_len = sizeof(name_ff)};
     m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .count = 3, .reqs = reqs};
     rc |= write_msg(argv[1], "requests_three", &m);
-    m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .flags = TC_WIRE_F_SHUTDOWN, .count = 1,
-                        .reqs = &reqs[3]};
+    m = (tc_wire_msg_t){
+        .type = TC_WIRE_REQUESTS, .flags = TC_WIRE_F_SHUTDOWN, .count = 1, .reqs = &reqs[3]};
     rc |= write_msg(argv[1], "requests_extremes_shutdown", &m);
 
     memset(resps, 0, sizeof(resps));
-    resps[0] = (tc_wire_response_t){.rtype = TC_WIRE_RUN, .name = "layer1.weight.grad",
-                                    .name_len = 18, .cache_ref = 1};
-    resps[1] = (tc_wire_response_t){.rtype = TC_WIRE_RUN, .name = "ids", .name_len = 3,
-                                    .ndim0 = sizeof(rows) / sizeof(rows[0]), .dim0 = rows,
+    resps[0] = (tc_wire_response_t){
+        .rtype = TC_WIRE_RUN, .name = "layer1.weight.grad", .name_len = 18, .cache_ref = 1};
+    resps[1] = (tc_wire_response_t){.rtype = TC_WIRE_RUN,
+                                    .name = "ids",
+                                    .name_len = 3,
+                                    .ndim0 = sizeof(rows) / sizeof(rows[0]),
+                                    .dim0 = rows,
                                     .cache_ref = TC_WIRE_MAX_CACHE};
-    resps[2] = (tc_wire_response_t){.rtype = TC_WIRE_ERROR, .name = "p", .name_len = 1,
+    resps[2] = (tc_wire_response_t){.rtype = TC_WIRE_ERROR,
+                                    .name = "p",
+                                    .name_len = 1,
                                     .status = TC_ERR_MISMATCH,
                                     .text = "rank 1: shape [3] vs rank 0: shape [4]",
                                     .text_len = 38};
-    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .count = 3, .resps = resps, .seq = 41,
-                        .cache_gen = 2};
+    m = (tc_wire_msg_t){
+        .type = TC_WIRE_CYCLE, .count = 3, .resps = resps, .seq = 41, .cache_gen = 2};
     rc |= write_msg(argv[1], "cycle_run_error", &m);
     m.seq = 300;
     m.round = 1;
@@ -166,13 +205,18 @@ int main(int argc, char **argv)
     m.term_text_len = 25;
     rc |= write_msg(argv[1], "cycle_ids_terminate", &m);
     /* a message from a group without rank 0: no responses, only ids */
-    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .seq = UINT64_MAX, .round = TC_WIRE_MAX_ROUND,
-                        .cache_gen = UINT64_MAX, .nready = sizeof(ready) / sizeof(ready[0]),
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE,
+                        .seq = UINT64_MAX,
+                        .round = TC_WIRE_MAX_ROUND,
+                        .cache_gen = UINT64_MAX,
+                        .nready = sizeof(ready) / sizeof(ready[0]),
                         .ready = ready};
     rc |= write_msg(argv[1], "cycle_ids_only", &m);
     m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE};
     rc |= write_msg(argv[1], "cycle_empty", &m);
-    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .flags = TC_WIRE_F_TERMINATE, .seq = 7,
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE,
+                        .flags = TC_WIRE_F_TERMINATE,
+                        .seq = 7,
                         .term_status = TC_ERR_TRANSPORT};
     rc |= write_msg(argv[1], "cycle_terminate_only", &m);
     /* a message with the partial results of its group's ready small
@@ -182,34 +226,67 @@ int main(int argc, char **argv)
     eager[1] = (tc_wire_eager_t){2, sizeof(mixed), mixed};
     eager[2] = (tc_wire_eager_t){130, sizeof(ramp), ramp};
     eager[3] = (tc_wire_eager_t){TC_WIRE_MAX_CACHE - 1, sizeof(last), last};
-    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .flags = TC_WIRE_F_TERMINATE, .count = 1,
-                        .resps = resps, .seq = 1000, .round = 10, .cache_gen = 5,
-                        .nready = sizeof(ready) / sizeof(ready[0]), .ready = ready,
-                        .nsome = 3, .some = ready + 3,
-                        .nstale = sizeof(stale) / sizeof(stale[0]), .stale = stale,
-                        .neager = 4, .eager = eager, .term_status = TC_ERR_SHUTDOWN,
-                        .term_text = "x", .term_text_len = 1};
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE,
+                        .flags = TC_WIRE_F_TERMINATE,
+                        .count = 1,
+                        .resps = resps,
+                        .seq = 1000,
+                        .round = 10,
+                        .cache_gen = 5,
+                        .nready = sizeof(ready) / sizeof(ready[0]),
+                        .ready = ready,
+                        .nsome = 3,
+                        .some = ready + 3,
+                        .nstale = sizeof(stale) / sizeof(stale[0]),
+                        .stale = stale,
+                        .neager = 4,
+                        .eager = eager,
+                        .term_status = TC_ERR_SHUTDOWN,
+                        .term_text = "x",
+                        .term_text_len = 1};
     rc |= write_msg(argv[1], "cycle_eager", &m);
 
     /* requests in process sets: an allreduce in set 3 with its members, a
      * join in the largest set with one member (the largest rank), and a
      * grouped, scaled allreduce in set 128 (a 2-byte varint) */
     memset(reqs, 0, sizeof(reqs));
-    reqs[0] = (tc_wire_request_t){.kind = TC_KIND_ALLREDUCE, .dtype = TC_FLOAT32, .op = TC_SUM,
-                                  .ndim = 1, .shape = {4096}, .name = "ps.grad", .name_len = 7,
-                                  .pset = 3, .nranks = sizeof(members) / sizeof(members[0]),
+    reqs[0] = (tc_wire_request_t){.kind = TC_KIND_ALLREDUCE,
+                                  .dtype = TC_FLOAT32,
+                                  .op = TC_SUM,
+                                  .ndim = 1,
+                                  .shape = {4096},
+                                  .name = "ps.grad",
+                                  .name_len = 7,
+                                  .pset = 3,
+                                  .nranks = sizeof(members) / sizeof(members[0]),
                                   .ranks = members};
-    reqs[1] = (tc_wire_request_t){.kind = TC_KIND_JOIN, .dtype = TC_INT32, .op = TC_SUM,
-                                  .name = "tcoll/join/0", .name_len = 12,
-                                  .pset = TC_WIRE_MAX_PSET, .nranks = 1, .ranks = members + 5};
-    reqs[2] = (tc_wire_request_t){.kind = TC_KIND_ALLREDUCE, .dtype = TC_BFLOAT16,
-                                  .op = TC_AVG, .ndim = 2, .shape = {128, 3}, .name = "g.b",
-                                  .name_len = 3, .scaled = 1, .prescale = 0.5,
-                                  .postscale = 4.0, .group_size = 2, .group_index = 1,
-                                  .group_key = "g.a", .group_key_len = 3, .pset = 128,
-                                  .nranks = 2, .ranks = members + 1};
-    m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .flags = TC_WIRE_F_SEQ, .count = 3,
-                        .reqs = reqs, .seq = 12};
+    reqs[1] = (tc_wire_request_t){.kind = TC_KIND_JOIN,
+                                  .dtype = TC_INT32,
+                                  .op = TC_SUM,
+                                  .name = "tcoll/join/0",
+                                  .name_len = 12,
+                                  .pset = TC_WIRE_MAX_PSET,
+                                  .nranks = 1,
+                                  .ranks = members + 5};
+    reqs[2] = (tc_wire_request_t){.kind = TC_KIND_ALLREDUCE,
+                                  .dtype = TC_BFLOAT16,
+                                  .op = TC_AVG,
+                                  .ndim = 2,
+                                  .shape = {128, 3},
+                                  .name = "g.b",
+                                  .name_len = 3,
+                                  .scaled = 1,
+                                  .prescale = 0.5,
+                                  .postscale = 4.0,
+                                  .group_size = 2,
+                                  .group_index = 1,
+                                  .group_key = "g.a",
+                                  .group_key_len = 3,
+                                  .pset = 128,
+                                  .nranks = 2,
+                                  .ranks = members + 1};
+    m = (tc_wire_msg_t){
+        .type = TC_WIRE_REQUESTS, .flags = TC_WIRE_F_SEQ, .count = 3, .reqs = reqs, .seq = 12};
     rc |= write_msg(argv[1], "requests_pset_ranks", &m);
 
     /* rank 0's answers while ranks have joined: an allreduce they run from
@@ -217,31 +294,55 @@ int main(int argc, char **argv)
      * last, and an allgather that cannot run without the joined ranks (in
      * set 1); then a RUN with every rflags bit, at the ends of the ranges */
     memset(resps, 0, sizeof(resps));
-    resps[0] = (tc_wire_response_t){.rtype = TC_WIRE_RUN, .name = "ps.grad", .name_len = 7,
-                                    .pset = 3, .has_desc = 1,
-                                    .desc = {.kind = TC_KIND_ALLREDUCE, .dtype = TC_FLOAT32,
-                                             .op = TC_SUM, .ndim = 1, .shape = {4096}}};
-    resps[1] = (tc_wire_response_t){.rtype = TC_WIRE_RUN, .name = "tcoll/join/0",
-                                    .name_len = 12, .has_value = 1, .value = 3};
-    resps[2] = (tc_wire_response_t){.rtype = TC_WIRE_ERROR, .name = "ids", .name_len = 3,
-                                    .pset = 1, .status = TC_ERR_STATE,
+    resps[0] = (tc_wire_response_t){.rtype = TC_WIRE_RUN,
+                                    .name = "ps.grad",
+                                    .name_len = 7,
+                                    .pset = 3,
+                                    .has_desc = 1,
+                                    .desc = {.kind = TC_KIND_ALLREDUCE,
+                                             .dtype = TC_FLOAT32,
+                                             .op = TC_SUM,
+                                             .ndim = 1,
+                                             .shape = {4096}}};
+    resps[1] = (tc_wire_response_t){
+        .rtype = TC_WIRE_RUN, .name = "tcoll/join/0", .name_len = 12, .has_value = 1, .value = 3};
+    resps[2] = (tc_wire_response_t){.rtype = TC_WIRE_ERROR,
+                                    .name = "ids",
+                                    .name_len = 3,
+                                    .pset = 1,
+                                    .status = TC_ERR_STATE,
                                     .text = "tensor 'ids': allgather cannot run while rank 2 "
                                             "has joined (tc_join)",
                                     .text_len = 68};
-    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .count = 3, .resps = resps, .seq = 13,
-                        .cache_gen = 3};
+    m = (tc_wire_msg_t){
+        .type = TC_WIRE_CYCLE, .count = 3, .resps = resps, .seq = 13, .cache_gen = 3};
     rc |= write_msg(argv[1], "cycle_join", &m);
-    resps[0] = (tc_wire_response_t){.rtype = TC_WIRE_RUN, .name = name_ff,
-                                    .name_len = sizeof(name_ff), .pset = TC_WIRE_MAX_PSET,
-                                    .ndim0 = sizeof(rows) / sizeof(rows[0]), .dim0 = rows,
-                                    .cache_ref = TC_WIRE_MAX_CACHE, .has_desc = 1,
-                                    .desc = {.kind = TC_KIND_ALLGATHER, .dtype = TC_UINT16,
-                                             .op = TC_PROD, .ndim = TC_MAX_DIMS,
+    resps[0] = (tc_wire_response_t){.rtype = TC_WIRE_RUN,
+                                    .name = name_ff,
+                                    .name_len = sizeof(name_ff),
+                                    .pset = TC_WIRE_MAX_PSET,
+                                    .ndim0 = sizeof(rows) / sizeof(rows[0]),
+                                    .dim0 = rows,
+                                    .cache_ref = TC_WIRE_MAX_CACHE,
+                                    .has_desc = 1,
+                                    .desc = {.kind = TC_KIND_ALLGATHER,
+                                             .dtype = TC_UINT16,
+                                             .op = TC_PROD,
+                                             .ndim = TC_MAX_DIMS,
                                              .shape = {INT64_MAX, 0, 1, 127, 128, 16384, 2, 3}},
-                                    .has_value = 1, .value = INT32_MIN};
-    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .flags = TC_WIRE_F_TERMINATE, .count = 1,
-                        .resps = resps, .seq = 14, .round = 2, .nready = 1, .ready = ready,
-                        .term_status = TC_ERR_SHUTDOWN, .term_text = "x", .term_text_len = 1};
+                                    .has_value = 1,
+                                    .value = INT32_MIN};
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE,
+                        .flags = TC_WIRE_F_TERMINATE,
+                        .count = 1,
+                        .resps = resps,
+                        .seq = 14,
+                        .round = 2,
+                        .nready = 1,
+                        .ready = ready,
+                        .term_status = TC_ERR_SHUTDOWN,
+                        .term_text = "x",
+                        .term_text_len = 1};
     rc |= write_msg(argv[1], "cycle_run_extremes", &m);
     return rc;
 }

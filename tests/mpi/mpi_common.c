@@ -32,7 +32,7 @@ static void check_same_cases(int tcoll_up)
 {
     uint64_t mine = tc_test_selection_hash(), root = mine;
     if (tcoll_up) {
-        tc_tensor_t t = { &root, TC_INT64, 0, { 0 } };
+        tc_tensor_t t = {&root, TC_INT64, 0, {0}};
         tc_request_t *req = NULL;
         CHECK_OK(tc_broadcast("tt/cases", &t, 0, &req));
         tc_status_t st = tc_wait(req);
@@ -55,9 +55,9 @@ static void check_same_cases(int tcoll_up)
  */
 static void verdict(int tcoll_up, int ran)
 {
-    int64_t mine[2] = { 1, ran }, sum[2] = { 0, 0 };
+    int64_t mine[2] = {1, ran}, sum[2] = {0, 0};
     if (tcoll_up) {
-        tc_tensor_t t = { mine, TC_INT64, 1, { 2 } };
+        tc_tensor_t t = {mine, TC_INT64, 1, {2}};
         tc_request_t *req = NULL;
         CHECK_OK(tc_allreduce("tt/verdict", &t, sum, TC_SUM, &req));
         tc_status_t st = tc_wait(req);
@@ -77,15 +77,17 @@ static void verdict(int tcoll_up, int ran)
 
 int tt_mpi_main(int argc, char **argv, const tt_program_t *prog)
 {
-    tc_test_opts_t opts = { prog->args, prog->one_case_per_run || prog->case_ends_tcoll };
+    tc_test_opts_t opts = {prog->args, prog->one_case_per_run || prog->case_ends_tcoll};
     int tcoll_up = 0, ran;
     double t0;
 
     tc_test_parse(argc, argv, &opts);
     if (opts.one_case_per_run && tc_test_nselected() != 1) {
         if (tc_test_prints()) {
-            fprintf(stderr, "%s: each case needs a run of its own: name one with --case "
-                    "(--list shows them)\n", tc_test_prog());
+            fprintf(stderr,
+                    "%s: each case needs a run of its own: name one with --case "
+                    "(--list shows them)\n",
+                    tc_test_prog());
         }
         return 2;
     }
@@ -154,7 +156,7 @@ static void batch_thread(int ti, void *arg)
 {
     const batch_run_t *run = (const batch_run_t *)arg;
     const tt_batch_t *b = run->b;
-    tt_rng_t rng = { tt_key(b->pause_seed, (uint64_t)tt_rank, (uint64_t)ti) };
+    tt_rng_t rng = {tt_key(b->pause_seed, (uint64_t)tt_rank, (uint64_t)ti)};
     int *mine = tt_xmalloc(sizeof(int) * (size_t)b->ntasks);
     int n = 0;
 
@@ -176,8 +178,8 @@ static void batch_thread(int ti, void *arg)
 void tt_run_batch(const tt_batch_t *b)
 {
     int *order = tt_xmalloc(sizeof(int) * (size_t)(b->ntasks > 0 ? b->ntasks : 1));
-    tt_rng_t rng = { b->order_seed };
-    batch_run_t run = { b, order };
+    tt_rng_t rng = {b->order_seed};
+    batch_run_t run = {b, order};
 
     CHECK(b->nthreads >= 1);
     for (int i = 0; i < b->ntasks; i++) {

@@ -40,34 +40,34 @@
  * "at once, with no request" must leave it in *req_p. */
 #define TT_SENTINEL ((tc_request_t *)(uintptr_t)0x5e5e5e50u)
 
-#define CHECK_LAST_ERROR_SET()                                                          \
-    do {                                                                                \
-        const char *tt_le_ = tc_last_error();                                           \
-        CHECK_MSG(tt_le_ != NULL && tt_le_[0] != '\0',                                  \
-                  "tc_last_error() is empty after a failed call");                      \
+#define CHECK_LAST_ERROR_SET()                                                                     \
+    do {                                                                                           \
+        const char *tt_le_ = tc_last_error();                                                      \
+        CHECK_MSG(tt_le_ != NULL && tt_le_[0] != '\0',                                             \
+                  "tc_last_error() is empty after a failed call");                                 \
     } while (0)
 
 /* The call (which writes through &req) fails with want at once: no request,
  * *req_p untouched, and a message for this thread. `req` must be in scope. */
-#define EXPECT_IMMEDIATE(want, call)                                                    \
-    do {                                                                                \
-        req = TT_SENTINEL;                                                              \
-        CHECK_STATUS(call, want);                                                       \
-        CHECK_MSG(req == TT_SENTINEL, "%s changed *req_p on failure", #call);            \
-        CHECK_LAST_ERROR_SET();                                                         \
+#define EXPECT_IMMEDIATE(want, call)                                                               \
+    do {                                                                                           \
+        req = TT_SENTINEL;                                                                         \
+        CHECK_STATUS(call, want);                                                                  \
+        CHECK_MSG(req == TT_SENTINEL, "%s changed *req_p on failure", #call);                      \
+        CHECK_LAST_ERROR_SET();                                                                    \
     } while (0)
 
 static inline tc_dtype_t tt_dtype(int i)
 {
-    static const tc_dtype_t all[TT_NDTYPES] = { TC_UINT8,   TC_INT8,     TC_INT32,   TC_INT64,
-                                                TC_FLOAT16, TC_BFLOAT16, TC_FLOAT32, TC_FLOAT64,
-                                                TC_INT16,   TC_UINT16 };
+    static const tc_dtype_t all[TT_NDTYPES] = {TC_UINT8,   TC_INT8,     TC_INT32,   TC_INT64,
+                                               TC_FLOAT16, TC_BFLOAT16, TC_FLOAT32, TC_FLOAT64,
+                                               TC_INT16,   TC_UINT16};
     return all[i];
 }
 
 static inline tc_op_t tt_op(int i)
 {
-    static const tc_op_t all[TT_NOPS] = { TC_SUM, TC_AVG, TC_MIN, TC_MAX, TC_PROD };
+    static const tc_op_t all[TT_NOPS] = {TC_SUM, TC_AVG, TC_MIN, TC_MAX, TC_PROD};
     return all[i];
 }
 
@@ -147,12 +147,12 @@ static inline uint16_t tt_f32_to_f16(float f)
     if (ax >= 0x7f800000u) { /* inf or NaN */
         return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0u));
     }
-    int e = (int)(ax >> 23);     /* biased binary32 exponent */
-    if (e == 0) {                /* zero or binary32 subnormal: far below binary16 */
+    int e = (int)(ax >> 23); /* biased binary32 exponent */
+    if (e == 0) {            /* zero or binary32 subnormal: far below binary16 */
         return sign;
     }
     uint32_t m = (ax & 0x7fffffu) | 0x800000u;
-    int he = e - 127 + 15;       /* biased binary16 exponent */
+    int he = e - 127 + 15; /* biased binary16 exponent */
     if (he >= 31) {
         return (uint16_t)(sign | 0x7c00u);
     }
@@ -397,7 +397,7 @@ static inline int64_t tt_value(tc_dtype_t dt, tc_op_t op, uint64_t salt, int ran
         return (int64_t)h;
     }
     if (op == TC_PROD) {
-        static const int64_t v[5] = { 1, 2, -1, -2, 3 };
+        static const int64_t v[5] = {1, 2, -1, -2, 3};
         return v[h % 5];
     }
     int sum = (op == TC_SUM || op == TC_AVG);
@@ -523,7 +523,7 @@ static inline void tt_shuffle(int *a, int n, tt_rng_t *rng)
 
 static inline void tt_sleep_ms(long ms)
 {
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
 }
@@ -549,8 +549,8 @@ typedef enum { TT_ALLREDUCE, TT_ALLGATHER, TT_BROADCAST } tt_kind_t;
 typedef struct {
     tt_kind_t kind;
     tc_dtype_t dt;
-    tc_op_t op;  /* allreduce */
-    int root;    /* broadcast */
+    tc_op_t op; /* allreduce */
+    int root;   /* broadcast */
     int ndim;
     int64_t shape[TC_MAX_DIMS];
 } tt_params_t;
@@ -659,18 +659,17 @@ static inline void tt_run_threads(int n, void (*fn)(int, void *), void *arg)
 static inline void tt_final_barrier(void)
 {
     int32_t one = 1, sum = 0;
-    tc_tensor_t t = { &one, TC_INT32, 0, { 0 } };
+    tc_tensor_t t = {&one, TC_INT32, 0, {0}};
     tc_request_t *req = NULL;
     CHECK_OK(tc_allreduce("tt/final-barrier", &t, &sum, TC_SUM, &req));
     tc_status_t st = tc_wait(req);
-    CHECK_MSG(st == TC_OK || st == TC_ERR_SHUTDOWN, "final barrier: %s (%s)",
-              tc_status_string(st), tc_request_error(req));
+    CHECK_MSG(st == TC_OK || st == TC_ERR_SHUTDOWN, "final barrier: %s (%s)", tc_status_string(st),
+              tc_request_error(req));
     if (st == TC_OK) {
         CHECK_EQ(sum, tc_size());
     }
     tc_request_free(req);
 }
-
 
 /* ---- the program skeleton (mpi_common.c) ---------------------------------- */
 
@@ -734,10 +733,10 @@ void tt_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  */
 typedef struct {
     int ntasks;
-    int nthreads;              /* 1..16 */
-    uint64_t order_seed;       /* state of the tt_rng_t that shuffles this rank's order */
+    int nthreads;        /* 1..16 */
+    uint64_t order_seed; /* state of the tt_rng_t that shuffles this rank's order */
     int complete_in_reverse;
-    int pause_one_in;          /* 0: never pause */
+    int pause_one_in; /* 0: never pause */
     uint64_t pause_seed;
     void (*submit)(int task, void *arg);
     void (*complete)(int task, void *arg);

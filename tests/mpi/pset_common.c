@@ -87,8 +87,8 @@ pset_t add_set_nosync(const int *list, int n)
         if (!member[r]) {
             continue;
         }
-        CHECK_MSG(s.ranks[k] == r, "process set %d: ranks[%d] is %d, want %d", s.id, k,
-                  s.ranks[k], r);
+        CHECK_MSG(s.ranks[k] == r, "process set %d: ranks[%d] is %d, want %d", s.id, k, s.ranks[k],
+                  r);
         if (r == tt_rank) {
             s.me = k;
         }
@@ -169,8 +169,9 @@ void ar_check(const pset_t *s, ar_t *a)
         tt_store_real(a->dt, want, 0, acc);
         if (memcmp(a->recv + (size_t)i * es, want, es) != 0) {
             TC_CHECK_FAIL("'%s' (%s %s) in process set %d of %d ranks: element %lld is %.17g, "
-                          "want %.17g", a->name, tt_dtype_str(a->dt), tt_op_str(a->op), s->id,
-                          s->n, (long long)i, tt_load(a->dt, a->recv, i), acc);
+                          "want %.17g",
+                          a->name, tt_dtype_str(a->dt), tt_op_str(a->op), s->id, s->n, (long long)i,
+                          tt_load(a->dt, a->recv, i), acc);
         }
     }
     if (!a->in_place) {
@@ -179,8 +180,8 @@ void ar_check(const pset_t *s, ar_t *a)
     free(a->send);
 }
 
-void set_allreduce(const pset_t *s, const char *name, tc_dtype_t dt, tc_op_t op,
-                          int64_t count, int in_place)
+void set_allreduce(const pset_t *s, const char *name, tc_dtype_t dt, tc_op_t op, int64_t count,
+                   int in_place)
 {
     ar_t a = {name, dt, op, count, in_place, NULL, NULL, NULL};
 

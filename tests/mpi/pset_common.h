@@ -45,7 +45,7 @@ void remove_set(const pset_t *s);
 int parity_list(int parity, int *out);
 void ar_submit(const pset_t *s, ar_t *a);
 void ar_check(const pset_t *s, ar_t *a);
-void set_allreduce(const pset_t *s, const char *name, tc_dtype_t dt, tc_op_t op,
-                   int64_t count, int in_place);
+void set_allreduce(const pset_t *s, const char *name, tc_dtype_t dt, tc_op_t op, int64_t count,
+                   int in_place);
 
 #endif

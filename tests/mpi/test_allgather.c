@@ -20,7 +20,7 @@ typedef struct {
     int ndim;
     int64_t inner[TC_MAX_DIMS]; /* dims 1..ndim-1 */
     int64_t inner_count;
-    int64_t rows[64];           /* rows[r]: rank r's dim0 */
+    int64_t rows[64]; /* rows[r]: rank r's dim0 */
     uint64_t salt;
     void *send;
     void *send_copy;
@@ -142,8 +142,8 @@ static void complete_and_check(int task, void *arg)
         }
     }
     if (t->send_copy) {
-        CHECK_MSG(memcmp(t->send, t->send_copy,
-                         (size_t)(t->rows[tt_rank] * t->inner_count) * es) == 0,
+        CHECK_MSG(memcmp(t->send, t->send_copy, (size_t)(t->rows[tt_rank] * t->inner_count) * es) ==
+                      0,
                   "%s: allgather modified the send buffer", t->name);
     }
     tc_request_free(t->req);
@@ -162,10 +162,10 @@ TC_CASE(rows_differ_per_rank_from_threads)
         int ndim;
         int64_t inner[2];
     } layouts[] = {
-        { 1, { 0, 0 } },  /* [rows] */
-        { 2, { 5, 0 } },  /* [rows, 5] */
-        { 3, { 2, 3 } },  /* [rows, 2, 3] */
-        { 3, { 4, 0 } },  /* [rows, 4, 0]: no elements at all */
+        {1, {0, 0}}, /* [rows] */
+        {2, {5, 0}}, /* [rows, 5] */
+        {3, {2, 3}}, /* [rows, 2, 3] */
+        {3, {4, 0}}, /* [rows, 4, 0]: no elements at all */
     };
     int64_t rows[64];
     int c = 0;
@@ -191,7 +191,7 @@ TC_CASE(rows_differ_per_rank_from_threads)
     }
     /* about 1 MiB in all: float32 [~200 rows per rank, 320] */
     {
-        const int64_t inner[1] = { 320 };
+        const int64_t inner[1] = {320};
         for (int r = 0; r < tt_size; r++) {
             rows[r] = (4 * 200) / tt_size + 7 * r;
         }
@@ -199,11 +199,11 @@ TC_CASE(rows_differ_per_rank_from_threads)
     }
 
     double t0 = tt_now();
-    tt_run_batch(&(tt_batch_t){ .ntasks = g_ntasks,
-                                .nthreads = NTHREADS,
-                                .order_seed = tt_key(0xa9, (uint64_t)tt_rank, 0),
-                                .submit = submit,
-                                .complete = complete_and_check });
+    tt_run_batch(&(tt_batch_t){.ntasks = g_ntasks,
+                               .nthreads = NTHREADS,
+                               .order_seed = tt_key(0xa9, (uint64_t)tt_rank, 0),
+                               .submit = submit,
+                               .complete = complete_and_check});
     double el = tt_now() - t0;
 
     for (int i = 0; i < g_ntasks; i++) {
@@ -252,5 +252,5 @@ TC_CASE(output_pool_reuse)
 
 int main(int argc, char **argv)
 {
-    return tt_mpi_main(argc, argv, &(tt_program_t){ 0 });
+    return tt_mpi_main(argc, argv, &(tt_program_t){0});
 }

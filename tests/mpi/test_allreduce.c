@@ -159,15 +159,15 @@ TC_CASE(every_dtype_op_shape_from_threads)
         int ndim;
         int64_t shape[4];
     } shapes[] = {
-        { 1, { 0 } },                 /* 0 elements */
-        { 2, { 3, 0 } },              /* 0 elements, ndim 2 */
-        { 0, { 0 } },                 /* scalar: 1 element */
-        { 2, { 1, 1 } },              /* 1 element */
-        { 1, { tt_size - 1 } },       /* size-1 (0 at np 1) */
-        { 1, { tt_size + 1 } },       /* size+1 */
-        { 1, { 7919 } },              /* a prime */
-        { 3, { 3, 5, 7 } },           /* 105 */
-        { 4, { 2, 3, 4, 5 } },        /* 120 */
+        {1, {0}},           /* 0 elements */
+        {2, {3, 0}},        /* 0 elements, ndim 2 */
+        {0, {0}},           /* scalar: 1 element */
+        {2, {1, 1}},        /* 1 element */
+        {1, {tt_size - 1}}, /* size-1 (0 at np 1) */
+        {1, {tt_size + 1}}, /* size+1 */
+        {1, {7919}},        /* a prime */
+        {3, {3, 5, 7}},     /* 105 */
+        {4, {2, 3, 4, 5}},  /* 120 */
     };
     const int nshapes = (int)(sizeof shapes / sizeof shapes[0]);
 
@@ -192,27 +192,27 @@ TC_CASE(every_dtype_op_shape_from_threads)
     }
     /* zero elements with no buffers at all */
     {
-        const int64_t zero[1] = { 0 };
+        const int64_t zero[1] = {0};
         add_task(TC_FLOAT32, TC_SUM, 1, zero, 0, 1);
         add_task(TC_INT64, TC_MAX, 1, zero, 1, 1);
     }
     /* large: 3 MiB float32 sum out of place, 1 MiB int32 sum in place */
     {
-        const int64_t big[1] = { 768 * 1024 };
+        const int64_t big[1] = {768 * 1024};
         add_task(TC_FLOAT32, TC_SUM, 1, big, 0, 0);
-        const int64_t big2[2] = { 256, 1024 };
+        const int64_t big2[2] = {256, 1024};
         add_task(TC_INT32, TC_SUM, 2, big2, 1, 0);
     }
 
     double t0 = tt_now();
-    tt_run_batch(&(tt_batch_t){ .ntasks = g_ntasks,
-                                .nthreads = NTHREADS,
-                                .order_seed = tt_key(0x5eed, (uint64_t)tt_rank, 0),
-                                .complete_in_reverse = 1,
-                                .pause_one_in = 16,
-                                .pause_seed = 0xa11,
-                                .submit = submit,
-                                .complete = complete_and_check });
+    tt_run_batch(&(tt_batch_t){.ntasks = g_ntasks,
+                               .nthreads = NTHREADS,
+                               .order_seed = tt_key(0x5eed, (uint64_t)tt_rank, 0),
+                               .complete_in_reverse = 1,
+                               .pause_one_in = 16,
+                               .pause_seed = 0xa11,
+                               .submit = submit,
+                               .complete = complete_and_check});
     double dt = tt_now() - t0;
 
     for (int i = 0; i < g_ntasks; i++) {
@@ -236,11 +236,10 @@ TC_CASE(every_dtype_op_shape_from_threads)
 TC_CASE(int16_uint16_extremes)
 {
     enum { NEXT = 9, COUNT = 2 * NEXT + 1 };
-    static const int64_t i16[NEXT] = { INT16_MIN, INT16_MIN + 1, -256, -1, 0,
-                                       1,         181,           INT16_MAX - 1, INT16_MAX };
-    static const int64_t u16[NEXT] = { 0,     1,     2,     255,          256,
-                                       32767, 32768, UINT16_MAX - 1, UINT16_MAX };
-    static const tc_op_t ops[] = { TC_SUM, TC_MIN, TC_MAX, TC_PROD };
+    static const int64_t i16[NEXT] = {INT16_MIN, INT16_MIN + 1, -256,          -1,       0,
+                                      1,         181,           INT16_MAX - 1, INT16_MAX};
+    static const int64_t u16[NEXT] = {0, 1, 2, 255, 256, 32767, 32768, UINT16_MAX - 1, UINT16_MAX};
+    static const tc_op_t ops[] = {TC_SUM, TC_MIN, TC_MAX, TC_PROD};
     int runs = 0;
 
     for (int uns = 0; uns < 2; uns++) {
@@ -257,9 +256,9 @@ TC_CASE(int16_uint16_extremes)
                     send[i] = (uint16_t)(uint64_t)ext[(i + 3 * tt_rank) % NEXT];
                     recv[i] = 0xa5a5u;
                 }
-                snprintf(name, sizeof name, "ar/extremes/%s/%s/%s", tt_dtype_str(dt),
-                         tt_op_str(op), inplace ? "in" : "out");
-                tc_tensor_t t = { send, dt, 1, { COUNT } };
+                snprintf(name, sizeof name, "ar/extremes/%s/%s/%s", tt_dtype_str(dt), tt_op_str(op),
+                         inplace ? "in" : "out");
+                tc_tensor_t t = {send, dt, 1, {COUNT}};
                 CHECK_OK(tc_allreduce(name, &t, inplace ? (void *)send : (void *)recv, op, &req));
                 CHECK_OK(tc_wait(req));
                 tc_request_free(req);
@@ -271,13 +270,17 @@ TC_CASE(int16_uint16_extremes)
                     int64_t best = ext[i % NEXT];
                     for (int r = 1; r < tt_size; r++) {
                         int64_t v = ext[(i + 3 * r) % NEXT];
-                        if (op == TC_SUM) acc += (uint64_t)v;
-                        if (op == TC_PROD) acc *= (uint64_t)v;
-                        if (op == TC_MIN) best = v < best ? v : best;
-                        if (op == TC_MAX) best = v > best ? v : best;
+                        if (op == TC_SUM)
+                            acc += (uint64_t)v;
+                        if (op == TC_PROD)
+                            acc *= (uint64_t)v;
+                        if (op == TC_MIN)
+                            best = v < best ? v : best;
+                        if (op == TC_MAX)
+                            best = v > best ? v : best;
                     }
-                    uint16_t want = (op == TC_MIN || op == TC_MAX) ? (uint16_t)(uint64_t)best
-                                                                   : (uint16_t)acc;
+                    uint16_t want =
+                        (op == TC_MIN || op == TC_MAX) ? (uint16_t)(uint64_t)best : (uint16_t)acc;
                     CHECK_MSG(got[i] == want, "%s (np %d): element %d is %lld, want %lld", name,
                               tt_size, i, (long long)tt_wrap(dt, got[i]),
                               (long long)tt_wrap(dt, want));
@@ -292,5 +295,5 @@ TC_CASE(int16_uint16_extremes)
 
 int main(int argc, char **argv)
 {
-    return tt_mpi_main(argc, argv, &(tt_program_t){ 0 });
+    return tt_mpi_main(argc, argv, &(tt_program_t){0});
 }

@@ -15,11 +15,11 @@
 static int64_t rows_to(int p, int q, int j)
 {
     switch (p) {
-    case 0: return 2;                            /* equal: splits NULL */
-    case 1: return (q + 2 * j) % 3;              /* uneven, with zeros */
-    case 2: return q == 0 ? 0 : j + 1;           /* rank 0 sends nothing */
+    case 0: return 2;                                    /* equal: splits NULL */
+    case 1: return (q + 2 * j) % 3;                      /* uneven, with zeros */
+    case 2: return q == 0 ? 0 : j + 1;                   /* rank 0 sends nothing */
     case 3: return j == tt_size - 1 ? 0 : 5 * q + j + 1; /* nobody sends the last rank */
-    default: return (q == j) ? 40000 : 3;        /* large own block */
+    default: return (q == j) ? 40000 : 3;                /* large own block */
     }
 }
 
@@ -72,7 +72,8 @@ static void run(int p, tc_dtype_t dt, int64_t row)
                 tt_store(dt, want, 0, value(q, tt_rank, i, c));
                 if (memcmp((const char *)out.data + (size_t)(at * row + c) * es, want, es) != 0) {
                     TC_CHECK_FAIL("%s (np %d): row %lld from rank %d, element %lld is %.17g, "
-                                  "want %.17g", name, tt_size, (long long)i, q, (long long)c,
+                                  "want %.17g",
+                                  name, tt_size, (long long)i, q, (long long)c,
                                   tt_load(dt, out.data, at * row + c), tt_load(dt, want, 0));
                 }
             }
@@ -94,7 +95,7 @@ TC_CASE(patterns)
         }
     }
     run(4, TC_FLOAT32, 16); /* 2.5 MiB to itself, a little to the others */
-    run(1, TC_INT64, 0);   /* rows of no elements: counts still travel */
+    run(1, TC_INT64, 0);    /* rows of no elements: counts still travel */
 }
 
 TC_CASE(refusals)

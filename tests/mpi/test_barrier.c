@@ -65,8 +65,10 @@ TC_CASE(after_earlier_requests)
         CHECK_OK(tc_barrier(&bar));
         CHECK_OK(tc_wait(bar));
         CHECK_OK(tc_test(ar, &done));
-        CHECK_MSG(done == 1, "rank %d: the barrier completed before the allreduce submitted "
-                             "before it", tt_rank);
+        CHECK_MSG(done == 1,
+                  "rank %d: the barrier completed before the allreduce submitted "
+                  "before it",
+                  tt_rank);
         tc_request_free(bar);
         wait_free(ar);
     } else {

@@ -65,9 +65,9 @@ static uint64_t fnv(const void *p, size_t n)
 TC_CASE(float_sums_bitwise_identical)
 {
     g_ntasks = 0;
-    const tc_dtype_t dts[4] = { TC_FLOAT32, TC_FLOAT16, TC_BFLOAT16, TC_FLOAT64 };
-    const tc_op_t ops[2] = { TC_SUM, TC_AVG };
-    const int64_t counts[4] = { 1, 1000, 7919, 100003 };
+    const tc_dtype_t dts[4] = {TC_FLOAT32, TC_FLOAT16, TC_BFLOAT16, TC_FLOAT64};
+    const tc_op_t ops[2] = {TC_SUM, TC_AVG};
+    const int64_t counts[4] = {1, 1000, 7919, 100003};
     for (int di = 0; di < 4; di++) {
         for (int oi = 0; oi < 2; oi++) {
             for (int ci = 0; ci < 4; ci++) {
@@ -95,11 +95,11 @@ TC_CASE(float_sums_bitwise_identical)
     for (int i = 0; i < g_ntasks; i++) {
         order[i] = i;
     }
-    tt_rng_t rng = { tt_key(0xb1, (uint64_t)tt_rank, 0) };
+    tt_rng_t rng = {tt_key(0xb1, (uint64_t)tt_rank, 0)};
     tt_shuffle(order, g_ntasks, &rng);
     for (int k = 0; k < g_ntasks; k++) {
         task_t *t = &g_tasks[order[k]];
-        tc_tensor_t ten = { t->send, t->dt, 1, { t->count } };
+        tc_tensor_t ten = {t->send, t->dt, 1, {t->count}};
         CHECK_OK(tc_allreduce(t->name, &ten, t->recv, t->op, &t->req));
         if (k % 8 == 3) {
             /* MPI on the application's communicator while tcoll works */
@@ -118,7 +118,7 @@ TC_CASE(float_sums_bitwise_identical)
         size_t bytes = (size_t)t->count * tt_dtype_bytes(t->dt);
 
         /* close to the reference */
-        double tol = t->dt == TC_FLOAT64 ? 1e-12
+        double tol = t->dt == TC_FLOAT64   ? 1e-12
                      : t->dt == TC_FLOAT32 ? 1e-5
                      : t->dt == TC_FLOAT16 ? 0.02
                                            : 0.1;
@@ -131,8 +131,8 @@ TC_CASE(float_sums_bitwise_identical)
                 ref /= tt_size;
             }
             double got = tt_load(t->dt, t->recv, e);
-            CHECK_MSG(fabs(got - ref) <= tol, "%s: element %lld is %.17g, reference %.17g",
-                      t->name, (long long)e, got, ref);
+            CHECK_MSG(fabs(got - ref) <= tol, "%s: element %lld is %.17g, reference %.17g", t->name,
+                      (long long)e, got, ref);
         }
 
         /* identical bits everywhere: hashes ... */
@@ -174,5 +174,5 @@ TC_CASE(float_sums_bitwise_identical)
 int main(int argc, char **argv)
 {
     return tt_mpi_main(argc, argv,
-                       &(tt_program_t){ .app_mpi = 1, .app_mpi_level = MPI_THREAD_MULTIPLE });
+                       &(tt_program_t){.app_mpi = 1, .app_mpi_level = MPI_THREAD_MULTIPLE});
 }

@@ -115,11 +115,10 @@ TC_CASE(every_root_dtype_shape_from_threads)
         int ndim;
         int64_t shape[3];
     } shapes[] = {
-        { 0, { 0 } },       /* scalar */
-        { 1, { 0 } },       /* empty */
-        { 1, { 1 } },
-        { 1, { 7919 } },    /* prime */
-        { 3, { 3, 4, 5 } },
+        {0, {0}},                    /* scalar */
+        {1, {0}},                    /* empty */
+        {1, {1}},       {1, {7919}}, /* prime */
+        {3, {3, 4, 5}},
     };
     g_ntasks = 0;
     for (int root = 0; root < tt_size; root++) {
@@ -128,16 +127,16 @@ TC_CASE(every_root_dtype_shape_from_threads)
                 add_task(tt_dtype(di), root, shapes[si].ndim, shapes[si].shape);
             }
         }
-        const int64_t big[2] = { 128, 1024 }; /* 1 MiB of float64 */
+        const int64_t big[2] = {128, 1024}; /* 1 MiB of float64 */
         add_task(TC_FLOAT64, root, 2, big);
     }
 
     double t0 = tt_now();
-    tt_run_batch(&(tt_batch_t){ .ntasks = g_ntasks,
-                                .nthreads = NTHREADS,
-                                .order_seed = tt_key(0xbc, (uint64_t)tt_rank, 0),
-                                .submit = submit,
-                                .complete = complete_and_check });
+    tt_run_batch(&(tt_batch_t){.ntasks = g_ntasks,
+                               .nthreads = NTHREADS,
+                               .order_seed = tt_key(0xbc, (uint64_t)tt_rank, 0),
+                               .submit = submit,
+                               .complete = complete_and_check});
     double el = tt_now() - t0;
 
     for (int i = 0; i < g_ntasks; i++) {
@@ -149,5 +148,5 @@ TC_CASE(every_root_dtype_shape_from_threads)
 
 int main(int argc, char **argv)
 {
-    return tt_mpi_main(argc, argv, &(tt_program_t){ 0 });
+    return tt_mpi_main(argc, argv, &(tt_program_t){0});
 }

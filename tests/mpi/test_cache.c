@@ -341,13 +341,13 @@ TC_CASE(cached_names_steps)
             prepare(i);
             mismatches += g_tasks[i].field != NULL;
         }
-        tt_run_batch(&(tt_batch_t){
-            .ntasks = NTASKS,
-            .nthreads = g_step % 4 == 3 ? 2 : 1,
-            .order_seed = tt_key((uint64_t)tt_rank, (uint64_t)g_step, 0x5107),
-            .complete_in_reverse = 1,
-            .submit = submit,
-            .complete = complete_and_check });
+        tt_run_batch(
+            &(tt_batch_t){.ntasks = NTASKS,
+                          .nthreads = g_step % 4 == 3 ? 2 : 1,
+                          .order_seed = tt_key((uint64_t)tt_rank, (uint64_t)g_step, 0x5107),
+                          .complete_in_reverse = 1,
+                          .submit = submit,
+                          .complete = complete_and_check});
         for (int i = 0; i < NTASKS; i++) {
             if (g_tasks[i].recv != g_tasks[i].send) {
                 free(g_tasks[i].recv);
@@ -366,5 +366,5 @@ TC_CASE(cached_names_steps)
 
 int main(int argc, char **argv)
 {
-    return tt_mpi_main(argc, argv, &(tt_program_t){ 0 });
+    return tt_mpi_main(argc, argv, &(tt_program_t){0});
 }

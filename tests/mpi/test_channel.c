@@ -60,8 +60,8 @@ static unsigned char pattern(int r, int k, uint64_t i)
  * carries "data is there", id 1 "done reading it". */
 typedef struct {
     tc_chan_ctx_t *ctx;
-    char *buf;       /* this rank's memory: first half sent from, second half received into */
-    int shared;      /* buf from tc_mem_alloc */
+    char *buf;  /* this rank's memory: first half sent from, second half received into */
+    int shared; /* buf from tc_mem_alloc */
     tc_mem_t *mem;
     tc_rmem_t **rmems;
     tc_sem_t *data_r, *data_l, *ack_r, *ack_l; /* (right|left, 0|1) */
@@ -136,9 +136,11 @@ static void check_received(ring_t *g, int k, uint64_t dst, uint64_t src, uint64_
 
     for (i = 0; i < size; i++) {
         if (p[i] != pattern(left(), k, src + i)) {
-            CHECK_MSG(0, "round %d: byte %llu of %llu (dst offset %llu) from rank %d is 0x%02x, "
-                      "want 0x%02x", k, (unsigned long long)i, (unsigned long long)size,
-                      (unsigned long long)dst, left(), p[i], pattern(left(), k, src + i));
+            CHECK_MSG(0,
+                      "round %d: byte %llu of %llu (dst offset %llu) from rank %d is 0x%02x, "
+                      "want 0x%02x",
+                      k, (unsigned long long)i, (unsigned long long)size, (unsigned long long)dst,
+                      left(), p[i], pattern(left(), k, src + i));
         }
     }
 }
@@ -183,8 +185,8 @@ static void put_rounds(ring_t *g, void *ch, put_fn put)
             CHECK_OK(put(ch, REGION / 2 + dst, src, size));
             CHECK_OK(tc_sem_wait(g->data_l, 30 * SEC)); /* the left one's put is there */
             check_received(g, k, dst, src, size);
-            CHECK_OK(tc_sem_signal(g->ack_l));          /* done with it */
-            CHECK_OK(tc_sem_wait(g->ack_r, 30 * SEC));  /* the right one is done with ours */
+            CHECK_OK(tc_sem_signal(g->ack_l));         /* done with it */
+            CHECK_OK(tc_sem_wait(g->ack_r, 30 * SEC)); /* the right one is done with ours */
         }
     }
 }
@@ -281,8 +283,8 @@ TC_CASE(signal_after_puts)
         for (round = 0; round < 5; round++) {
             fill_send(&g, round, 0, (uint64_t)PUTS * SLICE);
             for (j = 0; j < PUTS; j++) {
-                CHECK_OK(tc_portchan_put(ch, REGION / 2 + (uint64_t)j * SLICE,
-                                         (uint64_t)j * SLICE, SLICE));
+                CHECK_OK(tc_portchan_put(ch, REGION / 2 + (uint64_t)j * SLICE, (uint64_t)j * SLICE,
+                                         SLICE));
             }
             CHECK_OK(tc_portchan_signal(ch));
             CHECK_OK(tc_sem_wait(g.data_l, 30 * SEC));

@@ -35,7 +35,7 @@ static void named_allreduce(const char *name)
     for (int i = 0; i < 3; i++) {
         v[i] = (tt_rank + 1) * (i + 1);
     }
-    tc_tensor_t t = { v, TC_INT32, 1, { 3 } };
+    tc_tensor_t t = {v, TC_INT32, 1, {3}};
     tc_request_t *req = NULL;
     CHECK_OK(tc_allreduce(name, &t, out, TC_SUM, &req));
     wait_ok(req, name);
@@ -54,7 +54,7 @@ static void other_thread(int ti, void *arg)
     CHECK_MSG(tc_last_error() != NULL && tc_last_error()[0] == '\0',
               "fresh thread sees last error '%s'", tc_last_error());
     float x = 1;
-    tc_tensor_t t = { &x, TC_FLOAT32, 0, { 0 } };
+    tc_tensor_t t = {&x, TC_FLOAT32, 0, {0}};
     tc_request_t *req;
     EXPECT_IMMEDIATE(TC_ERR_ARG, tc_broadcast("x", &t, -1, &req));
 }
@@ -63,7 +63,7 @@ static void test_before_init(void)
 {
     tc_request_t *req;
     float x = 1, y = 0;
-    tc_tensor_t t = { &x, TC_FLOAT32, 1, { 1 } };
+    tc_tensor_t t = {&x, TC_FLOAT32, 1, {1}};
     int flag = 1;
     MPI_Initialized(&flag);
     CHECK_MSG(flag == 0, "MPI initialized before tc_init");
@@ -136,8 +136,8 @@ TC_CASE(rank_size_and_names)
 TC_CASE(bad_arguments_fail_at_once)
 {
     tc_request_t *req;
-    float x[6] = { 1, 2, 3, 4, 5, 6 }, y[6];
-    const tc_tensor_t good = { x, TC_FLOAT32, 2, { 2, 3 } };
+    float x[6] = {1, 2, 3, 4, 5, 6}, y[6];
+    const tc_tensor_t good = {x, TC_FLOAT32, 2, {2, 3}};
     tc_tensor_t t;
 
     /* NULL req_p: nothing to leave untouched, but TC_ERR_ARG */
@@ -181,7 +181,7 @@ TC_CASE(bad_arguments_fail_at_once)
     EXPECT_IMMEDIATE(TC_ERR_ARG, tc_allreduce("a", &good, NULL, TC_SUM, &req));
 
     /* ndim outside 0..8 */
-    const int bad_ndims[] = { -1, TC_MAX_DIMS + 1, 1000, -1000 };
+    const int bad_ndims[] = {-1, TC_MAX_DIMS + 1, 1000, -1000};
     for (int i = 0; i < 4; i++) {
         t = good;
         t.ndim = bad_ndims[i];
@@ -191,7 +191,7 @@ TC_CASE(bad_arguments_fail_at_once)
     }
 
     /* negative dims (also one where the product would be positive) */
-    const int64_t bad_shapes[3][2] = { { -1, 3 }, { 2, -3 }, { -2, -3 } };
+    const int64_t bad_shapes[3][2] = {{-1, 3}, {2, -3}, {-2, -3}};
     for (int i = 0; i < 3; i++) {
         t = good;
         t.shape[0] = bad_shapes[i][0];
@@ -202,7 +202,7 @@ TC_CASE(bad_arguments_fail_at_once)
     }
 
     /* unknown dtype (TC_UINT16 is the last one) */
-    const int bad_dtypes[] = { 99, -1, TC_UINT16 + 1 };
+    const int bad_dtypes[] = {99, -1, TC_UINT16 + 1};
     for (int i = 0; i < 3; i++) {
         t = good;
         t.dtype = (tc_dtype_t)bad_dtypes[i];
@@ -212,16 +212,16 @@ TC_CASE(bad_arguments_fail_at_once)
     }
 
     /* unknown op */
-    const int bad_ops[] = { 99, -1, TC_PROD + 1 };
+    const int bad_ops[] = {99, -1, TC_PROD + 1};
     for (int i = 0; i < 3; i++) {
         EXPECT_IMMEDIATE(TC_ERR_ARG, tc_allreduce("a", &good, y, (tc_op_t)bad_ops[i], &req));
     }
 
     /* TC_AVG on integers */
-    int64_t iv[4] = { 1, 2, 3, 4 }, io[4];
-    const tc_dtype_t ints[6] = { TC_UINT8, TC_INT8, TC_INT32, TC_INT64, TC_INT16, TC_UINT16 };
+    int64_t iv[4] = {1, 2, 3, 4}, io[4];
+    const tc_dtype_t ints[6] = {TC_UINT8, TC_INT8, TC_INT32, TC_INT64, TC_INT16, TC_UINT16};
     for (int i = 0; i < 6; i++) {
-        tc_tensor_t ti = { iv, ints[i], 1, { 2 } };
+        tc_tensor_t ti = {iv, ints[i], 1, {2}};
         EXPECT_IMMEDIATE(TC_ERR_ARG, tc_allreduce("a", &ti, io, TC_AVG, &req));
     }
 
@@ -237,7 +237,7 @@ TC_CASE(bad_arguments_fail_at_once)
     EXPECT_IMMEDIATE(TC_ERR_ARG, tc_allgather("a", &t, &req));
 
     /* nothing was queued: "a" is not in flight and every rank can run it */
-    const float x0[6] = { 1, 2, 3, 4, 5, 6 };
+    const float x0[6] = {1, 2, 3, 4, 5, 6};
     CHECK(memcmp(x, x0, sizeof x) == 0);
     named_allreduce("a");
 
@@ -272,7 +272,7 @@ TC_CASE(name_lengths_and_bytes)
 static tc_request_t *submit_sum(const char *name, int32_t *in, int32_t *out)
 {
     *in = tt_rank + 1;
-    tc_tensor_t t = { in, TC_INT32, 0, { 0 } };
+    tc_tensor_t t = {in, TC_INT32, 0, {0}};
     tc_request_t *req = NULL;
     CHECK_OK(tc_allreduce(name, &t, out, TC_SUM, &req));
     return req;
@@ -285,8 +285,8 @@ static void check_duplicate_of_pending(const char *name, tc_request_t *pending)
 {
     tc_request_t *req;
     int32_t v = 5, o;
-    tc_tensor_t t = { &v, TC_INT32, 0, { 0 } };
-    tc_tensor_t t1 = { &v, TC_INT32, 1, { 1 } };
+    tc_tensor_t t = {&v, TC_INT32, 0, {0}};
+    tc_tensor_t t1 = {&v, TC_INT32, 1, {1}};
     EXPECT_IMMEDIATE(TC_ERR_DUPLICATE, tc_allreduce(name, &t, &o, TC_SUM, &req));
     EXPECT_IMMEDIATE(TC_ERR_DUPLICATE, tc_allgather(name, &t1, &req));
     EXPECT_IMMEDIATE(TC_ERR_DUPLICATE, tc_broadcast(name, &t, 0, &req));
@@ -338,8 +338,8 @@ TC_CASE(duplicates_and_request_states)
         iny = 1;
         for (int i = 0; i < 200 && !seen; i++) {
             tc_request_t *a = submit_sum("dup/one", &inx, &outx), *b = TT_SENTINEL;
-            tc_status_t st = tc_allreduce("dup/one", &(tc_tensor_t){ &iny, TC_INT32, 0, { 0 } },
-                                          &outy, TC_SUM, &b);
+            tc_status_t st =
+                tc_allreduce("dup/one", &(tc_tensor_t){&iny, TC_INT32, 0, {0}}, &outy, TC_SUM, &b);
             if (st == TC_ERR_DUPLICATE) {
                 CHECK(b == TT_SENTINEL);
                 CHECK_LAST_ERROR_SET();
@@ -387,8 +387,8 @@ TC_CASE(duplicates_and_request_states)
 
     /* a failed request (needs two ranks to disagree) */
     if (tt_size >= 2) {
-        float v[4] = { 0 }, o[4];
-        tc_tensor_t t = { v, TC_FLOAT32, 1, { tt_rank == 0 ? 3 : 4 } };
+        float v[4] = {0}, o[4];
+        tc_tensor_t t = {v, TC_FLOAT32, 1, {tt_rank == 0 ? 3 : 4}};
         tc_request_t *m = NULL;
         CHECK_OK(tc_allreduce("failed/one", &t, o, TC_SUM, &m));
         CHECK_STATUS(tc_wait(m), TC_ERR_MISMATCH);
@@ -408,19 +408,19 @@ TC_CASE(zero_element_tensors)
     float buf[4];
     int n = 0;
     /* allreduce: NULL data and NULL recv, and real pointers, in place too */
-    tc_tensor_t a0 = { NULL, TC_FLOAT32, 1, { 0 } };
+    tc_tensor_t a0 = {NULL, TC_FLOAT32, 1, {0}};
     CHECK_OK(tc_allreduce("zero/ar-null", &a0, NULL, TC_SUM, &r[n++]));
-    tc_tensor_t a1 = { buf, TC_INT8, 3, { 2, 0, 5 } };
+    tc_tensor_t a1 = {buf, TC_INT8, 3, {2, 0, 5}};
     CHECK_OK(tc_allreduce("zero/ar-out", &a1, buf + 2, TC_MAX, &r[n++]));
     CHECK_OK(tc_allreduce("zero/ar-in", &a1, buf, TC_PROD, &r[n++]));
     /* broadcast from the last rank */
-    tc_tensor_t b0 = { NULL, TC_FLOAT64, 2, { 0, 7 } };
+    tc_tensor_t b0 = {NULL, TC_FLOAT64, 2, {0, 7}};
     CHECK_OK(tc_broadcast("zero/bc", &b0, tt_size - 1, &r[n++]));
     /* allgather: every rank 0 rows */
-    tc_tensor_t g0 = { NULL, TC_BFLOAT16, 2, { 0, 4 } };
+    tc_tensor_t g0 = {NULL, TC_BFLOAT16, 2, {0, 4}};
     CHECK_OK(tc_allgather("zero/ag", &g0, &r[n++]));
     /* allgather: rows of zero elements, a different number per rank */
-    tc_tensor_t g1 = { buf, TC_UINT8, 2, { tt_rank + 1, 0 } };
+    tc_tensor_t g1 = {buf, TC_UINT8, 2, {tt_rank + 1, 0}};
     CHECK_OK(tc_allgather("zero/ag-rows", &g1, &r[n++]));
 
     for (int i = 0; i < n; i++) {
@@ -451,8 +451,8 @@ static void test_after_shutdown(void)
 {
     tc_request_t *req;
     float x = 1, y;
-    tc_tensor_t t = { &x, TC_FLOAT32, 0, { 0 } };
-    tc_tensor_t t1 = { &x, TC_FLOAT32, 1, { 1 } };
+    tc_tensor_t t = {&x, TC_FLOAT32, 0, {0}};
+    tc_tensor_t t1 = {&x, TC_FLOAT32, 1, {1}};
     EXPECT_IMMEDIATE(TC_ERR_SHUTDOWN, tc_allreduce("late", &t, &y, TC_SUM, &req));
     EXPECT_IMMEDIATE(TC_ERR_SHUTDOWN, tc_allgather("late", &t1, &req));
     EXPECT_IMMEDIATE(TC_ERR_SHUTDOWN, tc_broadcast("late", &t, 0, &req));
@@ -470,6 +470,7 @@ static void test_after_shutdown(void)
  * after its tc_shutdown. */
 int main(int argc, char **argv)
 {
-    return tt_mpi_main(argc, argv, &(tt_program_t){ .before_init = test_before_init,
-                                                     .after_shutdown = test_after_shutdown });
+    return tt_mpi_main(
+        argc, argv,
+        &(tt_program_t){.before_init = test_before_init, .after_shutdown = test_after_shutdown});
 }

@@ -295,5 +295,5 @@ TC_CASE(stall)
 
 int main(int argc, char **argv)
 {
-    return tt_mpi_main(argc, argv, &(tt_program_t){ 0 });
+    return tt_mpi_main(argc, argv, &(tt_program_t){0});
 }

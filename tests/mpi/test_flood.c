@@ -60,8 +60,8 @@ TC_CASE(first_time_names)
         }
         tc_request_free(reqs[i]);
     }
-    CHECK_MSG(bad == 0, "rank %d: %d of %d sums wrong, first flood/%d = %d (expected %d)",
-              tt_rank, bad, n, first_bad, first_bad >= 0 ? out[first_bad] : 0,
+    CHECK_MSG(bad == 0, "rank %d: %d of %d sums wrong, first flood/%d = %d (expected %d)", tt_rank,
+              bad, n, first_bad, first_bad >= 0 ? out[first_bad] : 0,
               first_bad * tt_size + ranks_sum);
     free(order);
     free(reqs);
@@ -75,7 +75,7 @@ TC_CASE(first_time_names)
 TC_CASE(large_group)
 {
     const int n = GROUP_MEMBERS, nsingle = 3 * GROUP_MEMBERS;
-    char (*names)[40] = tt_xmalloc((size_t)n * sizeof(*names));
+    char(*names)[40] = tt_xmalloc((size_t)n * sizeof(*names));
     const char **name_p = tt_xmalloc((size_t)n * sizeof(*name_p));
     tc_tensor_t *sends = tt_xmalloc((size_t)n * sizeof(*sends));
     void **recvs = tt_xmalloc((size_t)n * sizeof(*recvs));

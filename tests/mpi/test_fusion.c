@@ -13,7 +13,7 @@
 
 #include <unistd.h>
 
-#define NT_MIXED 240 /* the runs over dts[] below */
+#define NT_MIXED 240       /* the runs over dts[] below */
 #define NT (NT_MIXED + 64) /* then 8 runs of int16 and uint16 */
 
 typedef struct {
@@ -77,7 +77,8 @@ TC_CASE(small_allreduces_in_runs)
         snprintf(it->name, sizeof(it->name), "fusion/%d", i);
         it->send = tt_xmalloc((size_t)(it->count + 1) * tt_dtype_bytes(it->dt));
         tt_fill(it->dt, it->op, (uint64_t)i, rank, it->send, it->count + it->odd);
-        it->recv = it->in_place ? it->send : tt_xmalloc((size_t)it->count * tt_dtype_bytes(it->dt) + 1);
+        it->recv =
+            it->in_place ? it->send : tt_xmalloc((size_t)it->count * tt_dtype_bytes(it->dt) + 1);
     }
     /* every rank submits in the same order, all before waiting */
     for (i = 0; i < NT; i++) {
@@ -133,12 +134,14 @@ static void check_fusion_logged(void)
         CHECK_EQ(fused, 0);
     }
     tt_say("test_fusion: %d allreduces OK on %d ranks, %d fused groups on rank 0, "
-           "%d mismatch\n", NT, tt_size, fused, g_mismatches);
+           "%d mismatch\n",
+           NT, tt_size, fused, g_mismatches);
 }
 
 int main(int argc, char **argv)
 {
-    return tt_mpi_main(argc, argv, &(tt_program_t){ .args = "on|off",
-                                                     .before_init = log_to_file,
-                                                     .after_shutdown = check_fusion_logged });
+    return tt_mpi_main(argc, argv,
+                       &(tt_program_t){.args = "on|off",
+                                       .before_init = log_to_file,
+                                       .after_shutdown = check_fusion_logged});
 }

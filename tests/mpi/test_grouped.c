@@ -55,8 +55,8 @@ TC_CASE(allreduce_members)
             CHECK_OK(tc_wait(g.req[i]));
             tc_request_free(g.req[i]);
             for (j = 0; j < 8 + round; j++) {
-                CHECK_MSG(g.out[i][j] == expect_sum(i, j), "member %d element %d: %g, want %g",
-                          i, j, (double)g.out[i][j], (double)expect_sum(i, j));
+                CHECK_MSG(g.out[i][j] == expect_sum(i, j), "member %d element %d: %g, want %g", i,
+                          j, (double)g.out[i][j], (double)expect_sum(i, j));
             }
         }
     }

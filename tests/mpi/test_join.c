@@ -79,8 +79,8 @@ static void check_same_everywhere(const char *what, int last)
     CHECK_OK(tc_allreduce("join/same-last", &t, out, TC_MAX, &req));
     wait_free(req);
     CHECK_MSG(out[0] == last && -out[1] == last,
-              "%s: rank %d saw rank %d join last, but the ranks saw ranks %d to %d", what,
-              tt_rank, last, -out[1], out[0]);
+              "%s: rank %d saw rank %d join last, but the ranks saw ranks %d to %d", what, tt_rank,
+              last, -out[1], out[0]);
 }
 
 /* The identities a joined rank contributes, as doubles (exact for every
@@ -319,9 +319,10 @@ static void complete_all(step_bufs_t *b, int epoch, int step)
             expect(s, epoch, step, first * s->cols + i, want);
             if (memcmp((const char *)got + (size_t)i * es, want, es) != 0) {
                 TC_CHECK_FAIL("%s, epoch %d step %d (np %d, active ranks %s): element %lld of "
-                              "rank %d's result is %.17g, want %.17g", s->name, epoch, step,
-                              tt_size, active, (long long)(first * s->cols + i), tt_rank,
-                              tt_load(s->dt, got, i), tt_load(s->dt, want, 0));
+                              "rank %d's result is %.17g, want %.17g",
+                              s->name, epoch, step, tt_size, active,
+                              (long long)(first * s->cols + i), tt_rank, tt_load(s->dt, got, i),
+                              tt_load(s->dt, want, 0));
             }
         }
         tc_request_free(b->req[k]);
@@ -376,13 +377,15 @@ TC_CASE(uneven_steps)
             last = finish_join(j);
         }
         if (nmost == 1) {
-            CHECK_MSG(last == most, "epoch %d (np %d): rank %d saw rank %d join last, want rank "
-                      "%d (the one with the most steps)", epoch, tt_size, tt_rank, last, most);
+            CHECK_MSG(last == most,
+                      "epoch %d (np %d): rank %d saw rank %d join last, want rank "
+                      "%d (the one with the most steps)",
+                      epoch, tt_size, tt_rank, last, most);
         } else { /* a tie: one of the ranks with the most steps */
             CHECK_MSG(steps_of(epoch, last) == steps_of(epoch, most),
                       "epoch %d (np %d): rank %d saw rank %d join last, which ran %d steps, "
-                      "not the most (%d)", epoch, tt_size, tt_rank, last, steps_of(epoch, last),
-                      steps_of(epoch, most));
+                      "not the most (%d)",
+                      epoch, tt_size, tt_rank, last, steps_of(epoch, last), steps_of(epoch, most));
         }
         snprintf(what, sizeof what, "uneven_steps epoch %d", epoch);
         check_same_everywhere(what, last);
@@ -567,9 +570,10 @@ TC_CASE(gather_kinds_fail_while_joined)
         for (i = 0; i < 3; i++) {
             tc_status_t st = tc_wait(reqs[i]);
             const char *err = tc_request_error(reqs[i]);
-            CHECK_MSG(st == TC_ERR_STATE, "rank %d: the %s while rank %d had joined: %s (%s), "
-                      "want TC_ERR_STATE", tt_rank, kinds[i], tt_size - 1, tc_status_string(st),
-                      err);
+            CHECK_MSG(st == TC_ERR_STATE,
+                      "rank %d: the %s while rank %d had joined: %s (%s), "
+                      "want TC_ERR_STATE",
+                      tt_rank, kinds[i], tt_size - 1, tc_status_string(st), err);
             CHECK_STR_CONTAINS(err, "joined");
             CHECK_STR_CONTAINS(err, joined);
             tc_request_free(reqs[i]);
@@ -618,12 +622,12 @@ TC_CASE(gather_kinds_fail_while_joined)
 
 /* The call fails with TC_ERR_STATE at once, names the join, and leaves
  * *req_p alone. `req` must be in scope. */
-#define EXPECT_REFUSED_WHILE_JOINING(call)                                              \
-    do {                                                                                \
-        req = TT_SENTINEL;                                                              \
-        CHECK_STATUS(call, TC_ERR_STATE);                                               \
-        CHECK_STR_CONTAINS(tc_last_error(), "join");                                    \
-        CHECK_MSG(req == TT_SENTINEL, "%s changed *req_p on failure", #call);            \
+#define EXPECT_REFUSED_WHILE_JOINING(call)                                                         \
+    do {                                                                                           \
+        req = TT_SENTINEL;                                                                         \
+        CHECK_STATUS(call, TC_ERR_STATE);                                                          \
+        CHECK_STR_CONTAINS(tc_last_error(), "join");                                               \
+        CHECK_MSG(req == TT_SENTINEL, "%s changed *req_p on failure", #call);                      \
     } while (0)
 
 /*
@@ -649,7 +653,7 @@ TC_CASE(pending_join_refuses)
         CHECK_OK(tc_join(&j));
         CHECK_OK(tc_test(j, &done));
         CHECK_MSG(done == 0, "the others joined within their 300 ms sleep: rank 0's join is no "
-                  "longer pending (a machine too slow for this case)");
+                             "longer pending (a machine too slow for this case)");
         EXPECT_REFUSED_WHILE_JOINING(tc_allreduce("join/pending/ar", &t, y, TC_SUM, &req));
         EXPECT_REFUSED_WHILE_JOINING(tc_allgather("join/pending/ag", &t, &req));
         EXPECT_REFUSED_WHILE_JOINING(tc_barrier(&req));

@@ -47,7 +47,7 @@ static void *killer(void *arg)
 static tc_status_t submit(const char *mode, float *in, float *out, size_t count,
                           tc_request_t **req_p)
 {
-    tc_tensor_t t = { in, TC_FLOAT32, 1, { (int64_t)count } };
+    tc_tensor_t t = {in, TC_FLOAT32, 1, {(int64_t)count}};
 
     if (strcmp(mode, "allgather") == 0) {
         return tc_allgather("lost/gather", &t, req_p);
@@ -67,14 +67,13 @@ static tc_status_t submit(const char *mode, float *in, float *out, size_t count,
 }
 
 /* The first and last element of req's result, as mode's kind gives them. */
-static void check_result(const char *mode, const tc_request_t *req, const float *out,
-                         size_t count)
+static void check_result(const char *mode, const tc_request_t *req, const float *out, size_t count)
 {
     const float want = strcmp(mode, "transfer") == 0 || strcmp(mode, "negotiation") == 0 ||
                                strcmp(mode, "reducescatter") == 0
                            ? (float)tt_size
                            : 1.0f;
-    tc_tensor_t o = { (void *)(uintptr_t)out, TC_FLOAT32, 1, { (int64_t)count } };
+    tc_tensor_t o = {(void *)(uintptr_t)out, TC_FLOAT32, 1, {(int64_t)count}};
     const float *v;
 
     if (strcmp(mode, "broadcast") != 0 && strcmp(mode, "transfer") != 0 &&
@@ -109,7 +108,7 @@ static void lose_last_rank(const char *mode)
         in[i] = 1.0f;
         out[i] = 1.0f;
     }
-    t = (tc_tensor_t){ in, TC_FLOAT32, 1, { (int64_t)count } };
+    t = (tc_tensor_t){in, TC_FLOAT32, 1, {(int64_t)count}};
     if (transfer && rank == size - 1) {
         CHECK_EQ(pthread_create(&th, NULL, killer, NULL), 0);
     }
@@ -131,10 +130,9 @@ static void lose_last_rank(const char *mode)
     snprintf(want, sizeof want, "lost rank %d", size - 1);
     CHECK_MSG(st == TC_ERR_TRANSPORT, "rank %d: %s (%s)", rank, tc_status_string(st),
               tc_request_error(req));
-    CHECK_MSG(strstr(tc_request_error(req), want) != NULL, "rank %d: message '%s' lacks '%s'",
-              rank, tc_request_error(req), want);
-    CHECK_MSG(waited < PEER_TIMEOUT_S + MARGIN_S, "rank %d: the failure took %.1f s", rank,
-              waited);
+    CHECK_MSG(strstr(tc_request_error(req), want) != NULL, "rank %d: message '%s' lacks '%s'", rank,
+              tc_request_error(req), want);
+    CHECK_MSG(waited < PEER_TIMEOUT_S + MARGIN_S, "rank %d: the failure took %.1f s", rank, waited);
     tc_request_free(req);
     req = TT_SENTINEL;
     CHECK_STATUS(tc_allreduce("lost/after", &t, out, TC_SUM, &req), TC_ERR_TRANSPORT);
@@ -197,7 +195,7 @@ TC_CASE(channel)
     tc_request_t *req;
     double t0;
     float x = 1, y;
-    tc_tensor_t t = { &x, TC_FLOAT32, 1, { 1 } };
+    tc_tensor_t t = {&x, TC_FLOAT32, 1, {1}};
     int i;
 
     CHECK_MSG(tt_size >= 2, "test_lost_rank needs 2 or more ranks");
@@ -230,8 +228,10 @@ TC_CASE(channel)
             CHECK_OK(tc_portchan_put_with_signal(to_priv, 0, 0, CHAN_BYTES));
             st2 = tc_portchan_flush(to_priv, -1);
         }
-        CHECK_MSG(tt_now() - t0 < MARGIN_S, "rank %d: puts to a dead rank still succeed "
-                  "after %.1f s", tt_rank, tt_now() - t0);
+        CHECK_MSG(tt_now() - t0 < MARGIN_S,
+                  "rank %d: puts to a dead rank still succeed "
+                  "after %.1f s",
+                  tt_rank, tt_now() - t0);
     }
     CHECK_EQ(st1, TC_ERR_TRANSPORT);
     CHECK_EQ(st2, TC_ERR_TRANSPORT);
@@ -274,5 +274,5 @@ TC_CASE(channel)
 
 int main(int argc, char **argv)
 {
-    return tt_mpi_main(argc, argv, &(tt_program_t){ .case_ends_tcoll = 1 });
+    return tt_mpi_main(argc, argv, &(tt_program_t){.case_ends_tcoll = 1});
 }

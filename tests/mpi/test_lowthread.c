@@ -25,8 +25,7 @@ TC_CASE(tc_init_refuses_low_thread_level)
     int in = 1, sum = 0;
     MPI_Allreduce(&in, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     CHECK_EQ(sum, tt_size);
-    tt_say("test_lowthread: tc_init refused MPI thread level %d (%d ranks)\n", provided,
-           tt_size);
+    tt_say("test_lowthread: tc_init refused MPI thread level %d (%d ranks)\n", provided, tt_size);
 }
 
 /* The skeleton initializes MPI with MPI_THREAD_FUNNELED and never starts
@@ -34,5 +33,5 @@ TC_CASE(tc_init_refuses_low_thread_level)
 int main(int argc, char **argv)
 {
     return tt_mpi_main(argc, argv,
-                       &(tt_program_t){ .app_mpi = 1, .app_mpi_level = MPI_THREAD_FUNNELED });
+                       &(tt_program_t){.app_mpi = 1, .app_mpi_level = MPI_THREAD_FUNNELED});
 }

@@ -36,7 +36,6 @@ typedef struct {
 static task_t g_tasks[MAX_TASKS];
 static int g_ntasks;
 
-
 static task_t *add(const char *name, params_t mine, int bad)
 {
     CHECK_LT(g_ntasks, MAX_TASKS);
@@ -163,39 +162,45 @@ TC_CASE(every_mismatch_kind_on_every_rank)
 
     /* the last rank disagrees */
     add_bad("mm/shape", tt_params(TT_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 2, 2, 3, 0),
-            tt_params(TT_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 2, 3, 2, 0), L, "shape mismatch", "[2,3]",
-            "[3,2]");
+            tt_params(TT_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 2, 3, 2, 0), L, "shape mismatch",
+            "[2,3]", "[3,2]");
     add_bad("mm/dtype", tt_params(TT_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 4, 0, 0),
-            tt_params(TT_ALLREDUCE, TC_INT32, TC_SUM, 0, 1, 4, 0, 0), L, "dtype mismatch", "float32",
-            "int32");
+            tt_params(TT_ALLREDUCE, TC_INT32, TC_SUM, 0, 1, 4, 0, 0), L, "dtype mismatch",
+            "float32", "int32");
     /* same element size, different dtype */
     add_bad("mm/dtype16", tt_params(TT_ALLREDUCE, TC_INT16, TC_MAX, 0, 1, 4, 0, 0),
             tt_params(TT_ALLREDUCE, TC_UINT16, TC_MAX, 0, 1, 4, 0, 0), L, "dtype mismatch", "int16",
             "uint16");
     add_bad("mm/op", tt_params(TT_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 4, 0, 0),
-            tt_params(TT_ALLREDUCE, TC_FLOAT32, TC_MAX, 0, 1, 4, 0, 0), L, "op mismatch", "sum", "max");
+            tt_params(TT_ALLREDUCE, TC_FLOAT32, TC_MAX, 0, 1, 4, 0, 0), L, "op mismatch", "sum",
+            "max");
     add_bad("mm/op-avg-prod", tt_params(TT_ALLREDUCE, TC_FLOAT64, TC_AVG, 0, 1, 3, 0, 0),
-            tt_params(TT_ALLREDUCE, TC_FLOAT64, TC_PROD, 0, 1, 3, 0, 0), L, "op mismatch", "avg", "prod");
+            tt_params(TT_ALLREDUCE, TC_FLOAT64, TC_PROD, 0, 1, 3, 0, 0), L, "op mismatch", "avg",
+            "prod");
     add_bad("mm/root", tt_params(TT_BROADCAST, TC_INT32, TC_SUM, 0, 1, 5, 0, 0),
             tt_params(TT_BROADCAST, TC_INT32, TC_SUM, L, 1, 5, 0, 0), L, "root mismatch", "0", sL);
     add_bad("mm/collective", tt_params(TT_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 4, 0, 0),
             tt_params(TT_ALLGATHER, TC_FLOAT32, TC_SUM, 0, 1, 4, 0, 0), L, "collective mismatch",
             "allreduce", "allgather");
     add_bad("mm/ndim", tt_params(TT_ALLGATHER, TC_FLOAT32, TC_SUM, 0, 2, 2, 3, 0),
-            tt_params(TT_ALLGATHER, TC_FLOAT32, TC_SUM, 0, 3, 2, 3, 1), L, "ndim mismatch", "2", "3");
+            tt_params(TT_ALLGATHER, TC_FLOAT32, TC_SUM, 0, 3, 2, 3, 1), L, "ndim mismatch", "2",
+            "3");
     /* allgather dims 1.. differ (dim0 may differ freely): values not checked,
      * the format of a dims-1.. shape is the engine's choice */
     add_bad("mm/allgather-shape", tt_params(TT_ALLGATHER, TC_INT8, TC_SUM, 0, 2, 1 + tt_rank, 3, 0),
             tt_params(TT_ALLGATHER, TC_INT8, TC_SUM, 0, 2, 2, 4, 0), L, "shape mismatch", "", "");
     add_bad("mm/broadcast-shape", tt_params(TT_BROADCAST, TC_FLOAT64, TC_SUM, 0, 1, 5, 0, 0),
-            tt_params(TT_BROADCAST, TC_FLOAT64, TC_SUM, 0, 1, 6, 0, 0), L, "shape mismatch", "[5]", "[6]");
+            tt_params(TT_BROADCAST, TC_FLOAT64, TC_SUM, 0, 1, 6, 0, 0), L, "shape mismatch", "[5]",
+            "[6]");
     /* a scalar is not a [1] */
     add_bad("mm/scalar", tt_params(TT_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 0, 0, 0, 0),
-            tt_params(TT_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 1, 0, 0), L, "shape mismatch", "", "");
+            tt_params(TT_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 1, 0, 0), L, "shape mismatch", "",
+            "");
 
     /* rank 0 disagrees */
     add_bad("mm/rank0-shape", tt_params(TT_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 5, 0, 0),
-            tt_params(TT_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 4, 0, 0), 0, "shape mismatch", "[4]", "[5]");
+            tt_params(TT_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 4, 0, 0), 0, "shape mismatch", "[4]",
+            "[5]");
     add_bad("mm/rank0-collective", tt_params(TT_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, 4, 0, 0),
             tt_params(TT_BROADCAST, TC_FLOAT32, TC_SUM, 0, 1, 4, 0, 0), 0, "collective mismatch",
             "broadcast", "allreduce");
@@ -213,18 +218,19 @@ TC_CASE(every_mismatch_kind_on_every_rank)
     for (int i = 0; i < 6; i++) {
         char name[32];
         snprintf(name, sizeof name, "mm/good%d", i);
-        add(name, tt_params(TT_ALLREDUCE, i & 1 ? TC_INT32 : TC_FLOAT32, TC_SUM, 0, 1, 100 + i, 0, 0), 0);
+        add(name,
+            tt_params(TT_ALLREDUCE, i & 1 ? TC_INT32 : TC_FLOAT32, TC_SUM, 0, 1, 100 + i, 0, 0), 0);
     }
 
     int nbad = 0;
     for (int i = 0; i < g_ntasks; i++) {
         nbad += g_tasks[i].bad;
     }
-    tt_run_batch(&(tt_batch_t){ .ntasks = g_ntasks,
-                                .nthreads = NTHREADS,
-                                .order_seed = tt_key(0x33, (uint64_t)tt_rank, 0),
-                                .submit = submit_task,
-                                .complete = complete_task });
+    tt_run_batch(&(tt_batch_t){.ntasks = g_ntasks,
+                               .nthreads = NTHREADS,
+                               .order_seed = tt_key(0x33, (uint64_t)tt_rank, 0),
+                               .submit = submit_task,
+                               .complete = complete_task});
     for (int i = 0; i < g_ntasks; i++) {
         free(g_tasks[i].data);
         free(g_tasks[i].recv);
@@ -244,5 +250,5 @@ TC_CASE(every_mismatch_kind_on_every_rank)
 
 int main(int argc, char **argv)
 {
-    return tt_mpi_main(argc, argv, &(tt_program_t){ 0 });
+    return tt_mpi_main(argc, argv, &(tt_program_t){0});
 }

@@ -32,7 +32,7 @@ TC_CASE(allreduce_beside_application_mpi)
         for (int i = 0; i < 100; i++) {
             v[i] = (int64_t)(mpi_rank + 1) * (i + it);
         }
-        tc_tensor_t t = { v, TC_INT64, 2, { 10, 10 } };
+        tc_tensor_t t = {v, TC_INT64, 2, {10, 10}};
         tc_request_t *req = NULL;
         CHECK_OK(tc_allreduce("pre/ar", &t, o, TC_SUM, &req));
 
@@ -56,21 +56,21 @@ TC_CASE(allreduce_beside_application_mpi)
 TC_CASE(broadcast_and_allgather)
 {
     const int mpi_rank = tt_rank, mpi_size = tt_size;
-    double b[3] = { 0, 0, 0 };
+    double b[3] = {0, 0, 0};
     if (mpi_rank == mpi_size - 1) {
         b[0] = 1.5;
         b[1] = -2;
         b[2] = 1e300;
     }
-    tc_tensor_t t = { b, TC_FLOAT64, 1, { 3 } };
+    tc_tensor_t t = {b, TC_FLOAT64, 1, {3}};
     tc_request_t *req = NULL;
     CHECK_OK(tc_broadcast("pre/bc", &t, mpi_size - 1, &req));
     CHECK_OK(tc_wait(req));
     tc_request_free(req);
     CHECK(b[0] == 1.5 && b[1] == -2 && b[2] == 1e300);
 
-    int32_t mine[2] = { mpi_rank, -mpi_rank };
-    tc_tensor_t g = { mine, TC_INT32, 1, { 2 } };
+    int32_t mine[2] = {mpi_rank, -mpi_rank};
+    tc_tensor_t g = {mine, TC_INT32, 1, {2}};
     CHECK_OK(tc_allgather("pre/ag", &g, &req));
     CHECK_OK(tc_wait(req));
     tc_tensor_t out;
@@ -102,7 +102,8 @@ static void mpi_still_usable(void)
 
 int main(int argc, char **argv)
 {
-    return tt_mpi_main(argc, argv, &(tt_program_t){ .app_mpi = 1,
-                                                     .app_mpi_level = MPI_THREAD_MULTIPLE,
-                                                     .after_shutdown = mpi_still_usable });
+    return tt_mpi_main(argc, argv,
+                       &(tt_program_t){.app_mpi = 1,
+                                       .app_mpi_level = MPI_THREAD_MULTIPLE,
+                                       .after_shutdown = mpi_still_usable});
 }

@@ -17,7 +17,6 @@
 
 /* ---- every kind inside a set ------------------------------------------------ */
 
-
 /* Three mid-sized float32 sums in flight at once (fused where the library
  * fuses), completed in reverse. */
 static void set_allreduce_fused(const pset_t *s)
@@ -71,7 +70,8 @@ static void set_allgather(const pset_t *s, const char *name, int64_t cols)
         for (i = 0; i < gather_rows(s, j) * cols; i++, at++) {
             CHECK_MSG(got[at] == s->ranks[j] * 100000 + i,
                       "'%s' in process set %d: element %lld of member %d (rank %d) is %d, "
-                      "want %lld", name, s->id, (long long)i, j, s->ranks[j], (int)got[at],
+                      "want %lld",
+                      name, s->id, (long long)i, j, s->ranks[j], (int)got[at],
                       (long long)(s->ranks[j] * 100000 + i));
         }
     }
@@ -110,8 +110,8 @@ static void set_reducescatter(const pset_t *s, const char *name, int64_t cols)
 {
     const int64_t rows = 2 * s->n + 1;
     const int64_t base = rows / s->n, extra = rows % s->n;
-    const int64_t nmine = base + (s->me < extra), first = s->me * base +
-                                                          (s->me < extra ? s->me : extra);
+    const int64_t nmine = base + (s->me < extra),
+                  first = s->me * base + (s->me < extra ? s->me : extra);
     float *send = tt_xmalloc((size_t)(rows * cols) * sizeof(float));
     tc_opts_t o = in_set(s->id);
     tc_tensor_t t = {send, TC_FLOAT32, 2, {rows, cols}}, out;
@@ -135,9 +135,10 @@ static void set_reducescatter(const pset_t *s, const char *name, int64_t cols)
         for (j = 0; j < s->n; j++) {
             want += (float)val(name, s->ranks[j], first * cols + i, 0);
         }
-        CHECK_MSG(got[i] == want, "'%s' in process set %d, set rank %d: element %lld of its "
-                  "block is %g, want %g", name, s->id, s->me, (long long)i, (double)got[i],
-                  (double)want);
+        CHECK_MSG(got[i] == want,
+                  "'%s' in process set %d, set rank %d: element %lld of its "
+                  "block is %g, want %g",
+                  name, s->id, s->me, (long long)i, (double)got[i], (double)want);
     }
     tc_request_free(req);
     free(send);
@@ -195,8 +196,9 @@ static void set_alltoall(const pset_t *s)
             for (c = 0; c < cols; c++, at++) {
                 CHECK_MSG(got[at] == a2a_value(s->ranks[q], s->me, i, c),
                           "alltoall in process set %d: row %lld from set rank %d (rank %d), "
-                          "element %lld is %d, want %d", s->id, (long long)i, q, s->ranks[q],
-                          (long long)c, (int)got[at], (int)a2a_value(s->ranks[q], s->me, i, c));
+                          "element %lld is %d, want %d",
+                          s->id, (long long)i, q, s->ranks[q], (long long)c, (int)got[at],
+                          (int)a2a_value(s->ranks[q], s->me, i, c));
             }
         }
     }
@@ -243,9 +245,10 @@ static void set_grouped(const pset_t *s)
             for (j = 0; j < s->n; j++) {
                 want += (float)val(names[g], s->ranks[j], i, 0);
             }
-            CHECK_MSG(out[g][i] == want, "grouped '%s' in process set %d: element %lld is %g, "
-                      "want %g", names[g], s->id, (long long)i, (double)out[g][i],
-                      (double)want);
+            CHECK_MSG(out[g][i] == want,
+                      "grouped '%s' in process set %d: element %lld is %g, "
+                      "want %g",
+                      names[g], s->id, (long long)i, (double)out[g][i], (double)want);
         }
     }
 }
@@ -470,9 +473,10 @@ TC_CASE(names_per_set)
                 for (j = 0; j < s->n; j++) {
                     want += scale[k] * (s->ranks[j] + 1) + r + round;
                 }
-                CHECK_MSG(out[k][r] == want, "round %d: 'g' in process set %d: element %d is "
-                          "%lld, want %lld", round, ids[k], r, (long long)out[k][r],
-                          (long long)want);
+                CHECK_MSG(out[k][r] == want,
+                          "round %d: 'g' in process set %d: element %d is "
+                          "%lld, want %lld",
+                          round, ids[k], r, (long long)out[k][r], (long long)want);
             }
         }
     }

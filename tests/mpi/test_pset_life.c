@@ -189,8 +189,10 @@ TC_CASE(mismatch)
     b = add_set(rot, tt_size); /* same ranks, each rank's own order */
     CHECK_GT(b.id, a.id);
     for (k = a.id + 1; k < b.id; k++) { /* the failed adds made nothing */
-        CHECK_MSG(tc_process_set_size(k) == -1, "process set %d exists after the mismatched "
-                  "adds (sets %d and %d were added around them)", k, a.id, b.id);
+        CHECK_MSG(tc_process_set_size(k) == -1,
+                  "process set %d exists after the mismatched "
+                  "adds (sets %d and %d were added around them)",
+                  k, a.id, b.id);
     }
     set_allreduce(&b, "m/after", TC_FLOAT32, TC_SUM, 5, 0);
     c = add_set(all, 1); /* {0} */
@@ -253,16 +255,20 @@ TC_CASE(remove_readd)
     remove_set(&s);
     if (s.me >= 0) {
         st = tc_wait(req);
-        CHECK_MSG(st == TC_ERR_STATE, "rank %d: a request pending when its set was removed: "
-                  "%s (%s)", tt_rank, tc_status_string(st), tc_request_error(req));
+        CHECK_MSG(st == TC_ERR_STATE,
+                  "rank %d: a request pending when its set was removed: "
+                  "%s (%s)",
+                  tt_rank, tc_status_string(st), tc_request_error(req));
         CHECK_STR_CONTAINS(tc_request_error(req), "removed");
         tc_request_free(req);
     }
     if (tt_rank == 0) {
         for (i = 0; i < 2; i++) {
             st = tc_wait(greq[i]);
-            CHECK_MSG(st == TC_ERR_STATE, "grouped '%s', pending when its set was removed: "
-                      "%s (%s)", gnames[i], tc_status_string(st), tc_request_error(greq[i]));
+            CHECK_MSG(st == TC_ERR_STATE,
+                      "grouped '%s', pending when its set was removed: "
+                      "%s (%s)",
+                      gnames[i], tc_status_string(st), tc_request_error(greq[i]));
             tc_request_free(greq[i]);
         }
     }
@@ -379,9 +385,10 @@ static void join_step(const pset_t *s, int step, int nsteps_short, int short_ran
                 want += (float)val(rs_name, s->ranks[j], first * JOIN_RS_COLS + i, 0);
             }
         }
-        CHECK_MSG(got == want, "join step %d in process set %d: reducescatter element %d of "
-                  "set rank %d's block is %g, want %g", step, s->id, i, s->me, (double)got,
-                  (double)want);
+        CHECK_MSG(got == want,
+                  "join step %d in process set %d: reducescatter element %d of "
+                  "set rank %d's block is %g, want %g",
+                  step, s->id, i, s->me, (double)got, (double)want);
     }
     tc_request_free(r3);
     for (i = 0; i < 5; i++) {
@@ -391,8 +398,10 @@ static void join_step(const pset_t *s, int step, int nsteps_short, int short_ran
                 want += (float)val(sum_name, s->ranks[j], i, 0);
             }
         }
-        CHECK_MSG(fout[i] == want, "join step %d in process set %d: sum element %d is %g, "
-                  "want %g", step, s->id, i, (double)fout[i], (double)want);
+        CHECK_MSG(fout[i] == want,
+                  "join step %d in process set %d: sum element %d is %g, "
+                  "want %g",
+                  step, s->id, i, (double)fout[i], (double)want);
     }
     for (i = 0; i < 3; i++) {
         double want = 0;
@@ -402,8 +411,10 @@ static void join_step(const pset_t *s, int step, int nsteps_short, int short_ran
             }
         }
         want /= (double)s->n;
-        CHECK_MSG(dout[i] == want, "join step %d in process set %d: avg element %d is %.17g, "
-                  "want %.17g", step, s->id, i, dout[i], want);
+        CHECK_MSG(dout[i] == want,
+                  "join step %d in process set %d: avg element %d is %.17g, "
+                  "want %.17g",
+                  step, s->id, i, dout[i], want);
     }
 }
 
@@ -486,8 +497,10 @@ TC_CASE(join_in_set)
             tc_status_t st;
             CHECK_OK(tc_allgather_ex("j/gather", &gt, &o, &req));
             st = tc_wait(req);
-            CHECK_MSG(st == TC_ERR_STATE, "an allgather in process set %d with a member "
-                      "joined: %s (%s)", s.id, tc_status_string(st), tc_request_error(req));
+            CHECK_MSG(st == TC_ERR_STATE,
+                      "an allgather in process set %d with a member "
+                      "joined: %s (%s)",
+                      s.id, tc_status_string(st), tc_request_error(req));
             snprintf(want, sizeof(want), "rank %d has joined process set %d", short_rank, s.id);
             CHECK_STR_CONTAINS(tc_request_error(req), want);
             tc_request_free(req);
@@ -503,8 +516,10 @@ TC_CASE(join_in_set)
         global_sync("j/sync");
         last = long_rank;
     }
-    CHECK_MSG(last == long_rank, "rank %d: the join in process set %d says rank %d joined last, "
-              "want rank %d", tt_rank, s.id, last, long_rank);
+    CHECK_MSG(last == long_rank,
+              "rank %d: the join in process set %d says rank %d joined last, "
+              "want rank %d",
+              tt_rank, s.id, last, long_rank);
     if (s.me >= 0) { /* the next step: everyone in again */
         join_step(&s, JOIN_BASE + JOIN_EXTRA, JOIN_BASE + JOIN_EXTRA + 1, short_rank);
     }
@@ -665,8 +680,8 @@ TC_CASE(stall)
         for (k = 0; k < 20; k++) {
             char name[32];
             snprintf(name, sizeof(name), "a/%d", k);
-            set_allreduce(&a, name, k % 2 ? TC_FLOAT32 : TC_INT32, k % 2 ? TC_SUM : TC_MAX,
-                          1 + k, 0);
+            set_allreduce(&a, name, k % 2 ? TC_FLOAT32 : TC_INT32, k % 2 ? TC_SUM : TC_MAX, 1 + k,
+                          0);
         }
     }
     /* sets come and go while B's name waits (collectives of the global set:
@@ -702,8 +717,10 @@ TC_CASE(stall)
             char *log = read_log(), *line;
             snprintf(want, sizeof(want), "'b/stall' (allreduce) in process set %d stalled", b.id);
             line = strstr(log, want);
-            CHECK_MSG(line != NULL, "rank 0's log does not name the process set of the "
-                      "stalled name:\n%s", log);
+            CHECK_MSG(line != NULL,
+                      "rank 0's log does not name the process set of the "
+                      "stalled name:\n%s",
+                      log);
             CHECK_MSG(strstr(line, "failing it with TC_ERR_TIMEOUT") != NULL,
                       "rank 0's log does not say it failed 'b/stall':\n%s", log);
             free(log);
@@ -775,6 +792,6 @@ TC_CASE(barrier_not_held_by_other_set)
 
 int main(int argc, char **argv)
 {
-    return tt_mpi_main(argc, argv, &(tt_program_t){.before_init = before_init,
-                                                    .after_shutdown = after_shutdown});
+    return tt_mpi_main(
+        argc, argv, &(tt_program_t){.before_init = before_init, .after_shutdown = after_shutdown});
 }

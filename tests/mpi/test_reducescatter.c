@@ -162,8 +162,7 @@ TC_CASE(refusals)
     }
     CHECK_OK(tc_reducescatter("rs/shape", &v, TC_SUM, &req));
     CHECK_EQ(tc_wait(req), TC_ERR_MISMATCH);
-    CHECK_MSG(strstr(tc_request_error(req), "reducescatter shape mismatch: rank 0 has [6]") !=
-                  NULL,
+    CHECK_MSG(strstr(tc_request_error(req), "reducescatter shape mismatch: rank 0 has [6]") != NULL,
               "message: %s", tc_request_error(req));
     tc_request_free(req);
 }

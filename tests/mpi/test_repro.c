@@ -115,8 +115,8 @@ static void check_bits(const task_t *t, const void *got, int64_t i, int64_t at, 
 
     tt_store_real(t->dt, want, 0, reference(t->dt, t->salt, ranks, n, at));
     CHECK_MSG(memcmp((const char *)got + (size_t)i * es, want, es) == 0,
-              "%s (%s, np %d): element %lld is %.17g, the documented order gives %.17g",
-              t->name, tt_dtype_str(t->dt), tt_size, (long long)at, tt_load(t->dt, got, i),
+              "%s (%s, np %d): element %lld is %.17g, the documented order gives %.17g", t->name,
+              tt_dtype_str(t->dt), tt_size, (long long)at, tt_load(t->dt, got, i),
               tt_load(t->dt, want, 0));
 }
 
@@ -158,8 +158,8 @@ static void submit(int k, void *arg)
     if (t->rs) {
         CHECK_OK(tc_reducescatter_ex(t->name, &tensor, TC_SUM, &o, &t->req));
     } else {
-        CHECK_OK(tc_allreduce_ex(t->name, &tensor, t->inplace ? t->send : t->recv, TC_SUM, &o,
-                                 &t->req));
+        CHECK_OK(
+            tc_allreduce_ex(t->name, &tensor, t->inplace ? t->send : t->recv, TC_SUM, &o, &t->req));
     }
 }
 
@@ -174,8 +174,7 @@ static void complete(int k, void *arg)
         return;
     }
     st = tc_wait(t->req);
-    CHECK_MSG(st == TC_OK, "%s: %s (%s)", t->name, tc_status_string(st),
-              tc_request_error(t->req));
+    CHECK_MSG(st == TC_OK, "%s: %s (%s)", t->name, tc_status_string(st), tc_request_error(t->req));
     for (int r = t->in_set ? 1 : 0; r < tt_size; r++) {
         ranks[n++] = r;
     }
@@ -244,9 +243,9 @@ TC_CASE(documented_order_everywhere)
     add_task("set", TC_BFLOAT16, 7, 0, 1, 1);
     add_task("set-rs", TC_FLOAT32, 500, 1, 0, 1);
     for (int round = 0; round < 2; round++) {
-        tt_batch_t b = {g_ntasks, 3, tt_key(0x5eed, (uint64_t)tt_rank, (uint64_t)round),
-                        round, 4, tt_key(0xbad, (uint64_t)tt_rank, (uint64_t)round), submit,
-                        complete, NULL};
+        tt_batch_t b = {g_ntasks, 3,        tt_key(0x5eed, (uint64_t)tt_rank, (uint64_t)round),
+                        round,    4,        tt_key(0xbad, (uint64_t)tt_rank, (uint64_t)round),
+                        submit,   complete, NULL};
         tt_run_batch(&b);
     }
     for (int k = 0; k < g_ntasks; k++) {

@@ -32,9 +32,8 @@ typedef struct {
 static task_t g_tasks[MAX_TASKS];
 static int g_ntasks;
 
-static const tc_dtype_t dtypes[] = {TC_UINT8,   TC_INT8,     TC_INT32,   TC_INT64,
-                                    TC_FLOAT16, TC_BFLOAT16, TC_FLOAT32, TC_FLOAT64,
-                                    TC_INT16,   TC_UINT16};
+static const tc_dtype_t dtypes[] = {TC_UINT8,    TC_INT8,    TC_INT32,   TC_INT64, TC_FLOAT16,
+                                    TC_BFLOAT16, TC_FLOAT32, TC_FLOAT64, TC_INT16, TC_UINT16};
 static const tc_op_t ops[] = {TC_SUM, TC_AVG, TC_MIN, TC_MAX, TC_PROD};
 
 /* Rank r's element i: a small integer (0..100 for uint8 and uint16, |v| <= 30
@@ -50,8 +49,7 @@ static int64_t input(const task_t *t, int r, int64_t i)
     if (t->dt == TC_BFLOAT16) {
         return (int64_t)(h % 61) - 30;
     }
-    return t->dt == TC_UINT8 || t->dt == TC_UINT16 ? (int64_t)(h % 101)
-                                                   : (int64_t)(h % 201) - 100;
+    return t->dt == TC_UINT8 || t->dt == TC_UINT16 ? (int64_t)(h % 101) : (int64_t)(h % 201) - 100;
 }
 
 static double int_lo(tc_dtype_t dt)
@@ -192,7 +190,8 @@ static void finish(task_t *t)
         expect(t, i, want);
         if (memcmp((char *)t->recv + (size_t)i * es, want, es) != 0) {
             TC_CHECK_FAIL("%s (prescale %g, postscale %g, np %d): element %lld is %.17g, "
-                          "want %.17g", t->name, t->pre, t->post, tt_size, (long long)i,
+                          "want %.17g",
+                          t->name, t->pre, t->post, tt_size, (long long)i,
                           tt_load(t->dt, t->recv, i), tt_load(t->dt, want, 0));
         }
     }
@@ -238,8 +237,7 @@ TC_CASE(factors)
             finish(&g_tasks[k]);
         }
     }
-    tt_say("test_scaling: %d scaled allreduces per round checked on %d ranks\n", g_ntasks,
-           tt_size);
+    tt_say("test_scaling: %d scaled allreduces per round checked on %d ranks\n", g_ntasks, tt_size);
 }
 
 /* A postscale that differs on the last rank: every rank fails with

@@ -40,7 +40,7 @@ static double frac_value(tc_dtype_t dt, uint64_t salt, int r, int64_t i)
 static void run_one(const char *name, tc_dtype_t dt, tc_op_t op, void *send, void *recv,
                     int64_t count, double pre, double post, int ps)
 {
-    tc_tensor_t t = { send, dt, 1, { count } };
+    tc_tensor_t t = {send, dt, 1, {count}};
     tc_opts_t o = TC_OPTS_INIT;
     tc_request_t *req = NULL;
     tc_status_t st;
@@ -58,7 +58,7 @@ static void run_one(const char *name, tc_dtype_t dt, tc_op_t op, void *send, voi
  * (as bytes), must equal each rank's. */
 static void check_same_everywhere(const char *what, const void *buf, size_t bytes)
 {
-    tc_tensor_t t = { (void *)(uintptr_t)buf, TC_UINT8, 1, { (int64_t)bytes } };
+    tc_tensor_t t = {(void *)(uintptr_t)buf, TC_UINT8, 1, {(int64_t)bytes}};
     tc_request_t *req = NULL;
     tc_tensor_t out;
     const unsigned char *all;
@@ -86,8 +86,8 @@ TC_CASE(agrees_with_ring_bit_for_bit)
     int ps = 0, r, di, oi, ci, checked = 0;
     /* around the shares (n), a chunk of 4 KiB slots (1024 floats), and past
      * the two-slot ring (several chunks) */
-    const int64_t counts[] = { 1, 2, 3, 5, 17, 1000, 1023, 1024, 1025, 2048 + 7, 5 * 1024 + 3,
-                               70001 };
+    const int64_t counts[] = {1,    2,    3,    5,        17,           1000,
+                              1023, 1024, 1025, 2048 + 7, 5 * 1024 + 3, 70001};
     const int ncounts = (int)(sizeof(counts) / sizeof(counts[0]));
 
     for (r = 0; r < n; r++) {
@@ -134,15 +134,18 @@ TC_CASE(agrees_with_ring_bit_for_bit)
                      * close to it (and the same bits everywhere, below) */
                     for (i = 0; i < count; i++) {
                         double x = tt_load(dt, a, i), y = tt_load(dt, b, i);
-                        double tol = dt == TC_FLOAT64 ? 1e-12 : dt == TC_FLOAT32 ? 1e-5
-                                     : dt == TC_FLOAT16 ? 0.02 : 0.1;
+                        double tol = dt == TC_FLOAT64   ? 1e-12
+                                     : dt == TC_FLOAT32 ? 1e-5
+                                     : dt == TC_FLOAT16 ? 0.02
+                                                        : 0.1;
                         CHECK_MSG(fabs(x - y) <= tol * (1 + fabs(y)),
-                                  "%s: element %lld: hier %.17g, ring %.17g", name,
-                                  (long long)i, x, y);
+                                  "%s: element %lld: hier %.17g, ring %.17g", name, (long long)i, x,
+                                  y);
                     }
                 } else if (memcmp(a, b, (size_t)count * es) != 0) {
-                    for (i = 0; i < count && memcmp(a + i * (int64_t)es, b + i * (int64_t)es,
-                                                    es) == 0; i++) {
+                    for (i = 0;
+                         i < count && memcmp(a + i * (int64_t)es, b + i * (int64_t)es, es) == 0;
+                         i++) {
                     }
                     TC_CHECK_FAIL("%s: element %lld of %lld: shm %.17g, ring %.17g", name,
                                   (long long)i, (long long)count, tt_load(dt, a, i),
@@ -168,5 +171,5 @@ TC_CASE(agrees_with_ring_bit_for_bit)
 
 int main(int argc, char **argv)
 {
-    return tt_mpi_main(argc, argv, &(tt_program_t){ .args = "[hier]" });
+    return tt_mpi_main(argc, argv, &(tt_program_t){.args = "[hier]"});
 }

@@ -94,18 +94,18 @@ static void same_bits(const char *what, const char *whose, tc_dtype_t dt, const 
     if (count == 0 || memcmp(got, want, (size_t)count * es) == 0) {
         return;
     }
-    for (i = 0; memcmp((const char *)got + (size_t)i * es, (const char *)want + (size_t)i * es,
-                       es) == 0; i++) {
+    for (i = 0;
+         memcmp((const char *)got + (size_t)i * es, (const char *)want + (size_t)i * es, es) == 0;
+         i++) {
     }
-    TC_CHECK_FAIL("%s (np %d): element %lld of %lld: shared memory %.17g, %s %.17g", what,
-                  tt_size, (long long)i, (long long)count, tt_load(dt, got, i), whose,
-                  tt_load(dt, want, i));
+    TC_CHECK_FAIL("%s (np %d): element %lld of %lld: shared memory %.17g, %s %.17g", what, tt_size,
+                  (long long)i, (long long)count, tt_load(dt, got, i), whose, tt_load(dt, want, i));
 }
 
 /* The same bits on every rank: rank 0's, allgathered, equal each rank's. */
 static void same_everywhere(const char *what, const void *buf, size_t bytes)
 {
-    tc_tensor_t t = { (void *)(uintptr_t)buf, TC_UINT8, 1, { (int64_t)bytes } };
+    tc_tensor_t t = {(void *)(uintptr_t)buf, TC_UINT8, 1, {(int64_t)bytes}};
     tc_request_t *req = NULL;
     tc_tensor_t out;
     char name[160];
@@ -132,13 +132,13 @@ static void same_everywhere(const char *what, const void *buf, size_t bytes)
 static int64_t ag_rows(int p, int r, int64_t row_bytes)
 {
     switch (p) {
-    case 0: return 0;                                /* nothing anywhere */
+    case 0: return 0; /* nothing anywhere */
     case 1: return 1;
-    case 2: return r % 2 == 0 ? 0 : r + 1;           /* empty blocks on some ranks */
+    case 2: return r % 2 == 0 ? 0 : r + 1;                 /* empty blocks on some ranks */
     case 3: return 3 * r + 1 + (r == tt_size - 1 ? 5 : 0); /* uneven */
-    case 4: return r == tt_size - 1 ? 7 : 0;         /* one rank only */
-    case 5: return 4096 / row_bytes + r;             /* around a 4 KiB slot */
-    default: return LARGE_BYTES / row_bytes + 3 * r; /* several MiB each */
+    case 4: return r == tt_size - 1 ? 7 : 0;               /* one rank only */
+    case 5: return 4096 / row_bytes + r;                   /* around a 4 KiB slot */
+    default: return LARGE_BYTES / row_bytes + 3 * r;       /* several MiB each */
     }
 }
 
@@ -170,7 +170,7 @@ static void allgather_one(int ps, int p, tc_dtype_t dt, int64_t row)
         fill(dt, TC_MAX, salt, q, want + (size_t)at * es, k, 0);
         at += k;
     }
-    x = (tc_tensor_t){ in, dt, 2, { rows, row } };
+    x = (tc_tensor_t){in, dt, 2, {rows, row}};
     CHECK_OK(tc_allgather(name, &x, &ra));
     wait_ok(name, ra);
     CHECK_OK(tc_allgather_ex(mpi_name, &x, &o, &rb));
@@ -225,7 +225,7 @@ static void broadcast_one(int ps, int root, tc_dtype_t dt, int64_t count)
     tc_request_t *req = NULL;
     unsigned char *a = tt_xmalloc((size_t)count * es + 1), *b = tt_xmalloc((size_t)count * es + 1);
     unsigned char *want = tt_xmalloc((size_t)count * es + 1);
-    tc_tensor_t ta = { a, dt, 1, { count } }, tb = { b, dt, 1, { count } };
+    tc_tensor_t ta = {a, dt, 1, {count}}, tb = {b, dt, 1, {count}};
     char name[128], mpi_name[144];
     uint64_t salt;
 
@@ -262,8 +262,14 @@ TC_CASE(broadcast_matches_tree)
             const int64_t es = (int64_t)tt_dtype_bytes(dt);
             /* nothing, one element, odd sizes, around a 4 KiB slot and two
              * of them, and (two dtypes a root) several MiB */
-            const int64_t counts[] = { 0, 1, 3, 1001, 4096 / es - 1, 4096 / es + 1,
-                                       2 * 4096 / es + 5, LARGE_BYTES / es + 7 };
+            const int64_t counts[] = {0,
+                                      1,
+                                      3,
+                                      1001,
+                                      4096 / es - 1,
+                                      4096 / es + 1,
+                                      2 * 4096 / es + 5,
+                                      LARGE_BYTES / es + 7};
             const int ncounts = (int)(sizeof(counts) / sizeof(counts[0]));
             for (ci = 0; ci < ncounts; ci++) {
                 if (ci == ncounts - 1 && (di + root) % 5 != 0) {
@@ -287,7 +293,7 @@ TC_CASE(broadcast_matches_tree)
 static tc_request_t *reducescatter(const char *name, tc_dtype_t dt, tc_op_t op, void *in,
                                    int64_t rows, int64_t row, double pre, double post, int ps)
 {
-    tc_tensor_t t = { in, dt, 2, { rows, row } };
+    tc_tensor_t t = {in, dt, 2, {rows, row}};
     tc_opts_t o = in_set(ps);
     tc_request_t *req = NULL;
 
@@ -303,8 +309,8 @@ static void reducescatter_one(int ps, tc_dtype_t dt, tc_op_t op, int64_t rows, i
 {
     const size_t es = tt_dtype_bytes(dt);
     const int64_t n = tt_size;
-    const int64_t my_rows = rows / n + (tt_rank < rows % n), off = (rows / n * tt_rank +
-                            (tt_rank < rows % n ? tt_rank : rows % n)) * row;
+    const int64_t my_rows = rows / n + (tt_rank < rows % n),
+                  off = (rows / n * tt_rank + (tt_rank < rows % n ? tt_rank : rows % n)) * row;
     const double pre = scaled ? 0.5 : 1.0, post = scaled ? 3.0 : 1.0;
     unsigned char *in = tt_xmalloc((size_t)(rows * row) * es + 1);
     tc_request_t *ra, *rb;
@@ -313,8 +319,8 @@ static void reducescatter_one(int ps, tc_dtype_t dt, tc_op_t op, int64_t rows, i
     uint64_t salt;
     int64_t i;
 
-    snprintf(name, sizeof(name), "shmk/rs/%s/%s/%lldx%lld/%d%d", tt_dtype_str(dt),
-             tt_op_str(op), (long long)rows, (long long)row, frac, scaled);
+    snprintf(name, sizeof(name), "shmk/rs/%s/%s/%lldx%lld/%d%d", tt_dtype_str(dt), tt_op_str(op),
+             (long long)rows, (long long)row, frac, scaled);
     snprintf(mpi_name, sizeof(mpi_name), "%s/mpi", name);
     salt = tt_hash_str(name);
     fill(dt, op, salt, tt_rank, in, rows * row, frac);
@@ -347,11 +353,15 @@ TC_CASE(reducescatter_matches_ring)
         const int64_t es = (int64_t)tt_dtype_bytes(dt);
         /* rows x row: none, one row (empty blocks but one), fewer rows than
          * ranks, uneven, around 4 KiB slots, and (sum and avg) several MiB */
-        const int64_t shapes[][2] = { { 0, 3 }, { 1, 1 }, { 1, 5 }, { n - 1, 2 },
-                                      { 2 * n + 1, 3 }, { 7 * n + 3, 1 },
-                                      { 3 * n + 1, 4096 / es / 3 + 1 },
-                                      { 5 * n - 1, 2 * 4096 / es + 3 },
-                                      { LARGE_BYTES / es / 1024 + 1, 1024 } };
+        const int64_t shapes[][2] = {{0, 3},
+                                     {1, 1},
+                                     {1, 5},
+                                     {n - 1, 2},
+                                     {2 * n + 1, 3},
+                                     {7 * n + 3, 1},
+                                     {3 * n + 1, 4096 / es / 3 + 1},
+                                     {5 * n - 1, 2 * 4096 / es + 3},
+                                     {LARGE_BYTES / es / 1024 + 1, 1024}};
         const int nshapes = (int)(sizeof(shapes) / sizeof(shapes[0]));
         for (oi = 0; oi < TT_NOPS; oi++) {
             const tc_op_t op = tt_op(oi);
@@ -372,7 +382,8 @@ TC_CASE(reducescatter_matches_ring)
     }
     CHECK_OK(tc_process_set_remove(ps));
     tt_say("test_shm_kinds: %d reducescatters inside the node match the ring bit for bit "
-           "(np %d)\n", checked, tt_size);
+           "(np %d)\n",
+           checked, tt_size);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -386,12 +397,12 @@ TC_CASE(reducescatter_matches_ring)
 static int64_t a2a_rows(int p, int q, int j, int64_t row_bytes)
 {
     switch (p) {
-    case 0: return 2;                                 /* equal: splits NULL */
-    case 1: return 0;                                 /* nothing at all */
-    case 2: return q == j ? 3 : 0;                    /* only to itself */
-    case 3: return (q + j) % 2 == 0 ? 0 : q + j + 1;  /* zero splits */
-    case 4: return (3 * q + 5 * j) % 7;               /* uneven */
-    case 5: return 4096 / row_bytes + (q + 2 * j) % 3; /* around a 4 KiB slot */
+    case 0: return 2;                                          /* equal: splits NULL */
+    case 1: return 0;                                          /* nothing at all */
+    case 2: return q == j ? 3 : 0;                             /* only to itself */
+    case 3: return (q + j) % 2 == 0 ? 0 : q + j + 1;           /* zero splits */
+    case 4: return (3 * q + 5 * j) % 7;                        /* uneven */
+    case 5: return 4096 / row_bytes + (q + 2 * j) % 3;         /* around a 4 KiB slot */
     default: return LARGE_BYTES / tt_size / row_bytes + q + j; /* several MiB each */
     }
 }
@@ -435,7 +446,7 @@ static void alltoall_one(int ps, int p, tc_dtype_t dt, int64_t row)
         at += k;
         free(all);
     }
-    x = (tc_tensor_t){ in, dt, 2, { rows, row } };
+    x = (tc_tensor_t){in, dt, 2, {rows, row}};
     CHECK_OK(tc_alltoall(name, &x, p == 0 ? NULL : splits, &ra));
     wait_ok(name, ra);
     CHECK_OK(tc_alltoall_ex(mpi_name, &x, p == 0 ? NULL : splits, &o, &rq));
@@ -547,7 +558,7 @@ TC_CASE(names_its_algorithms)
     const int64_t small = 64, large = 4 << 20; /* bytes: below and above the default 256 KiB */
     named_t named[NAMED];
     char dir[256] = "", path[300], base[300], cma_seen[32] = "";
-    tc_tensor_t t = { dir, TC_UINT8, 1, { (int64_t)sizeof(dir) } }, x;
+    tc_tensor_t t = {dir, TC_UINT8, 1, {(int64_t)sizeof(dir)}}, x;
     tc_request_t *req = NULL;
     unsigned char *buf = tt_xmalloc((size_t)large);
     int i, k;
@@ -578,28 +589,28 @@ TC_CASE(names_its_algorithms)
         /* allgather: the output (n blocks of bytes / n) */
         snprintf(nm[0].name, sizeof(nm[0].name), "shmk/tl/ag/%lld", (long long)bytes);
         nm[0].bytes = bytes / n * n;
-        x = (tc_tensor_t){ buf, TC_UINT8, 1, { bytes / n } };
+        x = (tc_tensor_t){buf, TC_UINT8, 1, {bytes / n}};
         CHECK_OK(tc_allgather(nm[0].name, &x, &req));
         wait_ok(nm[0].name, req);
         tc_request_free(req);
         /* broadcast: the buffer */
         snprintf(nm[1].name, sizeof(nm[1].name), "shmk/tl/bc/%lld", (long long)bytes);
         nm[1].bytes = bytes;
-        x = (tc_tensor_t){ buf, TC_UINT8, 1, { bytes } };
+        x = (tc_tensor_t){buf, TC_UINT8, 1, {bytes}};
         CHECK_OK(tc_broadcast(nm[1].name, &x, (int)(n - 1), &req));
         wait_ok(nm[1].name, req);
         tc_request_free(req);
         /* reducescatter: the input */
         snprintf(nm[2].name, sizeof(nm[2].name), "shmk/tl/rs/%lld", (long long)bytes);
         nm[2].bytes = bytes;
-        x = (tc_tensor_t){ buf, TC_UINT8, 1, { bytes } };
+        x = (tc_tensor_t){buf, TC_UINT8, 1, {bytes}};
         CHECK_OK(tc_reducescatter(nm[2].name, &x, TC_MAX, &req));
         wait_ok(nm[2].name, req);
         tc_request_free(req);
         /* alltoall: the largest rank's input (all alike here) */
         snprintf(nm[3].name, sizeof(nm[3].name), "shmk/tl/a2a/%lld", (long long)bytes);
         nm[3].bytes = bytes / n * n;
-        x = (tc_tensor_t){ buf, TC_UINT8, 1, { bytes / n * n } };
+        x = (tc_tensor_t){buf, TC_UINT8, 1, {bytes / n * n}};
         CHECK_OK(tc_alltoall(nm[3].name, &x, NULL, &req));
         wait_ok(nm[3].name, req);
         tc_request_free(req);
@@ -611,18 +622,21 @@ TC_CASE(names_its_algorithms)
     read_algos(path, named);
     for (i = 0; i < NAMED; i++) {
         const named_t *nm = &named[i];
-        const int direct_size = strcmp(mode, "cma") == 0 ||
-                                (strcmp(mode, "auto") == 0 && nm->bytes >= from);
+        const int direct_size =
+            strcmp(mode, "cma") == 0 || (strcmp(mode, "auto") == 0 && nm->bytes >= from);
         CHECK_MSG(strcmp(nm->algo, "shm") == 0 || strcmp(nm->algo, "cma") == 0,
                   "%s (%lld bytes, TCOLL_ALLREDUCE_ALGO=%s): algo '%s', not inside the node",
                   nm->name, (long long)nm->bytes, mode, nm->algo);
         if (!direct_size) {
-            CHECK_MSG(strcmp(nm->algo, "shm") == 0, "%s (%lld bytes, TCOLL_ALLREDUCE_ALGO=%s): "
-                      "algo '%s', want shm", nm->name, (long long)nm->bytes, mode, nm->algo);
+            CHECK_MSG(strcmp(nm->algo, "shm") == 0,
+                      "%s (%lld bytes, TCOLL_ALLREDUCE_ALGO=%s): "
+                      "algo '%s', want shm",
+                      nm->name, (long long)nm->bytes, mode, nm->algo);
         } else if (cma_seen[0] == '\0') { /* cma where process_vm_readv works, else shm */
             snprintf(cma_seen, sizeof(cma_seen), "%s", nm->algo);
         } else {
-            CHECK_MSG(strcmp(nm->algo, cma_seen) == 0, "%s (%lld bytes, "
+            CHECK_MSG(strcmp(nm->algo, cma_seen) == 0,
+                      "%s (%lld bytes, "
                       "TCOLL_ALLREDUCE_ALGO=%s): algo '%s', but another one of its size ran %s",
                       nm->name, (long long)nm->bytes, mode, nm->algo, cma_seen);
         }
@@ -635,11 +649,12 @@ TC_CASE(names_its_algorithms)
         CHECK_MSG(rmdir(dir) == 0, "rmdir(%s): %s", dir, strerror(errno));
     }
     tt_say("test_shm_kinds: each kind ran inside the node (TCOLL_ALLREDUCE_ALGO=%s; "
-           "large ones: %s)\n", mode, cma_seen[0] != '\0' ? cma_seen : "-");
+           "large ones: %s)\n",
+           mode, cma_seen[0] != '\0' ? cma_seen : "-");
     free(buf);
 }
 
 int main(int argc, char **argv)
 {
-    return tt_mpi_main(argc, argv, &(tt_program_t){ 0 });
+    return tt_mpi_main(argc, argv, &(tt_program_t){0});
 }

@@ -27,7 +27,7 @@ static float g_never_in[16], g_never_out[16];
 /* An allreduce under a name only this rank (or only some ranks) submits. */
 static tc_request_t *submit_named(const char *name, int slot)
 {
-    tc_tensor_t t = { &g_never_in[slot], TC_FLOAT32, 1, { 1 } };
+    tc_tensor_t t = {&g_never_in[slot], TC_FLOAT32, 1, {1}};
     tc_request_t *req = NULL;
     CHECK_OK(tc_allreduce(name, &t, &g_never_out[slot], TC_SUM, &req));
     CHECK(req != NULL);
@@ -66,8 +66,8 @@ static void check_submissions_refused(void)
 {
     tc_request_t *req;
     float x = 1, y;
-    tc_tensor_t t = { &x, TC_FLOAT32, 0, { 0 } };
-    tc_tensor_t t1 = { &x, TC_FLOAT32, 1, { 1 } };
+    tc_tensor_t t = {&x, TC_FLOAT32, 0, {0}};
+    tc_tensor_t t1 = {&x, TC_FLOAT32, 1, {1}};
     EXPECT_IMMEDIATE(TC_ERR_SHUTDOWN, tc_allreduce("after", &t, &y, TC_SUM, &req));
     EXPECT_IMMEDIATE(TC_ERR_SHUTDOWN, tc_allgather("after", &t1, &req));
     EXPECT_IMMEDIATE(TC_ERR_SHUTDOWN, tc_broadcast("after", &t, 0, &req));
@@ -87,15 +87,15 @@ static void own_shutdown(void)
 static void sync_all(const char *name, int first)
 {
     int32_t one = 1, sum = 0;
-    tc_tensor_t t = { &one, TC_INT32, 0, { 0 } };
+    tc_tensor_t t = {&one, TC_INT32, 0, {0}};
     tc_request_t *req = NULL;
     CHECK_OK(tc_allreduce(name, &t, &sum, TC_SUM, &req));
     tc_status_t st = tc_wait(req);
     if (tt_rank == first) {
         CHECK_MSG(st == TC_OK, "%s: %s: %s", name, tc_status_string(st), tc_request_error(req));
     } else {
-        CHECK_MSG(st == TC_OK || st == TC_ERR_SHUTDOWN, "%s: %s: %s", name,
-                  tc_status_string(st), tc_request_error(req));
+        CHECK_MSG(st == TC_OK || st == TC_ERR_SHUTDOWN, "%s: %s: %s", name, tc_status_string(st),
+                  tc_request_error(req));
     }
     if (st == TC_OK) {
         CHECK_EQ(sum, tt_size);
@@ -110,7 +110,7 @@ static void work(const char *name)
     for (int i = 0; i < 5; i++) {
         v[i] = tt_rank + i;
     }
-    tc_tensor_t t = { v, TC_INT32, 1, { 5 } };
+    tc_tensor_t t = {v, TC_INT32, 1, {5}};
     tc_request_t *req = NULL;
     CHECK_OK(tc_allreduce(name, &t, o, TC_SUM, &req));
     tc_status_t st = tc_wait(req);
@@ -148,16 +148,16 @@ static void variant_first(int first)
         own_shutdown();
         wait_shut(never, "own pending request");
     } else if (pending) {
-        wait_shut(never, "never");     /* returns once the shutdown reaches us */
+        wait_shut(never, "never"); /* returns once the shutdown reaches us */
         wait_shut(partial, "partial");
-        check_submissions_refused();   /* the shutdown has reached us */
+        check_submissions_refused(); /* the shutdown has reached us */
         own_shutdown();
     } else {
         /* idle: the shutdown may or may not have reached us yet */
         tt_sleep_ms(100);
         tc_request_t *req = TT_SENTINEL;
         float x = 1, y;
-        tc_tensor_t t = { &x, TC_FLOAT32, 0, { 0 } };
+        tc_tensor_t t = {&x, TC_FLOAT32, 0, {0}};
         char name[32];
         snprintf(name, sizeof name, "late/%d", tt_rank);
         tc_status_t st = tc_allreduce(name, &t, &y, TC_SUM, &req);
@@ -180,7 +180,7 @@ static void variant_uneven(void)
     const int steps = 20;
     for (int s = 0; s < steps; s++) {
         int32_t v = tt_rank + s, o = 0;
-        tc_tensor_t t = { &v, TC_INT32, 0, { 0 } };
+        tc_tensor_t t = {&v, TC_INT32, 0, {0}};
         tc_request_t *req = NULL;
         CHECK_OK(tc_allreduce("step", &t, &o, TC_SUM, &req)); /* one name, reused */
         tc_status_t st = tc_wait(req);
@@ -317,5 +317,5 @@ static void fill_never_inputs(void)
 int main(int argc, char **argv)
 {
     return tt_mpi_main(argc, argv,
-                       &(tt_program_t){ .case_ends_tcoll = 1, .before_init = fill_never_inputs });
+                       &(tt_program_t){.case_ends_tcoll = 1, .before_init = fill_never_inputs});
 }

@@ -95,7 +95,7 @@ static void submitters(char *out, size_t len)
 
 static tc_request_t *submit(const char *name, const float *in, float *out)
 {
-    tc_tensor_t t = { (void *)in, TC_FLOAT32, 1, { 3 } };
+    tc_tensor_t t = {(void *)in, TC_FLOAT32, 1, {3}};
     tc_request_t *req = NULL;
     CHECK_OK(tc_allreduce(name, &t, out, TC_SUM, &req));
     return req;
@@ -104,7 +104,7 @@ static tc_request_t *submit(const char *name, const float *in, float *out)
 /* An allreduce every rank joins at once: must succeed with the right sum. */
 static void good(const char *name)
 {
-    float in[3] = { (float)tt_rank, 1, 2 }, out[3] = { -1, -1, -1 };
+    float in[3] = {(float)tt_rank, 1, 2}, out[3] = {-1, -1, -1};
     tc_request_t *req = submit(name, in, out);
     CHECK_MSG(tc_wait(req) == TC_OK, "'%s': %s", name, tc_request_error(req));
     CHECK(out[0] == (float)(tt_size * (tt_size - 1) / 2) && out[1] == (float)tt_size &&
@@ -119,7 +119,7 @@ static void good(const char *name)
 static void withheld(const char *name, long delay_ms, int expect_timeout)
 {
     const int L = tt_size - 1;
-    float in[3] = { 1, 1, 1 }, out[3] = { -1, -1, -1 };
+    float in[3] = {1, 1, 1}, out[3] = {-1, -1, -1};
     tc_request_t *req;
     tc_status_t st;
     char want[160];
@@ -137,8 +137,8 @@ static void withheld(const char *name, long delay_ms, int expect_timeout)
         CHECK_MSG(st == TC_OK, "'%s': %s (%s)", name, tc_status_string(st), tc_request_error(req));
         CHECK(out[0] == (float)tt_size);
     } else {
-        CHECK_MSG(st == TC_ERR_TIMEOUT, "'%s': %s (%s), want a timeout", name,
-                  tc_status_string(st), tc_request_error(req));
+        CHECK_MSG(st == TC_ERR_TIMEOUT, "'%s': %s (%s), want a timeout", name, tc_status_string(st),
+                  tc_request_error(req));
         snprintf(want, sizeof want, "tensor '%s' (allreduce) stalled for", name);
         CHECK_MSG(strstr(tc_request_error(req), want) != NULL, "'%s': message '%s'", name,
                   tc_request_error(req));
@@ -182,8 +182,8 @@ static void withheld_new_kinds(void)
     for (k = 0; k < 5; k++) {
         CHECK_EQ(tc_wait(req[k]), TC_ERR_TIMEOUT);
         snprintf(want, sizeof want, "tensor '%s' (%s) stalled for", what[k][0], what[k][1]);
-        CHECK_MSG(strstr(tc_request_error(req[k]), want) != NULL, "'%s': message '%s'",
-                  what[k][0], tc_request_error(req[k]));
+        CHECK_MSG(strstr(tc_request_error(req[k]), want) != NULL, "'%s': message '%s'", what[k][0],
+                  tc_request_error(req[k]));
         tc_request_free(req[k]);
     }
 }
@@ -276,7 +276,8 @@ static void show_rank0_log(void)
 
 int main(int argc, char **argv)
 {
-    return tt_mpi_main(argc, argv, &(tt_program_t){ .one_case_per_run = 1,
-                                                     .before_init = capture_rank0_stderr,
-                                                     .after_shutdown = show_rank0_log });
+    return tt_mpi_main(argc, argv,
+                       &(tt_program_t){.one_case_per_run = 1,
+                                       .before_init = capture_rank0_stderr,
+                                       .after_shutdown = show_rank0_log});
 }

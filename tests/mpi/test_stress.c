@@ -31,22 +31,22 @@ static void submit(op_t *o)
     tc_request_t **rp = &o->req;
     switch (o->kind) {
     case 0: {
-        tc_tensor_t t = { o->a, TC_INT32, 1, { o->n } };
+        tc_tensor_t t = {o->a, TC_INT32, 1, {o->n}};
         CHECK_OK(tc_allreduce(o->name, &t, o->ao, TC_SUM, rp));
         break;
     }
     case 1: {
-        tc_tensor_t t = { o->f, TC_FLOAT32, 1, { o->n } };
+        tc_tensor_t t = {o->f, TC_FLOAT32, 1, {o->n}};
         CHECK_OK(tc_allreduce(o->name, &t, o->f, TC_MAX, rp));
         break;
     }
     case 2: {
-        tc_tensor_t t = { o->a, TC_INT32, 2, { tt_rank % 3, 2 } };
+        tc_tensor_t t = {o->a, TC_INT32, 2, {tt_rank % 3, 2}};
         CHECK_OK(tc_allgather(o->name, &t, rp));
         break;
     }
     default: {
-        tc_tensor_t t = { o->a, TC_INT32, 1, { o->n } };
+        tc_tensor_t t = {o->a, TC_INT32, 1, {o->n}};
         CHECK_OK(tc_broadcast(o->name, &t, o->root, rp));
         break;
     }
@@ -56,8 +56,8 @@ static void submit(op_t *o)
 static void check(op_t *o, int ti, int step)
 {
     tc_status_t st = tc_wait(o->req);
-    CHECK_MSG(st == TC_OK, "thread %d step %d %s: %s: %s", ti, step, o->name,
-              tc_status_string(st), tc_request_error(o->req));
+    CHECK_MSG(st == TC_OK, "thread %d step %d %s: %s: %s", ti, step, o->name, tc_status_string(st),
+              tc_request_error(o->req));
     switch (o->kind) {
     case 0:
         for (int64_t i = 0; i < o->n; i++) {
@@ -113,8 +113,8 @@ static void read_steps(void)
 static void worker(int ti, void *arg)
 {
     (void)arg;
-    tt_rng_t rng = { tt_key(0x57, (uint64_t)tt_rank, (uint64_t)ti) };
-    static const char *kinds[4] = { "sum", "max", "ag", "bc" };
+    tt_rng_t rng = {tt_key(0x57, (uint64_t)tt_rank, (uint64_t)ti)};
+    static const char *kinds[4] = {"sum", "max", "ag", "bc"};
     op_t ops[4];
     memset(ops, 0, sizeof ops);
     for (int k = 0; k < 4; k++) {
@@ -151,7 +151,7 @@ static void worker(int ti, void *arg)
             todo[n++] = &ops[3];
         }
         /* submit in a random order, complete in another */
-        int ord[4] = { 0, 1, 2, 3 };
+        int ord[4] = {0, 1, 2, 3};
         tt_shuffle(ord, n, &rng);
         for (int k = 0; k < n; k++) {
             submit(todo[ord[k]]);
@@ -262,12 +262,12 @@ TC_CASE(reused_names_from_threads)
     double t0 = tt_now();
     tt_run_threads(NTHREADS, worker, NULL);
     double el = tt_now() - t0;
-    tt_say("test_stress: %d threads x %d steps OK on %d ranks (%.2f s, %.0f us/step)\n",
-           NTHREADS, g_steps, tt_size, el, el / g_steps * 1e6);
+    tt_say("test_stress: %d threads x %d steps OK on %d ranks (%.2f s, %.0f us/step)\n", NTHREADS,
+           g_steps, tt_size, el, el / g_steps * 1e6);
 }
 
 int main(int argc, char **argv)
 {
     /* the step count is read in a hook: tc_test_arg() is set by tt_mpi_main */
-    return tt_mpi_main(argc, argv, &(tt_program_t){ .args = "[steps]", .before_init = read_steps });
+    return tt_mpi_main(argc, argv, &(tt_program_t){.args = "[steps]", .before_init = read_steps});
 }

@@ -225,8 +225,8 @@ static void complete(task_t *t)
                     unsigned char want[8];
                     tt_store(t->dt, want, 0, tt_value(t->dt, TC_MAX, t->salt, r, k));
                     CHECK_MSG(memcmp((char *)out.data + (size_t)pos * es, want, es) == 0,
-                              "%s: element %lld (rank %d's %lld) is wrong", t->name,
-                              (long long)pos, r, (long long)k);
+                              "%s: element %lld (rank %d's %lld) is wrong", t->name, (long long)pos,
+                              r, (long long)k);
                 }
             }
             CHECK_EQ(out.shape[0], pos / t->shape[1]);
@@ -255,8 +255,7 @@ static void run_round(int period, int round, int first, int last)
 /* ------------------------------------------------------------------------ */
 
 /* printf into a PATH_MAX buffer; fails the test if it does not fit. */
-__attribute__((format(printf, 2, 3))) static const char *fmt_path(char *buf, const char *fmt,
-                                                                  ...)
+__attribute__((format(printf, 2, 3))) static const char *fmt_path(char *buf, const char *fmt, ...)
 {
     va_list ap;
     int n;
@@ -280,12 +279,13 @@ static void check_stats1(const char *path, const stats_t *st, int r)
     if (g_size > 1) {
         CHECK_MSG(st->eager > 0 && st->fused > 0 && st->ring > 0,
                   "%s: rank %d's allreduces: %d eager, %d fused, %d ring; want each at least "
-                  "once", path, r, st->eager, st->fused, st->ring);
+                  "once",
+                  path, r, st->eager, st->fused, st->ring);
         /* rank 0 hears every submission of a new name, and every rank its
          * exchange partners' parts, which say what their ranks have waiting
          * (docs/negotiation.md) */
-        CHECK_MSG(st->marks > 0,
-                  "%s: no 'rank N ready/submitted' mark of rank %d for another rank", path, r);
+        CHECK_MSG(st->marks > 0, "%s: no 'rank N ready/submitted' mark of rank %d for another rank",
+                  path, r);
         CHECK_EQ(st->failed, 1);
     }
     CHECK_EQ(st->gather, NROUNDS);
@@ -374,7 +374,8 @@ int main(int argc, char **argv)
         snprintf(buf, sizeof buf, "tl/small.i32.max.%d", i);
         add_task(buf, TT_ALLREDUCE, TC_INT32, TC_MAX, 0, 2, 2 + i, 5);
     }
-    add_task("tl/gather.i64", TT_ALLGATHER, TC_INT64, TC_SUM, 0, 2, ag_rows(g_rank), 3)->ag_rows = 1;
+    add_task("tl/gather.i64", TT_ALLGATHER, TC_INT64, TC_SUM, 0, 2, ag_rows(g_rank), 3)->ag_rows =
+        1;
     add_task("tl/bcast.f64", TT_BROADCAST, TC_FLOAT64, TC_SUM, g_size - 1, 1, 100, 0);
     nsmall = g_ntasks;
     if (g_size > 1) {
@@ -396,8 +397,7 @@ int main(int argc, char **argv)
     CHECK_LAST_ERROR_SET();
     if (job1) {
         /* the part waits for tc_shutdown, and there is one per run */
-        CHECK_MSG(g_rank != 0 || access(path1, F_OK) != 0, "%s exists before tc_shutdown",
-                  path1);
+        CHECK_MSG(g_rank != 0 || access(path1, F_OK) != 0, "%s exists before tc_shutdown", path1);
         CHECK_STATUS(tc_timeline_start(dir_path(buf, "tl2.json")), TC_ERR_STATE);
         CHECK_STR_CONTAINS(tc_last_error(), "already recorded");
     }
@@ -415,8 +415,8 @@ int main(int argc, char **argv)
     CHECK_STATUS(tc_timeline_stop(), TC_ERR_STATE); /* the failed starts started nothing */
 
     /* ---- period 2: tc_timeline_start ---- */
-    CHECK_OK(tc_timeline_start(dir_path(buf, strcmp(mode, "job-api") == 0 ? "api.json"
-                                                                            : "api.%r.json")));
+    CHECK_OK(tc_timeline_start(
+        dir_path(buf, strcmp(mode, "job-api") == 0 ? "api.json" : "api.%r.json")));
     CHECK_EQ(tc_last_error()[0], '\0');
     CHECK_STATUS(tc_timeline_start(dir_path(buf, "api2.%r.json")), TC_ERR_STATE);
     CHECK_STR_CONTAINS(tc_last_error(), "already");
@@ -428,8 +428,7 @@ int main(int argc, char **argv)
     CHECK_OK(tc_timeline_stop());
     CHECK_STATUS(tc_timeline_stop(), TC_ERR_STATE);
     if (job2) {
-        CHECK_MSG(g_rank != 0 || access(path2, F_OK) != 0, "%s exists before tc_shutdown",
-                  path2);
+        CHECK_MSG(g_rank != 0 || access(path2, F_OK) != 0, "%s exists before tc_shutdown", path2);
         CHECK_STATUS(tc_timeline_start(dir_path(buf, "api3.json")), TC_ERR_STATE);
         CHECK_STR_CONTAINS(tc_last_error(), "already recorded");
     }
@@ -439,8 +438,9 @@ int main(int argc, char **argv)
     for (int i = 0; i < 5; i++) {
         static const char *const refused[] = {"early", "other", "api2", "tl.rank", "api.rank"};
         fmt_path(want, "%s/%s%s%d.json", g_dir, refused[i], i < 3 ? "." : "", g_rank);
-        CHECK_MSG(access(want, F_OK) != 0, "%s exists: a refused tc_timeline_start created it, "
-                                           "or this rank could not hand its part to rank 0",
+        CHECK_MSG(access(want, F_OK) != 0,
+                  "%s exists: a refused tc_timeline_start created it, "
+                  "or this rank could not hand its part to rank 0",
                   want);
     }
     for (int i = 0; g_rank == 0 && i < 2; i++) {
@@ -478,8 +478,8 @@ int main(int argc, char **argv)
                "groups (%d tensors), %d eager, %d ring, %d failed, %d marks; %s: %d events, "
                "%d rows; %.2f s\n",
                mode, g_size, path1, s1[0].events, s1[0].rows, s1[0].groups, s1[0].fused,
-               s1[0].eager, s1[0].ring, s1[0].failed, s1[0].marks, path2, s2[0].events,
-               s2[0].rows, tt_now() - t0);
+               s1[0].eager, s1[0].ring, s1[0].failed, s1[0].marks, path2, s2[0].events, s2[0].rows,
+               tt_now() - t0);
     }
     return 0;
 }

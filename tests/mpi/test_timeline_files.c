@@ -60,8 +60,8 @@ static int algo_single(const char *a)
 static int algo_fused(const char *a)
 {
     return strcmp(a, ALGO_FUSED) == 0 || strcmp(a, "ordered, fused") == 0 ||
-           strcmp(a, "shm, fused") == 0 ||
-           strcmp(a, "cma, fused") == 0 || strcmp(a, "hier, fused") == 0;
+           strcmp(a, "shm, fused") == 0 || strcmp(a, "cma, fused") == 0 ||
+           strcmp(a, "hier, fused") == 0;
 }
 
 /* A kind other than allreduce: its MPI algorithm, or inside the node. */
@@ -106,8 +106,8 @@ static const char *name_of(const jval_t *e)
 static const char *arg_str(const char *path, const jval_t *e, const char *key)
 {
     const jval_t *v = jget(jget(e, "args"), key);
-    CHECK_MSG(v != NULL && v->type == J_STR, "%s: event '%s' at ts %.3f: no string arg '%s'",
-              path, name_of(e), num_of(e, "ts"), key);
+    CHECK_MSG(v != NULL && v->type == J_STR, "%s: event '%s' at ts %.3f: no string arg '%s'", path,
+              name_of(e), num_of(e, "ts"), key);
     return v->str;
 }
 
@@ -116,8 +116,8 @@ static int64_t arg_int(const char *path, const jval_t *e, const char *key)
 {
     const jval_t *v = jget(jget(e, "args"), key);
     CHECK_MSG(v != NULL && v->type == J_NUM && v->num == (double)(int64_t)v->num,
-              "%s: event '%s' at ts %.3f: no integer arg '%s'", path, name_of(e),
-              num_of(e, "ts"), key);
+              "%s: event '%s' at ts %.3f: no integer arg '%s'", path, name_of(e), num_of(e, "ts"),
+              key);
     return (int64_t)v->num;
 }
 
@@ -134,20 +134,18 @@ static int is_mark(const char *path, const jval_t *e)
     char word[16], tail;
     int n;
 
-    if (ph_of(e) != 'i' ||
-        sscanf(name_of(e), "rank %d %15s%c", &n, word, &tail) != 2 ||
+    if (ph_of(e) != 'i' || sscanf(name_of(e), "rank %d %15s%c", &n, word, &tail) != 2 ||
         (strcmp(word, "ready") != 0 && strcmp(word, "submitted") != 0)) {
         return 0;
     }
     CHECK_MSG(n >= 0 && n < g_size && n != g_checked, "%s: rank %d's mark '%s' names a bad rank",
               path, g_checked, name_of(e));
-    CHECK_MSG(is_str(jget(e, "cat"), "negotiation"), "%s: mark '%s' without cat negotiation",
-              path, name_of(e));
-    CHECK_MSG(is_str(jget(e, "s"), "t"), "%s: mark '%s' is not thread-scoped", path,
+    CHECK_MSG(is_str(jget(e, "cat"), "negotiation"), "%s: mark '%s' without cat negotiation", path,
               name_of(e));
+    CHECK_MSG(is_str(jget(e, "s"), "t"), "%s: mark '%s' is not thread-scoped", path, name_of(e));
     /* "submitted" only reaches rank 0 (the others' requests) */
-    CHECK_MSG(strcmp(word, "ready") == 0 || g_checked == 0, "%s: '%s' on rank %d", path,
-              name_of(e), g_checked);
+    CHECK_MSG(strcmp(word, "ready") == 0 || g_checked == 0, "%s: '%s' on rank %d", path, name_of(e),
+              g_checked);
     return 1;
 }
 
@@ -173,9 +171,9 @@ static size_t check_common_args(const char *path, const jval_t *e, const sub_t *
     CHECK_MSG(strcmp(arg_str(path, e, "dtype"), tt_dtype_str(s->dt)) == 0,
               "%s: %s '%s': dtype '%s', want '%s'", path, s->name, name_of(e),
               arg_str(path, e, "dtype"), tt_dtype_str(s->dt));
-    CHECK_MSG(arg_int(path, e, "bytes") == sub_bytes(s), "%s: rank %d: %s '%s': bytes %lld, want %lld",
-              path, g_checked, s->name, name_of(e), (long long)arg_int(path, e, "bytes"),
-              (long long)sub_bytes(s));
+    CHECK_MSG(arg_int(path, e, "bytes") == sub_bytes(s),
+              "%s: rank %d: %s '%s': bytes %lld, want %lld", path, g_checked, s->name, name_of(e),
+              (long long)arg_int(path, e, "bytes"), (long long)sub_bytes(s));
     CHECK_MSG(arg_int(path, e, "cycle") >= 0, "%s: %s: negative cycle", path, s->name);
     if (s->kind == TT_ALLREDUCE) {
         CHECK_MSG(strcmp(arg_str(path, e, "op"), tt_op_str(s->op)) == 0,
@@ -187,12 +185,12 @@ static size_t check_common_args(const char *path, const jval_t *e, const sub_t *
                   kind_name[s->kind]);
     }
     if (s->kind == TT_BROADCAST) {
-        CHECK_MSG(arg_int(path, e, "root") == s->root, "%s: %s: root %lld, want %d", path,
-                  s->name, (long long)arg_int(path, e, "root"), s->root);
+        CHECK_MSG(arg_int(path, e, "root") == s->root, "%s: %s: root %lld, want %d", path, s->name,
+                  (long long)arg_int(path, e, "root"), s->root);
         n++;
     } else {
-        CHECK_MSG(jget(jget(e, "args"), "root") == NULL, "%s: %s: a root on a %s", path,
-                  s->name, kind_name[s->kind]);
+        CHECK_MSG(jget(jget(e, "args"), "root") == NULL, "%s: %s: a root on a %s", path, s->name,
+                  kind_name[s->kind]);
     }
     return n;
 }
@@ -217,12 +215,10 @@ static void check_collective(const char *path, const jval_t *e, const sub_t *s, 
                   algo);
         st->failed++;
     } else if (s->kind == TT_ALLGATHER) {
-        CHECK_MSG(algo_kind(algo, ALGO_GATHER), "%s: %s: allgather algo '%s'", path, s->name,
-                  algo);
+        CHECK_MSG(algo_kind(algo, ALGO_GATHER), "%s: %s: allgather algo '%s'", path, s->name, algo);
         st->gather++;
     } else if (s->kind == TT_BROADCAST) {
-        CHECK_MSG(algo_kind(algo, ALGO_TREE), "%s: %s: broadcast algo '%s'", path, s->name,
-                  algo);
+        CHECK_MSG(algo_kind(algo, ALGO_TREE), "%s: %s: broadcast algo '%s'", path, s->name, algo);
         st->bcast++;
     } else if (algo_single(algo)) {
         st->ring++;
@@ -245,11 +241,11 @@ static void check_collective(const char *path, const jval_t *e, const sub_t *s, 
         TC_CHECK_FAIL("%s: %s: unknown allreduce algo '%s'", path, s->name, algo);
     }
     if (!algo_fused(algo)) {
-        CHECK_MSG(jget(jget(e, "args"), "fused") == NULL, "%s: %s: a fused count with '%s'",
-                  path, s->name, algo);
+        CHECK_MSG(jget(jget(e, "args"), "fused") == NULL, "%s: %s: a fused count with '%s'", path,
+                  s->name, algo);
     }
-    CHECK_MSG(nargs(e) == n, "%s: %s: collective has %zu args, want %zu", path, s->name,
-              nargs(e), n);
+    CHECK_MSG(nargs(e) == n, "%s: %s: collective has %zu args, want %zu", path, s->name, nargs(e),
+              n);
 }
 
 #define EPS_US 0.002 /* the file has nanosecond digits; sums of doubles round */
@@ -275,11 +271,11 @@ static void check_tensor_row(const char *path, const trace_t *t, const sub_t *s,
             st->marks++;
             continue;
         }
-        CHECK_MSG(ph_of(e) == 'X', "%s: %s: unexpected '%c' event '%s'", path, s->name,
-                  ph_of(e), nm);
+        CHECK_MSG(ph_of(e) == 'X', "%s: %s: unexpected '%c' event '%s'", path, s->name, ph_of(e),
+                  nm);
         if (strcmp(nm, "NEGOTIATE") == 0) {
-            CHECK_MSG(state == 0, "%s: %s: NEGOTIATE #%d follows an unfinished one", path,
-                      s->name, nneg + 1);
+            CHECK_MSG(state == 0, "%s: %s: NEGOTIATE #%d follows an unfinished one", path, s->name,
+                      nneg + 1);
             CHECK(is_str(jget(e, "cat"), "negotiation"));
             CHECK_MSG(nargs(e) == check_common_args(path, e, s), "%s: %s: NEGOTIATE has %zu args",
                       path, s->name, nargs(e));
@@ -296,8 +292,8 @@ static void check_tensor_row(const char *path, const trace_t *t, const sub_t *s,
             end = num_of(e, "ts") + num_of(e, "dur");
             state = 2;
         } else if (strcmp(nm, kind_upper[s->kind]) == 0) {
-            CHECK_MSG(state != 0, "%s: %s: %s #%d without a NEGOTIATE before it", path, s->name,
-                      nm, ncoll + 1);
+            CHECK_MSG(state != 0, "%s: %s: %s #%d without a NEGOTIATE before it", path, s->name, nm,
+                      ncoll + 1);
             CHECK_MSG(num_of(e, "ts") >= end - EPS_US && num_of(e, "ts") <= end + EPS_US,
                       "%s: %s: %s starts at %.3f, not where the negotiation/queue ended "
                       "(%.3f)",
@@ -311,8 +307,8 @@ static void check_tensor_row(const char *path, const trace_t *t, const sub_t *s,
     }
     CHECK_MSG(state == 0, "%s: %s: the row ends in a negotiation", path, s->name);
     CHECK_MSG(ncoll == s->nsub && nneg == s->nsub,
-              "%s: %s: %d NEGOTIATE and %d %s events, want %d of each", path, s->name, nneg,
-              ncoll, kind_upper[s->kind], s->nsub);
+              "%s: %s: %d NEGOTIATE and %d %s events, want %d of each", path, s->name, nneg, ncoll,
+              kind_upper[s->kind], s->nsub);
     CHECK_MSG(mismatches == s->nmismatch, "%s: %s: %d mismatches in the file, want %d", path,
               s->name, mismatches, s->nmismatch);
 }
@@ -353,8 +349,8 @@ static void check_collectives_row(const char *path, const trace_t *t, int tid, s
             TC_CHECK_FAIL("%s: collectives row: unexpected event '%s'", path, nm);
         }
         snprintf(first, sizeof first, "%.*s", (int)(strlen(nm) - (size_t)pos - 5), nm + pos);
-        CHECK_MSG(in != NULL && out != NULL, "%s: '%s' without MEMCPY_IN and _OUT before it",
-                  path, nm);
+        CHECK_MSG(in != NULL && out != NULL, "%s: '%s' without MEMCPY_IN and _OUT before it", path,
+                  nm);
         CHECK_MSG(n >= 2, "%s: '%s': a group of %d", path, nm, n);
         CHECK(is_str(jget(e, "cat"), "collective"));
         CHECK(strcmp(arg_str(path, e, "kind"), "allreduce") == 0);
@@ -400,8 +396,10 @@ static void check_collectives_row(const char *path, const trace_t *t, int tid, s
     }
     CHECK_MSG(in == NULL && out == NULL, "%s: a fusion copy without its group", path);
     for (int k = 0; k < nmembers; k++) {
-        CHECK_MSG(members[k].matched, "%s: %s says fused but no group on the collectives row "
-                                      "matches it", path, members[k].name);
+        CHECK_MSG(members[k].matched,
+                  "%s: %s says fused but no group on the collectives row "
+                  "matches it",
+                  path, members[k].name);
     }
 }
 
@@ -451,8 +449,7 @@ static void check_trace(const char *path, const trace_t *tp, int period, stats_t
     fixed[0] = find_row(&t, "negotiation", 11);
     fixed[1] = find_row(&t, "collectives", 11);
     fixed[2] = find_row(&t, "other tensors", 13);
-    CHECK_MSG(fixed[0] >= 0 && fixed[1] >= 0 && fixed[2] >= 0, "%s: a fixed row is missing",
-              path);
+    CHECK_MSG(fixed[0] >= 0 && fixed[1] >= 0 && fixed[2] >= 0, "%s: a fixed row is missing", path);
     int have_pname = 0;
     for (size_t i = 0; i < t.events->n; i++) {
         const jval_t *e = &t.events->items[i];
@@ -494,8 +491,7 @@ static void check_trace(const char *path, const trace_t *tp, int period, stats_t
         }
         for (k = 0; k < ntids && tids[k] != tid; k++) {
         }
-        CHECK_MSG(k < ntids, "%s: event '%s' on row %d, which has no name", path, name_of(e),
-                  tid);
+        CHECK_MSG(k < ntids, "%s: event '%s' on row %d, which has no name", path, name_of(e), tid);
     }
 
     /* the tensors this rank submitted in the period */
@@ -522,8 +518,9 @@ static void check_trace(const char *path, const trace_t *tp, int period, stats_t
         for (size_t j = 0; j < t.events->n; j++) {
             const jval_t *f = &t.events->items[j];
             if (ph_of(f) != 'M' && num_of(f, "tid") == tid) {
-                CHECK_MSG(is_mark(path, f), "%s: '%s' on the row of '%s', not submitted by "
-                                            "this rank in this period",
+                CHECK_MSG(is_mark(path, f),
+                          "%s: '%s' on the row of '%s', not submitted by "
+                          "this rank in this period",
                           path, name_of(f), rn->str);
                 st->marks++;
             }
@@ -563,8 +560,8 @@ void check_job_file(const char *path, int period, stats_t *st)
 
     load_job_trace(path, g_size, &t);
     ranks = jget(t.other, "ranks");
-    CHECK_MSG(ranks->n == (size_t)g_size, "%s: otherData lists %zu ranks, want %d", path,
-              ranks->n, g_size);
+    CHECK_MSG(ranks->n == (size_t)g_size, "%s: otherData lists %zu ranks, want %d", path, ranks->n,
+              g_size);
     for (int r = 0; r < g_size; r++) {
         const jval_t *info = job_rank_info(&t, r);
         CHECK_MSG(info != NULL && jget(info, "complete")->b, "%s: rank %d's part is %s", path, r,
@@ -580,9 +577,10 @@ void check_job_file(const char *path, int period, stats_t *st)
         for (int r = 0; r < g_size; r++) {
             total += st[r].events;
         }
-        CHECK_MSG(num_of(t.other, "events") == total, "%s: otherData says %g events, the ranks "
-                                                      "have %d", path,
-                  num_of(t.other, "events"), total);
+        CHECK_MSG(num_of(t.other, "events") == total,
+                  "%s: otherData says %g events, the ranks "
+                  "have %d",
+                  path, num_of(t.other, "events"), total);
     }
     free_trace(&t);
     check_cut_rejected(path);

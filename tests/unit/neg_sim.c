@@ -199,15 +199,15 @@ static void check_cycle_send(sim_t *s, int r, const tc_neg_send_t *x, const tc_w
     }
     if (dst >= core) { /* a cycle's result for the extra rank */
         CHECK_MSG(dst == r + core && m->round == 0 && m->seq < cyc,
-                  "rank %d: the result of cycle %llu to rank %d", r,
-                  (unsigned long long)m->seq, dst);
+                  "rank %d: the result of cycle %llu to rank %d", r, (unsigned long long)m->seq,
+                  dst);
         return;
     }
     CHECK_MSG(m->round < 32 && (1 << m->round) < core && dst == (r ^ (1 << m->round)),
               "rank %d sends its round %u part to rank %d", r, m->round, dst);
     CHECK_MSG(m->seq * 64 + m->round + 1 > s->last_part[r],
-              "rank %d sends a second part for cycle %llu round %u", r,
-              (unsigned long long)m->seq, m->round);
+              "rank %d sends a second part for cycle %llu round %u", r, (unsigned long long)m->seq,
+              m->round);
     s->last_part[r] = m->seq * 64 + m->round + 1;
 }
 
@@ -236,9 +236,7 @@ static void check_send(sim_t *s, int r, const tc_neg_send_t *x)
             s->req_entries[r] += m.count;
         }
         break;
-    case TC_NEG_TAG_CYCLE:
-        check_cycle_send(s, r, x, &m);
-        break;
+    case TC_NEG_TAG_CYCLE: check_cycle_send(s, r, x, &m); break;
     case TC_NEG_TAG_PING:
         CHECK_MSG(m.type == TC_WIRE_REQUESTS && m.count == 0 && m.flags == TC_WIRE_F_SPREAD,
                   "rank %d: a ping of type %d, count %u, flags %d", r, m.type, m.count, m.flags);
@@ -246,11 +244,8 @@ static void check_send(sim_t *s, int r, const tc_neg_send_t *x)
             CHECK_MSG(is_neighbour(s->size, r, x->dst[d]), "rank %d pings rank %d", r, x->dst[d]);
         }
         break;
-    case TC_NEG_TAG_PONG:
-        CHECK(m.type == TC_WIRE_REQUESTS && m.count == 0 && x->ndst == 1);
-        break;
-    default:
-        break;
+    case TC_NEG_TAG_PONG: CHECK(m.type == TC_WIRE_REQUESTS && m.count == 0 && x->ndst == 1); break;
+    default: break;
     }
     tc__wire_msg_free(&m);
 }
@@ -289,8 +284,10 @@ static void record(sim_t *s, int r, const tc_neg_item_t *it)
         break;
     case TC_NEG_FAIL:
         CHECK_EQ(it->resp.rtype, TC_WIRE_ERROR);
-        CHECK_MSG(it->resp.text != NULL && it->resp.name != NULL, "rank %d: a FAIL item without "
-                  "name or text", r);
+        CHECK_MSG(it->resp.text != NULL && it->resp.name != NULL,
+                  "rank %d: a FAIL item without "
+                  "name or text",
+                  r);
         e->status = it->resp.status;
         e->text = strdup(it->resp.text);
         CHECK(e->text != NULL);
@@ -301,14 +298,15 @@ static void record(sim_t *s, int r, const tc_neg_item_t *it)
         memcpy(e->result, it->result, it->result_len);
         e->result_len = it->result_len;
         break;
-    default:
-        TC_CHECK_FAIL("rank %d: item action %d", r, (int)it->action);
+    default: TC_CHECK_FAIL("rank %d: item action %d", r, (int)it->action);
     }
     if (it->req != NULL) {
         plan_t *pl = it->req;
         CHECK_MSG(pl->rank == r, "rank %d got rank %d's request back", r, pl->rank);
-        CHECK_MSG(pl->submitted && !pl->done, "rank %d: '%s' (#%d) came out twice, or before it "
-                  "was submitted", r, pl->namebuf, pl->inst);
+        CHECK_MSG(pl->submitted && !pl->done,
+                  "rank %d: '%s' (#%d) came out twice, or before it "
+                  "was submitted",
+                  r, pl->namebuf, pl->inst);
         pl->done = 1;
         pl->rec = s->nlog[r] - 1;
         s->pending[r][pl->name] = 0;

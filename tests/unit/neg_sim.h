@@ -25,10 +25,10 @@
 
 #include "neg/neg.h"
 
-#define SIM_MAX 64     /* ranks in one simulation */
-#define NAME_LEN 48    /* longest tensor name here, with its NUL */
-#define MAX_NAMES 8    /* names in one workload */
-#define DATA_BYTES 32  /* eager input per submission */
+#define SIM_MAX 64    /* ranks in one simulation */
+#define NAME_LEN 48   /* longest tensor name here, with its NUL */
+#define MAX_NAMES 8   /* names in one workload */
+#define DATA_BYTES 32 /* eager input per submission */
 #define MS 1000000ull
 #define SEC 1000000000ull
 /* The fake clock starts here: far from 0 and from any real clock, so that a
@@ -96,20 +96,20 @@ typedef struct {
     tc_neg_t *neg[SIM_MAX];
     chan_t *ch; /* [src * size + dst] */
     size_t inflight;
-    int frozen[SIM_MAX]; /* a stuck rank: never stepped, nothing delivered to it */
+    int frozen[SIM_MAX];    /* a stuck rank: never stepped, nothing delivered to it */
     int announced[SIM_MAX]; /* its own failure was sent to every rank, as the engine does */
     uint64_t now;
-    uint64_t rng;  /* 0: the deterministic schedule */
-    int pdeliver;  /* random schedule: percent of actions that deliver a message */
-    uint64_t jitter;   /* random schedule: now and then the clock moves by up to this */
-    long shut_after;   /* random schedule: after this many actions, shut_rank shuts down */
+    uint64_t rng;    /* 0: the deterministic schedule */
+    int pdeliver;    /* random schedule: percent of actions that deliver a message */
+    uint64_t jitter; /* random schedule: now and then the clock moves by up to this */
+    long shut_after; /* random schedule: after this many actions, shut_rank shuts down */
     int shut_rank;
     rec_t *log[SIM_MAX];
     size_t nlog[SIM_MAX], caplog[SIM_MAX];
     /* what went over the wire */
-    size_t ntag[8];               /* messages per tag, one per destination */
-    size_t req_entries[SIM_MAX];  /* submissions each rank sent rank 0 in full */
-    uint64_t last_part[SIM_MAX];  /* a core rank's last part sent: cycle * 64 + round + 1 */
+    size_t ntag[8];              /* messages per tag, one per destination */
+    size_t req_entries[SIM_MAX]; /* submissions each rank sent rank 0 in full */
+    uint64_t last_part[SIM_MAX]; /* a core rank's last part sent: cycle * 64 + round + 1 */
     /* the workload */
     const spec_t *specs;
     int nspecs;

@@ -23,9 +23,7 @@ static void put_elem(uint8_t *buf, int dtype, size_t j, double v)
         memcpy(buf + 4 * j, &x, 4);
         break;
     }
-    case TC_FLOAT64:
-        memcpy(buf + 8 * j, &v, 8);
-        break;
+    case TC_FLOAT64: memcpy(buf + 8 * j, &v, 8); break;
     case TC_INT32: {
         int32_t x = (int32_t)v;
         memcpy(buf + 4 * j, &x, 4);
@@ -36,8 +34,7 @@ static void put_elem(uint8_t *buf, int dtype, size_t j, double v)
         memcpy(buf + 8 * j, &x, 8);
         break;
     }
-    default:
-        break;
+    default: break;
     }
 }
 
@@ -123,13 +120,13 @@ size_t eager_expect(const sim_t *s, const spec_t *sp, int inst, uint8_t *out)
     int q;
 
     CHECK_LE(spec_bytes(sp), DATA_BYTES);
-    CHECK(sp->op != TC_PROD && (sp->op != TC_AVG || sp->dtype == TC_FLOAT32 ||
-                                sp->dtype == TC_FLOAT64));
+    CHECK(sp->op != TC_PROD &&
+          (sp->op != TC_AVG || sp->dtype == TC_FLOAT32 || sp->dtype == TC_FLOAT64));
     for (j = 0; j < count; j++) {
         double v = 0;
         for (q = 0; q < s->size; q++) {
             double x = (double)((q + 1) * (int)(j + 1) + inst);
-            v = sp->op == TC_MAX ? (q == 0 || x > v ? x : v)
+            v = sp->op == TC_MAX   ? (q == 0 || x > v ? x : v)
                 : sp->op == TC_MIN ? (q == 0 || x < v ? x : v)
                                    : v + x;
         }
@@ -151,8 +148,8 @@ void check_agreement(const sim_t *s)
     int r;
 
     for (r = 1; r < s->size; r++) {
-        CHECK_MSG(s->nlog[r] == s->nlog[0], "rank %d has %zu items, rank 0 has %zu", r,
-                  s->nlog[r], s->nlog[0]);
+        CHECK_MSG(s->nlog[r] == s->nlog[0], "rank %d has %zu items, rank 0 has %zu", r, s->nlog[r],
+                  s->nlog[0]);
         for (i = 0; i < s->nlog[0]; i++) {
             const rec_t *a = &s->log[0][i], *b = &s->log[r][i];
             CHECK_MSG(a->action == b->action && strcmp(a->name, b->name) == 0 &&
@@ -244,9 +241,10 @@ void check_cached_rounds(const sim_t *s)
             const spec_t *sp = &s->specs[pl->name];
             const rec_t *e = rec_of(s, pl);
             if (pl->inst == 0) {
-                CHECK_MSG(e->action == TC_NEG_RUN && e->cache_ref > 0, "rank %d: first '%s' is "
-                          "%s with cache_ref %u", r, pl->namebuf, act_name(e->action),
-                          e->cache_ref);
+                CHECK_MSG(e->action == TC_NEG_RUN && e->cache_ref > 0,
+                          "rank %d: first '%s' is "
+                          "%s with cache_ref %u",
+                          r, pl->namebuf, act_name(e->action), e->cache_ref);
                 first_ref[r][pl->name] = e->cache_ref;
                 if (sp->kind == TC_KIND_ALLGATHER) {
                     CHECK_EQ(e->ndim0, s->size);
@@ -271,8 +269,10 @@ void check_cached_rounds(const sim_t *s)
                 CHECK_MSG(e->action == TC_NEG_DONE, "rank %d: '%s' #%d is %s, want DONE", r,
                           pl->namebuf, pl->inst, act_name(e->action));
                 CHECK_EQ(e->result_len, len);
-                CHECK_MSG(memcmp(e->result, want, len) == 0, "rank %d: '%s' #%d (size %d): "
-                          "not the exact result", r, pl->namebuf, pl->inst, s->size);
+                CHECK_MSG(memcmp(e->result, want, len) == 0,
+                          "rank %d: '%s' #%d (size %d): "
+                          "not the exact result",
+                          r, pl->namebuf, pl->inst, s->size);
             } else {
                 CHECK_MSG(e->action == TC_NEG_RUN && e->cache_ref == first_ref[r][pl->name],
                           "rank %d: '%s' #%d is %s with cache_ref %u, want RUN from cache %u", r,

@@ -167,7 +167,8 @@ uint64_t ref_op(tc_dtype_t dt, tc_op_t op, uint64_t a, uint64_t b)
         if (dt == TC_INT64) {
             int64_t sa = sign_extend(a, 8), sb = sign_extend(b, 8);
             switch (op) {
-            case TC_SUM: case TC_AVG: return a + b; /* mod 2^64 by definition */
+            case TC_SUM:
+            case TC_AVG: return a + b; /* mod 2^64 by definition */
             case TC_PROD: return a * b;
             case TC_MIN: return sa < sb ? a : b;
             default: return sa > sb ? a : b;
@@ -178,7 +179,8 @@ uint64_t ref_op(tc_dtype_t dt, tc_op_t op, uint64_t a, uint64_t b)
         int64_t sb = is_unsigned(dt) ? (int64_t)b : sign_extend(b, sz);
         int64_t r;
         switch (op) {
-        case TC_SUM: case TC_AVG: r = sa + sb; break;
+        case TC_SUM:
+        case TC_AVG: r = sa + sb; break;
         case TC_PROD: r = sa * sb; break;
         case TC_MIN: r = sa < sb ? sa : sb; break;
         default: r = sa > sb ? sa : sb; break;
@@ -191,7 +193,8 @@ uint64_t ref_op(tc_dtype_t dt, tc_op_t op, uint64_t a, uint64_t b)
         return canonical_nan(dt);
     }
     switch (op) {
-    case TC_SUM: case TC_AVG: r = da + db; break;
+    case TC_SUM:
+    case TC_AVG: r = da + db; break;
     case TC_PROD: r = da * db; break;
     case TC_MIN:
         if (da == db && da == 0) {
@@ -208,7 +211,6 @@ uint64_t ref_op(tc_dtype_t dt, tc_op_t op, uint64_t a, uint64_t b)
         return canonical_nan(dt);
     }
     uint64_t bits = float_enc(dt, r);
-    CHECK_MSG(float_dec(dt, bits) == r, "test data bug: %a not exact in %s", r,
-              tc_dtype_name(dt));
+    CHECK_MSG(float_dec(dt, bits) == r, "test data bug: %a not exact in %s", r, tc_dtype_name(dt));
     return bits;
 }

@@ -21,9 +21,8 @@
 #define F32_QNAN 0x7fc00000u
 #define F64_QNAN UINT64_C(0x7ff8000000000000)
 
-static const tc_dtype_t all_dtypes[] = {TC_UINT8,   TC_INT8,     TC_INT32,   TC_INT64,
-                                        TC_FLOAT16, TC_BFLOAT16, TC_FLOAT32, TC_FLOAT64,
-                                        TC_INT16,   TC_UINT16};
+static const tc_dtype_t all_dtypes[] = {TC_UINT8,    TC_INT8,    TC_INT32,   TC_INT64, TC_FLOAT16,
+                                        TC_BFLOAT16, TC_FLOAT32, TC_FLOAT64, TC_INT16, TC_UINT16};
 static const tc_op_t all_ops[] = {TC_SUM, TC_AVG, TC_MIN, TC_MAX, TC_PROD};
 
 #define NELEMS(a) (sizeof(a) / sizeof((a)[0]))

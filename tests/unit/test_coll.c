@@ -36,7 +36,8 @@ static void rank_main(tc_transport_t *t, void *arg)
     tc_scratch_t scratch = {0};
 
     if (j->what == 0) {
-        CHECK_OK(tc__ring_allreduce(t, j->src, j->buf, j->count, j->dtype, j->op, j->chunk, &scratch));
+        CHECK_OK(
+            tc__ring_allreduce(t, j->src, j->buf, j->count, j->dtype, j->op, j->chunk, &scratch));
     } else if (j->what == 1) {
         CHECK_OK(tc__ring_allgatherv(t, j->buf, j->bytes, j->displs));
     } else {
@@ -61,8 +62,8 @@ static void test_allreduce_mode(int n, size_t count, tc_dtype_t dt, tc_op_t op, 
     int r;
 
     for (r = 0; r < n; r++) {
-        jobs[r] = (job_t){.rank = r, .n = n, .what = 0, .dtype = dt, .op = op, .count = count,
-                          .chunk = chunk};
+        jobs[r] = (job_t){
+            .rank = r, .n = n, .what = 0, .dtype = dt, .op = op, .count = count, .chunk = chunk};
         jobs[r].buf = malloc(count * es + 1);
         in[r] = oop ? malloc(count * es + 1) : jobs[r].buf;
         for (i = 0; i < count; i++) {
@@ -76,8 +77,10 @@ static void test_allreduce_mode(int n, size_t count, tc_dtype_t dt, tc_op_t op, 
     run_all(jobs, n);
     for (r = 0; r < n && oop; r++) {
         for (i = 0; i < count; i++) {
-            CHECK_MSG(coll_load(dt, in[r], i) == coll_input(r, i, op), "n=%d count=%zu: rank "
-                      "%d's input changed at [%zu]", n, count, r, i);
+            CHECK_MSG(coll_load(dt, in[r], i) == coll_input(r, i, op),
+                      "n=%d count=%zu: rank "
+                      "%d's input changed at [%zu]",
+                      n, count, r, i);
         }
         free(in[r]);
     }
@@ -112,8 +115,7 @@ static void test_allgatherv(int n)
     }
     run_all(jobs, n);
     for (r = 0; r < n; r++) {
-        CHECK_MSG(memcmp(jobs[r].buf, g.want, g.total) == 0, "allgatherv n=%d rank %d wrong", n,
-                  r);
+        CHECK_MSG(memcmp(jobs[r].buf, g.want, g.total) == 0, "allgatherv n=%d rank %d wrong", n, r);
         free(jobs[r].buf);
     }
     coll_gather_free(&g);
@@ -142,12 +144,15 @@ static void test_bcast(int n, int root, size_t bytes)
     }
 }
 
-static const tc_dtype_t all_dtypes[] = {TC_INT32,    TC_FLOAT32, TC_FLOAT64,
-                                        TC_FLOAT16,  TC_BFLOAT16, TC_INT16};
+static const tc_dtype_t all_dtypes[] = {TC_INT32,   TC_FLOAT32,  TC_FLOAT64,
+                                        TC_FLOAT16, TC_BFLOAT16, TC_INT16};
 static const tc_op_t all_ops[] = {TC_SUM, TC_AVG, TC_MIN, TC_MAX, TC_PROD};
 
 /* Element counts for n ranks: 0, 1, n-1, n+1, and primes. */
-#define COUNTS(n) {0, 1, (size_t)(n) - 1, (size_t)(n) + 1, 97, 7919}
+#define COUNTS(n)                                                                                  \
+    {                                                                                              \
+        0, 1, (size_t)(n)-1, (size_t)(n) + 1, 97, 7919                                             \
+    }
 #define NCOUNTS 6
 
 /* Every dtype x op (avg on floating dtypes) x count on 1..MAXN ranks, with

@@ -49,9 +49,10 @@ static void rank_main(tc_transport_t *t, void *arg)
     CHECK_OK(tc__alltoallv(t, scount, eight, displs8, rcount8, eight, displs8));
     for (i = 0; i < n && j->want == TC_OK; i++) {
         uint64_t want = j->recv_bytes[i] + ((uint64_t)me << 40) + ((uint64_t)i << 48);
-        CHECK_MSG(rcount[i] == want && rcount8[i] == want, "alltoall counts n=%d rank %d from "
-                  "%d: got %" PRIx64 " and %" PRIx64 ", want %" PRIx64, n, me, i, rcount[i],
-                  rcount8[i], want);
+        CHECK_MSG(rcount[i] == want && rcount8[i] == want,
+                  "alltoall counts n=%d rank %d from "
+                  "%d: got %" PRIx64 " and %" PRIx64 ", want %" PRIx64,
+                  n, me, i, rcount[i], rcount8[i], want);
     }
     CHECK_STATUS(tc__alltoallv(t, j->send, j->send_bytes, j->send_displs, j->recv, j->recv_bytes,
                                j->recv_displs),
@@ -69,11 +70,11 @@ static size_t block_size(int pattern, int n, int s, int d)
 {
     switch (pattern) {
     case 0: return (size_t)((s * 5 + d * 3) % 7) * 3; /* uneven, some empty */
-    case 1: return 0;                                  /* all empty */
+    case 1: return 0;                                 /* all empty */
     case 2: return 1;
     case 3: return (size_t)((s + 1) * (d + 2)) * 4099 / (size_t)n; /* large, uneven */
-    case 4: return s == d ? 1000 : 0;                  /* only the own block */
-    default: return s == d ? 0 : (size_t)(s + d + 1); /* all but the own block */
+    case 4: return s == d ? 1000 : 0;                              /* only the own block */
+    default: return s == d ? 0 : (size_t)(s + d + 1);              /* all but the own block */
     }
 }
 
@@ -114,8 +115,11 @@ static void test_alltoallv(int n, int pattern, int bad_rank)
             off += rb[r][i] + GAP;
         }
         total[r] = off;
-        jobs[r] = (job_t){.send = send[r], .send_bytes = sb[r], .send_displs = sd[r],
-                          .recv_bytes = rb[r], .recv_displs = rd[r],
+        jobs[r] = (job_t){.send = send[r],
+                          .send_bytes = sb[r],
+                          .send_displs = sd[r],
+                          .recv_bytes = rb[r],
+                          .recv_displs = rd[r],
                           .want = r == bad_rank ? TC_ERR_ARG : TC_OK};
         jobs[r].recv = malloc(off);
         CHECK(jobs[r].recv != NULL);
@@ -129,23 +133,31 @@ static void test_alltoallv(int n, int pattern, int bad_rank)
         size_t at = 0;
         for (i = 0; i < n; i++) {
             for (; at < rd[r][i]; at++) {
-                CHECK_MSG(got[at] == 0xEE, "alltoallv n=%d pattern %d: rank %d wrote byte %zu, "
-                          "before the block from %d", n, pattern, r, at, i);
+                CHECK_MSG(got[at] == 0xEE,
+                          "alltoallv n=%d pattern %d: rank %d wrote byte %zu, "
+                          "before the block from %d",
+                          n, pattern, r, at, i);
             }
             for (k = 0; k < rb[r][i]; k++, at++) {
                 unsigned char want = r == bad_rank && i == r ? 0xEE : block_byte(i, r, k);
-                CHECK_MSG(got[at] == want, "alltoallv n=%d pattern %d: rank %d, byte %zu of the "
-                          "block from %d: got %#x want %#x", n, pattern, r, k, i, got[at], want);
+                CHECK_MSG(got[at] == want,
+                          "alltoallv n=%d pattern %d: rank %d, byte %zu of the "
+                          "block from %d: got %#x want %#x",
+                          n, pattern, r, k, i, got[at], want);
             }
         }
         for (; at < total[r]; at++) {
-            CHECK_MSG(got[at] == 0xEE, "alltoallv n=%d pattern %d: rank %d wrote byte %zu, past "
-                      "its last block", n, pattern, r, at);
+            CHECK_MSG(got[at] == 0xEE,
+                      "alltoallv n=%d pattern %d: rank %d wrote byte %zu, past "
+                      "its last block",
+                      n, pattern, r, at);
         }
         for (i = 0; i < n; i++) {
             for (k = 0; k < sb[r][i]; k++) {
-                CHECK_MSG(send[r][sd[r][i] + k] == block_byte(r, i, k), "alltoallv n=%d: rank "
-                          "%d's send buffer changed", n, r);
+                CHECK_MSG(send[r][sd[r][i] + k] == block_byte(r, i, k),
+                          "alltoallv n=%d: rank "
+                          "%d's send buffer changed",
+                          n, r);
             }
         }
         free(jobs[r].recv);

@@ -96,8 +96,8 @@ static tc_status_t fake_post(tc_transport_t *t, tc_xfer_t *x)
 
     CHECK(!x->done && x->bytes > 0 && x->peer >= 0); /* tc__xfer_post's job */
     if (!fake_reaches(t, x->peer)) {
-        snprintf(t->err, sizeof(t->err), "fake network %d: rank %d does not reach rank %d",
-                 f->net, t->rank, x->peer);
+        snprintf(t->err, sizeof(t->err), "fake network %d: rank %d does not reach rank %d", f->net,
+                 t->rank, x->peer);
         return TC_ERR_TRANSPORT;
     }
     f->nposted++;
@@ -164,8 +164,10 @@ static tc_status_t fake_test(tc_transport_t *t, tc_xfer_t *const *xs, int n)
              * this transfer) before the send is done */
             x->done = atomic_load_explicit(&rdv_of(x)->taken, memory_order_acquire);
         } else if ((m = chan_pop(f->net, x->peer, t->rank)) != NULL) {
-            CHECK_MSG(m->len == x->bytes, "fake network %d: rank %d receives %zu bytes from "
-                      "%d, which sent %zu", f->net, t->rank, x->bytes, x->peer, m->len);
+            CHECK_MSG(m->len == x->bytes,
+                      "fake network %d: rank %d receives %zu bytes from "
+                      "%d, which sent %zu",
+                      f->net, t->rank, x->bytes, x->peer, m->len);
             memcpy(x->buf, m->data, x->bytes);
             if (m->taken == NULL) {
                 free(m);
@@ -219,12 +221,12 @@ static void fake_close(tc_transport_t *t)
 {
     const coll_fake_t *f = t->impl;
 
-    CHECK_MSG(f->nposted == 0, "fake network %d: rank %d closes with %d transfers posted",
-              f->net, t->rank, f->nposted);
+    CHECK_MSG(f->nposted == 0, "fake network %d: rank %d closes with %d transfers posted", f->net,
+              t->rank, f->nposted);
 }
 
-void coll_fake_open(tc_transport_t *t, coll_fake_t *impl, int rank, int n, int net,
-                    unsigned reach, int rendezvous)
+void coll_fake_open(tc_transport_t *t, coll_fake_t *impl, int rank, int n, int net, unsigned reach,
+                    int rendezvous)
 {
     CHECK(net >= 0 && net < COLL_NNETS && n >= 1 && n <= COLL_MAXN);
     pthread_once(&chans_once, chans_init);
@@ -282,8 +284,8 @@ void coll_run(int n, void (*fn)(tc_transport_t *t, void *arg), void *args, size_
     pthread_once(&chans_once, chans_init);
     for (r = 0; r < n; r++) {
         call_logs[r].n = 0;
-        ranks[r] = (rank_t){.fn = fn, .arg = (char *)args + (size_t)r * arg_size, .rank = r,
-                            .n = n};
+        ranks[r] =
+            (rank_t){.fn = fn, .arg = (char *)args + (size_t)r * arg_size, .rank = r, .n = n};
     }
     for (r = 0; r < n; r++) {
         CHECK_EQ(pthread_create(&th[r], NULL, rank_main, &ranks[r]), 0);
@@ -305,8 +307,10 @@ void coll_check_quiet(void)
             for (d = 0; d < COLL_MAXN; d++) {
                 chan_t *c = &chans[k][s][d];
                 pthread_mutex_lock(&c->mu);
-                CHECK_MSG(c->head == NULL, "a message from rank %d to %d on fake network %d "
-                          "was never received", s, d, k);
+                CHECK_MSG(c->head == NULL,
+                          "a message from rank %d to %d on fake network %d "
+                          "was never received",
+                          s, d, k);
                 pthread_mutex_unlock(&c->mu);
             }
         }
@@ -327,9 +331,10 @@ size_t coll_check_calls_paired(int n)
             const call_t *a = &call_logs[r].calls[c];
             if (a->dst >= 0 && a->sbytes > 0) {
                 const call_t *b = &call_logs[a->dst].calls[c];
-                CHECK_MSG(b->src == r && b->rbytes == a->sbytes, "n=%d call %zu: rank %d sends "
-                          "%zu bytes to %d, which receives %zu from %d", n, c, r, a->sbytes,
-                          a->dst, b->rbytes, b->src);
+                CHECK_MSG(b->src == r && b->rbytes == a->sbytes,
+                          "n=%d call %zu: rank %d sends "
+                          "%zu bytes to %d, which receives %zu from %d",
+                          n, c, r, a->sbytes, a->dst, b->rbytes, b->src);
             }
         }
     }
@@ -382,10 +387,14 @@ static double naive_reduce(tc_op_t op, int n, size_t i)
 
     for (r = 0; r < n; r++) {
         double v = coll_input(r, i, op);
-        if (op == TC_SUM || op == TC_AVG) want += v;
-        if (op == TC_PROD) want *= v;
-        if (op == TC_MIN) want = v < want ? v : want;
-        if (op == TC_MAX) want = v > want ? v : want;
+        if (op == TC_SUM || op == TC_AVG)
+            want += v;
+        if (op == TC_PROD)
+            want *= v;
+        if (op == TC_MIN)
+            want = v < want ? v : want;
+        if (op == TC_MAX)
+            want = v > want ? v : want;
     }
     return want;
 }
@@ -480,8 +489,10 @@ void coll_a2a_check(const coll_a2a_t *a, int r, const unsigned char *got, const 
 
     for (i = 0; i < a->n; i++) {
         for (k = 0; k < a->rb[r][i]; k++) {
-            CHECK_MSG(got[a->rd[r][i] + k] == a2a_byte(i, r, k), "%s n=%d: rank %d, byte %zu "
-                      "of the block from %d", what, a->n, r, k, i);
+            CHECK_MSG(got[a->rd[r][i] + k] == a2a_byte(i, r, k),
+                      "%s n=%d: rank %d, byte %zu "
+                      "of the block from %d",
+                      what, a->n, r, k, i);
         }
     }
 }

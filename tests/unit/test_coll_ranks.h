@@ -28,14 +28,14 @@ typedef struct {
     int net;
     unsigned reach; /* bit p: peer p is reached */
     int rendezvous;
-    int nposted;    /* sends and receives posted and not yet done or abandoned */
+    int nposted; /* sends and receives posted and not yet done or abandoned */
 } coll_fake_t;
 
 /* Opens t as a fake transport of rank in a group of n on network net
  * (0..COLL_NNETS-1), reaching the peers in reach. Close checks nothing is
  * left posted. */
-void coll_fake_open(tc_transport_t *t, coll_fake_t *impl, int rank, int n, int net,
-                    unsigned reach, int rendezvous);
+void coll_fake_open(tc_transport_t *t, coll_fake_t *impl, int rank, int n, int net, unsigned reach,
+                    int rendezvous);
 
 /* Checks that no message was left unreceived on any fake network. */
 void coll_check_quiet(void);

@@ -96,8 +96,12 @@ static void test_reducescatter(int n, size_t rows, size_t row_elems, tc_dtype_t 
         }
         memcpy(copy[r], in[r], count * es);
         tc__row_block(rows, row_elems, n, r, &off, &len);
-        jobs[r] = (job_t){.dtype = dt, .op = op, .rows = rows, .row_elems = row_elems,
-                          .chunk = chunk, .src = in[r]};
+        jobs[r] = (job_t){.dtype = dt,
+                          .op = op,
+                          .rows = rows,
+                          .row_elems = row_elems,
+                          .chunk = chunk,
+                          .src = in[r]};
         jobs[r].buf = malloc(len * es + CANARY);
         CHECK(jobs[r].buf != NULL);
         memset(jobs[r].buf, 0xAB, len * es + CANARY);
@@ -112,12 +116,16 @@ static void test_reducescatter(int n, size_t rows, size_t row_elems, tc_dtype_t 
     for (r = 0; r < n; r++) {
         unsigned char *got = jobs[r].buf, *ref;
 
-        CHECK_MSG(memcmp(in[r], copy[r], count * es) == 0, "reducescatter n=%d rows=%zu: rank "
-                  "%d's input changed", n, rows, r);
+        CHECK_MSG(memcmp(in[r], copy[r], count * es) == 0,
+                  "reducescatter n=%d rows=%zu: rank "
+                  "%d's input changed",
+                  n, rows, r);
         tc__row_block(rows, row_elems, n, r, &off, &len);
         for (i = len * es; i < len * es + CANARY; i++) {
-            CHECK_MSG(got[i] == 0xAB, "reducescatter n=%d rows=%zu: rank %d wrote byte %zu of "
-                      "a %zu-byte block", n, rows, r, i, len * es);
+            CHECK_MSG(got[i] == 0xAB,
+                      "reducescatter n=%d rows=%zu: rank %d wrote byte %zu of "
+                      "a %zu-byte block",
+                      n, rows, r, i, len * es);
         }
         ref = malloc(len * es + 1);
         CHECK(ref != NULL);
@@ -129,7 +137,8 @@ static void test_reducescatter(int n, size_t rows, size_t row_elems, tc_dtype_t 
             tc__reduce_avg_finish(dt, ref, len, n);
         }
         for (i = 0; i < len; i++) {
-            CHECK_MSG(memcmp(got + i * es, ref + i * es, es) == 0, "reducescatter n=%d rows=%zu "
+            CHECK_MSG(memcmp(got + i * es, ref + i * es, es) == 0,
+                      "reducescatter n=%d rows=%zu "
                       "row_elems=%zu %s %s chunk=%zu: rank %d [%zu]: got %g want %g (ring order)",
                       n, rows, row_elems, tc_dtype_name(dt), tc_op_name(op), chunk, r, off + i,
                       coll_load(dt, got, i), coll_load(dt, ref, i));
@@ -153,7 +162,8 @@ static void test_reducescatter(int n, size_t rows, size_t row_elems, tc_dtype_t 
             tc__row_block(rows, row_elems, n, r, &off, &len);
             CHECK_MSG(memcmp((char *)ar[r].buf + off * es, jobs[r].buf, len * es) == 0,
                       "n=%d rows=%zu %s %s: rank %d's reduce-scatter block differs from its "
-                      "slice of the allreduce", n, rows, tc_dtype_name(dt), tc_op_name(op), r);
+                      "slice of the allreduce",
+                      n, rows, tc_dtype_name(dt), tc_op_name(op), r);
         }
         for (r = 0; r < n; r++) {
             free(ar[r].buf);
@@ -182,8 +192,8 @@ TC_CASE(row_blocks_cover_rows)
                 for (i = 0; i < n; i++) {
                     tc__row_block(rows[ri], elems[ei], n, i, &off, &len);
                     CHECK_EQ(off, next);
-                    CHECK_EQ(len, (rows[ri] / (size_t)n + ((size_t)i < rows[ri] % (size_t)n))
-                                      * elems[ei]);
+                    CHECK_EQ(len, (rows[ri] / (size_t)n + ((size_t)i < rows[ri] % (size_t)n)) *
+                                      elems[ei]);
                     next = off + len;
                 }
                 CHECK_EQ(next, rows[ri] * elems[ei]);
@@ -192,12 +202,15 @@ TC_CASE(row_blocks_cover_rows)
     }
 }
 
-static const tc_dtype_t rs_dtypes[] = {TC_INT8,     TC_INT32,   TC_FLOAT16, TC_BFLOAT16,
-                                       TC_FLOAT32,  TC_FLOAT64, TC_INT16};
+static const tc_dtype_t rs_dtypes[] = {TC_INT8,    TC_INT32,   TC_FLOAT16, TC_BFLOAT16,
+                                       TC_FLOAT32, TC_FLOAT64, TC_INT16};
 
 /* Row counts for n ranks: none, fewer than n (blocks empty), n - 1, n,
  * n + 1 (one block longer), 2n + 3, and a prime. */
-#define ROWS(n) {0, 1, (size_t)(n) - 1, (size_t)(n), (size_t)(n) + 1, 2 * (size_t)(n) + 3, 97}
+#define ROWS(n)                                                                                    \
+    {                                                                                              \
+        0, 1, (size_t)(n)-1, (size_t)(n), (size_t)(n) + 1, 2 * (size_t)(n) + 3, 97                 \
+    }
 #define NROWS 7
 
 /* Every dtype x op (avg on floating dtypes) x row count, rows of 1 and of 3

@@ -42,8 +42,7 @@ static void test_round_trip(const tc_config_t *cfg)
         CHECK_GE(d.number, d.min);
         CHECK_LE(d.number, d.max);
         CHECK_LE(d.offset + d.size, sizeof(tc_config_t));
-        CHECK_MSG(tc__config_parse_one(&copy, d.name, d.value, err, sizeof(err)) == 0, "%s",
-                  err);
+        CHECK_MSG(tc__config_parse_one(&copy, d.name, d.value, err, sizeof(err)) == 0, "%s", err);
         CHECK_MSG(memcmp(&copy, cfg, sizeof(copy)) == 0, "%s='%s' does not round-trip", d.name,
                   d.value);
         CHECK(d.doc != NULL && d.doc[0] != '\0');
@@ -74,7 +73,7 @@ TC_CASE(defaults_and_one_value_at_a_time)
     before = cfg;
     {
         const char *bad[][2] = {
-            {"TCOLL_LOG_LEVEL", "loud"},  {"TCOLL_IDLE_POLL_MS", "0"},
+            {"TCOLL_LOG_LEVEL", "loud"},   {"TCOLL_IDLE_POLL_MS", "0"},
             {"TCOLL_IDLE_POLL_MS", "12x"}, {"TCOLL_IDLE_POLL_MS", ""},
             {"TCOLL_SPIN", "-1"},          {"TCOLL_BACKOFF_MAX_US", "99999999999999999999"},
             {"TCOLL_NO_SUCH_KNOB", "1"},
@@ -181,9 +180,9 @@ TC_CASE(loader_on_explicit_arrays)
     env[n++] = "TCOLL_RING_CHUNK_KB=128";
     env[n++] = "TCOLL_RING_CHUNK_KB=512"; /* the first one counts, as with getenv */
     env[n++] = "TCOLL_SPIN=0x10";
-    env[n++] = "TCOLL_TIMELINE=";          /* set to its default: still the environment */
+    env[n++] = "TCOLL_TIMELINE="; /* set to its default: still the environment */
     env[n++] = "TCOLL_LOG_LEVEL=Trace";
-    env[n++] = "TCOLL_STALL_WARN_S";       /* no '=': sets nothing, but is a known name */
+    env[n++] = "TCOLL_STALL_WARN_S"; /* no '=': sets nothing, but is a known name */
     env[n++] = "TCOLL_NOT_A_KNOB=1";
     env[n++] = "TCOLL_=";
     env[n++] = "XTCOLL_SPIN=3";

@@ -64,14 +64,12 @@ static void expect(const int *all, int nranks, int ndiff, const char *want)
 /* Which knobs are marked, and what a rank contributes. */
 static void test_table(void)
 {
-    static const char *const agree[] = {"TCOLL_RING_CHUNK_KB", "TCOLL_FUSION_THRESHOLD_KB",
-                                        "TCOLL_FUSION_BUFFER_KB", "TCOLL_EAGER_BYTES",
-                                        "TCOLL_CACHE_CAPACITY", "TCOLL_SHM",
-                                        "TCOLL_SHM_SLOT_KB", "TCOLL_SHM_SLOTS",
-                                        "TCOLL_ALLREDUCE_ALGO", "TCOLL_SHM_DIRECT_KB",
-                                        "TCOLL_SHM_FAST_BYTES", "TCOLL_SHM_FAST_NAMES",
-                                        "TCOLL_SHM_P2P_CELL_KB", "TCOLL_DETERMINISTIC",
-                                        "TCOLL_RANKS_PER_NODE"};
+    static const char *const agree[] = {
+        "TCOLL_RING_CHUNK_KB",   "TCOLL_FUSION_THRESHOLD_KB", "TCOLL_FUSION_BUFFER_KB",
+        "TCOLL_EAGER_BYTES",     "TCOLL_CACHE_CAPACITY",      "TCOLL_SHM",
+        "TCOLL_SHM_SLOT_KB",     "TCOLL_SHM_SLOTS",           "TCOLL_ALLREDUCE_ALGO",
+        "TCOLL_SHM_DIRECT_KB",   "TCOLL_SHM_FAST_BYTES",      "TCOLL_SHM_FAST_NAMES",
+        "TCOLL_SHM_P2P_CELL_KB", "TCOLL_DETERMINISTIC",       "TCOLL_RANKS_PER_NODE"};
     tc_config_t cfg;
     int vals[M];
     size_t i, n = 0;
@@ -103,7 +101,7 @@ static void test_table(void)
     CHECK_EQ(vals[slot_of("TCOLL_FUSION_BUFFER_KB")], 4096);
     CHECK_EQ(vals[slot_of("TCOLL_EAGER_BYTES")], 16384);
     CHECK_EQ(vals[slot_of("TCOLL_CACHE_CAPACITY")], 1024);
-    CHECK_EQ(vals[slot_of("TCOLL_SHM")], 0);            /* auto */
+    CHECK_EQ(vals[slot_of("TCOLL_SHM")], 0); /* auto */
     CHECK_EQ(vals[slot_of("TCOLL_SHM_SLOT_KB")], 128);
     CHECK_EQ(vals[slot_of("TCOLL_SHM_SLOTS")], 4);
     CHECK_EQ(vals[slot_of("TCOLL_ALLREDUCE_ALGO")], 0); /* auto */

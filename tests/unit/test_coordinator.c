@@ -180,7 +180,8 @@ TC_CASE(many_disagreeing_ranks)
 
     CHECK_OK(tc__coord_create(8, &c));
     for (q = 0; q < 8; q++) {
-        tc_wire_request_t r = mk("m", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, q == 0 ? 1 : 2, 0);
+        tc_wire_request_t r =
+            mk("m", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, q == 0 ? 1 : 2, 0);
         CHECK_OK(coord_add(c, q, &r, err, sizeof(err)));
     }
     CHECK_OK(tc__coord_take_ready(c, &b));
@@ -546,8 +547,8 @@ TC_CASE(process_sets)
     CHECK_EQ(seen, 1);
     /* rank lists that differ: a mismatch, and no set */
     for (q = 0; q < 4; q++) {
-        tc_wire_request_t a = set_op(TC_KIND_PROCESS_SET_ADD, "tcoll/pset/0.2",
-                                     q == 3 ? other : even, 2, 0);
+        tc_wire_request_t a =
+            set_op(TC_KIND_PROCESS_SET_ADD, "tcoll/pset/0.2", q == 3 ? other : even, 2, 0);
         CHECK_OK(coord_add(c, q, &a, err, sizeof(err)));
     }
     CHECK_OK(tc__coord_take_ready(c, &b));

@@ -330,9 +330,10 @@ static void test_mpsc(uint32_t size, int nprod, uint64_t per_producer)
         } else {
             uint64_t p = t.fst >> PROD_SHIFT, k = t.fst & ((1ull << PROD_SHIFT) - 1);
             CHECK_LT(p, (uint64_t)nprod);
-            CHECK_MSG(k == next[p], "producer %llu: got #%llu, expected #%llu (size %u, %d producers)",
-                      (unsigned long long)p, (unsigned long long)k,
-                      (unsigned long long)next[p], size, nprod);
+            CHECK_MSG(k == next[p],
+                      "producer %llu: got #%llu, expected #%llu (size %u, %d producers)",
+                      (unsigned long long)p, (unsigned long long)k, (unsigned long long)next[p],
+                      size, nprod);
             CHECK(t.snd == ((k & 1) ? ALL_ONES : 0));
             next[p]++;
             got++;

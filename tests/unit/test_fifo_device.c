@@ -70,8 +70,8 @@ typedef struct {
     uint32_t nprod;
     uint64_t next[MAX_PRODUCERS]; /* handler thread only; read after stop or sync */
     _Atomic uint64_t handled;
-    pthread_t thread;             /* the proxy thread (init hook) */
-    clockid_t clock;              /* its CPU clock */
+    pthread_t thread; /* the proxy thread (init hook) */
+    clockid_t clock;  /* its CPU clock */
 } checker_t;
 
 static void checker_init(checker_t *c, uint32_t nprod)
@@ -239,7 +239,10 @@ TC_CASE(view_layout)
 TC_CASE(mixed_with_host_push)
 {
     static const uint64_t vals[][2] = {
-        {0, 0}, {ALL_ONES, ALL_ONES}, {0, ALL_ONES}, {ALL_ONES, 0},
+        {0, 0},
+        {ALL_ONES, ALL_ONES},
+        {0, ALL_ONES},
+        {ALL_ONES, 0},
         {0x0123456789abcdefull, 0xfedcba9876543210ull},
     };
     static const uint32_t sizes[] = {1, 2, 8};

@@ -94,10 +94,10 @@ static const char *pick(const tc_algo_ctx_t *x, int kind, tc_dtype_t dtype, tc_o
     return a != NULL ? a->name : "(none)";
 }
 
-#define CHECK_PICK(want, ...)                                                             \
-    do {                                                                                  \
-        const char *got_ = pick(__VA_ARGS__);                                              \
-        CHECK_MSG(strcmp(got_, want) == 0, "picked '%s', want '%s'", got_, want);          \
+#define CHECK_PICK(want, ...)                                                                      \
+    do {                                                                                           \
+        const char *got_ = pick(__VA_ARGS__);                                                      \
+        CHECK_MSG(strcmp(got_, want) == 0, "picked '%s', want '%s'", got_, want);                  \
     } while (0)
 
 /* One selector, the records in order: what the set has (the node's segment,
@@ -167,8 +167,7 @@ TC_CASE(selector)
 }
 
 /* The kind's validate function on a tensor; NULL validate accepts. */
-static tc_status_t validate(int kind, tc_dtype_t dtype, int ndim, tc_op_t op, char *why,
-                            size_t len)
+static tc_status_t validate(int kind, tc_dtype_t dtype, int ndim, tc_op_t op, char *why, size_t len)
 {
     const tc_kind_desc_t *d = tc__kind_get(kind);
     float data[4] = {0};
@@ -223,8 +222,7 @@ static tc_request_t *make(int kind, const tc_tensor_t *t, void *recv, tc_op_t op
     static char mark;
     tc_request_t *req = NULL, *sentinel = (tc_request_t *)(void *)&mark, *out = sentinel;
 
-    *st_p = tc__request_make("fn", (tc_kind_t)kind, "x", t, recv, op, root, NULL, NULL, &req,
-                             &out);
+    *st_p = tc__request_make("fn", (tc_kind_t)kind, "x", t, recv, op, root, NULL, NULL, &req, &out);
     if (*st_p != TC_OK) {
         CHECK(out == sentinel); /* untouched */
         CHECK(tc_last_error()[0] != '\0');
@@ -419,8 +417,10 @@ TC_CASE(agreement)
         alt.dtype = TC_INT8;
         text = decide(base, alt);
         if (TC_KIND_COUNT > 1) {
-            snprintf(want, sizeof(want), "tensor 't': collective mismatch: rank 0 has %s, rank 1 "
-                     "has %s", d->name, tc__kind_name(alt.kind));
+            snprintf(want, sizeof(want),
+                     "tensor 't': collective mismatch: rank 0 has %s, rank 1 "
+                     "has %s",
+                     d->name, tc__kind_name(alt.kind));
             CHECK_MSG(text != NULL && strcmp(text, want) == 0, "got '%s', want '%s'",
                       text ? text : "(RUN)", want);
         }
@@ -438,12 +438,21 @@ TC_CASE(agreement)
             case TC_AGREE_INDEX_DTYPE: alt.dtype = TC_FLOAT64; break;
             case TC_AGREE_INDEX_OP: alt.op = TC_MAX; break;
             case TC_AGREE_INDEX_ROOT: alt.root = 1; break;
-            case TC_AGREE_INDEX_NDIM: alt.ndim = 3; alt.shape[2] = 1; break;
-            case TC_AGREE_INDEX_SHAPE: alt.shape[0] = 5; break; /* dim 0 alone */
-            case TC_AGREE_INDEX_SHAPE_TAIL: alt.shape[1] = 5; break; /* dim 1 alone */
-            case TC_AGREE_INDEX_SCALE: alt.scaled = 1; alt.prescale = 1.0; alt.postscale = 0.5;
+            case TC_AGREE_INDEX_NDIM:
+                alt.ndim = 3;
+                alt.shape[2] = 1;
                 break;
-            case TC_AGREE_INDEX_RANKS: alt.nranks = 1; alt.ranks = &one; break;
+            case TC_AGREE_INDEX_SHAPE: alt.shape[0] = 5; break;      /* dim 0 alone */
+            case TC_AGREE_INDEX_SHAPE_TAIL: alt.shape[1] = 5; break; /* dim 1 alone */
+            case TC_AGREE_INDEX_SCALE:
+                alt.scaled = 1;
+                alt.prescale = 1.0;
+                alt.postscale = 0.5;
+                break;
+            case TC_AGREE_INDEX_RANKS:
+                alt.nranks = 1;
+                alt.ranks = &one;
+                break;
             case TC_AGREE_INDEX_TARGET: alt.root = 1; break;
             }
             text = decide(base, alt);
@@ -466,8 +475,8 @@ TC_CASE(agreement)
                 CHECK_MSG(text != NULL && strstr(text, " shape mismatch") != NULL,
                           "kind %s field %d: got '%s'", d->name, f, text ? text : "(RUN)");
             } else {
-                CHECK_MSG(text == NULL, "kind %s field %d is not in its mask: got '%s'", d->name,
-                          f, text);
+                CHECK_MSG(text == NULL, "kind %s field %d is not in its mask: got '%s'", d->name, f,
+                          text);
             }
             free(text);
         }

@@ -64,7 +64,7 @@ TC_CASE(eager)
                 plan_rounds(s, 4);
                 run(s);
                 check_settled(s);
-                check_agreement(s); /* DONE results: the same bits on every rank */
+                check_agreement(s);     /* DONE results: the same bits on every rank */
                 check_cached_rounds(s); /* exact sums and averages; RUN when not eager */
                 /* all but e/over: three cached rounds each, on every rank, however
                  * long an input waited for the others' */
@@ -105,8 +105,8 @@ TC_CASE(eager_gathered)
             }
             CHECK_EQ(count_done(s), neager * 3 * s->size);
             CHECK(sizes[si] < 3 || !spec_eager(s, &eager_specs[0])); /* 12 B x 3 > 32 */
-            CHECK(spec_eager(s, &eager_specs[4]));                     /* 4 B x 8 fits */
-            CHECK(spec_eager(s, &eager_specs[6]));                     /* int min: partial */
+            CHECK(spec_eager(s, &eager_specs[4]));                   /* 4 B x 8 fits */
+            CHECK(spec_eager(s, &eager_specs[6]));                   /* int min: partial */
             sim_free(s);
         }
     }
@@ -159,8 +159,8 @@ TC_CASE(uncached_kind)
 /* ---- stale cache entries ------------------------------------------------------ */
 
 static const spec_t stale_specs[] = {
-    {"s/w", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, {8, 0}},  /* not eager */
-    {"s/e", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, {2, 0}},  /* eager */
+    {"s/w", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, {8, 0}},   /* not eager */
+    {"s/e", TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 0, 1, {2, 0}},   /* eager */
     {"s/other", TC_KIND_BROADCAST, TC_INT32, TC_SUM, 0, 1, {5, 0}}, /* never changes */
 };
 
@@ -242,8 +242,8 @@ static void stale_case(int size, int odd, uint64_t seed)
             } else if (k < 2 && (ph == 0 || ph == 3 || ph == 5)) {
                 CHECK_MSG(e->action == TC_NEG_RUN && e->cache_ref > 0,
                           "size %d odd %d phase %d: '%s' is %s with cache_ref %u, want a RUN "
-                          "negotiated in full and cached", size, odd, ph, nm,
-                          act_name(e->action), e->cache_ref);
+                          "negotiated in full and cached",
+                          size, odd, ph, nm, act_name(e->action), e->cache_ref);
                 ref[k] = e->cache_ref;
             } else if (k == 1 && ph > 0) { /* [2] or [4] floats: eager */
                 uint8_t want[DATA_BYTES];
@@ -252,8 +252,10 @@ static void stale_case(int size, int odd, uint64_t seed)
                 sp.shape[0] = dim[1][0];
                 CHECK(spec_eager(s, &sp));
                 len = eager_expect(s, &sp, ph, want);
-                CHECK_MSG(e->action == TC_NEG_DONE, "size %d odd %d phase %d: '%s' is %s, want "
-                          "DONE from the cache", size, odd, ph, nm, act_name(e->action));
+                CHECK_MSG(e->action == TC_NEG_DONE,
+                          "size %d odd %d phase %d: '%s' is %s, want "
+                          "DONE from the cache",
+                          size, odd, ph, nm, act_name(e->action));
                 CHECK_EQ(e->result_len, len);
                 CHECK(memcmp(e->result, want, len) == 0);
             } else if (ph == 0) {
@@ -268,9 +270,10 @@ static void stale_case(int size, int odd, uint64_t seed)
         for (r = 1; r < size; r++) {
             /* in full: everything in phase 0, s/w and s/e in phases 2, 3 and 5 */
             size_t want = ph == 0 ? 3 : ph == 2 || ph == 3 || ph == 5 ? 2 : 0;
-            CHECK_MSG(s->req_entries[r] - before[r] == want, "size %d odd %d phase %d: rank %d "
-                      "sent %zu submissions in full, want %zu", size, odd, ph, r,
-                      s->req_entries[r] - before[r], want);
+            CHECK_MSG(s->req_entries[r] - before[r] == want,
+                      "size %d odd %d phase %d: rank %d "
+                      "sent %zu submissions in full, want %zu",
+                      size, odd, ph, r, s->req_entries[r] - before[r], want);
         }
     }
     sim_free(s);
@@ -375,8 +378,8 @@ TC_CASE(item_cycles)
             CHECK_EQ(tc__neg_cycles(s->neg[r]), tc__neg_cycles(s->neg[0]));
             CHECK_MSG(c < tc__neg_cycles(s->neg[r]) && (k == 0 || c > last),
                       "rank %d: item %d of cycle %llu, after %llu cycles (the last item's: %llu)",
-                      r, k, (unsigned long long)c,
-                      (unsigned long long)tc__neg_cycles(s->neg[r]), (unsigned long long)last);
+                      r, k, (unsigned long long)c, (unsigned long long)tc__neg_cycles(s->neg[r]),
+                      (unsigned long long)last);
         }
         CHECK(k > 0 || s->log[0][0].cycle == 0); /* the first cycle decides the first name */
         last = s->log[0][k].cycle;

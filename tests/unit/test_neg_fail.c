@@ -95,8 +95,7 @@ TC_CASE(shutdown)
             }
             run(s); /* every rank but `from` waits for f/x, c/y, c/z */
             for (r = 0; r < size; r++) {
-                CHECK(r == from || (x[r]->submitted && !x[r]->done && !y[r]->done &&
-                                    !z[r]->done));
+                CHECK(r == from || (x[r]->submitted && !x[r]->done && !y[r]->done && !z[r]->done));
             }
             x[from] = mkplan(s, from, 0, 0, 0);
             y[from] = mkplan(s, from, 1, 1, 0);
@@ -239,8 +238,10 @@ TC_CASE(aborts)
     /* another rank's abort: FAILED with its text; not decided here */
     {
         const char *why = "tensor 'x' stalled";
-        tc_wire_msg_t ab = {.type = TC_WIRE_BYE, .flags = TC_WIRE_F_TERMINATE,
-                            .term_status = TC_ERR_TIMEOUT, .term_text = why,
+        tc_wire_msg_t ab = {.type = TC_WIRE_BYE,
+                            .flags = TC_WIRE_F_TERMINATE,
+                            .term_status = TC_ERR_TIMEOUT,
+                            .term_text = why,
                             .term_text_len = (uint32_t)strlen(why)};
         s = warm4();
         inject(s, 3, 1, TC_NEG_TAG_ABORT, &ab);
@@ -302,7 +303,9 @@ TC_CASE(aborts)
             m.count = 1;
             m.resps = &ghost;
             inject(s, 0, 1, TC_NEG_TAG_CYCLE, &m);
-            m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .cache_gen = 1, .round = 1,
+            m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE,
+                                .cache_gen = 1,
+                                .round = 1,
                                 .seq = tc__neg_cycles(s->neg[1])};
             inject(s, 3, 1, TC_NEG_TAG_CYCLE, &m);
             check_failed(s, 1, TC_ERR_TRANSPORT, 1, "'ghost'");
@@ -339,8 +342,7 @@ TC_CASE(aborts)
             inject(s, 4, 0, TC_NEG_TAG_CYCLE, &m);
             check_failed(s, 0, TC_ERR_TRANSPORT, 1, "snapshot");
             break;
-        default:
-            break;
+        default: break;
         }
         sim_free(s);
     }
@@ -426,9 +428,10 @@ static void lost_case(int size, int dead, unsigned workers, uint64_t seed)
         run(s);
     }
     CHECK_MSG(any_failed(s), "size %d: nobody noticed that rank %d is gone", size, dead);
-    CHECK_MSG(s->now <= limit, "size %d: rank %d found lost %.1f s after the submission, want "
-              "at most %.1f s", size, dead, (double)(s->now - t_sub) / 1e9,
-              (double)(limit - t_sub) / 1e9);
+    CHECK_MSG(s->now <= limit,
+              "size %d: rank %d found lost %.1f s after the submission, want "
+              "at most %.1f s",
+              size, dead, (double)(s->now - t_sub) / 1e9, (double)(limit - t_sub) / 1e9);
     snprintf(want, sizeof(want), "lost rank %d:", dead);
     for (r = 0; r < size; r++) {
         if (r != dead && tc__neg_state(s->neg[r]) == TC_NEG_FAILED) {
@@ -436,8 +439,10 @@ static void lost_case(int size, int dead, unsigned workers, uint64_t seed)
             CHECK_STATUS(tc__neg_status(s->neg[r], &text), TC_ERR_TRANSPORT);
             CHECK_STR_CONTAINS(text, want);
             if (tc__neg_failed_here(s->neg[r])) { /* the others heard it from that rank */
-                CHECK_MSG(is_neighbour(size, r, dead), "rank %d blames rank %d, not a "
-                          "neighbour", r, dead);
+                CHECK_MSG(is_neighbour(size, r, dead),
+                          "rank %d blames rank %d, not a "
+                          "neighbour",
+                          r, dead);
                 nfailed++;
             }
         }
@@ -463,15 +468,15 @@ TC_CASE(lost_peers)
     uint64_t seed;
 
     for (seed = 0; seed <= 3; seed++) {
-        lost_case(4, 2, 1u << 1, seed);            /* inner node; work across the tree */
-        lost_case(4, 2, 1u << 3, seed);            /* inner node; work below it */
-        lost_case(4, 3, 1u << 1, seed);            /* a leaf, three hops from the work */
-        lost_case(4, 1, 1u << 3, seed);            /* a leaf of rank 0 */
-        lost_case(4, 0, 1u << 3, seed);            /* the root */
-        lost_case(8, 5, 1u << 3, seed);            /* a leaf of an inner node */
-        lost_case(8, 4, 1u << 7, seed);            /* an inner node, work two levels down */
+        lost_case(4, 2, 1u << 1, seed); /* inner node; work across the tree */
+        lost_case(4, 2, 1u << 3, seed); /* inner node; work below it */
+        lost_case(4, 3, 1u << 1, seed); /* a leaf, three hops from the work */
+        lost_case(4, 1, 1u << 3, seed); /* a leaf of rank 0 */
+        lost_case(4, 0, 1u << 3, seed); /* the root */
+        lost_case(8, 5, 1u << 3, seed); /* a leaf of an inner node */
+        lost_case(8, 4, 1u << 7, seed); /* an inner node, work two levels down */
         lost_case(8, 6, (1u << 1) | (1u << 2) | (1u << 7), seed);
-        lost_case(2, 1, 1u << 0, seed);            /* only rank 0 waits */
+        lost_case(2, 1, 1u << 0, seed); /* only rank 0 waits */
     }
     /* everyone alive, one rank slow to submit and one slow to answer (its
      * answers take up to half the grace period): no alarm for ten peer

@@ -37,8 +37,10 @@ TC_CASE(tree)
             kids[SIM_MAX] = -7;
             n = tc__neg_children(r, size, kids, SIM_MAX);
             CHECK_EQ(kids[SIM_MAX], -7);
-            CHECK_MSG(n == nparented[r], "size %d: rank %d lists %d children, %d ranks name it "
-                      "their parent", size, r, n, nparented[r]);
+            CHECK_MSG(n == nparented[r],
+                      "size %d: rank %d lists %d children, %d ranks name it "
+                      "their parent",
+                      size, r, n, nparented[r]);
             CHECK_LE(n + 1, TC_NEG_MAX_DST);
             for (j = 0; j < n; j++) {
                 CHECK_EQ(kids[j], r + (1 << j)); /* r + 2^j, ascending */
@@ -90,9 +92,10 @@ TC_CASE(order_agreement)
             check_cached_rounds(s);
             for (r = 1; r < s->size; r++) {
                 /* only the first round went to rank 0 in full */
-                CHECK_MSG(s->req_entries[r] == (size_t)NMIXED, "size %d seed %llu: rank %d sent "
-                          "%zu submissions in full, want %d", s->size, (unsigned long long)seed,
-                          r, s->req_entries[r], NMIXED);
+                CHECK_MSG(s->req_entries[r] == (size_t)NMIXED,
+                          "size %d seed %llu: rank %d sent "
+                          "%zu submissions in full, want %d",
+                          s->size, (unsigned long long)seed, r, s->req_entries[r], NMIXED);
             }
             sim_free(s);
         }
@@ -164,7 +167,7 @@ static void overlap_by_hand(uint64_t seed)
     CHECK_EQ(tc__neg_cycles(s->neg[3]), d0 + 1);
     CHECK_EQ(tc__neg_cycles(s->neg[2]), d0);
     CHECK_EQ(s->nlog[3], items0); /* o/a is not everywhere yet: nothing ran */
-    submit_next(s, 3); /* o/c: news, so rank 3 starts cycle d0 + 1 at once */
+    submit_next(s, 3);            /* o/c: news, so rank 3 starts cycle d0 + 1 at once */
     step(s, 3);
     CHECK_EQ(chan(s, 3, 2)->n, 2); /* its parts of cycles d0 and d0 + 1 */
     deliver_chan(s, 3, 2);
@@ -238,8 +241,8 @@ static void overlap_chaos(int size, uint64_t seed, uint32_t capacity, int pdeliv
                 snprintf(needle, sizeof(needle), "rank %d has",
                          odd[k][inst] == 0 ? 1 : odd[k][inst]);
                 CHECK_MSG(e->action == TC_NEG_FAIL && e->status == TC_ERR_MISMATCH,
-                          "size %d seed %llu: '%s' #%d, with rank %d's shape changed, is %s",
-                          size, (unsigned long long)seed, pl->namebuf, inst, odd[k][inst],
+                          "size %d seed %llu: '%s' #%d, with rank %d's shape changed, is %s", size,
+                          (unsigned long long)seed, pl->namebuf, inst, odd[k][inst],
                           act_name(e->action));
                 CHECK_STR_CONTAINS(e->text, "mismatch");
                 CHECK_STR_CONTAINS(e->text, needle);
@@ -258,14 +261,17 @@ static void overlap_chaos(int size, uint64_t seed, uint32_t capacity, int pdeliv
                 if (spec_eager(s, &overlap_specs[k])) {
                     uint8_t want[DATA_BYTES];
                     eager_expect(s, &overlap_specs[k], inst, want);
-                    CHECK_MSG(e->action == TC_NEG_DONE, "size %d seed %llu: cached '%s' #%d is "
-                              "%s", size, (unsigned long long)seed, pl->namebuf, inst,
+                    CHECK_MSG(e->action == TC_NEG_DONE,
+                              "size %d seed %llu: cached '%s' #%d is "
+                              "%s",
+                              size, (unsigned long long)seed, pl->namebuf, inst,
                               act_name(e->action));
                     CHECK(memcmp(e->result, want, e->result_len) == 0);
                 } else {
                     CHECK_MSG(e->action == TC_NEG_RUN && e->cache_ref == cached[k],
                               "size %d seed %llu: cached '%s' #%d is %s with cache_ref %u, want "
-                              "%u", size, (unsigned long long)seed, pl->namebuf, inst,
+                              "%u",
+                              size, (unsigned long long)seed, pl->namebuf, inst,
                               act_name(e->action), e->cache_ref, cached[k]);
                 }
             } else {
@@ -300,8 +306,7 @@ TC_CASE(overlap)
     for (size = 2; size <= 8; size++) {
         for (seed = 1; seed <= (TEST_TSAN ? 3 : 30); seed++) {
             for (c = 0; c < sizeof(caps) / sizeof(caps[0]); c++) {
-                overlap_chaos(size, seed, caps[c], seed % 3 == 0 ? 5 : seed % 3 == 1 ? 30 : 70,
-                              0);
+                overlap_chaos(size, seed, caps[c], seed % 3 == 0 ? 5 : seed % 3 == 1 ? 30 : 70, 0);
             }
         }
     }

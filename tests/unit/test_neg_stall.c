@@ -30,8 +30,7 @@ static const spec_t stall_specs[] = {
 /* A simulation that has cached st/c. real_origin: the fake clock starts at
  * the real monotonic time (what the engine passes), else at T0 (what a
  * simulator may pass); the state machine must not care. */
-static sim_t *stall_sim(int size, uint64_t warn, uint64_t abort_ns, uint64_t seed,
-                        int real_origin)
+static sim_t *stall_sim(int size, uint64_t warn, uint64_t abort_ns, uint64_t seed, int real_origin)
 {
     tc_neg_params_t p = params(size);
     sim_t *s;
@@ -51,11 +50,12 @@ static sim_t *stall_sim(int size, uint64_t warn, uint64_t abort_ns, uint64_t see
     run(s);
     for (r = 0; r < size; r++) { /* every rank submitted it at the same instant */
         const rec_t *e = s->plan[r][0]->done ? rec_of(s, s->plan[r][0]) : NULL;
-        CHECK_MSG(e != NULL && e->action == TC_NEG_RUN, "%s clock origin, warm-up: rank %d's "
-                  "st/c, submitted by every rank at once, is %s%s%s",
-                  real_origin ? "real" : "fake", r, e == NULL ? "still waiting" :
-                  act_name(e->action), e != NULL && e->text != NULL ? ": " : "",
-                  e != NULL && e->text != NULL ? e->text : "");
+        CHECK_MSG(
+            e != NULL && e->action == TC_NEG_RUN,
+            "%s clock origin, warm-up: rank %d's "
+            "st/c, submitted by every rank at once, is %s%s%s",
+            real_origin ? "real" : "fake", r, e == NULL ? "still waiting" : act_name(e->action),
+            e != NULL && e->text != NULL ? ": " : "", e != NULL && e->text != NULL ? e->text : "");
     }
     check_settled(s);
     return s;
@@ -68,9 +68,8 @@ static void check_running(const sim_t *s, const char *when)
     for (r = 0; r < s->size; r++) {
         const char *text;
         tc_status_t st = tc__neg_status(s->neg[r], &text);
-        CHECK_MSG(tc__neg_state(s->neg[r]) == TC_NEG_RUNNING, "%s: rank %d is %s: %d (%s) %s",
-                  when, r, state_name(tc__neg_state(s->neg[r])), (int)st, tc_status_string(st),
-                  text);
+        CHECK_MSG(tc__neg_state(s->neg[r]) == TC_NEG_RUNNING, "%s: rank %d is %s: %d (%s) %s", when,
+                  r, state_name(tc__neg_state(s->neg[r])), (int)st, tc_status_string(st), text);
     }
 }
 
@@ -136,8 +135,10 @@ static void stall_abort_case(uint64_t seed, int real_origin)
     }
     run(s);
     t0 = s->now;
-    CHECK_MSG(!f[0]->done && !c[0]->done, "%s: a stalled name failed at once, not %.0f s "
-              "after it stalled", origin, (double)s->p.stall_abort_ns / 1e9);
+    CHECK_MSG(!f[0]->done && !c[0]->done,
+              "%s: a stalled name failed at once, not %.0f s "
+              "after it stalled",
+              origin, (double)s->p.stall_abort_ns / 1e9);
     while (!(f[0]->done && c[0]->done) && s->now < t0 + 30 * SEC) {
         s->now += tick;
         run(s);
@@ -145,11 +146,14 @@ static void stall_abort_case(uint64_t seed, int real_origin)
                   "%s: a stalled name failed %.2f s after it stalled, want 10", origin,
                   (double)(s->now - t0) / 1e9);
     }
-    CHECK_MSG(f[0]->done && c[0]->done, "%s: stalled names never failed (first-time: %s, "
-              "cached: %s)", origin, f[0]->done ? "failed" : "waiting",
-              c[0]->done ? "failed" : "waiting");
-    CHECK_MSG(s->now <= t0 + 11 * SEC + 2 * tick, "%s: the stalled names failed %.2f s after "
-              "they stalled, want 10 to 11", origin, (double)(s->now - t0) / 1e9);
+    CHECK_MSG(f[0]->done && c[0]->done,
+              "%s: stalled names never failed (first-time: %s, "
+              "cached: %s)",
+              origin, f[0]->done ? "failed" : "waiting", c[0]->done ? "failed" : "waiting");
+    CHECK_MSG(s->now <= t0 + 11 * SEC + 2 * tick,
+              "%s: the stalled names failed %.2f s after "
+              "they stalled, want 10 to 11",
+              origin, (double)(s->now - t0) / 1e9);
     check_running(s, origin);
     check_agreement(s);
     for (r = 0; r < 4; r++) {
@@ -248,13 +252,14 @@ static void stall_expiry_crossing(int late_first)
     check_running(s, when);
     check_agreement(s);
     for (r = 0; r < 3; r++) {
-        CHECK_MSG(rec_of(s, again[r])->action == TC_NEG_RUN, "%s: rank %d's st/f is %s", when,
-                  r, act_name(rec_of(s, again[r])->action));
+        CHECK_MSG(rec_of(s, again[r])->action == TC_NEG_RUN, "%s: rank %d's st/f is %s", when, r,
+                  act_name(rec_of(s, again[r])->action));
     }
     for (r = 0; r < 3; r++) {
-        CHECK_MSG(!tc__neg_busy(s->neg[r]), "%s: rank %d is still busy with nothing submitted "
-                  "(rank 2's crossed submission %s)", when, r,
-                  kept ? "was kept" : "failed on rank 2");
+        CHECK_MSG(!tc__neg_busy(s->neg[r]),
+                  "%s: rank %d is still busy with nothing submitted "
+                  "(rank 2's crossed submission %s)",
+                  when, r, kept ? "was kept" : "failed on rank 2");
     }
     check_settled(s);
     sim_free(s);

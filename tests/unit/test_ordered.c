@@ -29,7 +29,7 @@ enum { LAY_ONE, LAY_HALVES, LAY_ALTERNATE, LAY_ALONE, NLAYS };
 static int g_runs;
 
 typedef struct {
-    int rs;              /* reduce-scatter (else allreduce) */
+    int rs; /* reduce-scatter (else allreduce) */
     tc_dtype_t dtype;
     tc_op_t op;
     size_t count, chunk; /* allreduce: elements; reduce-scatter: rows of 3 */
@@ -71,7 +71,8 @@ static void layout(int lay, int n, int *node)
 /* Element i of rank r's input: a non-integer in [-4, 4). */
 static double value(int r, size_t i)
 {
-    uint64_t h = (uint64_t)(r + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t)(i + 7) * 0xbf58476d1ce4e5b9ull;
+    uint64_t h =
+        (uint64_t)(r + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t)(i + 7) * 0xbf58476d1ce4e5b9ull;
 
     h ^= h >> 31;
     h *= 0x94d049bb133111ebull;
@@ -80,8 +81,8 @@ static double value(int r, size_t i)
 }
 
 /* The documented order, written out: into ref (count elements of dt). */
-static void reference(tc_dtype_t dt, tc_op_t op, int n, const int *node, char *const *in,
-                      void *ref, size_t count)
+static void reference(tc_dtype_t dt, tc_op_t op, int n, const int *node, char *const *in, void *ref,
+                      size_t count)
 {
     const size_t bytes = count * tc_dtype_size(dt);
     const tc_op_t sum = op == TC_AVG ? TC_SUM : op;
@@ -157,8 +158,9 @@ static void run(int rs, tc_dtype_t dt, tc_op_t op, int n, int lay, size_t count,
         }
         CHECK_MSG(memcmp((char *)jobs[r].buf, ref + off * es, len * es) == 0,
                   "%s dtype %d op %d n=%d layout %d count %zu chunk %zu%s: rank %d differs from "
-                  "the documented order", rs ? "reducescatter" : "allreduce", (int)dt, (int)op, n,
-                  lay, count, chunk, in_place ? " in place" : "", r);
+                  "the documented order",
+                  rs ? "reducescatter" : "allreduce", (int)dt, (int)op, n, lay, count, chunk,
+                  in_place ? " in place" : "", r);
         for (i = 0; !in_place && i < elems; i++) { /* the input unchanged */
             unsigned char want[8];
             coll_store(dt, want, 0, value(r, i));

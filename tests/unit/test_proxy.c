@@ -20,7 +20,6 @@
 #include <time.h>
 #include <unistd.h>
 
-
 #define PROD_SHIFT 40
 
 /* ---- the checking handler --------------------------------------------------- */
@@ -114,15 +113,15 @@ static uint64_t handled(checker_t *c)
 typedef struct {
     tc_fifo_t *f;
     int id;
-    uint64_t n;         /* triggers to push (UINT64_MAX: until quit) */
-    int marker;         /* push an all-ones end marker after them */
-    int use_try;        /* try_push with yields instead of push */
+    uint64_t n;  /* triggers to push (UINT64_MAX: until quit) */
+    int marker;  /* push an all-ones end marker after them */
+    int use_try; /* try_push with yields instead of push */
     _Atomic int *go;
     _Atomic int *quit;
     _Atomic int *stopping;
-    uint64_t pushed;    /* how many it pushed */
-    uint64_t full;      /* try_push said full */
-    uint64_t safe_pos;  /* last position pushed before it saw *stopping */
+    uint64_t pushed;   /* how many it pushed */
+    uint64_t full;     /* try_push said full */
+    uint64_t safe_pos; /* last position pushed before it saw *stopping */
     int have_safe;
 } producer_t;
 

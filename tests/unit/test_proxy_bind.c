@@ -167,5 +167,5 @@ TC_CASE(unset)
 
 int main(int argc, char **argv)
 {
-    return tc_test_main(argc, argv, &(tc_test_opts_t){ .one_case_per_run = 1 });
+    return tc_test_main(argc, argv, &(tc_test_opts_t){.one_case_per_run = 1});
 }

@@ -102,8 +102,8 @@ static void test_f16_exhaustive(void)
             CHECK_MSG((double)f == want && (signbit(f) != 0) == ((h & 0x8000u) != 0),
                       "f16 0x%04x: widened to %a, want %a", h, (double)f, want);
         }
-        CHECK_MSG(back == h, "f16 0x%04x -> %a -> 0x%04x: round trip changed bits", h,
-                  (double)f, back);
+        CHECK_MSG(back == h, "f16 0x%04x -> %a -> 0x%04x: round trip changed bits", h, (double)f,
+                  back);
     }
 }
 
@@ -114,34 +114,34 @@ static void test_f16_rounding(void)
         uint16_t want;
     } cases[] = {
         {1.0f, 0x3c00},
-        {1.0f + 0x1p-11f, 0x3c00},           /* tie between 1 and 1+2^-10: even is 1 */
+        {1.0f + 0x1p-11f, 0x3c00},            /* tie between 1 and 1+2^-10: even is 1 */
         {1.0f + 0x1p-11f + 0x1p-23f, 0x3c01}, /* just above the tie */
-        {1.0f + 3 * 0x1p-11f, 0x3c02},       /* tie between 0x3c01 and 0x3c02: even */
-        {1.0f + 5 * 0x1p-11f, 0x3c02},       /* tie between 0x3c02 and 0x3c03: even */
+        {1.0f + 3 * 0x1p-11f, 0x3c02},        /* tie between 0x3c01 and 0x3c02: even */
+        {1.0f + 5 * 0x1p-11f, 0x3c02},        /* tie between 0x3c02 and 0x3c03: even */
         {-1.0f - 0x1p-11f, 0xbc00},
-        {2048.0f + 1.0f, 0x6800},            /* 2049: tie, down to 2048 */
-        {2048.0f + 3.0f, 0x6802},            /* 2051: tie, up to 2052 */
-        {65504.0f, 0x7bff},                  /* largest finite */
-        {65519.99f, 0x7bff},                 /* below 65504 + half ulp */
-        {65520.0f, 0x7c00},                  /* tie at the top goes to inf */
+        {2048.0f + 1.0f, 0x6800}, /* 2049: tie, down to 2048 */
+        {2048.0f + 3.0f, 0x6802}, /* 2051: tie, up to 2052 */
+        {65504.0f, 0x7bff},       /* largest finite */
+        {65519.99f, 0x7bff},      /* below 65504 + half ulp */
+        {65520.0f, 0x7c00},       /* tie at the top goes to inf */
         {-65520.0f, 0xfc00},
         {1e10f, 0x7c00},
         {-1e10f, 0xfc00},
         {FLT_MAX, 0x7c00},
-        {0x1p-14f, 0x0400},                  /* smallest normal */
-        {0x1p-24f, 0x0001},                  /* smallest subnormal */
-        {1023 * 0x1p-24f, 0x03ff},           /* largest subnormal */
-        {1023.5f * 0x1p-24f, 0x0400},        /* tie between 0x3ff and 0x400: even */
-        {2.5f * 0x1p-24f, 0x0002},           /* tie: even is 2 */
-        {3.5f * 0x1p-24f, 0x0004},           /* tie: even is 4 */
-        {0x1p-25f, 0x0000},                  /* tie between 0 and 1: even is 0 */
-        {0x1p-25f + 0x1p-40f, 0x0001},       /* just above */
-        {3 * 0x1p-25f, 0x0002},              /* 1.5 units: tie, even is 2 */
+        {0x1p-14f, 0x0400},            /* smallest normal */
+        {0x1p-24f, 0x0001},            /* smallest subnormal */
+        {1023 * 0x1p-24f, 0x03ff},     /* largest subnormal */
+        {1023.5f * 0x1p-24f, 0x0400},  /* tie between 0x3ff and 0x400: even */
+        {2.5f * 0x1p-24f, 0x0002},     /* tie: even is 2 */
+        {3.5f * 0x1p-24f, 0x0004},     /* tie: even is 4 */
+        {0x1p-25f, 0x0000},            /* tie between 0 and 1: even is 0 */
+        {0x1p-25f + 0x1p-40f, 0x0001}, /* just above */
+        {3 * 0x1p-25f, 0x0002},        /* 1.5 units: tie, even is 2 */
         {0x1p-26f, 0x0000},
-        {-0x1p-25f, 0x8000},                 /* negative rounds to -0 */
+        {-0x1p-25f, 0x8000}, /* negative rounds to -0 */
         {-0x1p-24f, 0x8001},
-        {FLT_MIN, 0x0000},                   /* float32 normals far below float16 */
-        {0x1p-149f, 0x0000},                 /* float32 subnormal */
+        {FLT_MIN, 0x0000},   /* float32 normals far below float16 */
+        {0x1p-149f, 0x0000}, /* float32 subnormal */
         {-0x1p-149f, 0x8000},
         {0.0f, 0x0000},
         {-0.0f, 0x8000},
@@ -149,8 +149,8 @@ static void test_f16_rounding(void)
 
     for (size_t i = 0; i < NELEMS(cases); i++) {
         uint16_t got = tc__f32_to_f16(cases[i].in);
-        CHECK_MSG(got == cases[i].want, "f32 %a -> f16 0x%04x, want 0x%04x",
-                  (double)cases[i].in, got, cases[i].want);
+        CHECK_MSG(got == cases[i].want, "f32 %a -> f16 0x%04x, want 0x%04x", (double)cases[i].in,
+                  got, cases[i].want);
         CHECK_MSG(ref_to_f16(cases[i].in) == cases[i].want, "reference disagrees on %a",
                   (double)cases[i].in);
     }
@@ -191,8 +191,8 @@ static void test_f16_rounding(void)
             CHECK_MSG(f16_is_nan(got), "f32 NaN 0x%08x -> 0x%04x", bits, got);
             continue;
         }
-        CHECK_MSG(got == ref_to_f16(f), "f32 0x%08x (%a) -> 0x%04x, want 0x%04x", bits,
-                  (double)f, got, ref_to_f16(f));
+        CHECK_MSG(got == ref_to_f16(f), "f32 0x%08x (%a) -> 0x%04x, want 0x%04x", bits, (double)f,
+                  got, ref_to_f16(f));
     }
 }
 
@@ -217,32 +217,27 @@ static void test_bf16(void)
         uint32_t in;
         uint16_t want;
     } cases[] = {
-        {0x3f800000u, 0x3f80},
-        {0x3f808000u, 0x3f80}, /* tie, even below */
-        {0x3f818000u, 0x3f82}, /* tie, even above */
-        {0x3f808001u, 0x3f81}, /* just above a tie */
-        {0x3f807fffu, 0x3f80}, /* just below a tie */
-        {0xbf818000u, 0xbf82},
-        {0x7f7fffffu, 0x7f80}, /* FLT_MAX rounds to inf */
-        {0x7f7f7fffu, 0x7f7f}, /* stays the largest finite */
-        {0x7f7f8000u, 0x7f80}, /* tie at the top (0x7f7f is odd): inf */
-        {0xff7fffffu, 0xff80},
-        {0x7f800000u, 0x7f80}, /* inf */
-        {0xff800000u, 0xff80},
-        {0x00000001u, 0x0000}, /* float32 subnormals round like any value */
-        {0x00008000u, 0x0000}, /* tie, even is 0 */
-        {0x00018000u, 0x0002},
-        {0x80000000u, 0x8000},
+        {0x3f800000u, 0x3f80}, {0x3f808000u, 0x3f80}, /* tie, even below */
+        {0x3f818000u, 0x3f82},                        /* tie, even above */
+        {0x3f808001u, 0x3f81},                        /* just above a tie */
+        {0x3f807fffu, 0x3f80},                        /* just below a tie */
+        {0xbf818000u, 0xbf82}, {0x7f7fffffu, 0x7f80}, /* FLT_MAX rounds to inf */
+        {0x7f7f7fffu, 0x7f7f},                        /* stays the largest finite */
+        {0x7f7f8000u, 0x7f80},                        /* tie at the top (0x7f7f is odd): inf */
+        {0xff7fffffu, 0xff80}, {0x7f800000u, 0x7f80}, /* inf */
+        {0xff800000u, 0xff80}, {0x00000001u, 0x0000}, /* float32 subnormals round like any value */
+        {0x00008000u, 0x0000},                        /* tie, even is 0 */
+        {0x00018000u, 0x0002}, {0x80000000u, 0x8000},
     };
     for (size_t i = 0; i < NELEMS(cases); i++) {
         uint16_t got = tc__f32_to_bf16(f32_of(cases[i].in));
-        CHECK_MSG(got == cases[i].want, "f32 0x%08x -> bf16 0x%04x, want 0x%04x", cases[i].in,
-                  got, cases[i].want);
+        CHECK_MSG(got == cases[i].want, "f32 0x%08x -> bf16 0x%04x, want 0x%04x", cases[i].in, got,
+                  cases[i].want);
     }
 
     /* NaNs whose payload lies only in the dropped bits: NaN, never inf. */
-    static const uint32_t nans[] = {0x7f800001u, 0x7f808000u, 0x7f80ffffu, 0xff800001u,
-                                    0x7fc00000u, 0xffffffffu};
+    static const uint32_t nans[] = {0x7f800001u, 0x7f808000u, 0x7f80ffffu,
+                                    0xff800001u, 0x7fc00000u, 0xffffffffu};
     for (size_t i = 0; i < NELEMS(nans); i++) {
         uint16_t got = tc__f32_to_bf16(f32_of(nans[i]));
         CHECK_MSG(bf16_is_nan(got), "f32 NaN 0x%08x -> bf16 0x%04x (not NaN)", nans[i], got);
@@ -275,7 +270,6 @@ static void test_bf16(void)
     }
 }
 
-
 /* ------------------------------------------------------------------------ */
 /* float16 / bfloat16 arithmetic on random bit patterns                      */
 /* ------------------------------------------------------------------------ */
@@ -307,7 +301,8 @@ static uint16_t ref_f16_op(tc_op_t op, uint16_t a, uint16_t b)
         return F16_QNAN;
     }
     switch (op) {
-    case TC_SUM: case TC_AVG: r = da + db; break;
+    case TC_SUM:
+    case TC_AVG: r = da + db; break;
     case TC_PROD: r = da * db; break;
     default: return (uint16_t)ref_op(TC_FLOAT16, op, a, b);
     }
@@ -363,8 +358,8 @@ static void test_half_random(void)
                 CHECK_MSG(g1 == want && g2 == want,
                           "%s %s 0x%04x, 0x%04x: got 0x%04x (%s kernels) and 0x%04x "
                           "(portable), want 0x%04x",
-                          tc_dtype_name(dt), tc_op_name(op), a[i], b[i], g1,
-                          tc__reduce_path(), g2, want);
+                          tc_dtype_name(dt), tc_op_name(op), a[i], b[i], g1, tc__reduce_path(), g2,
+                          want);
             }
         }
     }
@@ -432,8 +427,8 @@ static void test_avg_finish(void)
             tc__reduce_avg_finish(dt, h2, 65536, n);
             tc__reduce_force_portable(prev);
             for (uint32_t i = 0; i < 65536; i++) {
-                float q = (bf ? tc__bf16_to_f32((uint16_t)i) : tc__f16_to_f32((uint16_t)i)) /
-                          (float)n;
+                float q =
+                    (bf ? tc__bf16_to_f32((uint16_t)i) : tc__f16_to_f32((uint16_t)i)) / (float)n;
                 uint16_t want = isnan(q) ? (bf ? BF16_QNAN : F16_QNAN)
                                          : (bf ? tc__f32_to_bf16(q) : tc__f32_to_f16(q));
                 CHECK_MSG(h[i] == want && h2[i] == want,
@@ -529,7 +524,6 @@ int main(int argc, char **argv)
     int fast = strcmp(path, "portable") != 0;
 
     tc_test_main(argc, argv, NULL);
-    printf("test_reduce: all checks passed (kernels: %s%s)\n", path,
-           fast ? " and portable" : "");
+    printf("test_reduce: all checks passed (kernels: %s%s)\n", path, fast ? " and portable" : "");
     return 0;
 }

@@ -39,8 +39,8 @@ static int64_t float_range(tc_dtype_t dt, tc_op_t op)
 {
     int prod = op == TC_PROD;
     switch (dt) {
-    case TC_FLOAT16: return prod ? 45 : 1000;     /* results within 2^11 */
-    case TC_BFLOAT16: return prod ? 15 : 120;     /* results within 2^8 */
+    case TC_FLOAT16: return prod ? 45 : 1000;      /* results within 2^11 */
+    case TC_BFLOAT16: return prod ? 15 : 120;      /* results within 2^8 */
     case TC_FLOAT32: return prod ? 4000 : 1 << 22; /* results within 2^24 */
     default: return prod ? INT64_C(1) << 26 : INT64_C(1) << 50;
     }
@@ -49,8 +49,8 @@ static int64_t float_range(tc_dtype_t dt, tc_op_t op)
 /* Element i of operand `which` (0: dst, 1: src) for a dtype x op test. */
 static uint64_t gen(tc_dtype_t dt, tc_op_t op, int which, size_t i)
 {
-    uint64_t h = hash64(((uint64_t)i << 8) ^ ((uint64_t)dt << 4) ^ ((uint64_t)op << 1) ^
-                        (uint64_t)which);
+    uint64_t h =
+        hash64(((uint64_t)i << 8) ^ ((uint64_t)dt << 4) ^ ((uint64_t)op << 1) ^ (uint64_t)which);
 
     if (!is_float(dt)) {
         return h & dtype_mask(dt); /* full range: negatives and wraparound */
@@ -111,18 +111,16 @@ static void check_kernel(tc_dtype_t dt, tc_op_t op, size_t count, size_t doff, s
         CHECK_MSG(got == want,
                   "%s %s count=%zu dst+%zu src+%zu%s [%zu]: 0x%llx op 0x%llx = 0x%llx, want "
                   "0x%llx (%s kernels)",
-                  tc_dtype_name(dt), tc_op_name(op), count, doff, soff,
-                  in_place ? " in place" : "", i, (unsigned long long)a, (unsigned long long)b,
-                  (unsigned long long)got, (unsigned long long)want,
-                  tc__reduce_path());
+                  tc_dtype_name(dt), tc_op_name(op), count, doff, soff, in_place ? " in place" : "",
+                  i, (unsigned long long)a, (unsigned long long)b, (unsigned long long)got,
+                  (unsigned long long)want, tc__reduce_path());
         if (!in_place) {
             CHECK_MSG(get_bits(dt, src, i) == b, "%s %s: src[%zu] modified", tc_dtype_name(dt),
                       tc_op_name(op), i);
         }
     }
     for (unsigned char *p = dbuf; p < dst; p++) {
-        CHECK_MSG(*p == GUARD_BYTE, "%s %s: wrote before dst", tc_dtype_name(dt),
-                  tc_op_name(op));
+        CHECK_MSG(*p == GUARD_BYTE, "%s %s: wrote before dst", tc_dtype_name(dt), tc_op_name(op));
     }
     for (unsigned char *p = dst + bytes; p < dbuf + bytes + 2 * GUARD; p++) {
         CHECK_MSG(*p == GUARD_BYTE, "%s %s count=%zu: wrote past dst", tc_dtype_name(dt),
@@ -145,8 +143,7 @@ void test_kernels(void)
                 /* All offset pairs for small counts; for the large one only
                  * dst+1, src+0 (mutually misaligned: no common peel). */
                 for (size_t k = counts[c] > 1000 ? 2 : 0; k < NELEMS(offs); k++) {
-                    check_kernel(all_dtypes[d], all_ops[o], counts[c], offs[k][0], offs[k][1],
-                                 0);
+                    check_kernel(all_dtypes[d], all_ops[o], counts[c], offs[k][0], offs[k][1], 0);
                     if (counts[c] > 1000) {
                         break;
                     }

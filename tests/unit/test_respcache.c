@@ -496,8 +496,8 @@ TC_CASE(drop_and_id_reuse)
     CHECK_EQ(found, 1);
     r1 = tc__cache_assign(&c, 10);
     r2 = tc__cache_assign(&c, 10);
-    CHECK_MSG((r1 == 1 && r2 == 3) || (r1 == 3 && r2 == 1), "reused refs %u, %u; want 1 and 3",
-              r1, r2);
+    CHECK_MSG((r1 == 1 && r2 == 3) || (r1 == 3 && r2 == 1), "reused refs %u, %u; want 1 and 3", r1,
+              r2);
     CHECK_EQ(tc__cache_assign(&c, 10), 4);
     tc__cache_destroy(&c);
 }

@@ -103,8 +103,8 @@ typedef struct {
     size_t count; /* allreduce: elements; bcast: bytes */
     void *buf;    /* allreduce, allgatherv, bcast: in and out; alltoallv: out */
     const void *send;
-    const size_t *bytes, *displs;         /* allgatherv; alltoallv: what is sent */
-    const size_t *rbytes, *rdispls;       /* alltoallv: what is received */
+    const size_t *bytes, *displs;   /* allgatherv; alltoallv: what is sent */
+    const size_t *rbytes, *rdispls; /* alltoallv: what is received */
 } job_t;
 
 static void rank_main(tc_transport_t *t, void *arg)
@@ -127,14 +127,11 @@ static void rank_main(tc_transport_t *t, void *arg)
     case JOB_ALLREDUCE:
         st = tc__ring_allreduce(&s.rt, NULL, j->buf, j->count, TC_FLOAT32, TC_SUM, 12, &scratch);
         break;
-    case JOB_ALLGATHERV:
-        st = tc__ring_allgatherv(&s.rt, j->buf, j->bytes, j->displs);
-        break;
+    case JOB_ALLGATHERV: st = tc__ring_allgatherv(&s.rt, j->buf, j->bytes, j->displs); break;
     case JOB_ALLTOALLV:
         st = tc__alltoallv(&s.rt, j->send, j->bytes, j->displs, j->buf, j->rbytes, j->rdispls);
         break;
-    default:
-        st = tc__bcast_binomial(&s.rt, j->buf, j->count, j->root);
+    default: st = tc__bcast_binomial(&s.rt, j->buf, j->count, j->root);
     }
     CHECK_MSG(st == TC_OK, "job %d layout %d: rank %d of %d: %s: %s", j->job, j->layout, t->rank,
               t->size, tc_status_string(st), s.rt.err);
@@ -174,15 +171,17 @@ static void test_allgatherv(int layout, int n)
 
     coll_gather_make(&g, n, 3);
     for (r = 0; r < n; r++) {
-        jobs[r] = (job_t){.job = JOB_ALLGATHERV, .layout = layout, .bytes = g.bytes,
-                          .displs = g.displs};
+        jobs[r] =
+            (job_t){.job = JOB_ALLGATHERV, .layout = layout, .bytes = g.bytes, .displs = g.displs};
         jobs[r].buf = coll_gather_input(&g, r);
     }
     coll_run(n, rank_main, jobs, sizeof(*jobs));
     coll_check_calls_paired(n);
     for (r = 0; r < n; r++) {
-        CHECK_MSG(memcmp(jobs[r].buf, g.want, g.total) == 0, "router allgatherv layout %d n=%d: "
-                  "rank %d wrong", layout, n, r);
+        CHECK_MSG(memcmp(jobs[r].buf, g.want, g.total) == 0,
+                  "router allgatherv layout %d n=%d: "
+                  "rank %d wrong",
+                  layout, n, r);
         free(jobs[r].buf);
     }
     coll_gather_free(&g);
@@ -197,8 +196,12 @@ static void test_alltoallv(int layout, int n)
 
     coll_a2a_make(&a, n, 301);
     for (r = 0; r < n; r++) {
-        jobs[r] = (job_t){.job = JOB_ALLTOALLV, .layout = layout, .send = a.send[r],
-                          .bytes = a.sb[r], .displs = a.sd[r], .rbytes = a.rb[r],
+        jobs[r] = (job_t){.job = JOB_ALLTOALLV,
+                          .layout = layout,
+                          .send = a.send[r],
+                          .bytes = a.sb[r],
+                          .displs = a.sd[r],
+                          .rbytes = a.rb[r],
                           .rdispls = a.rd[r]};
         jobs[r].buf = malloc(a.rtotal[r] + 1);
         CHECK(jobs[r].buf != NULL);
@@ -231,8 +234,8 @@ static void test_bcast(int layout, int n, int root, size_t bytes)
     for (r = 0; r < n; r++) {
         for (i = 0; i < bytes; i++) {
             CHECK_MSG(((unsigned char *)jobs[r].buf)[i] == (unsigned char)(i * 13 + 1),
-                      "router bcast layout %d n=%d root=%d: rank %d byte %zu", layout, n, root,
-                      r, i);
+                      "router bcast layout %d n=%d root=%d: rank %d byte %zu", layout, n, root, r,
+                      i);
         }
         free(jobs[r].buf);
     }
@@ -271,8 +274,8 @@ TC_CASE(routes_and_reaches)
     tc_router_t impl;
     int route[4] = {1, 0, -1, 1}, bad[4] = {0, 0, 0, 0}, p;
 
-    coll_fake_open(&c[0], &f[0], 1, 4, 1, 0x3, 1); /* reaches 0, 1 */
-    coll_fake_open(&c[1], &f[1], 1, 4, 2, 0x9, 1); /* reaches 0, 3 */
+    coll_fake_open(&c[0], &f[0], 1, 4, 1, 0x3, 1);  /* reaches 0, 1 */
+    coll_fake_open(&c[1], &f[1], 1, 4, 2, 0x9, 1);  /* reaches 0, 3 */
     coll_fake_open(&c[2], &f[2], 1, 5, 1, 0x1f, 1); /* a group of 5 */
 
     CHECK_OK(tc__router_open(&rt, &impl, children, 2, NULL, 0, 1));

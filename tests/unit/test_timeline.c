@@ -51,13 +51,36 @@ const char *tmp_path(const char *name)
 static void test_parser_rejects(void)
 {
     static const char *const bad[] = {
-        "", "{", "[1,]", "{\"a\":1,}", "[1 2]", "{\"a\" 1}", "{\"a\":1}x", "[\"a\nb\"]",
-        "[\"\\x\"]", "[01]", "[1.]", "[.5]", "[-]", "[1e]", "[tru]", "[\"\xff\"]",
-        "[\"\xc0\xaf\"]", "[\"\\ud800\"]", "[\"\\udc00\"]", "{\"a\":1,\"a\":2}", "[\"abc]", "{1:2}",
+        "",
+        "{",
+        "[1,]",
+        "{\"a\":1,}",
+        "[1 2]",
+        "{\"a\" 1}",
+        "{\"a\":1}x",
+        "[\"a\nb\"]",
+        "[\"\\x\"]",
+        "[01]",
+        "[1.]",
+        "[.5]",
+        "[-]",
+        "[1e]",
+        "[tru]",
+        "[\"\xff\"]",
+        "[\"\xc0\xaf\"]",
+        "[\"\\ud800\"]",
+        "[\"\\udc00\"]",
+        "{\"a\":1,\"a\":2}",
+        "[\"abc]",
+        "{1:2}",
     };
     static const char *const good[] = {
-        "{}", "[]", " [ 1 , -0.5e+3 , true , false , null , \"\\u00e9\\ud83d\\ude00\\/\" ] ",
-        "{\"a\":{\"b\":[{}]}}", "\"x\"", "0",
+        "{}",
+        "[]",
+        " [ 1 , -0.5e+3 , true , false , null , \"\\u00e9\\ud83d\\ude00\\/\" ] ",
+        "{\"a\":{\"b\":[{}]}}",
+        "\"x\"",
+        "0",
     };
     char err[200];
     jval_t v;
@@ -296,10 +319,10 @@ static void test_track_limit(void)
 
 int main(void)
 {
-    static const char *const files[] = {"tl.3.json", "drop.json", "stress.json", "idle.json",
-                                        "r12_12.json", "again.json", "side.0.json", "job.json", "shift.json",
-                                        "damaged.json", "drops.json",
-                                        "churn.json", "rows.json"};
+    static const char *const files[] = {"tl.3.json",   "drop.json",    "stress.json", "idle.json",
+                                        "r12_12.json", "again.json",   "side.0.json", "job.json",
+                                        "shift.json",  "damaged.json", "drops.json",  "churn.json",
+                                        "rows.json"};
     size_t i;
 
     snprintf(dir, sizeof(dir), "/tmp/tc_timeline.XXXXXX");

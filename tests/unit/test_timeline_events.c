@@ -35,9 +35,14 @@ static const esc_case_t esc_cases[] = {
     {S("tab\tcr\rbs\bff\f"), S("tab\tcr\rbs\bff\f")},
     {S("nul\0mid"), S("nul\0mid")},
     {S("del\x7f"), S("del\x7f")},
-    {S("bad\xff" "byte"), S("bad\xc3\xbf" "byte")},
-    {S("gr\xc3\xbc\xc3\x9f" "e \xe2\x88\x91 \xf0\x9f\x98\x80"),
-     S("gr\xc3\xbc\xc3\x9f" "e \xe2\x88\x91 \xf0\x9f\x98\x80")},
+    {S("bad\xff"
+       "byte"),
+     S("bad\xc3\xbf"
+       "byte")},
+    {S("gr\xc3\xbc\xc3\x9f"
+       "e \xe2\x88\x91 \xf0\x9f\x98\x80"),
+     S("gr\xc3\xbc\xc3\x9f"
+       "e \xe2\x88\x91 \xf0\x9f\x98\x80")},
     {S("overlong\xc0\xaf"), S("overlong\xc3\x80\xc2\xaf")},
     {S("surrogate\xed\xa0\x80"), S("surrogate\xc3\xad\xc2\xa0\xc2\x80")},
     {S("cut\xe2\x82"), S("cut\xc3\xa2\xc2\x82")},
@@ -364,8 +369,8 @@ void test_stress(void)
     }
     CHECK_EQ(total, st.written);
     CHECK_EQ(num_of(t.other, "dropped_events"), st.dropped);
-    printf("stress: %d threads x %d events: %" PRIu64 " written in %" PRIu64
-           " batches, %" PRIu64 " dropped\n",
+    printf("stress: %d threads x %d events: %" PRIu64 " written in %" PRIu64 " batches, %" PRIu64
+           " dropped\n",
            NTHREADS, iters, st.written, st.batches, st.dropped);
     free_trace(&t);
 }

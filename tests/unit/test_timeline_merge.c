@@ -140,8 +140,7 @@ static void test_merge_ranks(tc_tl_part_t **parts, const int *nevents)
         int64_t st = tc__tl_part_info(parts[r])->start_unix_ns;
         origin = st < origin ? st : origin;
     }
-    CHECK_STATUS(tc__tl_merge_open("/nonexistent-tcoll-dir/job.json", origin, &m, err,
-                                   sizeof(err)),
+    CHECK_STATUS(tc__tl_merge_open("/nonexistent-tcoll-dir/job.json", origin, &m, err, sizeof(err)),
                  TC_ERR_ARG);
     CHECK_STR_CONTAINS(err, "/nonexistent-tcoll-dir/job.json");
     CHECK_OK(tc__tl_merge_open(path, origin, &m, err, sizeof(err)));

@@ -111,8 +111,8 @@ static void rank_main(tc_transport_t *t, void *arg)
         local[p] = node_of(j->layout, n, p) == mynode ? local_of(j->layout, n, p) : -1;
         other |= local[p] < 0 ? 1u << p : 0u;
     }
-    CHECK_OK(tc__transport_shm_open(&shm, &impl, &seg, me, n, local, 7,
-                                    direct_from(j->send), 16, 50));
+    CHECK_OK(
+        tc__transport_shm_open(&shm, &impl, &seg, me, n, local, 7, direct_from(j->send), 16, 50));
     for (p = 0; p < n; p++) {
         CHECK_EQ(shm.reaches(&shm, p), p != me && local[p] >= 0);
     }
@@ -127,14 +127,11 @@ static void rank_main(tc_transport_t *t, void *arg)
         st = tc__ring_allreduce(use, NULL, j->buf, j->count, TC_FLOAT32, TC_SUM,
                                 j->count > 10000 ? 65536 : 12, &scratch);
         break;
-    case JOB_ALLGATHERV:
-        st = tc__ring_allgatherv(use, j->buf, j->bytes, j->displs);
-        break;
+    case JOB_ALLGATHERV: st = tc__ring_allgatherv(use, j->buf, j->bytes, j->displs); break;
     case JOB_ALLTOALLV:
         st = tc__alltoallv(use, j->send_buf, j->bytes, j->displs, j->buf, j->rbytes, j->rdispls);
         break;
-    default:
-        st = tc__bcast_binomial(use, j->buf, j->count, j->root);
+    default: st = tc__bcast_binomial(use, j->buf, j->count, j->root);
     }
     CHECK_MSG(st == TC_OK, "job %d layout %d send %d: rank %d of %d: %s: %s", j->job, j->layout,
               j->send, me, n, tc_status_string(st), use->err);
@@ -161,8 +158,8 @@ static void test_allreduce(node_t *nodes, int layout, int send, int n, size_t co
     int r;
 
     for (r = 0; r < n; r++) {
-        jobs[r] = (job_t){.job = JOB_ALLREDUCE, .layout = layout, .send = send, .count = count,
-                          .nodes = nodes};
+        jobs[r] = (job_t){
+            .job = JOB_ALLREDUCE, .layout = layout, .send = send, .count = count, .nodes = nodes};
         jobs[r].buf = malloc(count * sizeof(float) + 1);
         CHECK(jobs[r].buf != NULL);
         for (i = 0; i < count; i++) {
@@ -187,14 +184,20 @@ static void test_allgatherv(node_t *nodes, int layout, int send, int n)
 
     coll_gather_make(&g, n, 301);
     for (r = 0; r < n; r++) {
-        jobs[r] = (job_t){.job = JOB_ALLGATHERV, .layout = layout, .send = send,
-                          .bytes = g.bytes, .displs = g.displs, .nodes = nodes};
+        jobs[r] = (job_t){.job = JOB_ALLGATHERV,
+                          .layout = layout,
+                          .send = send,
+                          .bytes = g.bytes,
+                          .displs = g.displs,
+                          .nodes = nodes};
         jobs[r].buf = coll_gather_input(&g, r);
     }
     run(jobs, n);
     for (r = 0; r < n; r++) {
-        CHECK_MSG(memcmp(jobs[r].buf, g.want, g.total) == 0, "shm allgatherv layout %d send %d "
-                  "n=%d: rank %d wrong", layout, send, n, r);
+        CHECK_MSG(memcmp(jobs[r].buf, g.want, g.total) == 0,
+                  "shm allgatherv layout %d send %d "
+                  "n=%d: rank %d wrong",
+                  layout, send, n, r);
         free(jobs[r].buf);
     }
     coll_gather_free(&g);
@@ -209,9 +212,15 @@ static void test_alltoallv(node_t *nodes, int layout, int send, int n)
 
     coll_a2a_make(&a, n, 301);
     for (r = 0; r < n; r++) {
-        jobs[r] = (job_t){.job = JOB_ALLTOALLV, .layout = layout, .send = send,
-                          .send_buf = a.send[r], .bytes = a.sb[r], .displs = a.sd[r],
-                          .rbytes = a.rb[r], .rdispls = a.rd[r], .nodes = nodes};
+        jobs[r] = (job_t){.job = JOB_ALLTOALLV,
+                          .layout = layout,
+                          .send = send,
+                          .send_buf = a.send[r],
+                          .bytes = a.sb[r],
+                          .displs = a.sd[r],
+                          .rbytes = a.rb[r],
+                          .rdispls = a.rd[r],
+                          .nodes = nodes};
         jobs[r].buf = malloc(a.rtotal[r] + 1);
         CHECK(jobs[r].buf != NULL);
     }
@@ -231,8 +240,12 @@ static void test_bcast(node_t *nodes, int layout, int send, int n, int root, siz
     int r;
 
     for (r = 0; r < n; r++) {
-        jobs[r] = (job_t){.job = JOB_BCAST, .layout = layout, .send = send, .count = bytes,
-                          .root = root, .nodes = nodes};
+        jobs[r] = (job_t){.job = JOB_BCAST,
+                          .layout = layout,
+                          .send = send,
+                          .count = bytes,
+                          .root = root,
+                          .nodes = nodes};
         jobs[r].buf = malloc(bytes + 1);
         CHECK(jobs[r].buf != NULL);
         for (i = 0; i < bytes; i++) {
@@ -243,8 +256,8 @@ static void test_bcast(node_t *nodes, int layout, int send, int n, int root, siz
     for (r = 0; r < n; r++) {
         for (i = 0; i < bytes; i++) {
             CHECK_MSG(((unsigned char *)jobs[r].buf)[i] == (unsigned char)(i * 13 + 1),
-                      "shm bcast layout %d send %d n=%d root=%d: rank %d byte %zu", layout, send,
-                      n, root, r, i);
+                      "shm bcast layout %d send %d n=%d root=%d: rank %d byte %zu", layout, send, n,
+                      root, r, i);
         }
         free(jobs[r].buf);
     }

@@ -38,17 +38,17 @@ TC_CASE(golden)
 {
     static const uint8_t bye[] = {0x7C, 0x06, 0x03, 0x00, 0x00};
     /* broadcast float32 sum, root -2 (zigzag 3), shape {300, 0}, name "ab" */
-    static const uint8_t req[] = {0x7C, 0x06, 0x01, 0x01, 0x01, 0x02, 0x06, 0x00,
-                                  0x03, 0x02, 0xAC, 0x02, 0x00, 0x02, 0x61, 0x62, 0x00};
+    static const uint8_t req[] = {0x7C, 0x06, 0x01, 0x01, 0x01, 0x02, 0x06, 0x00, 0x03,
+                                  0x02, 0xAC, 0x02, 0x00, 0x02, 0x61, 0x62, 0x00};
     /* RUN "x" dim0 {1, 128} cache_ref 129; seq 300, round 64, cache_gen 0,
      * ready {0, 5, 200} (0, then 5-0-1 = 4, then 200-5-1 = 194), some {7, 1000}
      * (7, then 1000-7-1 = 992), stale {2^20-1}, eager inputs id 5 {DE AD 00 FF}
      * and id 200 {80} (5 as is, then 200-5-1 = 194, each with its len, then
      * the raw bytes: a 0x00 is fine there); terminate TC_ERR_SHUTDOWN "bye" */
-    static const uint8_t cycle[] = {0x7C, 0x06, 0x02, 0x02, 0x01,                   /* header */
+    static const uint8_t cycle[] = {0x7C, 0x06, 0x02, 0x02, 0x01,       /* header */
                                     0x00, 0x01, 0x78, 0x00,             /* RUN "x", rflags 0 */
                                     0x02, 0x01, 0x80, 0x01, 0x81, 0x01, /* dim0, cache_ref */
-                                    0xAC, 0x02, 0x40, 0x00,       /* seq, round, cache_gen */
+                                    0xAC, 0x02, 0x40, 0x00,             /* seq, round, cache_gen */
                                     0x03, 0x00, 0x04, 0xC2, 0x01,       /* ready */
                                     0x02, 0x07, 0xE0, 0x07,             /* some */
                                     0x01, 0xFF, 0xFF, 0x3F,             /* stale */
@@ -62,9 +62,8 @@ TC_CASE(golden)
                                           0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
     /* the largest eager input, alone at the largest id: count 1, id 2^20-1,
      * len 2^16 (3 varint bytes each), then the bytes */
-    static const uint8_t big_eager_head[] = {0x7C, 0x06, 0x02, 0x00, 0x00, 0x00,
-                                             0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
-                                             0xFF, 0xFF, 0x3F, 0x80, 0x80, 0x04};
+    static const uint8_t big_eager_head[] = {0x7C, 0x06, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+                                             0x00, 0x00, 0x01, 0xFF, 0xFF, 0x3F, 0x80, 0x80, 0x04};
     static const int64_t dim0[] = {1, 128};
     static const uint32_t ready[] = {0, 5, 200}, some[] = {7, 1000},
                           stale[] = {TC_WIRE_MAX_CACHE - 1};
@@ -90,8 +89,8 @@ TC_CASE(golden)
     r.shape[1] = 0;
     r.name = "ab";
     r.name_len = 2;
-    m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .flags = TC_WIRE_F_SHUTDOWN, .count = 1,
-                        .reqs = &r};
+    m = (tc_wire_msg_t){
+        .type = TC_WIRE_REQUESTS, .flags = TC_WIRE_F_SHUTDOWN, .count = 1, .reqs = &r};
     buf.len = 0;
     CHECK_OK(tc__wire_encode(&m, &buf));
     CHECK_EQ(buf.len, sizeof(req));
@@ -103,11 +102,23 @@ TC_CASE(golden)
     s.ndim0 = 2;
     s.dim0 = dim0;
     s.cache_ref = 129;
-    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .flags = TC_WIRE_F_TERMINATE, .count = 1,
-                        .resps = &s, .seq = 300, .round = TC_WIRE_MAX_ROUND, .nready = 3,
-                        .ready = ready, .nsome = 2, .some = some, .nstale = 1,
-                        .stale = stale, .neager = 2, .eager = eager,
-                        .term_status = TC_ERR_SHUTDOWN, .term_text = "bye", .term_text_len = 3};
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE,
+                        .flags = TC_WIRE_F_TERMINATE,
+                        .count = 1,
+                        .resps = &s,
+                        .seq = 300,
+                        .round = TC_WIRE_MAX_ROUND,
+                        .nready = 3,
+                        .ready = ready,
+                        .nsome = 2,
+                        .some = some,
+                        .nstale = 1,
+                        .stale = stale,
+                        .neager = 2,
+                        .eager = eager,
+                        .term_status = TC_ERR_SHUTDOWN,
+                        .term_text = "bye",
+                        .term_text_len = 3};
     buf.len = 0;
     CHECK_OK(tc__wire_encode(&m, &buf));
     CHECK_EQ(buf.len, sizeof(cycle));
@@ -173,29 +184,51 @@ TC_CASE(golden_v6)
      * -2 (zigzag 3); ERROR "k", rflags PSET, pset 2^24 (4 varint bytes),
      * TC_ERR_STATE, text "no"; RUN "v", rflags VALUE, ndim0 0, cache_ref 1,
      * value INT32_MIN (zigzag 2^32-1: 5 bytes); an empty cycle record */
-    static const uint8_t cycle[] = {0x7C, 0x06, 0x02, 0x00, 0x03,          /* header */
-                                    0x00, 0x01, 0x6A, 0x07, 0x05,          /* RUN "j" */
-                                    0x00, 0x00,                            /* ndim0, cache_ref */
+    static const uint8_t cycle[] = {0x7C, 0x06, 0x02, 0x00, 0x03,             /* header */
+                                    0x00, 0x01, 0x6A, 0x07, 0x05,             /* RUN "j" */
+                                    0x00, 0x00,                               /* ndim0, cache_ref */
                                     0x00, 0x06, 0x00, 0x02, 0x03, 0x80, 0x01, /* desc */
-                                    0x03,                                  /* value */
-                                    0x01, 0x01, 0x6B, 0x04,                /* ERROR "k" */
-                                    0x80, 0x80, 0x80, 0x08,                /* pset */
-                                    0x02, 0x02, 0x6E, 0x6F,                /* status, text */
-                                    0x00, 0x01, 0x76, 0x02, 0x00, 0x01,    /* RUN "v" */
-                                    0xFF, 0xFF, 0xFF, 0xFF, 0x0F,          /* value */
+                                    0x03,                                     /* value */
+                                    0x01, 0x01, 0x6B, 0x04,                   /* ERROR "k" */
+                                    0x80, 0x80, 0x80, 0x08,                   /* pset */
+                                    0x02, 0x02, 0x6E, 0x6F,                   /* status, text */
+                                    0x00, 0x01, 0x76, 0x02, 0x00, 0x01,       /* RUN "v" */
+                                    0xFF, 0xFF, 0xFF, 0xFF, 0x0F,             /* value */
                                     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
     static const int32_t ranks[] = {1, 2, 200};
-    tc_wire_request_t r = {.kind = TC_KIND_JOIN, .dtype = TC_INT32, .op = TC_SUM, .name = "j",
-                           .name_len = 1, .pset = 300, .nranks = 3, .ranks = ranks};
-    tc_wire_response_t s[3] = {
-        {.rtype = TC_WIRE_RUN, .name = "j", .name_len = 1, .pset = 5, .has_desc = 1,
-         .desc = {.kind = TC_KIND_ALLREDUCE, .dtype = TC_FLOAT32, .op = TC_SUM, .ndim = 2,
-                  .shape = {3, 128}},
-         .has_value = 1, .value = -2},
-        {.rtype = TC_WIRE_ERROR, .name = "k", .name_len = 1, .pset = TC_WIRE_MAX_PSET,
-         .status = TC_ERR_STATE, .text = "no", .text_len = 2},
-        {.rtype = TC_WIRE_RUN, .name = "v", .name_len = 1, .cache_ref = 1, .has_value = 1,
-         .value = INT32_MIN}};
+    tc_wire_request_t r = {.kind = TC_KIND_JOIN,
+                           .dtype = TC_INT32,
+                           .op = TC_SUM,
+                           .name = "j",
+                           .name_len = 1,
+                           .pset = 300,
+                           .nranks = 3,
+                           .ranks = ranks};
+    tc_wire_response_t s[3] = {{.rtype = TC_WIRE_RUN,
+                                .name = "j",
+                                .name_len = 1,
+                                .pset = 5,
+                                .has_desc = 1,
+                                .desc = {.kind = TC_KIND_ALLREDUCE,
+                                         .dtype = TC_FLOAT32,
+                                         .op = TC_SUM,
+                                         .ndim = 2,
+                                         .shape = {3, 128}},
+                                .has_value = 1,
+                                .value = -2},
+                               {.rtype = TC_WIRE_ERROR,
+                                .name = "k",
+                                .name_len = 1,
+                                .pset = TC_WIRE_MAX_PSET,
+                                .status = TC_ERR_STATE,
+                                .text = "no",
+                                .text_len = 2},
+                               {.rtype = TC_WIRE_RUN,
+                                .name = "v",
+                                .name_len = 1,
+                                .cache_ref = 1,
+                                .has_value = 1,
+                                .value = INT32_MIN}};
     tc_wire_msg_t m = {.type = TC_WIRE_REQUESTS, .count = 1, .reqs = &r}, d;
     tc_wire_buf_t buf = {0};
     char err[128];
@@ -230,8 +263,8 @@ TC_CASE(golden_v6)
 
 TC_CASE(requests_roundtrip)
 {
-    static const int64_t dims[] = {0, 1, 127, 128, 16383, 16384, (int64_t)1 << 32,
-                                   INT64_MAX - 1, INT64_MAX};
+    static const int64_t dims[] = {
+        0, 1, 127, 128, 16383, 16384, (int64_t)1 << 32, INT64_MAX - 1, INT64_MAX};
     static const int32_t roots[] = {0, 1, -1, 63, -64, 64, INT32_MAX, INT32_MIN, INT32_MIN + 1};
     static char name_max[TC_MAX_NAME_LEN];
     static tc_wire_request_t reqs[TC_KIND_COUNT * (TC_UINT16 + 1) * 5];
@@ -265,8 +298,8 @@ TC_CASE(requests_roundtrip)
     }
     CHECK_EQ(n, sizeof(reqs) / sizeof(reqs[0]));
     for (flags = 0; flags <= 1; flags++) {
-        m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .flags = (uint8_t)flags, .count = n,
-                            .reqs = reqs};
+        m = (tc_wire_msg_t){
+            .type = TC_WIRE_REQUESTS, .flags = (uint8_t)flags, .count = n, .reqs = reqs};
         roundtrip(&m);
         m.count = 0; /* an empty batch, e.g. only the shutdown flag */
         roundtrip(&m);
@@ -280,8 +313,12 @@ TC_CASE(requests_roundtrip)
     /* every ndim with every shape value at the extremes */
     for (ndim = 0; ndim <= TC_MAX_DIMS; ndim++) {
         for (i = 0; i < sizeof(dims) / sizeof(dims[0]); i++) {
-            tc_wire_request_t r = {.kind = TC_KIND_ALLGATHER, .dtype = TC_INT64, .op = TC_MAX,
-                                   .ndim = (uint8_t)ndim, .root = INT32_MIN, .name = "t",
+            tc_wire_request_t r = {.kind = TC_KIND_ALLGATHER,
+                                   .dtype = TC_INT64,
+                                   .op = TC_MAX,
+                                   .ndim = (uint8_t)ndim,
+                                   .root = INT32_MIN,
+                                   .name = "t",
                                    .name_len = 1};
             int d;
             for (d = 0; d < ndim; d++) {
@@ -347,17 +384,17 @@ TC_CASE(scales_roundtrip)
 TC_CASE(pset_ranks_roundtrip)
 {
     enum { NPSETS = 9, NLISTS = 9 };
-    static const uint32_t psets[NPSETS] = {0, 1, 2, 127, 128, 16383, 16384,
-                                           TC_WIRE_MAX_PSET - 1, TC_WIRE_MAX_PSET};
-    static const int32_t one_zero[] = {0}, one_mid[] = {1000},
-                         one_max[] = {TC_WIRE_MAX_RANKS - 1}, neighbours[] = {0, 1, 2, 3, 4},
+    static const uint32_t psets[NPSETS] = {
+        0, 1, 2, 127, 128, 16383, 16384, TC_WIRE_MAX_PSET - 1, TC_WIRE_MAX_PSET};
+    static const int32_t one_zero[] = {0}, one_mid[] = {1000}, one_max[] = {TC_WIRE_MAX_RANKS - 1},
+                         neighbours[] = {0, 1, 2, 3, 4},
                          gaps[] = {127, 255, 384, 16768, 16769, 33154},
                          ends[] = {0, TC_WIRE_MAX_RANKS - 1},
                          near_end[] = {TC_WIRE_MAX_RANKS - 3, TC_WIRE_MAX_RANKS - 2,
                                        TC_WIRE_MAX_RANKS - 1};
     static int32_t spread[1000];
-    const int32_t *lists[NLISTS] = {NULL, one_zero, one_mid, one_max, neighbours,
-                                    gaps, ends, near_end, spread};
+    const int32_t *lists[NLISTS] = {NULL, one_zero, one_mid,  one_max, neighbours,
+                                    gaps, ends,     near_end, spread};
     const uint32_t lens[NLISTS] = {0, 1, 1, 1, 5, 6, 2, 3, 1000};
     static tc_wire_request_t reqs[NPSETS * NLISTS];
     tc_wire_msg_t m;
@@ -390,8 +427,8 @@ TC_CASE(pset_ranks_roundtrip)
             roundtrip(&m);
         }
     }
-    m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .flags = TC_WIRE_F_SHUTDOWN, .count = n,
-                        .reqs = reqs};
+    m = (tc_wire_msg_t){
+        .type = TC_WIRE_REQUESTS, .flags = TC_WIRE_F_SHUTDOWN, .count = n, .reqs = reqs};
     roundtrip(&m);
 
     /* the sizes: a process set is its varint, a rank list its count and
@@ -445,17 +482,36 @@ TC_CASE(cycle_roundtrip)
     }
     memset(s, 0, sizeof(s));
     s[0] = (tc_wire_response_t){.rtype = TC_WIRE_RUN, .name = "grad/0", .name_len = 6};
-    s[1] = (tc_wire_response_t){.rtype = TC_WIRE_RUN, .name = "ag", .name_len = 2, .ndim0 = 5000,
-                                .dim0 = dim0, .cache_ref = TC_WIRE_MAX_CACHE};
-    s[2] = (tc_wire_response_t){.rtype = TC_WIRE_ERROR, .name = "bad", .name_len = 3,
-                                .status = TC_ERR_MISMATCH, .text = "ranks 0,1 differ",
-                                .text_len = 16, .cache_ref = 5};
-    s[3] = (tc_wire_response_t){.rtype = TC_WIRE_ERROR, .name = "\xFF\xFE", .name_len = 2,
-                                .status = TC_ERR_ARG, .text = NULL, .text_len = 0};
-    s[4] = (tc_wire_response_t){.rtype = TC_WIRE_ERROR, .name = "e", .name_len = 1,
-                                .status = TC_ERR_TIMEOUT, .text = "", .text_len = 0};
-    s[5] = (tc_wire_response_t){.rtype = TC_WIRE_ERROR, .name = "long", .name_len = 4,
-                                .status = TC_ERR_TRANSPORT, .text = text_max,
+    s[1] = (tc_wire_response_t){.rtype = TC_WIRE_RUN,
+                                .name = "ag",
+                                .name_len = 2,
+                                .ndim0 = 5000,
+                                .dim0 = dim0,
+                                .cache_ref = TC_WIRE_MAX_CACHE};
+    s[2] = (tc_wire_response_t){.rtype = TC_WIRE_ERROR,
+                                .name = "bad",
+                                .name_len = 3,
+                                .status = TC_ERR_MISMATCH,
+                                .text = "ranks 0,1 differ",
+                                .text_len = 16,
+                                .cache_ref = 5};
+    s[3] = (tc_wire_response_t){.rtype = TC_WIRE_ERROR,
+                                .name = "\xFF\xFE",
+                                .name_len = 2,
+                                .status = TC_ERR_ARG,
+                                .text = NULL,
+                                .text_len = 0};
+    s[4] = (tc_wire_response_t){.rtype = TC_WIRE_ERROR,
+                                .name = "e",
+                                .name_len = 1,
+                                .status = TC_ERR_TIMEOUT,
+                                .text = "",
+                                .text_len = 0};
+    s[5] = (tc_wire_response_t){.rtype = TC_WIRE_ERROR,
+                                .name = "long",
+                                .name_len = 4,
+                                .status = TC_ERR_TRANSPORT,
+                                .text = text_max,
                                 .text_len = TC_WIRE_MAX_TEXT};
     for (term = 0; term <= 1; term++) {
         m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .count = 6, .resps = s};
@@ -519,11 +575,10 @@ TC_CASE(cycle_roundtrip)
  * the bytes each takes. */
 TC_CASE(desc_value_roundtrip)
 {
-    static const int32_t values[] = {0,   -1,        1,         63,            -64,
-                                     64,  -65,       INT32_MAX, INT32_MIN,     INT32_MAX - 1,
-                                     INT32_MIN + 1};
-    static const int64_t dims[] = {0, 1, 127, 128, 16383, 16384, (int64_t)1 << 32,
-                                   INT64_MAX - 1, INT64_MAX};
+    static const int32_t values[] = {
+        0, -1, 1, 63, -64, 64, -65, INT32_MAX, INT32_MIN, INT32_MAX - 1, INT32_MIN + 1};
+    static const int64_t dims[] = {
+        0, 1, 127, 128, 16383, 16384, (int64_t)1 << 32, INT64_MAX - 1, INT64_MAX};
     static const uint32_t psets[] = {0, 1, 128, TC_WIRE_MAX_PSET};
     static const int64_t rows[] = {4, 0, INT64_MAX};
     enum { NVALUES = sizeof(values) / sizeof(values[0]), NDIMS = sizeof(dims) / sizeof(dims[0]) };
@@ -570,8 +625,11 @@ TC_CASE(desc_value_roundtrip)
     }
     /* every value alone, with and without a description */
     for (i = 0; i < 2 * NVALUES; i++) {
-        one = (tc_wire_response_t){.rtype = TC_WIRE_RUN, .name = "v", .name_len = 1,
-                                   .has_value = 1, .value = values[i % NVALUES],
+        one = (tc_wire_response_t){.rtype = TC_WIRE_RUN,
+                                   .name = "v",
+                                   .name_len = 1,
+                                   .has_value = 1,
+                                   .value = values[i % NVALUES],
                                    .has_desc = i >= NVALUES};
         m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .count = 1, .resps = &one};
         roundtrip(&m);
@@ -598,7 +656,7 @@ TC_CASE(desc_value_roundtrip)
     CHECK_EQ(roundtrip(&m), bare + 4 + TC_MAX_DIMS * 9);
     one.has_desc = 0;
     one.has_value = 2; /* the same */
-    one.value = -64; /* zigzag 127: 1 byte */
+    one.value = -64;   /* zigzag 127: 1 byte */
     CHECK_EQ(roundtrip(&m), bare + 1);
     one.value = 64; /* zigzag 128: 2 bytes */
     CHECK_EQ(roundtrip(&m), bare + 2);
@@ -614,14 +672,17 @@ TC_CASE(desc_value_roundtrip)
 
     /* an ERROR carries a process set, and ignores a description and a value
      * (however bad): the bytes are the same as without them */
-    err = (tc_wire_response_t){.rtype = TC_WIRE_ERROR, .name = "e", .name_len = 1,
-                               .status = TC_ERR_MISMATCH, .text = "x", .text_len = 1};
+    err = (tc_wire_response_t){.rtype = TC_WIRE_ERROR,
+                               .name = "e",
+                               .name_len = 1,
+                               .status = TC_ERR_MISMATCH,
+                               .text = "x",
+                               .text_len = 1};
     m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .count = 1, .resps = &err};
     len = roundtrip(&m);
     CHECK_EQ(len, bare + 1); /* status and a 1-byte text */
     err.has_desc = 1;
-    err.desc = (tc_wire_desc_t){.kind = 255, .dtype = 255, .op = 255, .ndim = 255,
-                                .shape = {-1}};
+    err.desc = (tc_wire_desc_t){.kind = 255, .dtype = 255, .op = 255, .ndim = 255, .shape = {-1}};
     err.has_value = 1;
     err.value = INT32_MIN;
     CHECK_EQ(roundtrip(&m), len);
@@ -635,8 +696,11 @@ TC_CASE(desc_value_roundtrip)
         two[0] = s[7];
         two[0].pset = 3;
         two[1] = err;
-        m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .flags = TC_WIRE_F_TERMINATE, .count = 2,
-                            .resps = two, .term_status = TC_ERR_SHUTDOWN};
+        m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE,
+                            .flags = TC_WIRE_F_TERMINATE,
+                            .count = 2,
+                            .resps = two,
+                            .term_status = TC_ERR_SHUTDOWN};
         roundtrip(&m);
     }
 }

@@ -22,15 +22,27 @@ TC_CASE(cycle_roundtrip)
     static const uint8_t in0[] = {1, 2, 3, 4}, in7[] = {0x00, 0xFF};
     static const int64_t rows[] = {3, 0, 5};
     const tc_wire_eager_t eager[] = {{0, 4, in0}, {7, 2, in7}};
-    tc_wire_response_t resp = {.rtype = TC_WIRE_RUN, .name = "ag", .name_len = 2, .ndim0 = 3,
-                               .dim0 = rows, .cache_ref = 8};
+    tc_wire_response_t resp = {.rtype = TC_WIRE_RUN,
+                               .name = "ag",
+                               .name_len = 2,
+                               .ndim0 = 3,
+                               .dim0 = rows,
+                               .cache_ref = 8};
     uint32_t round;
 
     for (round = 0; round <= TC_WIRE_MAX_ROUND; round++) {
         int with_resp = round % 2 == 1, with_term = round % 3 == 0;
-        tc_wire_msg_t m = {.type = TC_WIRE_CYCLE, .seq = 17 + round, .round = round,
-                           .cache_gen = 4, .nready = 2, .ready = ready, .nsome = 6,
-                           .some = some, .nstale = 1, .stale = stale, .neager = 2,
+        tc_wire_msg_t m = {.type = TC_WIRE_CYCLE,
+                           .seq = 17 + round,
+                           .round = round,
+                           .cache_gen = 4,
+                           .nready = 2,
+                           .ready = ready,
+                           .nsome = 6,
+                           .some = some,
+                           .nstale = 1,
+                           .stale = stale,
+                           .neager = 2,
                            .eager = eager};
         tc_wire_buf_t buf = {0};
         tc_wire_msg_t d;
@@ -47,8 +59,8 @@ TC_CASE(cycle_roundtrip)
             m.term_text_len = 3;
         }
         CHECK_OK(tc__wire_encode(&m, &buf));
-        CHECK_MSG(tc__wire_decode(buf.data, buf.len, &d, err, sizeof(err)) == TC_OK,
-                  "round %u: %s", round, err);
+        CHECK_MSG(tc__wire_decode(buf.data, buf.len, &d, err, sizeof(err)) == TC_OK, "round %u: %s",
+                  round, err);
         CHECK_EQ(d.type, TC_WIRE_CYCLE);
         CHECK_EQ(d.flags, m.flags);
         CHECK_EQ(d.count, m.count);
@@ -83,8 +95,8 @@ TC_CASE(cycle_roundtrip)
 TC_CASE(requests_seq)
 {
     static const uint8_t want[] = {0x7C, 0x06, 0x01, 0x09, 0x00, 0xAC, 0x02};
-    tc_wire_msg_t m = {.type = TC_WIRE_REQUESTS, .flags = TC_WIRE_F_SEQ | TC_WIRE_F_SHUTDOWN,
-                       .seq = 300};
+    tc_wire_msg_t m = {
+        .type = TC_WIRE_REQUESTS, .flags = TC_WIRE_F_SEQ | TC_WIRE_F_SHUTDOWN, .seq = 300};
     tc_wire_buf_t buf = {0};
     tc_wire_msg_t d;
     char err[256];
@@ -105,18 +117,25 @@ TC_CASE(requests_seq)
  * of 2 bytes for id 4), the same at the largest round, and a probe. */
 TC_CASE(cycle_and_probe_bytes)
 {
-    static const uint8_t want[] = {0x7C, 0x06, 0x02, 0x00, 0x00, /* header */
-                                   0x01, 0x03, 0x02,             /* seq, round, cache_gen */
-                                   0x01, 0x04,                   /* ready */
-                                   0x02, 0x06, 0x02,             /* some */
-                                   0x00,                         /* stale */
+    static const uint8_t want[] = {0x7C, 0x06, 0x02, 0x00, 0x00,  /* header */
+                                   0x01, 0x03, 0x02,              /* seq, round, cache_gen */
+                                   0x01, 0x04,                    /* ready */
+                                   0x02, 0x06, 0x02,              /* some */
+                                   0x00,                          /* stale */
                                    0x01, 0x04, 0x02, 0xAB, 0xCD}; /* eager */
     static const uint8_t probe[] = {0x7C, 0x06, 0x01, 0x04, 0x00};
     static const uint32_t ready[] = {4}, some[] = {6, 9};
     static const uint8_t in4[] = {0xAB, 0xCD};
     const tc_wire_eager_t eager[] = {{4, 2, in4}};
-    tc_wire_msg_t m = {.type = TC_WIRE_CYCLE, .seq = 1, .round = 3, .cache_gen = 2,
-                       .nready = 1, .ready = ready, .nsome = 2, .some = some, .neager = 1,
+    tc_wire_msg_t m = {.type = TC_WIRE_CYCLE,
+                       .seq = 1,
+                       .round = 3,
+                       .cache_gen = 2,
+                       .nready = 1,
+                       .ready = ready,
+                       .nsome = 2,
+                       .some = some,
+                       .neager = 1,
                        .eager = eager};
     tc_wire_buf_t buf = {0};
 
@@ -147,28 +166,43 @@ typedef struct {
 TC_CASE(malformed_cycle_and_probe)
 {
     static const bad_t cases[] = {
-        {"type 4 (version 3's UP)", {0x7C, 0x06, 0x04, 0x00, 0x00}, 5,
+        {"type 4 (version 3's UP)",
+         {0x7C, 0x06, 0x04, 0x00, 0x00},
+         5,
          "unknown message type 4 (byte 2)"},
-        {"a version 3 UP", {0x7C, 0x03, 0x04, 0x00, 0x00, 0x01, 0x02, 0x00, 0x00, 0x00, 0x00},
-         11, "unsupported version 3, want 6"},
-        {"a version 3 CYCLE", {0x7C, 0x03, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00}, 10,
+        {"a version 3 UP",
+         {0x7C, 0x03, 0x04, 0x00, 0x00, 0x01, 0x02, 0x00, 0x00, 0x00, 0x00},
+         11,
+         "unsupported version 3, want 6"},
+        {"a version 3 CYCLE",
+         {0x7C, 0x03, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00},
+         10,
          "unsupported version 3, want 6"},
         {"a version 5 CYCLE",
-         {0x7C, 0x05, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00}, 12,
+         {0x7C, 0x05, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00},
+         12,
          "unsupported version 5, want 6 (byte 1)"},
         {"SPREAD on a CYCLE", {0x7C, 0x06, 0x02, 0x04, 0x00}, 5, "not allowed"},
         {"CYCLE round above the maximum",
-         {0x7C, 0x06, 0x02, 0x00, 0x00, 0x00, 0x41, 0x00, 0x00, 0x00, 0x00, 0x00}, 12,
+         {0x7C, 0x06, 0x02, 0x00, 0x00, 0x00, 0x41, 0x00, 0x00, 0x00, 0x00, 0x00},
+         12,
          "round 65 above 64 (byte 6)"},
-        {"CYCLE cut inside its round", {0x7C, 0x06, 0x02, 0x00, 0x00, 0x00, 0xC0}, 7,
+        {"CYCLE cut inside its round",
+         {0x7C, 0x06, 0x02, 0x00, 0x00, 0x00, 0xC0},
+         7,
          "truncated reading round (byte 6)"},
-        {"CYCLE cut before its some list", {0x7C, 0x06, 0x02, 0x00, 0x00, 0x01, 0x02, 0x03, 0x00},
-         9, "truncated reading some count (byte 9)"},
+        {"CYCLE cut before its some list",
+         {0x7C, 0x06, 0x02, 0x00, 0x00, 0x01, 0x02, 0x03, 0x00},
+         9,
+         "truncated reading some count (byte 9)"},
         {"CYCLE some ids past the limit",
-         {0x7C, 0x06, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x05, 0xFF, 0xFF, 0xFF,
-          0x7F, 0x00}, 16, "some id 1: delta 268435455 after id 5"},
+         {0x7C, 0x06, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x05, 0xFF, 0xFF, 0xFF, 0x7F,
+          0x00},
+         16,
+         "some id 1: delta 268435455 after id 5"},
         {"CYCLE in the version 3 layout (no round, no some list)",
-         {0x7C, 0x06, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00}, 10,
+         {0x7C, 0x06, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00},
+         10,
          "truncated reading stale count"},
     };
     size_t i;
@@ -178,8 +212,8 @@ TC_CASE(malformed_cycle_and_probe)
         char err[256] = "";
         tc_status_t st = tc__wire_decode(cases[i].bytes, cases[i].len, &d, err, sizeof(err));
         CHECK_MSG(st == TC_ERR_TRANSPORT, "%s: decoded (status %d)", cases[i].what, (int)st);
-        CHECK_MSG(strstr(err, cases[i].reason) != NULL, "%s: '%s' lacks '%s'", cases[i].what,
-                  err, cases[i].reason);
+        CHECK_MSG(strstr(err, cases[i].reason) != NULL, "%s: '%s' lacks '%s'", cases[i].what, err,
+                  cases[i].reason);
     }
 }
 
@@ -200,7 +234,10 @@ TC_CASE(encode_rejects_cycle_fields)
         {{.type = TC_WIRE_REQUESTS, .nsome = 3, .some = ok},
          "some list (nsome 3) not allowed on message type 1"},
         {{.type = TC_WIRE_BYE, .round = 1}, "round 1 not allowed on message type 3"},
-        {{.type = TC_WIRE_BYE, .flags = TC_WIRE_F_TERMINATE, .nsome = 1, .some = ok,
+        {{.type = TC_WIRE_BYE,
+          .flags = TC_WIRE_F_TERMINATE,
+          .nsome = 1,
+          .some = ok,
           .term_status = TC_ERR_SHUTDOWN},
          "some list (nsome 1) not allowed on message type 3"},
     };
@@ -211,8 +248,8 @@ TC_CASE(encode_rejects_cycle_fields)
         tc__clear_error();
         CHECK_STATUS(tc__wire_encode(&cases[i].m, &buf), TC_ERR_ARG);
         CHECK(buf.len == 0);
-        CHECK_MSG(strstr(tc_last_error(), cases[i].needle) != NULL, "case %zu: '%s' lacks '%s'",
-                  i, tc_last_error(), cases[i].needle);
+        CHECK_MSG(strstr(tc_last_error(), cases[i].needle) != NULL, "case %zu: '%s' lacks '%s'", i,
+                  tc_last_error(), cases[i].needle);
         tc__wire_buf_free(&buf);
     }
 }

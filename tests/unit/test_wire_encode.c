@@ -95,8 +95,8 @@ TC_CASE(encode_rejects)
             roundtrip(&m);
         }
         /* the same fields are fine on a CYCLE, round up to its limit */
-        m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .round = TC_WIRE_MAX_ROUND, .nsome = 2,
-                            .some = ids};
+        m = (tc_wire_msg_t){
+            .type = TC_WIRE_CYCLE, .round = TC_WIRE_MAX_ROUND, .nsome = 2, .some = ids};
         roundtrip(&m);
         m.round = TC_WIRE_MAX_ROUND + 1;
         EXPECT_ENCODE_REJECT(&m, "round 65 above 64");
@@ -110,10 +110,18 @@ TC_CASE(encode_rejects)
     m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .count = 2, .reqs = r};
     for (i = 0; i < 12; i++) {
         static char first_bad_kind[48]; /* "kind 7 not in 0..6" with 7 kinds */
-        static const char *const needles[] = {
-            first_bad_kind, "unknown dtype 10", "unknown op 5", "ndim 9", "shape[1] = -1",
-            "name length 0", "name length 1025", "name is NULL", "name contains a 0x00",
-            "shape[0] = -9223372036854775808", "kind 255", "unknown op 255"};
+        static const char *const needles[] = {first_bad_kind,
+                                              "unknown dtype 10",
+                                              "unknown op 5",
+                                              "ndim 9",
+                                              "shape[1] = -1",
+                                              "name length 0",
+                                              "name length 1025",
+                                              "name is NULL",
+                                              "name contains a 0x00",
+                                              "shape[0] = -9223372036854775808",
+                                              "kind 255",
+                                              "unknown op 255"};
         memset(r, 0, sizeof(r));
         r[0].name = r[1].name = "ok";
         r[0].name_len = r[1].name_len = 2;
@@ -122,12 +130,25 @@ TC_CASE(encode_rejects)
         case 1: r[1].dtype = TC_UINT16 + 1; break;
         case 2: r[1].op = TC_PROD + 1; break;
         case 3: r[1].ndim = TC_MAX_DIMS + 1; break;
-        case 4: r[1].ndim = 2; r[1].shape[0] = 5; r[1].shape[1] = -1; break;
+        case 4:
+            r[1].ndim = 2;
+            r[1].shape[0] = 5;
+            r[1].shape[1] = -1;
+            break;
         case 5: r[1].name_len = 0; break;
-        case 6: r[1].name = long_name; r[1].name_len = TC_MAX_NAME_LEN + 1; break;
+        case 6:
+            r[1].name = long_name;
+            r[1].name_len = TC_MAX_NAME_LEN + 1;
+            break;
         case 7: r[1].name = NULL; break;
-        case 8: r[1].name = "a\0b"; r[1].name_len = 3; break;
-        case 9: r[1].ndim = 1; r[1].shape[0] = INT64_MIN; break;
+        case 8:
+            r[1].name = "a\0b";
+            r[1].name_len = 3;
+            break;
+        case 9:
+            r[1].ndim = 1;
+            r[1].shape[0] = INT64_MIN;
+            break;
         case 10: r[1].kind = 255; break;
         default: r[1].op = 255; break;
         }
@@ -140,36 +161,63 @@ TC_CASE(encode_rejects)
     /* responses */
     m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .count = 2, .resps = s};
     for (i = 0; i < 13; i++) {
-        static const char *const needles[] = {
-            "unknown rtype 2", "error status 0", "error status 9", "error text length 2049",
-            "error text is NULL", "error text contains a 0x00", "ndim0 16777217",
-            "dim0 is NULL", "dim0[1] = -1", "name length 0", "name contains a 0x00",
-            "cache_ref 1048577 above 1048576", "cache_ref 4294967295 above 1048576"};
+        static const char *const needles[] = {"unknown rtype 2",
+                                              "error status 0",
+                                              "error status 9",
+                                              "error text length 2049",
+                                              "error text is NULL",
+                                              "error text contains a 0x00",
+                                              "ndim0 16777217",
+                                              "dim0 is NULL",
+                                              "dim0[1] = -1",
+                                              "name length 0",
+                                              "name contains a 0x00",
+                                              "cache_ref 1048577 above 1048576",
+                                              "cache_ref 4294967295 above 1048576"};
         memset(s, 0, sizeof(s));
         s[0].name = s[1].name = "ok";
         s[0].name_len = s[1].name_len = 2;
         switch (i) {
         case 0: s[1].rtype = 2; break;
-        case 1: s[1].rtype = TC_WIRE_ERROR; s[1].status = 0; break;
-        case 2: s[1].rtype = TC_WIRE_ERROR; s[1].status = TC_ERR_TIMEOUT + 1; break;
+        case 1:
+            s[1].rtype = TC_WIRE_ERROR;
+            s[1].status = 0;
+            break;
+        case 2:
+            s[1].rtype = TC_WIRE_ERROR;
+            s[1].status = TC_ERR_TIMEOUT + 1;
+            break;
         case 3:
             s[1].rtype = TC_WIRE_ERROR;
             s[1].status = 1;
             s[1].text = long_text;
             s[1].text_len = TC_WIRE_MAX_TEXT + 1;
             break;
-        case 4: s[1].rtype = TC_WIRE_ERROR; s[1].status = 1; s[1].text_len = 4; break;
+        case 4:
+            s[1].rtype = TC_WIRE_ERROR;
+            s[1].status = 1;
+            s[1].text_len = 4;
+            break;
         case 5:
             s[1].rtype = TC_WIRE_ERROR;
             s[1].status = 1;
             s[1].text = "x\0";
             s[1].text_len = 2;
             break;
-        case 6: s[1].ndim0 = TC_WIRE_MAX_RANKS + 1; s[1].dim0 = neg; break;
+        case 6:
+            s[1].ndim0 = TC_WIRE_MAX_RANKS + 1;
+            s[1].dim0 = neg;
+            break;
         case 7: s[1].ndim0 = 2; break;
-        case 8: s[1].ndim0 = 2; s[1].dim0 = neg; break;
+        case 8:
+            s[1].ndim0 = 2;
+            s[1].dim0 = neg;
+            break;
         case 9: s[1].name_len = 0; break;
-        case 10: s[1].name = "\0"; s[1].name_len = 1; break;
+        case 10:
+            s[1].name = "\0";
+            s[1].name_len = 1;
+            break;
         case 11: s[1].cache_ref = TC_WIRE_MAX_CACHE + 1; break;
         default: s[1].cache_ref = UINT32_MAX; break;
         }
@@ -210,9 +258,17 @@ TC_CASE(encode_rejects)
             for (list = 0; list < 3; list++) {
                 const char *what = list == 0 ? "ready" : list == 1 ? "some" : "stale";
                 /* a valid response before, the other lists valid and non-empty */
-                m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .count = 1, .resps = s, .seq = 1,
-                                    .round = 3, .nready = 3, .ready = ok, .nsome = 3,
-                                    .some = ok, .nstale = 3, .stale = ok};
+                m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE,
+                                    .count = 1,
+                                    .resps = s,
+                                    .seq = 1,
+                                    .round = 3,
+                                    .nready = 3,
+                                    .ready = ok,
+                                    .nsome = 3,
+                                    .some = ok,
+                                    .nstale = 3,
+                                    .stale = ok};
                 if (list == 0) {
                     m.nready = cases[c].n;
                     m.ready = cases[c].ids;
@@ -237,8 +293,8 @@ TC_CASE(encode_rejects)
      * data for it; the bad input is the last, after valid ones */
     {
         static uint8_t big[TC_WIRE_MAX_EAGER + 1];
-        static const tc_wire_eager_t ok[] = {{2, 1, "a"}, {4, 3, "bcd"},
-                                             {TC_WIRE_MAX_CACHE - 1, 2, "ef"}};
+        static const tc_wire_eager_t ok[] = {
+            {2, 1, "a"}, {4, 3, "bcd"}, {TC_WIRE_MAX_CACHE - 1, 2, "ef"}};
         static const struct {
             uint32_t id, len;
             int null_data;
@@ -264,12 +320,17 @@ TC_CASE(encode_rejects)
         for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
             e[0] = ok[0];
             e[1] = ok[1];
-            e[2] = (tc_wire_eager_t){cases[c].id, cases[c].len,
-                                     cases[c].null_data ? NULL : big};
+            e[2] = (tc_wire_eager_t){cases[c].id, cases[c].len, cases[c].null_data ? NULL : big};
             /* a valid response and id lists before, a terminate record after */
-            m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .flags = TC_WIRE_F_TERMINATE,
-                                .count = 1, .resps = s, .seq = 1, .nready = 1,
-                                .ready = &ok[2].id, .neager = 3, .eager = e,
+            m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE,
+                                .flags = TC_WIRE_F_TERMINATE,
+                                .count = 1,
+                                .resps = s,
+                                .seq = 1,
+                                .nready = 1,
+                                .ready = &ok[2].id,
+                                .neager = 3,
+                                .eager = e,
                                 .term_status = TC_ERR_SHUTDOWN};
             EXPECT_ENCODE_REJECT(&m, cases[c].needle);
             /* the same input first, alone, is refused too unless the fault
@@ -339,10 +400,10 @@ TC_CASE(encode_rejects)
  * description without has_desc, one on an ERROR) it writes nothing for. */
 TC_CASE(encode_rejects_v6)
 {
-    static const int32_t ok_ranks[] = {0, 3, TC_WIRE_MAX_RANKS - 1},
-                         dup[] = {1, 3, 3}, down[] = {5, 2}, neg[] = {-1},
-                         neg_later[] = {0, INT32_MIN}, at_max[] = {TC_WIRE_MAX_RANKS},
-                         i32max[] = {0, INT32_MAX}, last_max[] = {4, TC_WIRE_MAX_RANKS};
+    static const int32_t ok_ranks[] = {0, 3, TC_WIRE_MAX_RANKS - 1}, dup[] = {1, 3, 3},
+                         down[] = {5, 2}, neg[] = {-1}, neg_later[] = {0, INT32_MIN},
+                         at_max[] = {TC_WIRE_MAX_RANKS}, i32max[] = {0, INT32_MAX},
+                         last_max[] = {4, TC_WIRE_MAX_RANKS};
     static const struct {
         uint32_t pset, nranks;
         const int32_t *ranks;
@@ -378,7 +439,9 @@ TC_CASE(encode_rejects_v6)
         {TC_WIRE_RUN, 0, {.ndim = 255}, "ndim 255"},
         {TC_WIRE_RUN, 0, {.ndim = 2, .shape = {1, -1}}, "description: shape[1] is negative"},
         {TC_WIRE_RUN, 0, {.ndim = 1, .shape = {INT64_MIN}}, "description: shape[0] is negative"},
-        {TC_WIRE_RUN, 0, {.ndim = TC_MAX_DIMS, .shape = {0, 0, 0, 0, 0, 0, 0, -5}},
+        {TC_WIRE_RUN,
+         0,
+         {.ndim = TC_MAX_DIMS, .shape = {0, 0, 0, 0, 0, 0, 0, -5}},
          "description: shape[7] is negative"},
     };
     tc_wire_request_t r[2];
@@ -401,13 +464,22 @@ TC_CASE(encode_rejects_v6)
     }
     for (c = 0; c < sizeof(resp_cases) / sizeof(resp_cases[0]); c++) {
         memset(s, 0, sizeof(s));
-        s[0] = (tc_wire_response_t){.rtype = TC_WIRE_RUN, .name = "ok", .name_len = 2,
-                                    .pset = TC_WIRE_MAX_PSET, .has_desc = 1,
+        s[0] = (tc_wire_response_t){.rtype = TC_WIRE_RUN,
+                                    .name = "ok",
+                                    .name_len = 2,
+                                    .pset = TC_WIRE_MAX_PSET,
+                                    .has_desc = 1,
                                     .desc = {.kind = TC_KIND_JOIN, .dtype = TC_INT32},
-                                    .has_value = 1, .value = INT32_MIN};
-        s[1] = (tc_wire_response_t){.rtype = resp_cases[c].rtype, .name = "bad", .name_len = 3,
-                                    .pset = resp_cases[c].pset, .status = TC_ERR_MISMATCH,
-                                    .has_desc = 1, .desc = resp_cases[c].desc, .has_value = 1,
+                                    .has_value = 1,
+                                    .value = INT32_MIN};
+        s[1] = (tc_wire_response_t){.rtype = resp_cases[c].rtype,
+                                    .name = "bad",
+                                    .name_len = 3,
+                                    .pset = resp_cases[c].pset,
+                                    .status = TC_ERR_MISMATCH,
+                                    .has_desc = 1,
+                                    .desc = resp_cases[c].desc,
+                                    .has_value = 1,
                                     .value = -1};
         m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .count = 2, .resps = s};
         if (resp_cases[c].needle != NULL) {
@@ -437,12 +509,17 @@ TC_CASE(encode_rejects_v6)
         r[0].ranks = one_max;
         m = (tc_wire_msg_t){.type = TC_WIRE_REQUESTS, .count = 1, .reqs = r};
         roundtrip(&m);
-        s[0] = (tc_wire_response_t){.rtype = TC_WIRE_RUN, .name = "lim", .name_len = 3,
-                                    .pset = TC_WIRE_MAX_PSET, .has_desc = 1,
-                                    .desc = {.kind = TC_KIND_COUNT - 1, .dtype = TC_UINT16,
-                                             .op = TC_PROD, .ndim = TC_MAX_DIMS,
-                                             .shape = {INT64_MAX, 0, INT64_MAX, 0, 1, 2, 3,
-                                                       INT64_MAX}}};
+        s[0] = (tc_wire_response_t){
+            .rtype = TC_WIRE_RUN,
+            .name = "lim",
+            .name_len = 3,
+            .pset = TC_WIRE_MAX_PSET,
+            .has_desc = 1,
+            .desc = {.kind = TC_KIND_COUNT - 1,
+                     .dtype = TC_UINT16,
+                     .op = TC_PROD,
+                     .ndim = TC_MAX_DIMS,
+                     .shape = {INT64_MAX, 0, INT64_MAX, 0, 1, 2, 3, INT64_MAX}}};
         m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .count = 1, .resps = s};
         roundtrip(&m);
     }

@@ -114,12 +114,18 @@ TC_CASE(truncation_and_corruption)
 TC_CASE(eager_prefixes_and_corruptions)
 {
     static const uint8_t vals[] = {0x00, 0xFF, 0x7C, 0x80};
-    static const tc_wire_eager_t ents[] = {{0, 1, vals}, {1, 4, vals}, {300, 2, vals + 2},
-                                           {TC_WIRE_MAX_CACHE - 1, 3, vals + 1}};
+    static const tc_wire_eager_t ents[] = {
+        {0, 1, vals}, {1, 4, vals}, {300, 2, vals + 2}, {TC_WIRE_MAX_CACHE - 1, 3, vals + 1}};
     tc_wire_response_t s = {.rtype = TC_WIRE_RUN, .name = "r", .name_len = 1, .cache_ref = 2};
     static const uint32_t ready[] = {1, 300};
-    tc_wire_msg_t m = {.type = TC_WIRE_CYCLE, .count = 1, .resps = &s, .seq = 9,
-                       .nready = 2, .ready = ready, .neager = 4, .eager = ents};
+    tc_wire_msg_t m = {.type = TC_WIRE_CYCLE,
+                       .count = 1,
+                       .resps = &s,
+                       .seq = 9,
+                       .nready = 2,
+                       .ready = ready,
+                       .neager = 4,
+                       .eager = ents};
     tc_wire_buf_t buf = {0};
     int i;
 
@@ -172,17 +178,36 @@ TC_CASE(v6_prefixes_and_corruptions)
     accepted += check_corruptions(buf.data, buf.len, 1);
 
     memset(s, 0, sizeof(s));
-    s[0] = (tc_wire_response_t){.rtype = TC_WIRE_RUN, .name = "rq", .name_len = 2, .pset = 200,
-                                .ndim0 = 2, .dim0 = rows, .cache_ref = 4, .has_desc = 1,
-                                .desc = {.kind = TC_KIND_ALLREDUCE, .dtype = TC_FLOAT32,
-                                         .op = TC_MAX, .ndim = 2, .shape = {3, 129}},
-                                .has_value = 1, .value = -300};
-    s[1] = (tc_wire_response_t){.rtype = TC_WIRE_RUN, .name = "j", .name_len = 1,
-                                .has_value = 1, .value = INT32_MIN};
-    s[2] = (tc_wire_response_t){.rtype = TC_WIRE_ERROR, .name = "e", .name_len = 1, .pset = 1,
-                                .status = TC_ERR_STATE, .text = "joined", .text_len = 6};
-    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .flags = TC_WIRE_F_TERMINATE, .count = 3,
-                        .resps = s, .seq = 5, .term_status = TC_ERR_SHUTDOWN};
+    s[0] = (tc_wire_response_t){.rtype = TC_WIRE_RUN,
+                                .name = "rq",
+                                .name_len = 2,
+                                .pset = 200,
+                                .ndim0 = 2,
+                                .dim0 = rows,
+                                .cache_ref = 4,
+                                .has_desc = 1,
+                                .desc = {.kind = TC_KIND_ALLREDUCE,
+                                         .dtype = TC_FLOAT32,
+                                         .op = TC_MAX,
+                                         .ndim = 2,
+                                         .shape = {3, 129}},
+                                .has_value = 1,
+                                .value = -300};
+    s[1] = (tc_wire_response_t){
+        .rtype = TC_WIRE_RUN, .name = "j", .name_len = 1, .has_value = 1, .value = INT32_MIN};
+    s[2] = (tc_wire_response_t){.rtype = TC_WIRE_ERROR,
+                                .name = "e",
+                                .name_len = 1,
+                                .pset = 1,
+                                .status = TC_ERR_STATE,
+                                .text = "joined",
+                                .text_len = 6};
+    m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE,
+                        .flags = TC_WIRE_F_TERMINATE,
+                        .count = 3,
+                        .resps = s,
+                        .seq = 5,
+                        .term_status = TC_ERR_SHUTDOWN};
     encode_into(&m, &buf);
     check_prefixes(buf.data, buf.len);
     accepted += check_corruptions(buf.data, buf.len, 1);

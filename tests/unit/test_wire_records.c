@@ -26,8 +26,8 @@
 TC_CASE(cycle_record_roundtrip)
 {
     enum { NLISTS = 8 };
-    static const uint64_t u64s[] = {0, 1, 127, 128, 16383, 16384, UINT32_MAX,
-                                    (uint64_t)UINT32_MAX + 1, INT64_MAX, UINT64_MAX};
+    static const uint64_t u64s[] = {
+        0, 1, 127, 128, 16383, 16384, UINT32_MAX, (uint64_t)UINT32_MAX + 1, INT64_MAX, UINT64_MAX};
     static const uint32_t rounds[] = {0, 1, 5, TC_WIRE_MAX_ROUND - 1, TC_WIRE_MAX_ROUND};
     static const uint32_t one_zero[] = {0}, one_max[] = {TC_WIRE_MAX_CACHE - 1},
                           ends[] = {0, TC_WIRE_MAX_CACHE - 1},
@@ -115,8 +115,11 @@ TC_CASE(eager_roundtrip)
     }
     for (i = 0; i < NSETS; i++) {
         for (k = 0; k < 4; k++) {
-            m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .seq = i, .cache_gen = k,
-                                .neager = lens[i], .eager = sets[i]};
+            m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE,
+                                .seq = i,
+                                .cache_gen = k,
+                                .neager = lens[i],
+                                .eager = sets[i]};
             if (k & 1) {
                 m.count = 1;
                 m.resps = &s;
@@ -177,18 +180,21 @@ TC_CASE(bye_and_misc)
      * ones) is ignored on encode, and the bytes are the same as without it */
     {
         static const uint32_t bad[] = {9, 3, TC_WIRE_MAX_CACHE, 3};
-        static const tc_wire_eager_t bad_eager[] = {
-            {9, 1, "a"}, {3, 1, "b"}, {4, 0, "c"}, {5, TC_WIRE_MAX_EAGER + 1, "d"},
-            {6, 2, NULL}, {TC_WIRE_MAX_CACHE, 1, "f"}};
+        static const tc_wire_eager_t bad_eager[] = {{9, 1, "a"},  {3, 1, "b"},
+                                                    {4, 0, "c"},  {5, TC_WIRE_MAX_EAGER + 1, "d"},
+                                                    {6, 2, NULL}, {TC_WIRE_MAX_CACHE, 1, "f"}};
         static const tc_wire_eager_t good_eager[] = {{1, 2, "ab"}, {7, 1, "c"}};
         static const struct {
             uint32_t n;
             const tc_wire_eager_t *e;
-        } eagers[] = {{UINT32_MAX, NULL}, {TC_WIRE_MAX_CACHE + 1, good_eager}, {3, NULL},
-                      {6, bad_eager}, {2, good_eager}};
+        } eagers[] = {{UINT32_MAX, NULL},
+                      {TC_WIRE_MAX_CACHE + 1, good_eager},
+                      {3, NULL},
+                      {6, bad_eager},
+                      {2, good_eager}};
         tc_wire_request_t r = {.name = "q", .name_len = 1};
-        tc_wire_msg_t with = {.seq = UINT64_MAX, .cache_gen = 7, .nready = UINT32_MAX,
-                              .nstale = 4, .stale = bad};
+        tc_wire_msg_t with = {
+            .seq = UINT64_MAX, .cache_gen = 7, .nready = UINT32_MAX, .nstale = 4, .stale = bad};
         tc_wire_msg_t without = {0};
         tc_wire_buf_t b2 = {0};
         size_t e;
@@ -302,10 +308,14 @@ TC_CASE(large)
         for (i = 0; i < TC_WIRE_MAX_CACHE; i++) {
             ids[i] = i;
         }
-        m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE, .round = TC_WIRE_MAX_ROUND,
-                            .nready = TC_WIRE_MAX_CACHE, .ready = ids,
-                            .nsome = TC_WIRE_MAX_CACHE, .some = ids,
-                            .nstale = TC_WIRE_MAX_CACHE, .stale = ids};
+        m = (tc_wire_msg_t){.type = TC_WIRE_CYCLE,
+                            .round = TC_WIRE_MAX_ROUND,
+                            .nready = TC_WIRE_MAX_CACHE,
+                            .ready = ids,
+                            .nsome = TC_WIRE_MAX_CACHE,
+                            .some = ids,
+                            .nstale = TC_WIRE_MAX_CACHE,
+                            .stale = ids};
         len = roundtrip(&m);
         /* seq, round, cache_gen; count 2^20 takes 3 bytes, then one byte an
          * id; then an eager count */

@@ -173,8 +173,7 @@ static const malformed_t malformed[] = {
     REJECT("truncated reading count", HEAD(TC_WIRE_BYE, 0), REP(9, 0xFF)),
     /* padded (non-minimal) varints up to 10 bytes are accepted */
     ACCEPT(HEAD(TC_WIRE_BYE, 0), REP(9, 0x80), U8(0x00)),
-    ACCEPT(HDR(TC_WIRE_REQUESTS, 0, 1), U8(0), U8(0), U8(0),
-           RAW("\x80\x00"), /* root 0, padded */
+    ACCEPT(HDR(TC_WIRE_REQUESTS, 0, 1), U8(0), U8(0), U8(0), RAW("\x80\x00"), /* root 0, padded */
            U8(0), RAW("\x81\x00"), U8('z'), U8(0)), /* name length 1, padded */
 
     /* ---- request fields ---- */
@@ -204,8 +203,8 @@ static const malformed_t malformed[] = {
     /* ---- scaling factors: extras bit 0, then two little-endian binary64 ---- */
     ACCEPT_THEN(scales_are_2_and_half, HDR(TC_WIRE_REQUESTS, 0, 1),
                 REQ_NOX(0, TC_FLOAT32, 0, 0, 0, 0, "s"), U8(1), RAW(F64_2), RAW(F64_HALF)),
-    ACCEPT(HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, TC_FLOAT32, 0, 0, 0, 0, "s"), U8(1),
-           RAW(F64_1), RAW(F64_NEG1)),
+    ACCEPT(HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, TC_FLOAT32, 0, 0, 0, 0, "s"), U8(1), RAW(F64_1),
+           RAW(F64_NEG1)),
     ACCEPT(HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, TC_FLOAT32, 0, 0, 0, 0, "s"), U8(1),
            RAW(F64_NEG0), RAW(F64_1)),
     REJECT("request 0: scaling factors of 1 must be left out", HDR(TC_WIRE_REQUESTS, 0, 1),
@@ -231,12 +230,12 @@ static const malformed_t malformed[] = {
            REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(2), U8(0), U8(0), STR("k")),
     REJECT("group size 65537 above 65536", HDR(TC_WIRE_REQUESTS, 0, 1),
            REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(2), VAR(TC_WIRE_MAX_GROUP + 1), U8(0), STR("k")),
-    REJECT("group key length 0", HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"),
-           U8(2), U8(2), U8(0), U8(0), U8(0)),
+    REJECT("group key length 0", HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(2),
+           U8(2), U8(0), U8(0), U8(0)),
     REJECT("truncated reading group key", HDR(TC_WIRE_REQUESTS, 0, 1),
            REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(2), U8(2), U8(0), U8(5), RAW("ab")),
-    REJECT("unknown extras bits 0x80", HDR(TC_WIRE_REQUESTS, 0, 1),
-           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(0x81), RAW(F64_2), RAW(F64_2)),
+    REJECT("unknown extras bits 0x80", HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"),
+           U8(0x81), RAW(F64_2), RAW(F64_2)),
     /* ---- process sets: extras bit 2, then the set, 1..TC_WIRE_MAX_PSET
      * (after the factors and the group, when they are there) ---- */
     ACCEPT_THEN(pset_is_1, HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(4),
@@ -260,16 +259,16 @@ static const malformed_t malformed[] = {
     /* bit 4 up is unknown, beside the known bits or alone */
     REJECT("request 0: unknown extras bits 0x10 (byte 12)", HDR(TC_WIRE_REQUESTS, 0, 1),
            REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(0x1C), VAR(1), VAR(1), VAR(0)),
-    REJECT("unknown extras bits 0xf0", HDR(TC_WIRE_REQUESTS, 0, 1),
-           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(0xFF)),
+    REJECT("unknown extras bits 0xf0", HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"),
+           U8(0xFF)),
     REJECT_EACH_BEYOND(0x0F, "unknown extras bits", HDR(TC_WIRE_REQUESTS, 0, 1),
-                       REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(EACH), RAW(F64_2), RAW(F64_2),
-                       VAR(2), VAR(1), STR("k"), VAR(1), VAR(1), VAR(0)),
+                       REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(EACH), RAW(F64_2), RAW(F64_2), VAR(2),
+                       VAR(1), STR("k"), VAR(1), VAR(1), VAR(0)),
     /* ---- rank lists: extras bit 3, then the count, 1..TC_WIRE_MAX_RANKS, and
      * the ranks: the first as is, then each distance less one; each rank below
      * TC_WIRE_MAX_RANKS ---- */
-    ACCEPT_THEN(rank_0, HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(8),
-                VAR(1), VAR(0)),
+    ACCEPT_THEN(rank_0, HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(8), VAR(1),
+                VAR(0)),
     ACCEPT_THEN(ranks_0_1_7, HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(8),
                 VAR(3), VAR(0), VAR(0), VAR(5)),
     ACCEPT_THEN(rank_max, HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(8),
@@ -323,9 +322,8 @@ static const malformed_t malformed[] = {
     /* the order: the factors, the group, the set, the list */
     ACCEPT_THEN(pset_9_rank_4, HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"),
                 U8(0x0C), VAR(9), VAR(1), VAR(4)),
-    ACCEPT_THEN(every_extra, HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"),
-                U8(0x0F), RAW(F64_2), RAW(F64_HALF), U8(3), U8(1), STR("key"), VAR(9), VAR(1),
-                VAR(4)),
+    ACCEPT_THEN(every_extra, HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(0x0F),
+                RAW(F64_2), RAW(F64_HALF), U8(3), U8(1), STR("key"), VAR(9), VAR(1), VAR(4)),
     /* a list before its set: the count is read as the set, the rank as the
      * count, which then cannot fit */
     REJECT("request 0: rank count 4 not in 1..1", HDR(TC_WIRE_REQUESTS, 0, 1),
@@ -336,8 +334,8 @@ static const malformed_t malformed[] = {
 
     /* ---- names ---- */
     /* one more byte so that the count bound is not what fails */
-    REJECT("name length 0 not in 1..1024", HDR(TC_WIRE_REQUESTS, 0, 1),
-           REQ(0, 0, 0, 0, 0, 0, ""), U8(0)),
+    REJECT("name length 0 not in 1..1024", HDR(TC_WIRE_REQUESTS, 0, 1), REQ(0, 0, 0, 0, 0, 0, ""),
+           U8(0)),
     ACCEPT(HDR(TC_WIRE_REQUESTS, 0, 1), RAW("\0\0\0\0\0"), FILL(TC_MAX_NAME_LEN, 0xFF), U8(0)),
     REJECT("name length 1025", HDR(TC_WIRE_REQUESTS, 0, 1), RAW("\0\0\0\0\0"),
            FILL(TC_MAX_NAME_LEN + 1, 'a')),

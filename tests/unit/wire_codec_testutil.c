@@ -65,8 +65,9 @@ void check_same(const tc_wire_msg_t *a, const tc_wire_msg_t *b)
         CHECK_EQ(x->pset, y->pset);
         CHECK_EQ(x->nranks, y->nranks);
         for (j = 0; j < x->nranks; j++) {
-            CHECK_MSG(x->ranks[j] == y->ranks[j], "request %" PRIu32 ": rank %" PRIu32
-                      ": %" PRId32 " vs %" PRId32, i, j, x->ranks[j], y->ranks[j]);
+            CHECK_MSG(x->ranks[j] == y->ranks[j],
+                      "request %" PRIu32 ": rank %" PRIu32 ": %" PRId32 " vs %" PRId32, i, j,
+                      x->ranks[j], y->ranks[j]);
         }
     }
     for (i = 0; i < a->count && a->type == TC_WIRE_CYCLE; i++) {
@@ -105,8 +106,8 @@ void check_same(const tc_wire_msg_t *a, const tc_wire_msg_t *b)
     if (a->type == TC_WIRE_CYCLE) {
         CHECK_MSG(a->seq == b->seq, "seq %" PRIu64 " vs %" PRIu64, a->seq, b->seq);
         CHECK_EQ(a->round, b->round);
-        CHECK_MSG(a->cache_gen == b->cache_gen, "cache_gen %" PRIu64 " vs %" PRIu64,
-                  a->cache_gen, b->cache_gen);
+        CHECK_MSG(a->cache_gen == b->cache_gen, "cache_gen %" PRIu64 " vs %" PRIu64, a->cache_gen,
+                  b->cache_gen);
         CHECK_EQ(a->nready, b->nready);
         for (j = 0; j < a->nready; j++) {
             CHECK_EQ(a->ready[j], b->ready[j]);
@@ -124,10 +125,9 @@ void check_same(const tc_wire_msg_t *a, const tc_wire_msg_t *b)
             const tc_wire_eager_t *x = &a->eager[j], *y = &b->eager[j];
             CHECK_MSG(x->id == y->id, "eager %" PRIu32 ": id %" PRIu32 " vs %" PRIu32, j, x->id,
                       y->id);
-            CHECK_MSG(x->len == y->len, "eager %" PRIu32 ": len %" PRIu32 " vs %" PRIu32, j,
-                      x->len, y->len);
-            CHECK_MSG(memcmp(x->data, y->data, x->len) == 0, "eager %" PRIu32 ": bytes differ",
-                      j);
+            CHECK_MSG(x->len == y->len, "eager %" PRIu32 ": len %" PRIu32 " vs %" PRIu32, j, x->len,
+                      y->len);
+            CHECK_MSG(memcmp(x->data, y->data, x->len) == 0, "eager %" PRIu32 ": bytes differ", j);
         }
     }
     if (a->flags & TC_WIRE_F_TERMINATE) {
@@ -153,8 +153,7 @@ static int overlaps(const void *p, size_t n, const void *base, size_t len)
 /* A decoded eager record: NULL when empty, else an array outside the input
  * whose ids are strictly ascending below the limit, each len 1..TC_WIRE_MAX_EAGER
  * bytes at an 8-aligned copy outside the input. */
-static void check_decoded_eager(uint32_t n, const tc_wire_eager_t *ents, const void *in,
-                                size_t len)
+static void check_decoded_eager(uint32_t n, const tc_wire_eager_t *ents, const void *in, size_t len)
 {
     uint32_t j;
 
@@ -328,8 +327,7 @@ size_t roundtrip(const tc_wire_msg_t *m)
 
 /* Decodes data; must fail with want, a one-line reason containing needle (if
  * not NULL), and leave the output untouched. */
-void expect_reject_at(const void *data, size_t len, tc_status_t want, const char *needle,
-                             int line)
+void expect_reject_at(const void *data, size_t len, tc_status_t want, const char *needle, int line)
 {
     tc_wire_msg_t m, before;
     char err[256];
@@ -343,8 +341,7 @@ void expect_reject_at(const void *data, size_t len, tc_status_t want, const char
     CHECK_MSG(st == want, "line %d: decode returned %d (%s), want %s", line, (int)st,
               tc_status_string(st), tc_status_string(want));
     CHECK_MSG(memcmp(&m, &before, sizeof(m)) == 0, "line %d: *msg_p changed on failure", line);
-    CHECK_MSG(memchr(err, '\0', sizeof(err)) != NULL && err[0] != '\0' &&
-                  strchr(err, '\n') == NULL,
+    CHECK_MSG(memchr(err, '\0', sizeof(err)) != NULL && err[0] != '\0' && strchr(err, '\n') == NULL,
               "line %d: reason not one non-empty line", line);
     CHECK_MSG(strncmp(err, "wire: ", 6) == 0, "line %d: reason \"%s\"", line, err);
     if (needle != NULL) {
@@ -482,12 +479,12 @@ void expect_encode_reject_at(const tc_wire_msg_t *m, const char *needle, int lin
     CHECK_OK(tc__wire_encode(&(tc_wire_msg_t){.type = TC_WIRE_BYE}, &buf));
     tc__clear_error();
     st = tc__wire_encode(m, &buf);
-    CHECK_MSG(st == TC_ERR_ARG, "line %d: encode returned %d (%s), want TC_ERR_ARG", line,
-              (int)st, tc_status_string(st));
+    CHECK_MSG(st == TC_ERR_ARG, "line %d: encode returned %d (%s), want TC_ERR_ARG", line, (int)st,
+              tc_status_string(st));
     CHECK_MSG(buf.len == 5 && buf.data[0] == TC_WIRE_MAGIC && buf.data[4] == 0,
               "line %d: buf changed", line);
-    CHECK_MSG(strstr(tc_last_error(), needle) != NULL, "line %d: error \"%s\" lacks \"%s\"",
-              line, tc_last_error(), needle);
+    CHECK_MSG(strstr(tc_last_error(), needle) != NULL, "line %d: error \"%s\" lacks \"%s\"", line,
+              tc_last_error(), needle);
     tc__wire_buf_free(&buf);
 }
 
@@ -556,8 +553,8 @@ void check_malformed(const malformed_t *rows, size_t n)
             if (row->then != NULL) {
                 tc_wire_msg_t d;
                 char err[256];
-                CHECK_MSG(tc__wire_decode(b.b, b.n, &d, err, sizeof(err)) == TC_OK,
-                          "line %d: %s", row->line, err);
+                CHECK_MSG(tc__wire_decode(b.b, b.n, &d, err, sizeof(err)) == TC_OK, "line %d: %s",
+                          row->line, err);
                 row->then(&d);
                 tc__wire_msg_free(&d);
             }

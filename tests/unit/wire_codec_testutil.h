@@ -43,9 +43,8 @@ size_t roundtrip(const tc_wire_msg_t *m);
 
 /* Decodes data; must fail with want, a one-line reason containing needle (if
  * not NULL), and leave the output untouched. */
-void expect_reject_at(const void *data, size_t len, tc_status_t want, const char *needle,
-                      int line);
-#define EXPECT_REJECT(data, len, needle)                                                \
+void expect_reject_at(const void *data, size_t len, tc_status_t want, const char *needle, int line);
+#define EXPECT_REJECT(data, len, needle)                                                           \
     expect_reject_at((data), (len), TC_ERR_TRANSPORT, (needle), __LINE__)
 
 /* The encoder refuses m with TC_ERR_ARG and an error containing needle, and

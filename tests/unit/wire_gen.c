@@ -169,8 +169,7 @@ static void gen_ignored_cycle(tc_wire_msg_t *m)
 {
     static const uint32_t bad_ids[] = {TC_WIRE_MAX_CACHE, 7, 7, 0};
     static const tc_wire_eager_t bad_eager[] = {
-        {9, 4, "abcd"}, {3, 0, "x"}, {3, TC_WIRE_MAX_EAGER + 1, "y"},
-        {TC_WIRE_MAX_CACHE, 1, NULL}};
+        {9, 4, "abcd"}, {3, 0, "x"}, {3, TC_WIRE_MAX_EAGER + 1, "y"}, {TC_WIRE_MAX_CACHE, 1, NULL}};
 
     if (rng_below(2)) {
         return;
@@ -183,9 +182,18 @@ static void gen_ignored_cycle(tc_wire_msg_t *m)
     m->stale = bad_ids;
     m->some = bad_ids;
     switch (rng_below(3)) {
-    case 0: m->neager = UINT32_MAX; m->eager = NULL; break;
-    case 1: m->neager = 4; m->eager = bad_eager; break;
-    default: m->neager = rand_eager(6, 0); m->eager = gen.eager; break; /* valid, ignored */
+    case 0:
+        m->neager = UINT32_MAX;
+        m->eager = NULL;
+        break;
+    case 1:
+        m->neager = 4;
+        m->eager = bad_eager;
+        break;
+    default:
+        m->neager = rand_eager(6, 0);
+        m->eager = gen.eager;
+        break; /* valid, ignored */
     }
 }
 
@@ -349,7 +357,7 @@ const tc_wire_msg_t *gen_msg(unsigned max_entries, int big)
             r->text = gen.texts[i];
             r->text_len = rand_bytes(gen.texts[i], 0, TC_WIRE_MAX_TEXT, big);
             r->cache_ref = rng_below(2) ? 0 : (uint32_t)rng(); /* ignored on ERROR */
-            if (rng_below(4) == 0) { /* ignored on ERROR, however bad */
+            if (rng_below(4) == 0) {                           /* ignored on ERROR, however bad */
                 r->has_desc = 1;
                 r->desc.kind = 255;
                 r->desc.ndim = 255;
@@ -377,4 +385,3 @@ const tc_wire_msg_t *gen_msg(unsigned max_entries, int big)
     }
     return m;
 }
-

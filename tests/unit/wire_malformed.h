@@ -41,15 +41,42 @@ typedef struct {
 
 #define EACH 0x100u /* in U8(): the row's byte value */
 
-#define END {P_END, 0, NULL, 0}
-#define U8(x) {P_U8, (x), NULL, 0}
-#define VAR(x) {P_VAR, (x), NULL, 0}
-#define RAW(lit) {P_RAW, 0, (lit), sizeof(lit) - 1}
-#define STR(lit) {P_STR, 0, (lit), sizeof(lit) - 1}
-#define FILL(count, c) {P_FILL, (count), NULL, (c)}
-#define REP(count, c) {P_REP, (count), NULL, (c)}
-#define VARS(count, x) {P_VARS, (x), NULL, (count)}
-#define COUNTING(count) {P_COUNTING, (count), NULL, 0}
+#define END                                                                                        \
+    {                                                                                              \
+        P_END, 0, NULL, 0                                                                          \
+    }
+#define U8(x)                                                                                      \
+    {                                                                                              \
+        P_U8, (x), NULL, 0                                                                         \
+    }
+#define VAR(x)                                                                                     \
+    {                                                                                              \
+        P_VAR, (x), NULL, 0                                                                        \
+    }
+#define RAW(lit)                                                                                   \
+    {                                                                                              \
+        P_RAW, 0, (lit), sizeof(lit) - 1                                                           \
+    }
+#define STR(lit)                                                                                   \
+    {                                                                                              \
+        P_STR, 0, (lit), sizeof(lit) - 1                                                           \
+    }
+#define FILL(count, c)                                                                             \
+    {                                                                                              \
+        P_FILL, (count), NULL, (c)                                                                 \
+    }
+#define REP(count, c)                                                                              \
+    {                                                                                              \
+        P_REP, (count), NULL, (c)                                                                  \
+    }
+#define VARS(count, x)                                                                             \
+    {                                                                                              \
+        P_VARS, (x), NULL, (count)                                                                 \
+    }
+#define COUNTING(count)                                                                            \
+    {                                                                                              \
+        P_COUNTING, (count), NULL, 0                                                               \
+    }
 
 /* magic, version, type, flags; and with the entry count */
 #define HEAD(type, flags) U8(TC_WIRE_MAGIC), U8(TC_WIRE_VERSION), U8(type), U8(flags)
@@ -71,10 +98,10 @@ typedef struct {
 #define F64_INF "\0\0\0\0\0\0\xF0\x7F"
 #define F64_NAN "\0\0\0\0\0\0\xF8\x7F"
 /* A request with every one of its ndim shape values dim. */
-#define REQ(kind, dtype, op, zz_root, ndim, dim, name)                                  \
+#define REQ(kind, dtype, op, zz_root, ndim, dim, name)                                             \
     U8(kind), U8(dtype), U8(op), VAR(zz_root), U8(ndim), VARS(ndim, dim), STR(name), U8(0)
 /* The same up to its name: the extras byte (and its factors) follow. */
-#define REQ_NOX(kind, dtype, op, zz_root, ndim, dim, name)                              \
+#define REQ_NOX(kind, dtype, op, zz_root, ndim, dim, name)                                         \
     U8(kind), U8(dtype), U8(op), VAR(zz_root), U8(ndim), VARS(ndim, dim), STR(name)
 /* One eager input as written: the id (or distance), then len bytes of c. */
 #define EAGER(id_or_delta, len, c) VAR(id_or_delta), FILL(len, c)
@@ -82,14 +109,14 @@ typedef struct {
 /* Id lists: after id prev, a distance d gives prev + 1 + d; the same two ids
  * as the ready, the some and the stale list (the other two empty), after seq,
  * round and cache_gen 0. */
-#define READY_PAIR(prev, delta)                                                         \
+#define READY_PAIR(prev, delta)                                                                    \
     HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_HEAD0, U8(2), VAR(prev), VAR(delta), U8(0), U8(0), U8(0)
-#define SOME_PAIR(prev, delta)                                                          \
+#define SOME_PAIR(prev, delta)                                                                     \
     HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_HEAD0, U8(0), U8(2), VAR(prev), VAR(delta), U8(0), U8(0)
-#define STALE_PAIR(prev, delta)                                                         \
+#define STALE_PAIR(prev, delta)                                                                    \
     HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_HEAD0, U8(0), U8(0), U8(2), VAR(prev), VAR(delta), U8(0)
 /* The same for two eager inputs. */
-#define EAGER_PAIR(prev, delta)                                                         \
+#define EAGER_PAIR(prev, delta)                                                                    \
     HDR(TC_WIRE_CYCLE, 0, 0), CYCLE_IDS0, U8(2), EAGER(prev, 1, 0x01), EAGER(delta, 2, 0x02)
 
 #define MAX_PIECES 24
@@ -109,20 +136,47 @@ enum {
     EACH_BEYOND,      /* every byte value with a bit outside the mask each_lo */
 };
 
-#define REJECT(reason, ...) {__LINE__, TC_ERR_TRANSPORT, (reason), 0, 0, 0, NULL, {__VA_ARGS__}}
-#define REJECT_EACH_BUT(lo, hi, reason, ...)                                            \
-    {__LINE__, TC_ERR_TRANSPORT, (reason), EACH_OUTSIDE, (lo), (hi), NULL, {__VA_ARGS__}}
-#define REJECT_EACH_BEYOND(mask, reason, ...)                                           \
-    {__LINE__, TC_ERR_TRANSPORT, (reason), EACH_BEYOND, (mask), 0, NULL, {__VA_ARGS__}}
-#define ACCEPT(...) {__LINE__, TC_OK, NULL, 0, 0, 0, NULL, {__VA_ARGS__}}
-#define ACCEPT_THEN(then, ...) {__LINE__, TC_OK, NULL, 0, 0, 0, (then), {__VA_ARGS__}}
+#define REJECT(reason, ...)                                                                        \
+    {                                                                                              \
+        __LINE__, TC_ERR_TRANSPORT, (reason), 0, 0, 0, NULL,                                       \
+        {                                                                                          \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
+    }
+#define REJECT_EACH_BUT(lo, hi, reason, ...)                                                       \
+    {                                                                                              \
+        __LINE__, TC_ERR_TRANSPORT, (reason), EACH_OUTSIDE, (lo), (hi), NULL,                      \
+        {                                                                                          \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
+    }
+#define REJECT_EACH_BEYOND(mask, reason, ...)                                                      \
+    {                                                                                              \
+        __LINE__, TC_ERR_TRANSPORT, (reason), EACH_BEYOND, (mask), 0, NULL,                        \
+        {                                                                                          \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
+    }
+#define ACCEPT(...)                                                                                \
+    {                                                                                              \
+        __LINE__, TC_OK, NULL, 0, 0, 0, NULL,                                                      \
+        {                                                                                          \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
+    }
+#define ACCEPT_THEN(then, ...)                                                                     \
+    {                                                                                              \
+        __LINE__, TC_OK, NULL, 0, 0, 0, (then),                                                    \
+        {                                                                                          \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
+    }
 /* A distance accepted, and one refused, in each id list. */
-#define IDS_OK(prev, delta)                                                             \
-    ACCEPT(READY_PAIR(prev, delta)), ACCEPT(SOME_PAIR(prev, delta)),                   \
-        ACCEPT(STALE_PAIR(prev, delta))
-#define IDS_REFUSED(prev, delta)                                                        \
-    REJECT("ready id 1: delta ", READY_PAIR(prev, delta)),                             \
-        REJECT("some id 1: delta ", SOME_PAIR(prev, delta)),                           \
+#define IDS_OK(prev, delta)                                                                        \
+    ACCEPT(READY_PAIR(prev, delta)), ACCEPT(SOME_PAIR(prev, delta)), ACCEPT(STALE_PAIR(prev, delta))
+#define IDS_REFUSED(prev, delta)                                                                   \
+    REJECT("ready id 1: delta ", READY_PAIR(prev, delta)),                                         \
+        REJECT("some id 1: delta ", SOME_PAIR(prev, delta)),                                       \
         REJECT("stale id 1: delta ", STALE_PAIR(prev, delta))
 
 /* Every row: accepted ones must decode (and re-encode) and pass their then

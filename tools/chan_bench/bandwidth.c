@@ -219,9 +219,10 @@ static long long bw_verify(const cb_opts_t *o, cb_xport_t t, uint64_t size, int 
             bad = cb_count_wrong(recv_region(t) + (uint64_t)j * size, size,
                                  base ^ ((uint64_t)(cb_peer + 1) << 60), &first);
             if (bad > 0) {
-                fprintf(stderr, "tcoll-chan-bench: rank %d: %s, %s, %llu bytes, message %d of "
-                        "%d: %llu bytes wrong, the first at offset %llu\n", cb_rank,
-                        cb_xport_info[t].col, twoway ? "two-way" : "one-way",
+                fprintf(stderr,
+                        "tcoll-chan-bench: rank %d: %s, %s, %llu bytes, message %d of "
+                        "%d: %llu bytes wrong, the first at offset %llu\n",
+                        cb_rank, cb_xport_info[t].col, twoway ? "two-way" : "one-way",
                         (unsigned long long)size, j + 1, w, (unsigned long long)bad,
                         (unsigned long long)first);
                 wrong += (long long)bad;

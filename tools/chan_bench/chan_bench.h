@@ -150,21 +150,21 @@ void cb_put_await(void);
 /* ------------------------------------------------------------------------ */
 
 /* id, row name, payload bytes, whether it is an MPI row */
-#define CB_LAT_LIST(X)                                                                  \
-    X(MEM_SIG, "memory channel: tc_memchan_signal + tc_memchan_wait", 0, 0)             \
-    X(MEM_PUT, "memory channel: tc_memchan_put_with_signal + wait", 8, 0)               \
-    X(PORT_SIG, "port channel: tc_portchan_signal + tc_portchan_wait", 0, 0)            \
-    X(PORT_PUT, "port channel: tc_portchan_put_with_signal + wait", 8, 0)               \
-    X(SEND0, "MPI_Send + MPI_Recv", 0, 1)                                               \
-    X(SEND8, "MPI_Send + MPI_Recv", 8, 1)                                               \
-    X(NOTIFY, "MPI notification only (Accumulate + flush; Fetch_and_op poll)", 0, 1)    \
+#define CB_LAT_LIST(X)                                                                             \
+    X(MEM_SIG, "memory channel: tc_memchan_signal + tc_memchan_wait", 0, 0)                        \
+    X(MEM_PUT, "memory channel: tc_memchan_put_with_signal + wait", 8, 0)                          \
+    X(PORT_SIG, "port channel: tc_portchan_signal + tc_portchan_wait", 0, 0)                       \
+    X(PORT_PUT, "port channel: tc_portchan_put_with_signal + wait", 8, 0)                          \
+    X(SEND0, "MPI_Send + MPI_Recv", 0, 1)                                                          \
+    X(SEND8, "MPI_Send + MPI_Recv", 8, 1)                                                          \
+    X(NOTIFY, "MPI notification only (Accumulate + flush; Fetch_and_op poll)", 0, 1)               \
     X(PUT8, "MPI_Put + MPI_Win_flush + notification", 8, 1)
 
 typedef enum {
 #define CB_LAT_ENUM(id, name, bytes, mpi) CB_L_##id,
     CB_LAT_LIST(CB_LAT_ENUM)
 #undef CB_LAT_ENUM
-    CB_NLAT
+        CB_NLAT
 } cb_lat_t;
 
 typedef struct {
@@ -187,17 +187,17 @@ cb_lat_row_t cb_run_latency(const cb_opts_t *o, cb_lat_t k, uint64_t *rtt);
 /* ------------------------------------------------------------------------ */
 
 /* id, column, JSON key, what one round does */
-#define CB_XPORT_LIST(X)                                                                    \
-    X(MEMCHAN, "memchan", "memchan", "memory channel: tc_memchan_put x W, signal")          \
-    X(PORTCHAN, "portchan", "portchan", "port channel: tc_portchan_put x W, signal")        \
-    X(SEND, "Send/Recv", "mpi_send", "MPI_Isend x W / MPI_Irecv x W, MPI_Waitall")          \
+#define CB_XPORT_LIST(X)                                                                           \
+    X(MEMCHAN, "memchan", "memchan", "memory channel: tc_memchan_put x W, signal")                 \
+    X(PORTCHAN, "portchan", "portchan", "port channel: tc_portchan_put x W, signal")               \
+    X(SEND, "Send/Recv", "mpi_send", "MPI_Isend x W / MPI_Irecv x W, MPI_Waitall")                 \
     X(PUT, "Put+flush", "mpi_put", "MPI_Put x W, MPI_Win_flush, notification")
 
 typedef enum {
 #define CB_XPORT_ENUM(id, col, key, what) CB_T_##id,
     CB_XPORT_LIST(CB_XPORT_ENUM)
 #undef CB_XPORT_ENUM
-    CB_NXPORT
+        CB_NXPORT
 } cb_xport_t;
 
 typedef struct {
@@ -208,17 +208,17 @@ extern const cb_xport_info_t cb_xport_info[CB_NXPORT];
 
 /* Ratios of the tables, each tcoll column against each MPI column:
  * id, tcoll column, MPI column, table column, JSON key. */
-#define CB_X_LIST(X)                                                                    \
-    X(MEM_SEND, MEMCHAN, SEND, "memchan x Send", "memchan_x_send")                      \
-    X(MEM_PUT, MEMCHAN, PUT, "memchan x Put", "memchan_x_put")                          \
-    X(PORT_SEND, PORTCHAN, SEND, "portchan x Send", "portchan_x_send")                  \
+#define CB_X_LIST(X)                                                                               \
+    X(MEM_SEND, MEMCHAN, SEND, "memchan x Send", "memchan_x_send")                                 \
+    X(MEM_PUT, MEMCHAN, PUT, "memchan x Put", "memchan_x_put")                                     \
+    X(PORT_SEND, PORTCHAN, SEND, "portchan x Send", "portchan_x_send")                             \
     X(PORT_PUT, PORTCHAN, PUT, "portchan x Put", "portchan_x_put")
 
 typedef enum {
 #define CB_X_ENUM(id, a, b, col, key) CB_X_##id,
     CB_X_LIST(CB_X_ENUM)
 #undef CB_X_ENUM
-    CB_NX
+        CB_NX
 } cb_x_t;
 
 typedef struct {
@@ -250,7 +250,7 @@ void cb_print_bw_header(int twoway);
 void cb_print_bw_row(const cb_bw_row_t *r, int twoway);
 void cb_print_goals(const cb_lat_row_t *lat, const cb_bw_row_t *one, const cb_bw_row_t *two,
                     int nsizes);
-void cb_write_json(FILE *f, const cb_opts_t *o, const cb_lat_row_t *lat,
-                   const cb_bw_row_t *one, const cb_bw_row_t *two, int nsizes);
+void cb_write_json(FILE *f, const cb_opts_t *o, const cb_lat_row_t *lat, const cb_bw_row_t *one,
+                   const cb_bw_row_t *two, int nsizes);
 
 #endif /* TCOLL_CHAN_BENCH_H */

@@ -93,8 +93,10 @@ static int lat_recv(cb_lat_t k, uint64_t want, int round, int *told)
     }
     if (got != want && !*told) {
         *told = 1;
-        fprintf(stderr, "tcoll-chan-bench: rank %d: %s, round %d: received 0x%016llx, sent "
-                "0x%016llx\n", cb_rank, cb_lat_info[k].name, round, (unsigned long long)got,
+        fprintf(stderr,
+                "tcoll-chan-bench: rank %d: %s, round %d: received 0x%016llx, sent "
+                "0x%016llx\n",
+                cb_rank, cb_lat_info[k].name, round, (unsigned long long)got,
                 (unsigned long long)want);
     }
     return got != want;

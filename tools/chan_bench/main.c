@@ -82,8 +82,7 @@ int main(int argc, char **argv)
 {
     cb_opts_t o;
     char err[256], lib[MPI_MAX_LIBRARY_VERSION_STRING], host[64] = "", my_cpus[64], cpus[2][64];
-    int provided, size, local_size, rc, nsizes = 0, i, t, twoway, exit_code = 0, my_ncpus,
-        ncpus[2];
+    int provided, size, local_size, rc, nsizes = 0, i, t, twoway, exit_code = 0, my_ncpus, ncpus[2];
     MPI_Comm node;
     uint64_t bytes, sizes[72], *rtt = NULL;
     cb_lat_row_t lat[CB_NLAT];
@@ -112,18 +111,21 @@ int main(int argc, char **argv)
     MPI_Comm_free(&node);
     if (size != 2) {
         if (cb_rank == 0) {
-            fprintf(stderr, "tcoll-chan-bench: needs exactly 2 ranks (mpiexec -n 2; on one node, "
-                    "or on two); this job has %d rank%s, %d on this node\n", size,
-                    size == 1 ? "" : "s", local_size);
+            fprintf(stderr,
+                    "tcoll-chan-bench: needs exactly 2 ranks (mpiexec -n 2; on one node, "
+                    "or on two); this job has %d rank%s, %d on this node\n",
+                    size, size == 1 ? "" : "s", local_size);
         }
         MPI_Finalize();
         return CB_EXIT_USAGE;
     }
     if (provided < MPI_THREAD_MULTIPLE) {
         if (cb_rank == 0) {
-            fprintf(stderr, "tcoll-chan-bench: this MPI gives thread level %d, below "
+            fprintf(stderr,
+                    "tcoll-chan-bench: this MPI gives thread level %d, below "
                     "MPI_THREAD_MULTIPLE, which it needs to call MPI while tcoll's engine "
-                    "thread runs\n", provided);
+                    "thread runs\n",
+                    provided);
         }
         MPI_Finalize();
         return CB_EXIT_FAIL;
@@ -171,14 +173,15 @@ int main(int argc, char **argv)
     if (cb_rank == 0) {
         gethostname(host, sizeof(host) - 1);
         tc_tool_mpi_library(lib, sizeof(lib));
-        printf("# tcoll-chan-bench: tcoll %s vs %s; 2 ranks on %s, %ld CPUs online\n",
-               tc_version(), lib, host, sysconf(_SC_NPROCESSORS_ONLN));
+        printf("# tcoll-chan-bench: tcoll %s vs %s; 2 ranks on %s, %ld CPUs online\n", tc_version(),
+               lib, host, sysconf(_SC_NPROCESSORS_ONLN));
         if (cb_nodes) {
             rpn = getenv("TCOLL_RANKS_PER_NODE");
             printf("# across nodes: to tcoll each rank is a node of its own "
                    "(TCOLL_RANKS_PER_NODE=%s); the port channel\n#   and its semaphore go over "
                    "MPI through each rank's proxy thread; no memory channel rows (one\n#   node "
-                   "only)\n", rpn != NULL ? rpn : "unset");
+                   "only)\n",
+                   rpn != NULL ? rpn : "unset");
         }
         printf("# CPUs each rank may run on (affinity): rank 0: %s, rank 1: %s\n", cpus[0],
                cpus[1]);

@@ -12,40 +12,39 @@
 
 void cb_usage(FILE *f)
 {
-    fprintf(f,
-"Usage: mpiexec -n 2 tcoll-chan-bench [options]\n"
-"\n"
-"Channels between 2 ranks (memory channels, port channels) side by\n"
-"side with MPI_Send/Recv and MPI_Put: ping-pong latency, one-way and two-way\n"
-"bandwidth, ratios, and local memcpy as the bandwidth reference. Only rank 0\n"
-"prints. Every transfer's bytes are checked.\n"
-"\n"
-"With the ranks on two nodes (two machines, or TCOLL_RANKS_PER_NODE=1 on one,\n"
-"which makes each rank a node of its own to tcoll) the port channel goes over\n"
-"MPI through the proxy threads, the memory channel rows\n"
-"and the memcpy reference are left out, and the goals give the port channel\n"
-"against MPI_Send/Recv.\n"
-"\n"
-"  -b, --minbytes SIZE   smallest bandwidth size (default 4K)\n"
-"  -e, --maxbytes SIZE   largest, always the last row (default 64M, at most 1G)\n"
-"  -f, --stepfactor F    multiply the size by F from row to row (default 4)\n"
-"  -W, --window N        messages per bandwidth round (default 16; fewer when\n"
-"                        N x size passes max(64M, the largest size))\n"
-"  -n, --iters N         bandwidth rounds per run (default: 256 MiB per run\n"
-"                        and direction, 2..1000 rounds)\n"
-"  -r, --runs N          bandwidth runs per cell, interleaved with the other\n"
-"                        columns' runs; the median is shown (default 5, at\n"
-"                        most 15)\n"
-"  -l, --lat-iters N     timed ping-pongs per latency row (default 10000)\n"
-"  -w, --warmup N        untimed ping-pongs first (default lat-iters/10)\n"
-"      --spin-ns NS      how long channel waits poll before parking\n"
-"                        (tc_chan_opts_t.spin_ns; default: the library's)\n"
-"      --json FILE       also write every number to FILE as JSON\n"
-"  -h, --help            this text\n"
-"\n"
-"SIZE: bytes with an optional K, M or G suffix (powers of 1024).\n"
-"Exit status: 0 every transfer right; 1 a call failed or a transfer delivered\n"
-"wrong bytes; 2 bad options, or not 2 ranks.\n");
+    fprintf(f, "Usage: mpiexec -n 2 tcoll-chan-bench [options]\n"
+               "\n"
+               "Channels between 2 ranks (memory channels, port channels) side by\n"
+               "side with MPI_Send/Recv and MPI_Put: ping-pong latency, one-way and two-way\n"
+               "bandwidth, ratios, and local memcpy as the bandwidth reference. Only rank 0\n"
+               "prints. Every transfer's bytes are checked.\n"
+               "\n"
+               "With the ranks on two nodes (two machines, or TCOLL_RANKS_PER_NODE=1 on one,\n"
+               "which makes each rank a node of its own to tcoll) the port channel goes over\n"
+               "MPI through the proxy threads, the memory channel rows\n"
+               "and the memcpy reference are left out, and the goals give the port channel\n"
+               "against MPI_Send/Recv.\n"
+               "\n"
+               "  -b, --minbytes SIZE   smallest bandwidth size (default 4K)\n"
+               "  -e, --maxbytes SIZE   largest, always the last row (default 64M, at most 1G)\n"
+               "  -f, --stepfactor F    multiply the size by F from row to row (default 4)\n"
+               "  -W, --window N        messages per bandwidth round (default 16; fewer when\n"
+               "                        N x size passes max(64M, the largest size))\n"
+               "  -n, --iters N         bandwidth rounds per run (default: 256 MiB per run\n"
+               "                        and direction, 2..1000 rounds)\n"
+               "  -r, --runs N          bandwidth runs per cell, interleaved with the other\n"
+               "                        columns' runs; the median is shown (default 5, at\n"
+               "                        most 15)\n"
+               "  -l, --lat-iters N     timed ping-pongs per latency row (default 10000)\n"
+               "  -w, --warmup N        untimed ping-pongs first (default lat-iters/10)\n"
+               "      --spin-ns NS      how long channel waits poll before parking\n"
+               "                        (tc_chan_opts_t.spin_ns; default: the library's)\n"
+               "      --json FILE       also write every number to FILE as JSON\n"
+               "  -h, --help            this text\n"
+               "\n"
+               "SIZE: bytes with an optional K, M or G suffix (powers of 1024).\n"
+               "Exit status: 0 every transfer right; 1 a call failed or a transfer delivered\n"
+               "wrong bytes; 2 bad options, or not 2 ranks.\n");
 }
 
 static int parse_long(const char *s, long lo, long hi, long *v_p)
@@ -64,13 +63,18 @@ static int parse_long(const char *s, long lo, long hi, long *v_p)
 
 int cb_parse_options(int argc, char **argv, cb_opts_t *o, char *err, size_t len)
 {
-    static const struct option longopts[] = {
-        {"minbytes", required_argument, NULL, 'b'}, {"maxbytes", required_argument, NULL, 'e'},
-        {"stepfactor", required_argument, NULL, 'f'}, {"window", required_argument, NULL, 'W'},
-        {"iters", required_argument, NULL, 'n'},    {"runs", required_argument, NULL, 'r'},
-        {"lat-iters", required_argument, NULL, 'l'}, {"warmup", required_argument, NULL, 'w'},
-        {"spin-ns", required_argument, NULL, 'S'},  {"json", required_argument, NULL, 'J'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"minbytes", required_argument, NULL, 'b'},
+                                             {"maxbytes", required_argument, NULL, 'e'},
+                                             {"stepfactor", required_argument, NULL, 'f'},
+                                             {"window", required_argument, NULL, 'W'},
+                                             {"iters", required_argument, NULL, 'n'},
+                                             {"runs", required_argument, NULL, 'r'},
+                                             {"lat-iters", required_argument, NULL, 'l'},
+                                             {"warmup", required_argument, NULL, 'w'},
+                                             {"spin-ns", required_argument, NULL, 'S'},
+                                             {"json", required_argument, NULL, 'J'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
     long v;
     int c;
 
@@ -133,8 +137,10 @@ int cb_parse_options(int argc, char **argv, cb_opts_t *o, char *err, size_t len)
             break;
         case 'S':
             if (parse_long(optarg, -1, 60l * 1000000000l, &v) != 0) {
-                snprintf(err, len, "--spin-ns '%s': expected nanoseconds 0..60000000000 (-1: "
-                         "the library's default)", optarg);
+                snprintf(err, len,
+                         "--spin-ns '%s': expected nanoseconds 0..60000000000 (-1: "
+                         "the library's default)",
+                         optarg);
             }
             o->spin_ns = v;
             break;

@@ -91,10 +91,14 @@ void cb_print_bw_header(int twoway)
         printf("Both ranks send their round at once, then wait for the other's.\n");
     }
     if (cb_nodes) {
-        printf("%s", twoway ? "No memchan column: the ranks are on different nodes, and memory "
-               "channels are for one node.\n" : "No memchan or memcpy column: the ranks are on "
-               "different nodes, and memory channels (and the\nmemcpy reference of the in-node "
-               "goal) are for one node.\n");
+        printf(
+            "%s",
+            twoway
+                ? "No memchan column: the ranks are on different nodes, and memory "
+                  "channels are for one node.\n"
+                : "No memchan or memcpy column: the ranks are on "
+                  "different nodes, and memory channels (and the\nmemcpy reference of the in-node "
+                  "goal) are for one node.\n");
     }
     for (t = 0; t < CB_NXPORT; t++) {
         if (cb_xport_on(t)) {
@@ -217,8 +221,7 @@ static void print_goals_nodes(const cb_lat_row_t *lat, const cb_bw_row_t *one,
 
         cell_num(a, sizeof(a), r->gbs[CB_T_PORTCHAN], r->wrong[CB_T_PORTCHAN]);
         cell_num(b, sizeof(b), r->gbs[CB_T_SEND], r->wrong[CB_T_SEND]);
-        cell_x(x, sizeof(x), r->x[CB_X_PORT_SEND], r->wrong[CB_T_PORTCHAN],
-               r->wrong[CB_T_SEND]);
+        cell_x(x, sizeof(x), r->x[CB_X_PORT_SEND], r->wrong[CB_T_PORTCHAN], r->wrong[CB_T_SEND]);
         printf("  - %s bandwidth at %s: port channel %s GB/s, Send/Recv %s GB/s: %s Send\n",
                k == 0 ? "one-way" : "two-way", size, a, b, x);
     }
@@ -249,8 +252,8 @@ void cb_print_goals(const cb_lat_row_t *lat, const cb_bw_row_t *one, const cb_bw
                "measured (WRONG)\n");
     } else {
         printf("- port channel put one-way bandwidth >= 80%% of local memcpy at 4 MiB: %.0f%% "
-               "(portchan %.2f GB/s, memcpy %.2f GB/s), %s\n", one[i].pct_memcpy,
-               one[i].gbs[CB_T_PORTCHAN], one[i].memcpy_gbs,
+               "(portchan %.2f GB/s, memcpy %.2f GB/s), %s\n",
+               one[i].pct_memcpy, one[i].gbs[CB_T_PORTCHAN], one[i].memcpy_gbs,
                one[i].pct_memcpy >= 80.0 ? "met" : "NOT met");
     }
     fflush(stdout);
@@ -265,8 +268,8 @@ static void json_bw(FILE *f, const char *name, const cb_bw_row_t *rows, int n, i
         fprintf(f, "    {\"bytes\": %llu, \"window\": %d, \"rounds\": %d",
                 (unsigned long long)rows[i].bytes, rows[i].window, rows[i].iters);
         if (!twoway && cb_memcpy_on()) {
-            fprintf(f, ", \"memcpy_gbs\": %.4f, \"portchan_pct_memcpy\": %.2f",
-                    rows[i].memcpy_gbs, rows[i].pct_memcpy);
+            fprintf(f, ", \"memcpy_gbs\": %.4f, \"portchan_pct_memcpy\": %.2f", rows[i].memcpy_gbs,
+                    rows[i].pct_memcpy);
         }
         for (k = 0; k < CB_NX; k++) {
             if (cb_xport_on(cb_x_info[k].a) && cb_xport_on(cb_x_info[k].b)) {
@@ -289,8 +292,8 @@ static void json_bw(FILE *f, const char *name, const cb_bw_row_t *rows, int n, i
     fprintf(f, "  ]");
 }
 
-void cb_write_json(FILE *f, const cb_opts_t *o, const cb_lat_row_t *lat,
-                   const cb_bw_row_t *one, const cb_bw_row_t *two, int nsizes)
+void cb_write_json(FILE *f, const cb_opts_t *o, const cb_lat_row_t *lat, const cb_bw_row_t *one,
+                   const cb_bw_row_t *two, int nsizes)
 {
     int k, last = CB_NLAT - 1;
 

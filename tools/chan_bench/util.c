@@ -167,4 +167,3 @@ int cb_cpu_list(char *buf, size_t len)
     }
     return n;
 }
-

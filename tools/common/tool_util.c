@@ -25,11 +25,20 @@ int tc_tool_parse_size(const char *s, uint64_t *v_p)
     }
     switch (*end) {
     case 'k':
-    case 'K': mult = 1ull << 10; end++; break;
+    case 'K':
+        mult = 1ull << 10;
+        end++;
+        break;
     case 'm':
-    case 'M': mult = 1ull << 20; end++; break;
+    case 'M':
+        mult = 1ull << 20;
+        end++;
+        break;
     case 'g':
-    case 'G': mult = 1ull << 30; end++; break;
+    case 'G':
+        mult = 1ull << 30;
+        end++;
+        break;
     default: break;
     }
     if (mult > 1 && strcmp(end, "iB") == 0) {

@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <string.h>
 
-
 uint64_t perf_hash(uint64_t x)
 {
     x ^= x >> 32;
@@ -33,8 +32,8 @@ unsigned perf_hbucket(uint64_t i, uint64_t salt)
 
 int64_t perf_ar_value(const perf_ar_scheme_t *s, int r, unsigned h)
 {
-    int n = perf_size, sgn = perf_dt_is_float(s->dt) || s->dt == TC_INT8 ||
-                             s->dt == TC_INT16 || s->dt == TC_INT32 || s->dt == TC_INT64;
+    int n = perf_size, sgn = perf_dt_is_float(s->dt) || s->dt == TC_INT8 || s->dt == TC_INT16 ||
+                             s->dt == TC_INT32 || s->dt == TC_INT64;
     switch (s->op) {
     case TC_SUM: return (int64_t)((h + 7u * (unsigned)r) % (unsigned)s->k) - (sgn ? s->k / 2 : 0);
     case TC_AVG:
@@ -118,9 +117,8 @@ long long perf_check_result(const perf_bench_t *b, const void *out, uint64_t n, 
                 fprintf(stderr,
                         "tcoll-perf: rank %d: %s %s of %llu %s elements: element %llu is %.17g, "
                         "expected %.17g\n",
-                        perf_rank, impl, perf_mode_names[b->o->mode],
-                        (unsigned long long)b->count, tc_dtype_name(dt), (unsigned long long)i,
-                        got, wantd);
+                        perf_rank, impl, perf_mode_names[b->o->mode], (unsigned long long)b->count,
+                        tc_dtype_name(dt), (unsigned long long)i, got, wantd);
             }
             wrong++;
         }

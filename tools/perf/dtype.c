@@ -12,7 +12,6 @@
 #include <math.h>
 #include <string.h>
 
-
 static uint16_t f32_to_f16(float f)
 {
     uint32_t x, ax, sign, m, r, rem, half;
@@ -136,17 +135,25 @@ static double int_meaning(tc_dtype_t dt, uint64_t bits)
 /* Whether element i of buf is v: integers bit for bit after truncation to
  * their width, floating types by value. *got_p and *want_p: both as numbers,
  * for a message. */
-int perf_elem_is(tc_dtype_t dt, const void *buf, size_t i, int64_t v, double *got_p,
-                 double *want_p)
+int perf_elem_is(tc_dtype_t dt, const void *buf, size_t i, int64_t v, double *got_p, double *want_p)
 {
     uint64_t u = (uint64_t)v, g = 0;
     double d = 0;
     switch (dt) {
     case TC_UINT8:
-    case TC_INT8: g = ((const uint8_t *)buf)[i]; u &= 0xffu; break;
+    case TC_INT8:
+        g = ((const uint8_t *)buf)[i];
+        u &= 0xffu;
+        break;
     case TC_UINT16:
-    case TC_INT16: g = ((const uint16_t *)buf)[i]; u &= 0xffffu; break;
-    case TC_INT32: g = ((const uint32_t *)buf)[i]; u &= 0xffffffffu; break;
+    case TC_INT16:
+        g = ((const uint16_t *)buf)[i];
+        u &= 0xffffu;
+        break;
+    case TC_INT32:
+        g = ((const uint32_t *)buf)[i];
+        u &= 0xffffffffu;
+        break;
     case TC_INT64: g = ((const uint64_t *)buf)[i]; break;
     case TC_FLOAT16: d = f16_to_f32(((const uint16_t *)buf)[i]); break;
     case TC_BFLOAT16: d = bf16_to_f32(((const uint16_t *)buf)[i]); break;
@@ -184,23 +191,23 @@ MPI_Datatype perf_mpi_dtype(tc_dtype_t dt)
 
 /* float16/bfloat16 reductions for MPI: combine in float32, round to nearest
  * even after each operation (as tcoll does); min/max propagate NaN. */
-#define PERF_HALF_OP(NAME, TO, FROM, EXPR)                                            \
-    static void NAME(void *in, void *inout, int *len, MPI_Datatype *dt)               \
-    {                                                                                 \
-        const uint16_t *a = in;                                                       \
-        uint16_t *b = inout;                                                          \
-        (void)dt;                                                                     \
-        for (int i = 0; i < *len; i++) {                                              \
-            float x = TO(a[i]), y = TO(b[i]);                                         \
-            b[i] = FROM(EXPR);                                                        \
-        }                                                                             \
+#define PERF_HALF_OP(NAME, TO, FROM, EXPR)                                                         \
+    static void NAME(void *in, void *inout, int *len, MPI_Datatype *dt)                            \
+    {                                                                                              \
+        const uint16_t *a = in;                                                                    \
+        uint16_t *b = inout;                                                                       \
+        (void)dt;                                                                                  \
+        for (int i = 0; i < *len; i++) {                                                           \
+            float x = TO(a[i]), y = TO(b[i]);                                                      \
+            b[i] = FROM(EXPR);                                                                     \
+        }                                                                                          \
     }
 PERF_HALF_OP(f16_sum, f16_to_f32, f32_to_f16, x + y)
-PERF_HALF_OP(f16_prod, f16_to_f32, f32_to_f16, x * y)
+PERF_HALF_OP(f16_prod, f16_to_f32, f32_to_f16, x *y)
 PERF_HALF_OP(f16_min, f16_to_f32, f32_to_f16, (isnan(x) || x < y) ? x : y)
 PERF_HALF_OP(f16_max, f16_to_f32, f32_to_f16, (isnan(x) || x > y) ? x : y)
 PERF_HALF_OP(bf16_sum, bf16_to_f32, f32_to_bf16, x + y)
-PERF_HALF_OP(bf16_prod, bf16_to_f32, f32_to_bf16, x * y)
+PERF_HALF_OP(bf16_prod, bf16_to_f32, f32_to_bf16, x *y)
 PERF_HALF_OP(bf16_min, bf16_to_f32, f32_to_bf16, (isnan(x) || x < y) ? x : y)
 PERF_HALF_OP(bf16_max, bf16_to_f32, f32_to_bf16, (isnan(x) || x > y) ? x : y)
 
@@ -264,4 +271,3 @@ void perf_mpi_avg_finish(tc_dtype_t dt, void *buf, size_t count)
     default: break; /* integers: avg is refused when options are parsed */
     }
 }
-

@@ -76,9 +76,11 @@ int main(int argc, char **argv)
     }
     if (provided < MPI_THREAD_MULTIPLE) {
         if (perf_rank == 0) {
-            fprintf(stderr, "tcoll-perf: this MPI gives thread level %d, below "
-                            "MPI_THREAD_MULTIPLE; tcoll-perf needs it to call MPI while tcoll's "
-                            "engine thread runs\n", provided);
+            fprintf(stderr,
+                    "tcoll-perf: this MPI gives thread level %d, below "
+                    "MPI_THREAD_MULTIPLE; tcoll-perf needs it to call MPI while tcoll's "
+                    "engine thread runs\n",
+                    provided);
         }
         MPI_Finalize();
         return PERF_EXIT_FAIL;
@@ -90,8 +92,7 @@ int main(int argc, char **argv)
     if (perf_rank == 0 && o.json != NULL) {
         json = fopen(o.json, "w");
         if (json == NULL) {
-            fprintf(stderr, "tcoll-perf: --json: cannot write '%s': %s\n", o.json,
-                    strerror(errno));
+            fprintf(stderr, "tcoll-perf: --json: cannot write '%s': %s\n", o.json, strerror(errno));
             ok = 0;
         }
     }
@@ -102,8 +103,10 @@ int main(int argc, char **argv)
         } else if (perf_rank == 0) {
             wl_path = perf_default_workload(tried, sizeof tried);
             if (wl_path == NULL) {
-                fprintf(stderr, "tcoll-perf: no default workload file (looked for %s); "
-                                "name one with --workload FILE\n", tried[0] ? tried : "none");
+                fprintf(stderr,
+                        "tcoll-perf: no default workload file (looked for %s); "
+                        "name one with --workload FILE\n",
+                        tried[0] ? tried : "none");
             }
         } else {
             wl_path = strdup("(rank 0's file)");
@@ -152,8 +155,8 @@ int main(int argc, char **argv)
 
     if (wrong > 0) {
         if (perf_rank == 0) {
-            fprintf(stderr, "tcoll-perf: %lld wrong %s in all (see the 'wrong' columns)\n",
-                    wrong, o.mode == PERF_MODE_BARRIER ? "barriers" : "elements");
+            fprintf(stderr, "tcoll-perf: %lld wrong %s in all (see the 'wrong' columns)\n", wrong,
+                    o.mode == PERF_MODE_BARRIER ? "barriers" : "elements");
         }
         exit_code = PERF_EXIT_FAIL;
     }

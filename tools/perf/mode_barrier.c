@@ -82,8 +82,7 @@ static long long barrier_tcoll(perf_bench_t *b, int check)
     }
     st = tc_wait(req);
     if (st != TC_OK) {
-        perf_die("tc_wait(barrier) failed: %s: %s", tc_status_string(st),
-                 tc_request_error(req));
+        perf_die("tc_wait(barrier) failed: %s: %s", tc_status_string(st), tc_request_error(req));
     }
     tc_request_free(req);
     if (check) {

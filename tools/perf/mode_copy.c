@@ -45,8 +45,8 @@ static long long allgather_tcoll(perf_bench_t *b, int check)
     perf_tc_submit_ok(b, tc_allgather(b->name, &b->tensor, &req));
     perf_tc_wait(b, req);
     if (check) {
-        wrong = perf_check_result(b, perf_tc_output(b, req, b->count), b->count, want_copied,
-                                  "tcoll");
+        wrong =
+            perf_check_result(b, perf_tc_output(b, req, b->count), b->count, want_copied, "tcoll");
     }
     tc_request_free(req);
     return wrong;

@@ -21,73 +21,72 @@ const char *const perf_mode_names[PERF_NMODES] = {
 
 void perf_usage(FILE *f)
 {
-    fprintf(f,
-"Usage: mpiexec -n N tcoll-perf [options]\n"
-"\n"
-"Times tcoll's collectives through its public async API (submit, tc_wait,\n"
-"tc_request_free; one fixed tensor name per size) and, in the same run and on\n"
-"the same buffers, the MPI call a user would make instead; prints one row per\n"
-"size. Only rank 0 prints.\n"
-"\n"
-"  -m, --mode MODE       allreduce | allgather | broadcast | reducescatter |\n"
-"                        alltoall | barrier | workload (default allreduce)\n"
-"  -b, --minbytes SIZE   smallest size (default 8; barrier: no sizes, -b, -e\n"
-"                        and -f do not apply)\n"
-"  -e, --maxbytes SIZE   largest size, always the last row (default 64M)\n"
-"  -f, --stepfactor F    multiply the size by F from row to row (default 4)\n"
-"  -o, --op OP           sum | avg | min | max | prod (default sum; allreduce,\n"
-"                        reducescatter and workload only)\n"
-"  -d, --datatype T      float32 | float64 | float16 | bfloat16 | int32 |\n"
-"                        int64 | int16 | uint16 | int8 | uint8 (default\n"
-"                        float32; workload: float32 only; not with barrier)\n"
-"  -r, --root R          broadcast root (default 0)\n"
-"  -c, --check 0|1       check each result against exact values (default 1)\n"
-"  -n, --iters N         timed iterations per size (default 100 up to 5 MiB,\n"
-"                        then 512 MiB/size, at least 5); barrier: timed\n"
-"                        barriers (default 1000); workload: timed steps\n"
-"                        (default 20)\n"
-"  -w, --warmup N        untimed iterations first (default iters/10, at\n"
-"                        least 2; workload 3)\n"
-"      --workload FILE   tensors to replay (implies -m workload): lines\n"
-"                        'name<TAB>elements<TAB>shape', e.g.\n"
-"                        'conv1.weight<TAB>9408<TAB>64x3x7x7'; '#' starts a\n"
-"                        comment. Default: ResNet-50's 161 gradients\n"
-"                        (resnet50.tsv, installed under share/tcoll)\n"
-"      --json FILE       also write every row to FILE as a JSON array\n"
-"      --plot FILE.png   draw busbw against size for tcoll and MPI with\n"
-"                        gnuplot (sweeps only, not barrier; a note if\n"
-"                        gnuplot is missing)\n"
-"  -h, --help            this text\n"
-"\n"
-"SIZE: bytes, with an optional K, M or G suffix (powers of 1024): 8, 1K, 256M.\n"
-"\n"
-"Columns (sweeps): size = bytes of the result on each rank (allgather: the whole\n"
-"gathered output, each rank sends size/n; reducescatter: the whole input, a\n"
-"multiple of n elements, each rank keeps its block of size/n; alltoall: what\n"
-"each rank sends in all, a multiple of n elements, size/n to each rank);\n"
-"count = its elements; then for tcoll and for MPI (MPI_Allreduce,\n"
-"MPI_Allgather, MPI_Bcast, MPI_Reduce_scatter_block, MPI_Alltoallv with equal\n"
-"counts; avg = MPI_SUM, then a division): time = median over iterations of the\n"
-"slowest rank's time (us), algbw = size/time (GB/s), busbw = algbw x 2(n-1)/n\n"
-"for allreduce, x (n-1)/n for allgather, reducescatter and alltoall, x 1 for\n"
-"broadcast; wrong = elements differing from the exact result, summed over\n"
-"ranks ('-' with -c 0). ratio = tcoll busbw / MPI busbw: > 1 means tcoll is\n"
-"faster.\n"
-"\n"
-"Barrier mode: tc_barrier (then tc_wait, tc_request_free) vs MPI_Barrier, one\n"
-"row: time = median us per barrier of the slowest rank (size, count, type,\n"
-"algbw and busbw do not apply: 0 and -); wrong = ranks whose barrier completed\n"
-"before the last rank called it, checked with one extra barrier that the last\n"
-"rank calls 20 ms late; ratio = MPI time / tcoll time: > 1 means tcoll is\n"
-"faster.\n"
-"\n"
-"Workload mode: every step submits each tensor as a float32 allreduce in\n"
-"backprop order (last line first) and waits for all; ms per step for tcoll,\n"
-"for one MPI_Allreduce per tensor, and for packing into one buffer + one\n"
-"MPI_Allreduce + unpacking (copies included); ratio = that ms / tcoll's ms.\n"
-"\n"
-"Exit status: 0 all results right; 1 a call failed or a result was wrong;\n"
-"2 bad options or workload file.\n");
+    fprintf(f, "Usage: mpiexec -n N tcoll-perf [options]\n"
+               "\n"
+               "Times tcoll's collectives through its public async API (submit, tc_wait,\n"
+               "tc_request_free; one fixed tensor name per size) and, in the same run and on\n"
+               "the same buffers, the MPI call a user would make instead; prints one row per\n"
+               "size. Only rank 0 prints.\n"
+               "\n"
+               "  -m, --mode MODE       allreduce | allgather | broadcast | reducescatter |\n"
+               "                        alltoall | barrier | workload (default allreduce)\n"
+               "  -b, --minbytes SIZE   smallest size (default 8; barrier: no sizes, -b, -e\n"
+               "                        and -f do not apply)\n"
+               "  -e, --maxbytes SIZE   largest size, always the last row (default 64M)\n"
+               "  -f, --stepfactor F    multiply the size by F from row to row (default 4)\n"
+               "  -o, --op OP           sum | avg | min | max | prod (default sum; allreduce,\n"
+               "                        reducescatter and workload only)\n"
+               "  -d, --datatype T      float32 | float64 | float16 | bfloat16 | int32 |\n"
+               "                        int64 | int16 | uint16 | int8 | uint8 (default\n"
+               "                        float32; workload: float32 only; not with barrier)\n"
+               "  -r, --root R          broadcast root (default 0)\n"
+               "  -c, --check 0|1       check each result against exact values (default 1)\n"
+               "  -n, --iters N         timed iterations per size (default 100 up to 5 MiB,\n"
+               "                        then 512 MiB/size, at least 5); barrier: timed\n"
+               "                        barriers (default 1000); workload: timed steps\n"
+               "                        (default 20)\n"
+               "  -w, --warmup N        untimed iterations first (default iters/10, at\n"
+               "                        least 2; workload 3)\n"
+               "      --workload FILE   tensors to replay (implies -m workload): lines\n"
+               "                        'name<TAB>elements<TAB>shape', e.g.\n"
+               "                        'conv1.weight<TAB>9408<TAB>64x3x7x7'; '#' starts a\n"
+               "                        comment. Default: ResNet-50's 161 gradients\n"
+               "                        (resnet50.tsv, installed under share/tcoll)\n"
+               "      --json FILE       also write every row to FILE as a JSON array\n"
+               "      --plot FILE.png   draw busbw against size for tcoll and MPI with\n"
+               "                        gnuplot (sweeps only, not barrier; a note if\n"
+               "                        gnuplot is missing)\n"
+               "  -h, --help            this text\n"
+               "\n"
+               "SIZE: bytes, with an optional K, M or G suffix (powers of 1024): 8, 1K, 256M.\n"
+               "\n"
+               "Columns (sweeps): size = bytes of the result on each rank (allgather: the whole\n"
+               "gathered output, each rank sends size/n; reducescatter: the whole input, a\n"
+               "multiple of n elements, each rank keeps its block of size/n; alltoall: what\n"
+               "each rank sends in all, a multiple of n elements, size/n to each rank);\n"
+               "count = its elements; then for tcoll and for MPI (MPI_Allreduce,\n"
+               "MPI_Allgather, MPI_Bcast, MPI_Reduce_scatter_block, MPI_Alltoallv with equal\n"
+               "counts; avg = MPI_SUM, then a division): time = median over iterations of the\n"
+               "slowest rank's time (us), algbw = size/time (GB/s), busbw = algbw x 2(n-1)/n\n"
+               "for allreduce, x (n-1)/n for allgather, reducescatter and alltoall, x 1 for\n"
+               "broadcast; wrong = elements differing from the exact result, summed over\n"
+               "ranks ('-' with -c 0). ratio = tcoll busbw / MPI busbw: > 1 means tcoll is\n"
+               "faster.\n"
+               "\n"
+               "Barrier mode: tc_barrier (then tc_wait, tc_request_free) vs MPI_Barrier, one\n"
+               "row: time = median us per barrier of the slowest rank (size, count, type,\n"
+               "algbw and busbw do not apply: 0 and -); wrong = ranks whose barrier completed\n"
+               "before the last rank called it, checked with one extra barrier that the last\n"
+               "rank calls 20 ms late; ratio = MPI time / tcoll time: > 1 means tcoll is\n"
+               "faster.\n"
+               "\n"
+               "Workload mode: every step submits each tensor as a float32 allreduce in\n"
+               "backprop order (last line first) and waits for all; ms per step for tcoll,\n"
+               "for one MPI_Allreduce per tensor, and for packing into one buffer + one\n"
+               "MPI_Allreduce + unpacking (copies included); ratio = that ms / tcoll's ms.\n"
+               "\n"
+               "Exit status: 0 all results right; 1 a call failed or a result was wrong;\n"
+               "2 bad options or workload file.\n");
 }
 
 static int parse_int(const char *s, int lo, int hi, int *v_p)
@@ -118,21 +117,25 @@ int perf_parse_options(int argc, char **argv, perf_opts_t *o)
 {
     static const char *const op_names[] = {"sum", "avg", "min", "max", "prod"};
     static const tc_op_t ops[] = {TC_SUM, TC_AVG, TC_MIN, TC_MAX, TC_PROD};
-    static const char *const dt_names[] = {"uint8",   "int8",     "int32",   "int64",
-                                           "float16", "bfloat16", "float32", "float64",
-                                           "int16",   "uint16"};
-    static const tc_dtype_t dts[] = {TC_UINT8,   TC_INT8,     TC_INT32,   TC_INT64,
-                                     TC_FLOAT16, TC_BFLOAT16, TC_FLOAT32, TC_FLOAT64,
-                                     TC_INT16,   TC_UINT16};
-    static const struct option longopts[] = {
-        {"mode", required_argument, NULL, 'm'},       {"minbytes", required_argument, NULL, 'b'},
-        {"maxbytes", required_argument, NULL, 'e'},   {"stepfactor", required_argument, NULL, 'f'},
-        {"op", required_argument, NULL, 'o'},         {"datatype", required_argument, NULL, 'd'},
-        {"root", required_argument, NULL, 'r'},       {"check", required_argument, NULL, 'c'},
-        {"iters", required_argument, NULL, 'n'},      {"warmup", required_argument, NULL, 'w'},
-        {"workload", required_argument, NULL, 'W'},   {"json", required_argument, NULL, 'J'},
-        {"plot", required_argument, NULL, 'P'},       {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const char *const dt_names[] = {"uint8",    "int8",    "int32",   "int64", "float16",
+                                           "bfloat16", "float32", "float64", "int16", "uint16"};
+    static const tc_dtype_t dts[] = {TC_UINT8,    TC_INT8,    TC_INT32,   TC_INT64, TC_FLOAT16,
+                                     TC_BFLOAT16, TC_FLOAT32, TC_FLOAT64, TC_INT16, TC_UINT16};
+    static const struct option longopts[] = {{"mode", required_argument, NULL, 'm'},
+                                             {"minbytes", required_argument, NULL, 'b'},
+                                             {"maxbytes", required_argument, NULL, 'e'},
+                                             {"stepfactor", required_argument, NULL, 'f'},
+                                             {"op", required_argument, NULL, 'o'},
+                                             {"datatype", required_argument, NULL, 'd'},
+                                             {"root", required_argument, NULL, 'r'},
+                                             {"check", required_argument, NULL, 'c'},
+                                             {"iters", required_argument, NULL, 'n'},
+                                             {"warmup", required_argument, NULL, 'w'},
+                                             {"workload", required_argument, NULL, 'W'},
+                                             {"json", required_argument, NULL, 'J'},
+                                             {"plot", required_argument, NULL, 'P'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
     char err[512] = "";
     int c, i;
 
@@ -218,9 +221,7 @@ int perf_parse_options(int argc, char **argv, perf_opts_t *o)
         case 'J': o->json = optarg; break;
         case 'P': o->plot = optarg; break;
         case 'h': return 1;
-        case ':':
-            snprintf(err, sizeof err, "option '%s' needs a value", argv[optind - 1]);
-            break;
+        case ':': snprintf(err, sizeof err, "option '%s' needs a value", argv[optind - 1]); break;
         default:
             if (optopt != 0) {
                 snprintf(err, sizeof err, "unknown option '-%c'", optopt);
@@ -259,12 +260,12 @@ int perf_parse_options(int argc, char **argv, perf_opts_t *o)
             snprintf(err, sizeof err, "-m workload uses float32, not -d %s",
                      tc_dtype_name(o->dtype));
         } else if (o->mode == PERF_MODE_WORKLOAD && o->op != TC_SUM && o->op != TC_AVG) {
-            snprintf(err, sizeof err, "-m workload takes -o sum or avg, not %s",
-                     tc_op_name(o->op));
+            snprintf(err, sizeof err, "-m workload takes -o sum or avg, not %s", tc_op_name(o->op));
         } else if ((o->mode == PERF_MODE_WORKLOAD || o->mode == PERF_MODE_BARRIER) &&
                    o->plot != NULL) {
-            snprintf(err, sizeof err, "--plot draws a sweep (busbw against size); it has "
-                                      "nothing to draw with -m %s",
+            snprintf(err, sizeof err,
+                     "--plot draws a sweep (busbw against size); it has "
+                     "nothing to draw with -m %s",
                      perf_mode_names[o->mode]);
         } else if (o->mode == PERF_MODE_BARRIER && o->dtype_set) {
             snprintf(err, sizeof err, "-d has no meaning with -m barrier");
@@ -281,4 +282,3 @@ int perf_parse_options(int argc, char **argv, perf_opts_t *o)
     }
     return 0;
 }
-

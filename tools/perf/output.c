@@ -31,7 +31,6 @@ static void fmt_size(char *buf, size_t len, uint64_t bytes)
     }
 }
 
-
 static void json_string(FILE *f, const char *s)
 {
     fputc('"', f);
@@ -76,8 +75,9 @@ int perf_write_json_sweep(FILE *f, const perf_opts_t *o, const perf_row_t *rows,
         } else {
             fputs("null", f);
         }
-        fprintf(f, ", \"ranks\": %d, \"size\": %llu, \"count\": %llu, \"iters\": %d, "
-                   "\"warmup\": %d",
+        fprintf(f,
+                ", \"ranks\": %d, \"size\": %llu, \"count\": %llu, \"iters\": %d, "
+                "\"warmup\": %d",
                 perf_size, (unsigned long long)r->bytes, (unsigned long long)r->count, r->iters,
                 r->warmup);
         for (int k = 0; k < 2; k++) {
@@ -106,9 +106,10 @@ int perf_write_json_workload(FILE *f, const perf_opts_t *o, const char *path,
     for (int m = 0; m < PERF_WL_NMODES; m++) {
         fputs("  {\"mode\": \"workload\", \"workload\": ", f);
         json_string(f, path);
-        fprintf(f, ", \"impl\": \"%s\", \"op\": \"%s\", \"dtype\": \"float32\", \"ranks\": %d, "
-                   "\"tensors\": %d, \"elements\": %zu, \"bytes\": %zu, \"steps\": %d, "
-                   "\"warmup\": %d, \"ms_per_step\": %.4f, \"ratio_vs_tcoll\": %.4f, \"copy_ms\": ",
+        fprintf(f,
+                ", \"impl\": \"%s\", \"op\": \"%s\", \"dtype\": \"float32\", \"ranks\": %d, "
+                "\"tensors\": %d, \"elements\": %zu, \"bytes\": %zu, \"steps\": %d, "
+                "\"warmup\": %d, \"ms_per_step\": %.4f, \"ratio_vs_tcoll\": %.4f, \"copy_ms\": ",
                 perf_wl_mode_names[m], tc_op_name(o->op), perf_size, w->n, w->total,
                 w->total * sizeof(float), res->steps, res->warmup, res->ms[m],
                 res->ms[m] / res->ms[PERF_WL_TCOLL]);
@@ -184,12 +185,13 @@ int perf_draw_plot(const perf_opts_t *o, const perf_row_t *rows, int n)
         fprintf(gp, " %s", tc_op_name(o->op));
     }
     fprintf(gp, ", %s, %d ranks (tcoll %s)'\n", tc_dtype_name(o->dtype), perf_size, tc_version());
-    fprintf(gp, "set xlabel 'size (bytes)'\n"
-                "set ylabel 'busbw (GB/s), algbw x %s'\n"
-                "set logscale x 2\n"
-                "set grid\n"
-                "set key top left\n"
-                "set yrange [0:*]\n",
+    fprintf(gp,
+            "set xlabel 'size (bytes)'\n"
+            "set ylabel 'busbw (GB/s), algbw x %s'\n"
+            "set logscale x 2\n"
+            "set grid\n"
+            "set key top left\n"
+            "set yrange [0:*]\n",
             perf_busbw_text(o->mode));
     /* Tics at the measured sizes (at most about 14 labels), named like -b/-e. */
     fputs("set xtics (", gp);
@@ -225,11 +227,12 @@ int perf_draw_plot(const perf_opts_t *o, const perf_row_t *rows, int n)
     }
     st = pclose(gp);
     if (st != 0) {
-        fprintf(stderr, "tcoll-perf: gnuplot failed (status %d, its messages are above); no plot "
-                        "in '%s'\n", st, o->plot);
+        fprintf(stderr,
+                "tcoll-perf: gnuplot failed (status %d, its messages are above); no plot "
+                "in '%s'\n",
+                st, o->plot);
         return -1;
     }
     fprintf(stderr, "tcoll-perf: plot written to %s\n", o->plot);
     return 0;
 }
-

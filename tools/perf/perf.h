@@ -37,20 +37,20 @@
 #define PERF_HBUCKETS 1021
 
 /* The modes, in the order --help lists them: enum and names from one list. */
-#define PERF_MODE_LIST(X)                                                     \
-    X(ALLREDUCE, "allreduce")                                                 \
-    X(ALLGATHER, "allgather")                                                 \
-    X(BROADCAST, "broadcast")                                                 \
-    X(REDUCESCATTER, "reducescatter")                                         \
-    X(ALLTOALL, "alltoall")                                                   \
-    X(BARRIER, "barrier")                                                     \
+#define PERF_MODE_LIST(X)                                                                          \
+    X(ALLREDUCE, "allreduce")                                                                      \
+    X(ALLGATHER, "allgather")                                                                      \
+    X(BROADCAST, "broadcast")                                                                      \
+    X(REDUCESCATTER, "reducescatter")                                                              \
+    X(ALLTOALL, "alltoall")                                                                        \
+    X(BARRIER, "barrier")                                                                          \
     X(WORKLOAD, "workload")
 
 typedef enum {
 #define PERF_MODE_ENUM(id, name) PERF_MODE_##id,
     PERF_MODE_LIST(PERF_MODE_ENUM)
 #undef PERF_MODE_ENUM
-    PERF_NMODES
+        PERF_NMODES
 } perf_mode_t;
 
 extern const char *const perf_mode_names[PERF_NMODES];
@@ -71,7 +71,7 @@ typedef struct {
 typedef struct {
     uint64_t bytes, count;
     int iters, warmup;
-    double us[2];        /* [0] tcoll, [1] MPI */
+    double us[2]; /* [0] tcoll, [1] MPI */
     long long wrong[2];
 } perf_row_t;
 
@@ -125,8 +125,8 @@ void perf_mpi_avg_finish(tc_dtype_t dt, void *buf, size_t count);
 typedef struct {
     tc_dtype_t dt;
     tc_op_t op;
-    int k;     /* sum/avg: values span k consecutive integers */
-    int d;     /* avg: 1 if rank r adds (2r - (n-1)) to half of the elements */
+    int k; /* sum/avg: values span k consecutive integers */
+    int d; /* avg: 1 if rank r adds (2r - (n-1)) to half of the elements */
     int64_t expect[PERF_HBUCKETS];
 } perf_ar_scheme_t;
 
@@ -146,13 +146,13 @@ int64_t perf_copy_value(tc_dtype_t dt, uint64_t j, uint64_t salt);
 typedef struct perf_bench {
     const perf_opts_t *o;
     const perf_ar_scheme_t *ar; /* reductions: the data and expected values */
-    uint64_t count;    /* elements of the row (its size / the element size) */
-    uint64_t per;      /* count/n where blocks are per rank (allgather, reducescatter,
+    uint64_t count;             /* elements of the row (its size / the element size) */
+    uint64_t per;               /* count/n where blocks are per rank (allgather, reducescatter,
                         * alltoall) */
     uint64_t salt;
-    void *send;        /* the input; the broadcast buffer */
-    void *recv;        /* MPI's output, and tcoll's when the user provides it */
-    char name[64];     /* tcoll's tensor name for this size */
+    void *send;    /* the input; the broadcast buffer */
+    void *recv;    /* MPI's output, and tcoll's when the user provides it */
+    char name[64]; /* tcoll's tensor name for this size */
     tc_tensor_t tensor;
     MPI_Datatype mdt;
     MPI_Op mop;
@@ -163,18 +163,18 @@ typedef struct perf_bench {
 typedef int64_t (*perf_want_fn)(const perf_bench_t *b, uint64_t i);
 
 typedef enum {
-    PERF_BUSBW_1,     /* x 1 */
-    PERF_BUSBW_RING,  /* x (n-1)/n */
-    PERF_BUSBW_2RING  /* x 2(n-1)/n */
+    PERF_BUSBW_1,    /* x 1 */
+    PERF_BUSBW_RING, /* x (n-1)/n */
+    PERF_BUSBW_2RING /* x 2(n-1)/n */
 } perf_busbw_t;
 
 /* One collective as the sweep drives it. */
 typedef struct {
     perf_busbw_t busbw;
-    int takes_op;          /* -o applies; MPI needs an MPI_Op */
+    int takes_op;            /* -o applies; MPI needs an MPI_Op */
     int count_multiple_of_n; /* the row's count is rounded down to a multiple of n */
-    int needs_recv;        /* a receive buffer of the row's count */
-    const char *size_note; /* a header line on what size and count are, or NULL */
+    int needs_recv;          /* a receive buffer of the row's count */
+    const char *size_note;   /* a header line on what size and count are, or NULL */
     /* Sets per and the tensor for this row's count. */
     void (*setup)(perf_bench_t *b);
     /* Writes the inputs for this row and poisons the outputs. */
@@ -215,8 +215,8 @@ void perf_poison_recv(perf_bench_t *b);
 const perf_sweep_ops_t *perf_sweep_ops(perf_mode_t mode);
 /* Warmup, then iters timed operations of one side (impl 0: tcoll, 1: MPI);
  * returns the median over iterations of the slowest rank's time, seconds. */
-double perf_time_side(const perf_sweep_ops_t *ops, perf_bench_t *b, int impl, int iters,
-                      int warmup, double *times);
+double perf_time_side(const perf_sweep_ops_t *ops, perf_bench_t *b, int impl, int iters, int warmup,
+                      double *times);
 /* One extra, untimed operation of one side into a poisoned output; wrong
  * elements summed over ranks. */
 long long perf_check_side(const perf_sweep_ops_t *ops, perf_bench_t *b, int impl);

@@ -84,8 +84,8 @@ void *perf_tc_output(const perf_bench_t *b, const tc_request_t *req, uint64_t ro
     return out.data;
 }
 
-double perf_time_side(const perf_sweep_ops_t *ops, perf_bench_t *b, int impl, int iters,
-                      int warmup, double *times)
+double perf_time_side(const perf_sweep_ops_t *ops, perf_bench_t *b, int impl, int iters, int warmup,
+                      double *times)
 {
     for (int i = 0; i < warmup + iters; i++) {
         double t0;
@@ -140,8 +140,7 @@ static void print_row(const perf_opts_t *o, const perf_row_t *r)
     perf_progress_clear();
     printf("%12llu %12llu %8s  %10.2f %7.2f %7.2f %6s  %10.2f %7.2f %7.2f %6s  %6.2f\n",
            (unsigned long long)r->bytes, (unsigned long long)r->count, tc_dtype_name(o->dtype),
-           r->us[0], alg[0], alg[0] * f, w0, r->us[1], alg[1], alg[1] * f, w1,
-           r->us[1] / r->us[0]);
+           r->us[0], alg[0], alg[0] * f, w0, r->us[1], alg[1], alg[1] * f, w1, r->us[1] / r->us[0]);
     fflush(stdout);
 }
 

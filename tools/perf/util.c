@@ -20,7 +20,6 @@ MPI_Comm perf_comm;
 int perf_progress_on;
 static int progress_shown;
 
-
 void perf_die(const char *fmt, ...)
 {
     va_list ap;
@@ -76,8 +75,8 @@ void perf_progress_clear(void)
  * itself) whose own stderr is one. Linux /proc; no side effects. */
 int perf_stderr_is_terminal(void)
 {
-    static const char *const launchers[] = {"mpirun", "mpiexec", "orterun", "orted",
-                                            "prterun", "prted", "hydra_pmi_proxy"};
+    static const char *const launchers[] = {"mpirun",  "mpiexec", "orterun",        "orted",
+                                            "prterun", "prted",   "hydra_pmi_proxy"};
     char path[64], buf[256];
     FILE *f;
     ssize_t n;

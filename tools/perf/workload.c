@@ -29,7 +29,6 @@
 #endif
 #define PERF_WORKLOAD_FILE "resnet50.tsv"
 
-
 /* Reads the whole file on rank 0 and sends it to every rank (the path may
  * exist on rank 0's node only). NULL on every rank if rank 0 cannot read it. */
 char *perf_read_file_bcast(const char *path, long long *len_p)
@@ -130,8 +129,8 @@ int perf_workload_parse(char *text, const char *path, perf_workload_t *w)
         elems = strtoll(f[1], &end, 10);
         if (errno != 0 || end == f[1] || *end != '\0' || elems < 0 || elems > INT_MAX) {
             if (perf_rank == 0) {
-                fprintf(stderr, "tcoll-perf: %s:%d: bad element count '%s' (0..%d)\n", path,
-                        lineno, f[1], INT_MAX);
+                fprintf(stderr, "tcoll-perf: %s:%d: bad element count '%s' (0..%d)\n", path, lineno,
+                        f[1], INT_MAX);
             }
             return -1;
         }
@@ -170,16 +169,16 @@ int perf_workload_parse(char *text, const char *path, perf_workload_t *w)
         }
         if (t->t.ndim == 0 || prod != elems) {
             if (perf_rank == 0) {
-                fprintf(stderr, "tcoll-perf: %s:%d: shape '%s' does not hold %lld elements\n",
-                        path, lineno, f[2], elems);
+                fprintf(stderr, "tcoll-perf: %s:%d: shape '%s' does not hold %lld elements\n", path,
+                        lineno, f[2], elems);
             }
             return -1;
         }
         for (int i = 0; i < w->n; i++) {
             if (strcmp(w->t[i].name, f[0]) == 0) {
                 if (perf_rank == 0) {
-                    fprintf(stderr, "tcoll-perf: %s:%d: name '%s' already used on line %d\n",
-                            path, lineno, f[0], w->t[i].line);
+                    fprintf(stderr, "tcoll-perf: %s:%d: name '%s' already used on line %d\n", path,
+                            lineno, f[0], w->t[i].line);
                 }
                 return -1;
             }
@@ -236,8 +235,7 @@ static long long workload_check(const perf_workload_t *w, const float *recv,
     return wrong;
 }
 
-const char *const perf_wl_mode_names[PERF_WL_NMODES] = {"tcoll", "mpi-per-tensor",
-                                                         "mpi-packed"};
+const char *const perf_wl_mode_names[PERF_WL_NMODES] = {"tcoll", "mpi-per-tensor", "mpi-packed"};
 
 /* One step of one mode. Returns the time spent copying (packed mode). */
 static double workload_step(const perf_workload_t *w, int mode, tc_op_t op, float *send,
@@ -432,4 +430,3 @@ char *perf_default_workload(char *tried, size_t tried_len)
     }
     return NULL;
 }
-
