@@ -32,6 +32,17 @@ void neg_exch_init(tc_neg_t *n)
     }
     n->extra = n->p.rank < core && n->p.rank + core < n->p.size ? n->p.rank + core : -1;
     n->host = n->p.rank >= core ? n->p.rank - core : -1;
+    if (n->p.size == NEG_DIRECT_SIZE) { /* one round, every rank to every other */
+        n->direct = 1;
+        n->nrounds = 1;
+        n->extra = n->host = -1;
+    }
+}
+
+/* The slots of early parts in use: one per round, or (direct) one per rank. */
+static int nslots(const tc_neg_t *n)
+{
+    return n->direct ? n->p.size : n->nrounds;
 }
 
 void neg_exch_free(tc_neg_t *n)
@@ -62,7 +73,7 @@ static int wants_cycle(const tc_neg_t *n)
     if (n->want || n->extra_want) {
         return 1;
     }
-    for (k = 0; k < n->nrounds; k++) {
+    for (k = 0; k < nslots(n); k++) {
         if (n->slot[0][k].type != 0) {
             return 1; /* a partner has started it */
         }
@@ -85,6 +96,7 @@ static void enter_cycle(tc_neg_t *n)
     n->extra_want = 0;
     n->round = n->extra >= 0 ? -1 : 0;
     n->round_sent = 0;
+    n->got = 0;
 }
 
 /* The last round merged: the extra gets the result, and every rank
@@ -101,7 +113,7 @@ static void finish_cycle(tc_neg_t *n, uint64_t now)
     n->in_cycle = 0;
     neg_run_cycle(n, &g, now);
     neg_part_clear(&n->part);
-    for (j = 0; j < n->nrounds; j++) { /* no slot past nrounds is ever filled */
+    for (j = 0; j < nslots(n); j++) { /* no slot past these is ever filled */
         tc__wire_msg_free(&n->slot[0][j]);
         n->slot[0][j] = n->slot[1][j];
         if (n->slot[1][j].type != 0) {
@@ -110,12 +122,54 @@ static void finish_cycle(tc_neg_t *n, uint64_t now)
     }
 }
 
+/* The direct exchange's one round: this rank's part to every other rank,
+ * then every other rank's part merged as it comes (a gathered merge is the
+ * same in any order: docs/negotiation.md, "The exchange"). */
+static int advance_direct(tc_neg_t *n, uint64_t now)
+{
+    const uint32_t all = ((1u << n->p.size) - 1u) & ~(1u << n->p.rank);
+    int progress = 0, q;
+
+    if (!n->round_sent) {
+        tc_wire_msg_t m;
+        tc_neg_send_t *s;
+        neg_part_msg(n, &n->part, 0, &m);
+        if ((s = neg_send(n, &m, TC_NEG_TAG_CYCLE)) == NULL) {
+            return 1;
+        }
+        for (q = 0; q < n->p.size; q++) {
+            if (q != n->p.rank) {
+                s->dst[s->ndst++] = q;
+            }
+        }
+        n->round_sent = 1;
+        progress = 1;
+    }
+    for (q = 0; q < n->p.size && n->state == TC_NEG_RUNNING; q++) {
+        if (q != n->p.rank && !(n->got & (1u << q)) && n->slot[0][q].type != 0) {
+            neg_merge(n, &n->slot[0][q], q);
+            msg_clear(&n->slot[0][q]);
+            n->got |= 1u << q;
+            progress = 1;
+        }
+    }
+    if (n->got == all && n->state == TC_NEG_RUNNING) {
+        n->round = n->nrounds;
+        finish_cycle(n, now);
+        return 1;
+    }
+    return progress;
+}
+
 /* Takes the cycle as far as what has arrived allows: the extra's snapshot,
  * then each round (send this group's part, merge the partner's). */
 static int advance(tc_neg_t *n, uint64_t now)
 {
     int progress = 0;
 
+    if (n->direct) {
+        return n->in_cycle && n->state == TC_NEG_RUNNING ? advance_direct(n, now) : 0;
+    }
     while (n->in_cycle && n->state == TC_NEG_RUNNING) {
         int partner;
         if (n->round < 0) {
@@ -191,12 +245,47 @@ static void receive_snapshot(tc_neg_t *n, tc_wire_msg_t *m, uint64_t now)
     advance(n, now);
 }
 
+/* The direct exchange: rank src's part of cycle m->seq, merged at once
+ * when this rank is in that cycle and has sent its own, else kept in src's
+ * slot until it gets there. */
+static void receive_direct(tc_neg_t *n, int src, tc_wire_msg_t *m, uint64_t now)
+{
+    int next;
+
+    if (m->round != 0 || (m->seq != n->ncycles && !(m->seq == n->ncycles + 1 && n->in_cycle))) {
+        neg_fail(n, TC_ERR_TRANSPORT,
+                 "protocol error: rank %d sent its part of cycle %llu, round %u; this rank is "
+                 "at cycle %llu",
+                 src, (unsigned long long)m->seq, m->round, (unsigned long long)n->ncycles);
+        return;
+    }
+    next = m->seq != n->ncycles;
+    if (!next && !n->in_cycle) {
+        enter_cycle(n); /* another rank started the cycle */
+        advance(n, now);
+    }
+    if (n->slot[next][src].type != 0 || (!next && (n->got & (1u << src)))) {
+        neg_fail(n, TC_ERR_TRANSPORT, "protocol error: rank %d sent its part of cycle %llu twice",
+                 src, (unsigned long long)m->seq);
+        return;
+    }
+    n->slot[next][src] = *m; /* moved: the caller frees the emptied message */
+    memset(m, 0, sizeof(*m));
+    if (!next) {
+        advance(n, now);
+    }
+}
+
 /* A core rank: a partner's part for round m->round of cycle m->seq. */
 static void receive_part(tc_neg_t *n, int src, tc_wire_msg_t *m, uint64_t now)
 {
     const uint32_t k = m->round;
     int next;
 
+    if (n->direct) {
+        receive_direct(n, src, m, now);
+        return;
+    }
     if (k >= (uint32_t)n->nrounds || src != (n->p.rank ^ (1 << k)) ||
         (m->seq != n->ncycles && !(m->seq == n->ncycles + 1 && n->in_cycle))) {
         neg_fail(n, TC_ERR_TRANSPORT,

@@ -76,12 +76,16 @@ void neg_id_reset(tc_neg_t *n, uint32_t id)
 
 int neg_eager_gathers(const tc_neg_t *n, const tc_wire_request_t *w)
 {
-    return n->p.deterministic && tc__order_matters((tc_dtype_t)w->dtype, (tc_op_t)w->op);
+    /* the direct exchange merges parts in the order they arrive: only
+     * gathered inputs, combined at the end, give every rank the same bits */
+    return n->direct ||
+           (n->p.deterministic && tc__order_matters((tc_dtype_t)w->dtype, (tc_op_t)w->op));
 }
 
 /* Whether a cached submission rides eagerly: a small tensor of a kind that
- * can combine eager inputs (kind/kind.h), whose record (gathered: one input per
- * rank) fits TCOLL_EAGER_BYTES. *bytes_p: the record's size. */
+ * can combine eager inputs (kind/kind.h), whose record in a part (gathered
+ * over rounds: one input per rank; direct: its rank's) fits
+ * TCOLL_EAGER_BYTES. *bytes_p: that record's size. */
 int neg_is_eager(const tc_neg_t *n, const tc_wire_request_t *w, size_t *bytes_p)
 {
     const tc_kind_desc_t *kd = tc__kind_get(w->kind);
@@ -91,8 +95,8 @@ int neg_is_eager(const tc_neg_t *n, const tc_wire_request_t *w, size_t *bytes_p)
     if (n->p.eager_bytes == 0 || kd == NULL || kd->eager_combine == NULL) {
         return 0;
     }
-    if (neg_eager_gathers(n, w)) {
-        count = (size_t)n->p.size; /* a slot per rank */
+    if (!n->direct && neg_eager_gathers(n, w)) {
+        count = (size_t)n->p.size; /* a slot per rank in every part (direct: its own) */
     }
     for (d = 0; d < w->ndim; d++) {
         if (w->shape[d] <= 0 || (uint64_t)w->shape[d] > n->p.eager_bytes) {

@@ -53,6 +53,13 @@ typedef struct {
 } part_t;
 
 #define NEG_MAX_ROUNDS 32
+/* The job size that exchanges directly (docs/negotiation.md, "The
+ * exchange"): with 3 ranks the recursive doubling needs an extra rank and
+ * three message latencies, the direct exchange one, within the same
+ * number of messages per rank (2 each way); every eager input rides
+ * gathered. From 5 ranks on a direct exchange would send more than the
+ * 2 (log2 n + 1) messages the exchange keeps to. */
+#define NEG_DIRECT_SIZE 3
 /* The most first-time names rank 0 decides in one cycle (past it, the rest
  * of a group): a flood of names is decided over several cycles, so that no
  * rank spends long on one cycle's list without looking at its liveness
@@ -84,9 +91,13 @@ struct tc_neg {
     /* The exchange (neg_exch.c). */
     idst_t *ids; /* rank 0: [nids] */
     uint32_t nids;
-    int nrounds;      /* log2 of the core size (the largest power of 2 <= size) */
+    int nrounds;      /* log2 of the core size (the largest power of 2 <= size); the
+                       * direct exchange: 1 */
     int extra;        /* core rank: the extra rank it hosts, or -1 */
     int host;         /* extra rank: its host, or -1 (a core rank) */
+    int direct;       /* the direct exchange (NEG_DIRECT_SIZE ranks): one round in
+                       * which every rank sends its part to every other */
+    uint32_t got;     /* direct: the ranks whose part of this cycle is merged */
     uint64_t ncycles; /* cycles completed */
     int in_cycle;     /* core rank: taking part in cycle ncycles */
     int round;        /* the next round to merge; -1: waiting for the extra's snapshot */
@@ -167,8 +178,9 @@ idst_t *neg_idst(tc_neg_t *n, uint32_t id); /* NULL: out of memory (fails n) */
 void neg_id_reset(tc_neg_t *n, uint32_t id);
 int neg_is_eager(const tc_neg_t *n, const tc_wire_request_t *w, size_t *bytes_p);
 /* Whether w's eager record gathers every rank's input (TCOLL_DETERMINISTIC
- * and an order-sensitive op) instead of a partial result: a slot per rank,
- * combined at the end in the documented order by neg_eager_fold. */
+ * and an order-sensitive op, or the direct exchange) instead of a partial
+ * result: a slot per rank, combined at the end in the documented order by
+ * neg_eager_fold. */
 int neg_eager_gathers(const tc_neg_t *n, const tc_wire_request_t *w);
 
 /* neg_part.c */

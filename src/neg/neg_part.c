@@ -154,9 +154,17 @@ int neg_snapshot(tc_neg_t *n, part_t *pt)
             continue;
         }
         pt->ready[pt->nready++] = ce->id;
-        if ((!((sub_t *)ce->pending)->eager_sent || ((sub_t *)ce->pending)->promoted) &&
+        /* an input rides in its rank's first part only (docs/negotiation.md,
+         * "Eager inputs"), but in every part of the direct exchange, whose
+         * parts go straight to every rank: a rank that joins a cycle before
+         * it has the name then sends its input in the next one, which
+         * completes it */
+        if ((!((sub_t *)ce->pending)->eager_sent || ((sub_t *)ce->pending)->promoted ||
+             n->direct) &&
             neg_is_eager(n, &ce->desc, &bytes)) {
-            const int gathers = neg_eager_gathers(n, &ce->desc);
+            /* the part carries a slot per rank (gathered, over rounds), or this
+             * rank's input alone (the direct exchange, or a partial result) */
+            const int gathers = !n->direct && neg_eager_gathers(n, &ce->desc);
             const size_t slot = gathers ? bytes / (size_t)n->p.size : bytes;
             if ((d = gathers ? calloc(1, bytes) : malloc(bytes)) == NULL) {
                 goto nomem;
@@ -383,7 +391,7 @@ static int in_group(const tc_neg_t *n, int src, int round, int q)
 {
     const int core = 1 << n->nrounds;
 
-    if (src == n->extra) {
+    if (src == n->extra || n->direct) { /* the direct exchange: each part is its rank's */
         return q == src;
     }
     return ((q < core ? q : q - core) >> round) == (src >> round);
@@ -486,11 +494,24 @@ int neg_merge(tc_neg_t *n, tc_wire_msg_t *m, int src)
         const tc_cache_entry_t *ce = tc__cache_get(&n->cache, a->id);
         const tc_kind_desc_t *kd = tc__kind_get(ce->desc.kind);
         const tc_dtype_t dt = (tc_dtype_t)ce->desc.dtype;
+        uint32_t len = a->len;
         void *acc;
         if (b == NULL || !neg_has_id(out->ready, out->nready, a->id)) {
             continue; /* not every rank of the other group has it, or sent its input */
         }
-        if (neg_eager_gathers(n, &ce->desc)) {
+        if (n->direct) {            /* each part carries its rank's input: into its slot */
+            if (a->len == b->len) { /* the first merge: this rank's own into its slot */
+                len = (uint32_t)((size_t)n->p.size * b->len);
+                if ((acc = calloc(1, len)) == NULL) {
+                    goto nomem;
+                }
+                memcpy((char *)acc + (size_t)n->p.rank * b->len, a->data, b->len);
+                free((void *)a->data);
+            } else {
+                acc = (void *)a->data;
+            }
+            memcpy((char *)acc + (size_t)src * b->len, b->data, b->len);
+        } else if (neg_eager_gathers(n, &ce->desc)) {
             acc = (void *)a->data;
             gather_slots(n, src, m->round, acc, b->data, a->len);
         } else if (other_low) {
@@ -505,7 +526,7 @@ int neg_merge(tc_neg_t *n, tc_wire_msg_t *m, int src)
             kd->eager_combine(dt, (tc_op_t)ce->desc.op, acc, b->data, a->len / tc_dtype_size(dt));
         }
         a->data = NULL; /* moved */
-        out->eager[out->neager++] = (tc_wire_eager_t){a->id, a->len, acc};
+        out->eager[out->neager++] = (tc_wire_eager_t){a->id, len, acc};
     }
     if (neg_has_r0(&mine->r0)) {
         out->r0 = mine->r0;

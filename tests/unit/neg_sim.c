@@ -164,15 +164,35 @@ int is_neighbour(int size, int r, int q)
 }
 
 /* The largest power of 2 not above size: the ranks of the exchange rounds;
- * rank core + i is an extra rank hosted by rank i. */
+ * rank core + i is an extra rank hosted by rank i. The direct exchange (3
+ * ranks) has no extra rank: every rank is core. */
 int core_size(int size)
 {
     int core = 1;
 
+    if (size == 3) {
+        return 3;
+    }
     while (core <= size / 2) {
         core *= 2;
     }
     return core;
+}
+
+/* The direct exchange (3 ranks, docs/negotiation.md): each cycle's part to
+ * both other ranks at once, round 0, one per cycle, in cycle order. */
+static void check_direct_send(sim_t *s, int r, const tc_neg_send_t *x, const tc_wire_msg_t *m)
+{
+    const uint64_t cyc = tc__neg_cycles(s->neg[r]);
+
+    CHECK_MSG(m->type == TC_WIRE_CYCLE, "rank %d: type %d on TAG_CYCLE", r, m->type);
+    CHECK_MSG(x->ndst == s->size - 1 && x->dst[0] != x->dst[1] && m->round == 0,
+              "rank %d: a direct part to %d ranks, round %u", r, x->ndst, m->round);
+    CHECK_MSG(m->seq <= cyc, "rank %d sends a part of cycle %llu at cycle %llu", r,
+              (unsigned long long)m->seq, (unsigned long long)cyc);
+    CHECK_MSG(m->seq * 64 + 1 > s->last_part[r], "rank %d sends a second part for cycle %llu", r,
+              (unsigned long long)m->seq);
+    s->last_part[r] = m->seq * 64 + 1;
 }
 
 /* A part of an exchange round, a result for an extra rank, or an extra's
@@ -183,6 +203,10 @@ static void check_cycle_send(sim_t *s, int r, const tc_neg_send_t *x, const tc_w
     const int core = core_size(s->size), dst = x->dst[0];
     const uint64_t cyc = tc__neg_cycles(s->neg[r]);
 
+    if (s->size == 3) {
+        check_direct_send(s, r, x, m);
+        return;
+    }
     CHECK_MSG(x->ndst == 1, "rank %d sends a CYCLE message to %d ranks", r, x->ndst);
     if (m->type == TC_WIRE_BYE) {
         CHECK_MSG(r >= core && dst == r - core && m->flags == 0,

@@ -104,9 +104,11 @@ static size_t spec_bytes(const spec_t *sp)
 int spec_eager(const sim_t *s, const spec_t *sp)
 {
     /* deterministic: float sums, averages and products ride gathered, a
-     * slot per rank */
+     * slot per rank, except in the direct exchange (3 ranks), where each
+     * part carries its own rank's input alone */
     const int gathered = s->p.deterministic && tc__dtype_is_float(sp->dtype) &&
-                         (sp->op == TC_SUM || sp->op == TC_AVG || sp->op == TC_PROD);
+                         (sp->op == TC_SUM || sp->op == TC_AVG || sp->op == TC_PROD) &&
+                         s->size != 3;
 
     return s->p.eager_bytes > 0 && sp->kind == TC_KIND_ALLREDUCE &&
            spec_bytes(sp) * (gathered ? (size_t)s->size : 1) <= s->p.eager_bytes;

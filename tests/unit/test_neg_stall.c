@@ -198,68 +198,78 @@ TC_CASE(stalls)
 }
 
 /* The timeout of a first-time name crosses a late rank's submission of it:
- * rank 2's REQUESTS is on its way to rank 0 while the DOWN that fails the
- * name (for ranks 0 and 1, who had submitted it) is on its way to rank 2.
- * Either resolution is consistent: rank 2's submission fails too (a FAIL
- * item for its request, and rank 0 forgets it), or it stays pending (a FAIL
- * item without a request, docs/negotiation.md: "fails ... on every rank that
- * submitted it") and pairs with the next submissions of the others. Either
- * way no rank may see a protocol error, the name submitted again runs on
- * every rank, whoever comes first, and nothing is left waiting. */
+ * the late rank's REQUESTS is on its way to rank 0 while the DOWN that fails
+ * the name (for the ranks that had submitted it) is on its way to the late
+ * rank. Either resolution is consistent: the late rank's submission fails
+ * too (a FAIL item for its request, and rank 0 forgets it), or it stays
+ * pending (a FAIL item without a request, docs/negotiation.md: "fails ... on
+ * every rank that submitted it") and pairs with the next submissions of the
+ * others. Either way no rank may see a protocol error, the name submitted
+ * again runs on every rank, whoever comes first, and nothing is left
+ * waiting. The late rank is an extra rank (5 ranks: rank 4, hosted by rank
+ * 0), so the others' cycles go on while it is frozen and the DOWN waits in
+ * its host's channel to it. */
+#define CROSS_N 5
+#define CROSS_LATE 4
 static void stall_expiry_crossing(int late_first)
 {
     const uint64_t tick = 250 * MS;
-    sim_t *s = stall_sim(3, 0, 10 * SEC, 0, 1);
+    sim_t *s = stall_sim(CROSS_N, 0, 10 * SEC, 0, 1);
     const char *when = late_first ? "retry, late rank first" : "retry, late rank last";
-    plan_t *f[3], *again[3];
+    plan_t *f[CROSS_N], *again[CROSS_N];
     uint64_t t0;
     int r, kept;
 
-    s->frozen[2] = 1;
-    f[0] = mkplan(s, 0, 1, 0, 0);
-    f[1] = mkplan(s, 1, 1, 0, 0);
+    s->frozen[CROSS_LATE] = 1;
+    for (r = 0; r < CROSS_N; r++) {
+        f[r] = r == CROSS_LATE ? NULL : mkplan(s, r, 1, 0, 0);
+    }
     run(s);
     t0 = s->now;
     while (!f[0]->done && s->now < t0 + 30 * SEC) {
         s->now += tick;
         run(s);
     }
-    CHECK(f[0]->done && f[1]->done);
+    for (r = 0; r < CROSS_N; r++) {
+        CHECK(r == CROSS_LATE || f[r]->done);
+    }
     CHECK_EQ(rec_of(s, f[0])->status, TC_ERR_TIMEOUT);
-    CHECK_EQ(chan(s, 0, 2)->n, 1); /* the DOWN that fails st/f, not delivered yet */
-    s->frozen[2] = 0;
-    f[2] = mkplan(s, 2, 1, 0, 0);
-    submit_next(s, 2);
-    step(s, 2); /* its REQUESTS leaves before the DOWN arrives */
-    CHECK_EQ(chan(s, 2, 0)->n, 1);
-    deliver_chan(s, 0, 2);
-    CHECK_GE(s->nlog[2], 2); /* st/c's warm-up and st/f's FAIL item */
-    CHECK_EQ(s->log[2][s->nlog[2] - 1].action, TC_NEG_FAIL);
-    CHECK_EQ(s->log[2][s->nlog[2] - 1].status, TC_ERR_TIMEOUT);
-    kept = !f[2]->done; /* else it failed with rank 2's request */
+    CHECK_EQ(chan(s, 0, CROSS_LATE)->n, 1); /* the DOWN that fails st/f, not delivered yet */
+    s->frozen[CROSS_LATE] = 0;
+    f[CROSS_LATE] = mkplan(s, CROSS_LATE, 1, 0, 0);
+    submit_next(s, CROSS_LATE);
+    step(s, CROSS_LATE); /* its REQUESTS leaves before the DOWN arrives */
+    CHECK_EQ(chan(s, CROSS_LATE, 0)->n, 1);
+    deliver_chan(s, 0, CROSS_LATE);
+    CHECK_GE(s->nlog[CROSS_LATE], 2); /* st/c's warm-up and st/f's FAIL item */
+    CHECK_EQ(s->log[CROSS_LATE][s->nlog[CROSS_LATE] - 1].action, TC_NEG_FAIL);
+    CHECK_EQ(s->log[CROSS_LATE][s->nlog[CROSS_LATE] - 1].status, TC_ERR_TIMEOUT);
+    kept = !f[CROSS_LATE]->done; /* else it failed with the late rank's request */
     run(s);
     check_running(s, "after the crossing");
-    again[0] = mkplan(s, 0, 1, 1, 0);
-    again[1] = mkplan(s, 1, 1, 1, 0);
-    again[2] = kept ? f[2] : mkplan(s, 2, 1, 1, 0);
+    for (r = 0; r < CROSS_N; r++) {
+        again[r] = r != CROSS_LATE ? mkplan(s, r, 1, 1, 0)
+                   : kept          ? f[CROSS_LATE]
+                                   : mkplan(s, CROSS_LATE, 1, 1, 0);
+    }
     if (late_first && !kept) {
-        submit_next(s, 2);
-        step(s, 2);
-        deliver_chan(s, 2, 0);
+        submit_next(s, CROSS_LATE);
+        step(s, CROSS_LATE);
+        deliver_chan(s, CROSS_LATE, 0);
         step(s, 0);
     }
     run(s);
     check_running(s, when);
     check_agreement(s);
-    for (r = 0; r < 3; r++) {
+    for (r = 0; r < CROSS_N; r++) {
         CHECK_MSG(rec_of(s, again[r])->action == TC_NEG_RUN, "%s: rank %d's st/f is %s", when, r,
                   act_name(rec_of(s, again[r])->action));
     }
-    for (r = 0; r < 3; r++) {
+    for (r = 0; r < CROSS_N; r++) {
         CHECK_MSG(!tc__neg_busy(s->neg[r]),
                   "%s: rank %d is still busy with nothing submitted "
-                  "(rank 2's crossed submission %s)",
-                  when, r, kept ? "was kept" : "failed on rank 2");
+                  "(the late rank's crossed submission %s)",
+                  when, r, kept ? "was kept" : "failed there");
     }
     check_settled(s);
     sim_free(s);
