@@ -10,6 +10,12 @@
  * never free a buffer MPI may still read: after a failure the buffers of
  * sends that never completed are kept until the process ends
  * (tc__ctrl_abandon).
+ *
+ * Buffers are reused: a finished send's buffer, and the receive buffer, are
+ * kept (up to ENG_CTRL_SPARES of at most ENG_CTRL_KEEP_BYTES) for the next
+ * messages. Allocating and freeing them every cycle made the allocator give
+ * the heap's top back to the kernel and take it again each time, which cost
+ * more than the messages once eager payloads ride in them.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -23,12 +29,32 @@
 static eng_ctrl_buf_t **abandoned;
 static size_t nabandoned;
 
-static void ctrl_buf_release(eng_ctrl_buf_t *cb)
+/* Drops a reference; the last one keeps the buffer for reuse or frees it. */
+static void ctrl_buf_release(engine_t *e, eng_ctrl_buf_t *cb)
 {
-    if (--cb->refs == 0) {
-        tc__wire_buf_free(&cb->buf);
-        free(cb);
+    if (--cb->refs > 0) {
+        return;
     }
+    if (e->ctrl.nspare < ENG_CTRL_SPARES && cb->buf.cap <= ENG_CTRL_KEEP_BYTES) {
+        cb->buf.len = 0;
+        e->ctrl.spare[e->ctrl.nspare++] = cb;
+        return;
+    }
+    tc__wire_buf_free(&cb->buf);
+    free(cb);
+}
+
+/* An empty buffer holding one reference: a kept one, or a new one (NULL when
+ * out of memory). */
+static eng_ctrl_buf_t *ctrl_buf_get(engine_t *e)
+{
+    eng_ctrl_buf_t *cb =
+        e->ctrl.nspare > 0 ? e->ctrl.spare[--e->ctrl.nspare] : calloc(1, sizeof(*cb));
+
+    if (cb != NULL) {
+        cb->refs = 1;
+    }
+    return cb;
 }
 
 /* Posts a send of cb's bytes to each destination: dst[0..ndst-1], or, with
@@ -45,7 +71,7 @@ static void post(engine_t *e, eng_ctrl_buf_t *cb, const int *dst, int first, int
         eng_ctrl_send_t *s = realloc(e->ctrl.v, cap * sizeof(*s));
         if (s == NULL) {
             tc__engine_fail(e, TC_ERR_NOMEM, "out of memory for control sends");
-            ctrl_buf_release(cb);
+            ctrl_buf_release(e, cb);
             return;
         }
         e->ctrl.v = s;
@@ -68,7 +94,7 @@ static void post(engine_t *e, eng_ctrl_buf_t *cb, const int *dst, int first, int
         cb->refs++;
         e->ctrl.n++;
     }
-    ctrl_buf_release(cb);
+    ctrl_buf_release(e, cb);
 }
 
 /* Encodes msg once and posts a send of it to each rank in first..last but
@@ -80,41 +106,38 @@ void tc__ctrl_send(engine_t *e, const tc_wire_msg_t *msg, int first, int last, i
     if (last < first) {
         return;
     }
-    cb = calloc(1, sizeof(*cb));
+    cb = ctrl_buf_get(e); /* its reference is held until every send is posted */
     if (cb == NULL) {
         tc__engine_fail(e, TC_ERR_NOMEM, "cannot encode a control message (out of memory)");
         return;
     }
     if (tc__wire_encode(msg, &cb->buf) != TC_OK) {
         tc__engine_fail(e, TC_ERR_NOMEM, "cannot encode a control message (out of memory)");
-        goto err_free_cb;
+        ctrl_buf_release(e, cb);
+        return;
     }
-    cb->refs = 1; /* held until every send is posted */
     post(e, cb, NULL, first, last - first + 1, skip, tag);
-    return;
-
-err_free_cb:
-    tc__wire_buf_free(&cb->buf);
-    free(cb);
 }
 
-/* Posts an encoded message to dst[0..ndst-1], taking its buffer (*buf is
- * left empty: no copy). */
+/* Posts an encoded message to dst[0..ndst-1], taking its buffer: no copy.
+ * *buf is left empty, holding a kept buffer's memory when there is one, for
+ * the caller to encode its next message into. */
 void tc__ctrl_send_buf(engine_t *e, tc_wire_buf_t *buf, const int *dst, int ndst, int tag)
 {
     eng_ctrl_buf_t *cb;
+    tc_wire_buf_t spare;
 
     if (ndst <= 0) {
         return;
     }
-    cb = calloc(1, sizeof(*cb));
+    cb = ctrl_buf_get(e);
     if (cb == NULL) {
         tc__engine_fail(e, TC_ERR_NOMEM, "out of memory sending a control message");
         return;
     }
+    spare = cb->buf; /* empty */
     cb->buf = *buf;
-    memset(buf, 0, sizeof(*buf));
-    cb->refs = 1;
+    *buf = spare;
     post(e, cb, dst, 0, ndst, -1, tag);
 }
 
@@ -133,7 +156,7 @@ size_t tc__ctrl_progress(engine_t *e)
             return e->ctrl.n;
         }
         if (flag) {
-            ctrl_buf_release(e->ctrl.v[i].cb);
+            ctrl_buf_release(e, e->ctrl.v[i].cb);
             e->ctrl.v[i] = e->ctrl.v[--e->ctrl.n];
         } else {
             i++;
@@ -162,31 +185,40 @@ int tc__ctrl_recv(engine_t *e, int src, int tag, tc_wire_msg_t *msg, int *src_p)
         return 0;
     }
     MPI_Get_count(&status, MPI_BYTE, &count);
-    buf = malloc(count > 0 ? (size_t)count : 1);
-    if (buf == NULL) {
-        tc__engine_fail(e, TC_ERR_NOMEM, "out of memory receiving a %d-byte control message",
-                        count);
-        return -1;
+    if (count < 0) {
+        count = 0;
     }
+    if ((size_t)count > e->ctrl.rcap || e->ctrl.rbuf == NULL) {
+        size_t cap = (size_t)count > 4096 ? (size_t)count : 4096;
+        free(e->ctrl.rbuf);
+        e->ctrl.rbuf = malloc(cap);
+        e->ctrl.rcap = e->ctrl.rbuf != NULL ? cap : 0;
+        if (e->ctrl.rbuf == NULL) {
+            tc__engine_fail(e, TC_ERR_NOMEM, "out of memory receiving a %d-byte control message",
+                            count);
+            return -1;
+        }
+    }
+    buf = e->ctrl.rbuf;
     rc = MPI_Recv(buf, count, MPI_BYTE, status.MPI_SOURCE, tag, e->mpi.ctrl, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) {
         tc__engine_fail(e, TC_ERR_TRANSPORT,
                         "MPI_Recv of a control message from rank %d failed: %s", status.MPI_SOURCE,
                         tc__mpi_strerror(rc, why, sizeof(why)));
-        goto err_free_buf;
+        return -1;
     }
     if (tc__wire_decode(buf, (size_t)count, msg, err, sizeof(err)) != TC_OK) {
         tc__engine_fail(e, TC_ERR_TRANSPORT, "malformed control message from rank %d: %s",
                         status.MPI_SOURCE, err);
-        goto err_free_buf;
+        return -1;
     }
-    free(buf);
+    if (e->ctrl.rcap > ENG_CTRL_KEEP_BYTES) { /* a rare big one: not kept */
+        free(e->ctrl.rbuf);
+        e->ctrl.rbuf = NULL;
+        e->ctrl.rcap = 0;
+    }
     *src_p = status.MPI_SOURCE;
     return 1;
-
-err_free_buf:
-    free(buf);
-    return -1;
 }
 
 /* After a failure MPI is left as it is, and sends that never completed may
@@ -203,4 +235,17 @@ void tc__ctrl_abandon(engine_t *e)
         }
     }
     e->ctrl.n = 0;
+}
+
+/* Frees the kept buffers (not the sends in flight: see tc__ctrl_abandon). */
+void tc__ctrl_free(engine_t *e)
+{
+    while (e->ctrl.nspare > 0) {
+        eng_ctrl_buf_t *cb = e->ctrl.spare[--e->ctrl.nspare];
+        tc__wire_buf_free(&cb->buf);
+        free(cb);
+    }
+    free(e->ctrl.rbuf);
+    e->ctrl.rbuf = NULL;
+    e->ctrl.rcap = 0;
 }

@@ -57,6 +57,11 @@
 /* The engine thread's state                                                 */
 /* ------------------------------------------------------------------------ */
 
+/* How many control-message buffers the engine keeps for reuse, and the
+ * largest it keeps (see ctrl.c). */
+#define ENG_CTRL_SPARES 8
+#define ENG_CTRL_KEEP_BYTES ((size_t)1 << 20)
+
 /* A control message in flight; the buffer may be shared by several sends. */
 typedef struct {
     int refs;
@@ -86,6 +91,11 @@ typedef struct engine {
     struct { /* ctrl.c: control sends in flight */
         eng_ctrl_send_t *v;
         size_t n, cap;
+        /* buffers kept for the next messages (see ctrl.c) */
+        eng_ctrl_buf_t *spare[ENG_CTRL_SPARES];
+        size_t nspare;
+        uint8_t *rbuf; /* the receive buffer */
+        size_t rcap;
     } ctrl;
 
     struct { /* loop.c */
@@ -133,6 +143,7 @@ size_t tc__ctrl_progress(engine_t *e);
 void tc__ctrl_send_buf(engine_t *e, tc_wire_buf_t *buf, const int *dst, int ndst, int tag);
 int tc__ctrl_recv(engine_t *e, int src, int tag, tc_wire_msg_t *msg, int *src_p);
 void tc__ctrl_abandon(engine_t *e);
+void tc__ctrl_free(engine_t *e);
 
 /* life.c: stops this rank after a failure decided here (the one place) */
 void tc__engine_fail(engine_t *e, tc_status_t st, const char *fmt, ...)

@@ -328,6 +328,7 @@ static void engine_free(engine_t *e)
     tc__engine_neg_destroy(e);
     tc__node_table_free(&e->x); /* after the negotiation, which reads it */
     tc__exec_free(&e->x);
+    tc__ctrl_free(e);
     free(e->ctrl.v);
     free(e);
 }

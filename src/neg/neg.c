@@ -109,6 +109,9 @@ void tc__neg_destroy(tc_neg_t *n)
         return;
     }
     tc__neg_clear(n);
+    for (size_t j = 0; j < n->capsends; j++) {
+        tc__wire_buf_free(&n->sends[j].buf);
+    }
     free(n->sends);
     free(n->items);
     free(n->keep);

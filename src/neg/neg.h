@@ -115,7 +115,8 @@ int tc__neg_step(tc_neg_t *n, uint64_t now);
 
 /* Outputs since the last tc__neg_clear: sends to post, then items to run in
  * order. Pointers stay valid until tc__neg_clear; a caller may take a send's
- * buffer (leaving it empty), which tc__neg_clear then does not free. */
+ * buffer, leaving in its place an empty one (len 0), whose memory the state
+ * machine reuses for later sends. */
 tc_neg_send_t *tc__neg_sends(tc_neg_t *n, size_t *count_p);
 tc_neg_item_t *tc__neg_items(tc_neg_t *n, size_t *count_p);
 void tc__neg_clear(tc_neg_t *n);

@@ -54,6 +54,7 @@ void neg_sub_free(sub_t *s)
 tc_neg_send_t *neg_send(tc_neg_t *n, const tc_wire_msg_t *msg, int tag)
 {
     tc_neg_send_t *s;
+    tc_wire_buf_t buf;
     tc_status_t st;
 
     if (n->nsends == n->capsends) {
@@ -63,11 +64,15 @@ tc_neg_send_t *neg_send(tc_neg_t *n, const tc_wire_msg_t *msg, int tag)
             neg_fail(n, TC_ERR_NOMEM, "out of memory queueing a control message");
             return NULL;
         }
+        memset(v + n->capsends, 0, (cap - n->capsends) * sizeof(*v));
         n->sends = v;
         n->capsends = cap;
     }
     s = &n->sends[n->nsends];
+    buf = s->buf; /* an earlier message's memory, kept for reuse */
     memset(s, 0, sizeof(*s));
+    s->buf = buf;
+    s->buf.len = 0;
     if ((st = tc__wire_encode(msg, &s->buf)) != TC_OK) {
         tc__wire_buf_free(&s->buf);
         if (st == TC_ERR_NOMEM) {
@@ -160,8 +165,11 @@ void tc__neg_clear(tc_neg_t *n)
 {
     size_t i;
 
-    for (i = 0; i < n->nsends; i++) {
-        tc__wire_buf_free(&n->sends[i].buf);
+    for (i = 0; i < n->nsends; i++) { /* the memory is kept for the next sends */
+        if (n->sends[i].buf.cap > NEG_KEEP_SEND_BYTES) {
+            tc__wire_buf_free(&n->sends[i].buf);
+        }
+        n->sends[i].buf.len = 0;
     }
     for (i = 0; i < n->nkeep; i++) {
         free(n->keep[i]);
