@@ -11,11 +11,9 @@
  * sends that never completed are kept until the process ends
  * (tc__ctrl_abandon).
  *
- * Buffers are reused: a finished send's buffer, and the receive buffer, are
- * kept (up to ENG_CTRL_SPARES of at most ENG_CTRL_KEEP_BYTES) for the next
- * messages. Allocating and freeing them every cycle made the allocator give
- * the heap's top back to the kernel and take it again each time, which cost
- * more than the messages once eager payloads ride in them.
+ * Buffers are reused (tc__wire_buf_reset says why): a finished send's buffer
+ * (up to ENG_CTRL_SPARES of them) and the receive buffer are kept for the
+ * next messages.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -35,8 +33,8 @@ static void ctrl_buf_release(engine_t *e, eng_ctrl_buf_t *cb)
     if (--cb->refs > 0) {
         return;
     }
-    if (e->ctrl.nspare < ENG_CTRL_SPARES && cb->buf.cap <= ENG_CTRL_KEEP_BYTES) {
-        cb->buf.len = 0;
+    if (e->ctrl.nspare < ENG_CTRL_SPARES) {
+        tc__wire_buf_reset(&cb->buf);
         e->ctrl.spare[e->ctrl.nspare++] = cb;
         return;
     }
@@ -188,18 +186,13 @@ int tc__ctrl_recv(engine_t *e, int src, int tag, tc_wire_msg_t *msg, int *src_p)
     if (count < 0) {
         count = 0;
     }
-    if ((size_t)count > e->ctrl.rcap || e->ctrl.rbuf == NULL) {
-        size_t cap = (size_t)count > 4096 ? (size_t)count : 4096;
-        free(e->ctrl.rbuf);
-        e->ctrl.rbuf = malloc(cap);
-        e->ctrl.rcap = e->ctrl.rbuf != NULL ? cap : 0;
-        if (e->ctrl.rbuf == NULL) {
-            tc__engine_fail(e, TC_ERR_NOMEM, "out of memory receiving a %d-byte control message",
-                            count);
-            return -1;
-        }
+    /* len stays 0: the buffer only lends its memory */
+    if (tc__wire_buf_reserve(&e->ctrl.rbuf, (size_t)count + 1) != TC_OK) {
+        tc__engine_fail(e, TC_ERR_NOMEM, "out of memory receiving a %d-byte control message",
+                        count);
+        return -1;
     }
-    buf = e->ctrl.rbuf;
+    buf = e->ctrl.rbuf.data;
     rc = MPI_Recv(buf, count, MPI_BYTE, status.MPI_SOURCE, tag, e->mpi.ctrl, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) {
         tc__engine_fail(e, TC_ERR_TRANSPORT,
@@ -212,11 +205,7 @@ int tc__ctrl_recv(engine_t *e, int src, int tag, tc_wire_msg_t *msg, int *src_p)
                         status.MPI_SOURCE, err);
         return -1;
     }
-    if (e->ctrl.rcap > ENG_CTRL_KEEP_BYTES) { /* a rare big one: not kept */
-        free(e->ctrl.rbuf);
-        e->ctrl.rbuf = NULL;
-        e->ctrl.rcap = 0;
-    }
+    tc__wire_buf_reset(&e->ctrl.rbuf); /* a rare big one is not kept */
     *src_p = status.MPI_SOURCE;
     return 1;
 }
@@ -245,7 +234,5 @@ void tc__ctrl_free(engine_t *e)
         tc__wire_buf_free(&cb->buf);
         free(cb);
     }
-    free(e->ctrl.rbuf);
-    e->ctrl.rbuf = NULL;
-    e->ctrl.rcap = 0;
+    tc__wire_buf_free(&e->ctrl.rbuf);
 }

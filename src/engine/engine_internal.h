@@ -57,10 +57,8 @@
 /* The engine thread's state                                                 */
 /* ------------------------------------------------------------------------ */
 
-/* How many control-message buffers the engine keeps for reuse, and the
- * largest it keeps (see ctrl.c). */
+/* How many control-message buffers the engine keeps for reuse (see ctrl.c). */
 #define ENG_CTRL_SPARES 8
-#define ENG_CTRL_KEEP_BYTES ((size_t)1 << 20)
 
 /* A control message in flight; the buffer may be shared by several sends. */
 typedef struct {
@@ -94,8 +92,7 @@ typedef struct engine {
         /* buffers kept for the next messages (see ctrl.c) */
         eng_ctrl_buf_t *spare[ENG_CTRL_SPARES];
         size_t nspare;
-        uint8_t *rbuf; /* the receive buffer */
-        size_t rcap;
+        tc_wire_buf_t rbuf; /* the receive buffer */
     } ctrl;
 
     struct { /* loop.c */

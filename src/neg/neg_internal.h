@@ -60,8 +60,6 @@ typedef struct {
  * gathered. From 5 ranks on a direct exchange would send more than the
  * 2 (log2 n + 1) messages the exchange keeps to. */
 #define NEG_DIRECT_SIZE 3
-/* A send buffer larger than this is freed after use, not kept for the next. */
-#define NEG_KEEP_SEND_BYTES ((size_t)1 << 20)
 /* The most first-time names rank 0 decides in one cycle (past it, the rest
  * of a group): a flood of names is decided over several cycles, so that no
  * rank spends long on one cycle's list without looking at its liveness

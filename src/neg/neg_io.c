@@ -166,10 +166,7 @@ void tc__neg_clear(tc_neg_t *n)
     size_t i;
 
     for (i = 0; i < n->nsends; i++) { /* the memory is kept for the next sends */
-        if (n->sends[i].buf.cap > NEG_KEEP_SEND_BYTES) {
-            tc__wire_buf_free(&n->sends[i].buf);
-        }
-        n->sends[i].buf.len = 0;
+        tc__wire_buf_reset(&n->sends[i].buf);
     }
     for (i = 0; i < n->nkeep; i++) {
         free(n->keep[i]);

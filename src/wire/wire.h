@@ -271,6 +271,20 @@ typedef struct {
 
 void tc__wire_buf_free(tc_wire_buf_t *buf);
 
+/* The largest buffer kept for the next message by tc__wire_buf_reset: a
+ * rare bigger one is freed after use. Reusing buffers matters: allocating
+ * and freeing a cycle's messages each time made glibc give the heap's top
+ * back to the kernel and fault it in again, which cost more than the
+ * messages once eager payloads ride in them. */
+#define TC_WIRE_BUF_KEEP_BYTES ((size_t)1 << 20)
+
+/* Empties buf (len 0) for the next message, keeping its memory unless it is
+ * larger than TC_WIRE_BUF_KEEP_BYTES. */
+void tc__wire_buf_reset(tc_wire_buf_t *buf);
+
+/* Makes room for n more bytes after buf's len. TC_ERR_NOMEM. */
+tc_status_t tc__wire_buf_reserve(tc_wire_buf_t *buf, size_t n);
+
 /* Appends the encoding of msg to buf. TC_ERR_NOMEM, or TC_ERR_ARG if msg holds
  * a value the format cannot carry (the same checks the decoder makes). */
 tc_status_t tc__wire_encode(const tc_wire_msg_t *msg, tc_wire_buf_t *buf);

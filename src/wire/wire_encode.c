@@ -423,7 +423,7 @@ static tc_status_t wr_message(wire_writer_t *w, const tc_wire_msg_t *m)
 }
 
 /* Makes room for n more bytes, at least doubling the capacity when it grows. */
-static tc_status_t buf_reserve(tc_wire_buf_t *buf, size_t n)
+tc_status_t tc__wire_buf_reserve(tc_wire_buf_t *buf, size_t n)
 {
     size_t cap;
     uint8_t *data;
@@ -463,7 +463,7 @@ tc_status_t tc__wire_encode(const tc_wire_msg_t *msg, tc_wire_buf_t *buf)
     if (st != TC_OK) {
         return st;
     }
-    st = buf_reserve(buf, w.n);
+    st = tc__wire_buf_reserve(buf, w.n);
     if (st != TC_OK) {
         return st;
     }
@@ -483,4 +483,12 @@ void tc__wire_buf_free(tc_wire_buf_t *buf)
     }
     free(buf->data);
     memset(buf, 0, sizeof(*buf));
+}
+
+void tc__wire_buf_reset(tc_wire_buf_t *buf)
+{
+    if (buf->cap > TC_WIRE_BUF_KEEP_BYTES) {
+        tc__wire_buf_free(buf);
+    }
+    buf->len = 0;
 }

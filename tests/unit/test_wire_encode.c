@@ -525,6 +525,34 @@ TC_CASE(encode_rejects_v6)
     }
 }
 
+/* A buffer reset for the next message keeps its memory up to
+ * TC_WIRE_BUF_KEEP_BYTES, frees a bigger one, and encodes again from the
+ * start either way. */
+TC_CASE(buf_reuse)
+{
+    tc_wire_buf_t buf = {0};
+    const tc_wire_msg_t bye = {.type = TC_WIRE_BYE};
+    uint8_t *kept;
+    size_t len;
+
+    CHECK_STATUS(tc__wire_encode(&bye, &buf), TC_OK);
+    len = buf.len;
+    kept = buf.data;
+    CHECK(len > 0 && kept != NULL);
+    tc__wire_buf_reset(&buf);
+    CHECK(buf.len == 0 && buf.data == kept && buf.cap >= len);
+    CHECK_STATUS(tc__wire_encode(&bye, &buf), TC_OK);
+    CHECK(buf.len == len && buf.data == kept);
+
+    CHECK_STATUS(tc__wire_buf_reserve(&buf, TC_WIRE_BUF_KEEP_BYTES), TC_OK);
+    CHECK(buf.cap > TC_WIRE_BUF_KEEP_BYTES && buf.len == len);
+    tc__wire_buf_reset(&buf);
+    CHECK(buf.len == 0 && buf.data == NULL && buf.cap == 0);
+    CHECK_STATUS(tc__wire_encode(&bye, &buf), TC_OK);
+    CHECK(buf.len == len);
+    tc__wire_buf_free(&buf);
+}
+
 int main(int argc, char **argv)
 {
     return wire_test_main(argc, argv);
