@@ -59,7 +59,7 @@ static void allreduce_finish(const tc_wire_request_t *w, void *buf, size_t count
 
 #define ALLREDUCE_DESC                                                                             \
     .params = TC_PARAM_OP | TC_PARAM_SCALE, .output = TC_OUT_RECV,                                 \
-    .agree = TC_AGREE_DTYPE | TC_AGREE_OP | TC_AGREE_SHAPE | TC_AGREE_SCALE,                       \
+    .agree = TC_AGREE_DTYPE | TC_AGREE_MEMORY | TC_AGREE_OP | TC_AGREE_SHAPE | TC_AGREE_SCALE,     \
     .validate = allreduce_validate, .fusable = 1, .eager_prepare = allreduce_prepare,              \
     .eager_combine = allreduce_combine, .eager_finish = allreduce_finish, .groupable = 1,          \
     .without_joined = 1
@@ -77,15 +77,15 @@ static tc_status_t allgather_validate(const tc_kind_args_t *a, char *why, size_t
 
 #define ALLGATHER_DESC                                                                             \
     .params = 0, .output = TC_OUT_GATHERED,                                                        \
-    .agree = TC_AGREE_DTYPE | TC_AGREE_NDIM | TC_AGREE_SHAPE_TAIL, .validate = allgather_validate, \
-    .groupable = 1
+    .agree = TC_AGREE_DTYPE | TC_AGREE_MEMORY | TC_AGREE_NDIM | TC_AGREE_SHAPE_TAIL,               \
+    .validate = allgather_validate, .groupable = 1
 
 /* ---- broadcast: the root is a global rank, checked at submission to be in
  * the request's process set ------------------------------------------------ */
 
 #define BROADCAST_DESC                                                                             \
     .params = TC_PARAM_ROOT, .output = TC_OUT_IN_PLACE,                                            \
-    .agree = TC_AGREE_DTYPE | TC_AGREE_ROOT | TC_AGREE_SHAPE, .validate = NULL
+    .agree = TC_AGREE_DTYPE | TC_AGREE_MEMORY | TC_AGREE_ROOT | TC_AGREE_SHAPE, .validate = NULL
 
 /* ---- reducescatter -------------------------------------------------------- */
 
@@ -100,7 +100,7 @@ static tc_status_t reducescatter_validate(const tc_kind_args_t *a, char *why, si
 
 #define REDUCESCATTER_DESC                                                                         \
     .params = TC_PARAM_OP | TC_PARAM_SCALE, .output = TC_OUT_ALLOCATED,                            \
-    .agree = TC_AGREE_DTYPE | TC_AGREE_OP | TC_AGREE_SHAPE | TC_AGREE_SCALE,                       \
+    .agree = TC_AGREE_DTYPE | TC_AGREE_MEMORY | TC_AGREE_OP | TC_AGREE_SHAPE | TC_AGREE_SCALE,     \
     .validate = reducescatter_validate, .groupable = 1, .without_joined = 1
 
 /* ---- alltoall ------------------------------------------------------------- */
@@ -148,7 +148,8 @@ static tc_status_t alltoall_validate(const tc_kind_args_t *a, char *why, size_t 
 
 #define ALLTOALL_DESC                                                                              \
     .params = TC_PARAM_SPLITS, .output = TC_OUT_ALLOCATED,                                         \
-    .agree = TC_AGREE_DTYPE | TC_AGREE_NDIM | TC_AGREE_SHAPE_TAIL, .validate = alltoall_validate
+    .agree = TC_AGREE_DTYPE | TC_AGREE_MEMORY | TC_AGREE_NDIM | TC_AGREE_SHAPE_TAIL,               \
+    .validate = alltoall_validate
 
 /* ---- the kinds without a tensor --------------------------------------------- */
 

@@ -67,6 +67,7 @@ typedef enum {
  */
 #define TC_AGREE_MAP(X)                                                                            \
     X(DTYPE, "dtype", "")                                                                          \
+    X(MEMORY, "memory", "")                                                                        \
     X(OP, "op", "")                                                                                \
     X(ROOT, "root", "")                                                                            \
     X(NDIM, "ndim", "")                                                                            \

@@ -54,8 +54,8 @@ int tc__cache_matches(const tc_cache_entry_t *entry, const tc_wire_request_t *w)
 {
     const tc_wire_request_t *d = &entry->desc;
 
-    return d->kind == w->kind && d->dtype == w->dtype && d->op == w->op && d->root == w->root &&
-           d->ndim == w->ndim &&
+    return d->kind == w->kind && d->dtype == w->dtype && d->memory == w->memory && d->op == w->op &&
+           d->root == w->root && d->ndim == w->ndim &&
            memcmp(d->shape, w->shape, (size_t)d->ndim * sizeof(d->shape[0])) == 0 &&
            tc__wire_scales_equal(d, w) && tc__wire_groups_equal(d, w);
 }

@@ -53,6 +53,7 @@ static int field_differs(int f, const tc_wire_request_t *a, const tc_wire_reques
     case F_KIND: return a->kind != b->kind;
     case F_GROUP: return !tc__wire_groups_equal(a, b);
     case TC_AGREE_INDEX_DTYPE: return a->dtype != b->dtype;
+    case TC_AGREE_INDEX_MEMORY: return a->memory != b->memory;
     case TC_AGREE_INDEX_OP: return a->op != b->op;
     case TC_AGREE_INDEX_ROOT: return a->root != b->root;
     case TC_AGREE_INDEX_NDIM: return a->ndim != b->ndim;
@@ -101,6 +102,9 @@ static int format_value(char *buf, size_t len, int f, const tc_wire_request_t *r
                         r->group_size, (int)(r->group_key_len > 64 ? 64 : r->group_key_len),
                         r->group_key);
     case TC_AGREE_INDEX_DTYPE: return snprintf(buf, len, "%s", tc_dtype_name((tc_dtype_t)r->dtype));
+    case TC_AGREE_INDEX_MEMORY:
+        return snprintf(buf, len, "%s",
+                        r->memory == TC_WIRE_MEM_CUDA ? "CUDA device memory" : "host memory");
     case TC_AGREE_INDEX_OP: return snprintf(buf, len, "%s", tc_op_name((tc_op_t)r->op));
     case TC_AGREE_INDEX_ROOT: return snprintf(buf, len, "%" PRId32, r->root);
     case TC_AGREE_INDEX_NDIM: return snprintf(buf, len, "%u", (unsigned)r->ndim);

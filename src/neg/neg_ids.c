@@ -85,14 +85,16 @@ int neg_eager_gathers(const tc_neg_t *n, const tc_wire_request_t *w)
 /* Whether a cached submission rides eagerly: a small tensor of a kind that
  * can combine eager inputs (kind/kind.h), whose record in a part (gathered
  * over rounds: one input per rank; direct: its rank's) fits
- * TCOLL_EAGER_BYTES. *bytes_p: that record's size. */
+ * TCOLL_EAGER_BYTES. *bytes_p: that record's size. Device tensors never
+ * ride: the negotiation reads inputs on the host. */
 int neg_is_eager(const tc_neg_t *n, const tc_wire_request_t *w, size_t *bytes_p)
 {
     const tc_kind_desc_t *kd = tc__kind_get(w->kind);
     size_t count = 1;
     int d;
 
-    if (n->p.eager_bytes == 0 || kd == NULL || kd->eager_combine == NULL) {
+    if (n->p.eager_bytes == 0 || kd == NULL || kd->eager_combine == NULL ||
+        w->memory != TC_WIRE_MEM_HOST) {
         return 0;
     }
     if (!n->direct && neg_eager_gathers(n, w)) {

@@ -153,7 +153,13 @@ typedef struct {
     uint32_t pset;        /* the process set (0: every rank) */
     uint32_t nranks;      /* a list of ranks (a process set's members), or 0 */
     const int32_t *ranks; /* nranks values, strictly ascending */
+    uint8_t memory;       /* where the tensor lives: TC_WIRE_MEM_* */
 } tc_wire_request_t;
+
+/* tc_wire_request_t.memory: which memory a rank's tensor is in. Ranks that
+ * disagree fail the tensor like any other mismatch. */
+#define TC_WIRE_MEM_HOST 0u
+#define TC_WIRE_MEM_CUDA 1u
 
 /* The key a name has in process set pset, in tables that hold names of
  * several sets: the name itself in set 0; otherwise the name, a 0x00 byte

@@ -153,6 +153,7 @@ static tc_status_t rd_request(wire_reader_t *rd, wire_arena_t *a, tc_wire_reques
             return st;
         }
     }
+    r->memory = (extras & WIRE_EXTRA_CUDA) ? TC_WIRE_MEM_CUDA : TC_WIRE_MEM_HOST;
     r->kind = kind;
     r->dtype = dtype;
     r->op = op;

@@ -162,10 +162,14 @@ static tc_status_t wr_request(wire_writer_t *w, uint32_t i, const tc_wire_reques
                             d, r->ranks[d]);
         }
     }
-    wr_u8(
-        w,
-        (uint8_t)((scales ? WIRE_EXTRA_SCALES : 0u) | (r->group_size > 0 ? WIRE_EXTRA_GROUP : 0u) |
-                  (r->pset > 0 ? WIRE_EXTRA_PSET : 0u) | (r->nranks > 0 ? WIRE_EXTRA_RANKS : 0u)));
+    if (r->memory > TC_WIRE_MEM_CUDA) {
+        return enc_fail("request", i, "memory %u", (unsigned)r->memory);
+    }
+    wr_u8(w,
+          (uint8_t)((scales ? WIRE_EXTRA_SCALES : 0u) |
+                    (r->group_size > 0 ? WIRE_EXTRA_GROUP : 0u) |
+                    (r->pset > 0 ? WIRE_EXTRA_PSET : 0u) | (r->nranks > 0 ? WIRE_EXTRA_RANKS : 0u) |
+                    (r->memory == TC_WIRE_MEM_CUDA ? WIRE_EXTRA_CUDA : 0u)));
     if (scales) {
         memcpy(&bits, &r->prescale, sizeof(bits));
         tc__le_put64(f64, bits);

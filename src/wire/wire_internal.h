@@ -30,7 +30,9 @@
 #define WIRE_EXTRA_GROUP 0x2u
 #define WIRE_EXTRA_PSET 0x4u
 #define WIRE_EXTRA_RANKS 0x8u
-#define WIRE_EXTRAS_ALL (WIRE_EXTRA_SCALES | WIRE_EXTRA_GROUP | WIRE_EXTRA_PSET | WIRE_EXTRA_RANKS)
+#define WIRE_EXTRA_CUDA 0x10u /* no payload: the tensor is in CUDA device memory */
+#define WIRE_EXTRAS_ALL                                                                            \
+    (WIRE_EXTRA_SCALES | WIRE_EXTRA_GROUP | WIRE_EXTRA_PSET | WIRE_EXTRA_RANKS | WIRE_EXTRA_CUDA)
 
 /* A response's rflags byte (wire.h). */
 #define WIRE_RESP_DESC 0x1u

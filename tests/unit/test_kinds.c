@@ -72,6 +72,7 @@ TC_CASE(table)
         /* exactly one shape rule */
         CHECK_EQ(((d->agree & TC_AGREE_SHAPE) != 0) + ((d->agree & TC_AGREE_SHAPE_TAIL) != 0), 1);
         CHECK(d->agree & TC_AGREE_DTYPE);
+        CHECK(d->agree & TC_AGREE_MEMORY); /* host and device tensors never mix */
     }
     CHECK(tc__kind_get(-1) == NULL);
     CHECK(tc__kind_get(TC_KIND_COUNT) == NULL);
@@ -436,6 +437,7 @@ TC_CASE(agreement)
             alt = base;
             switch (f) {
             case TC_AGREE_INDEX_DTYPE: alt.dtype = TC_FLOAT64; break;
+            case TC_AGREE_INDEX_MEMORY: alt.memory = TC_WIRE_MEM_CUDA; break;
             case TC_AGREE_INDEX_OP: alt.op = TC_MAX; break;
             case TC_AGREE_INDEX_ROOT: alt.root = 1; break;
             case TC_AGREE_INDEX_NDIM:

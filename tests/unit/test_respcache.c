@@ -342,6 +342,9 @@ TC_CASE(parameter_matching)
     w.dtype = TC_FLOAT32;
     CHECK_EQ(tc__cache_matches(e, &w), 0);
     w = base;
+    w.memory = TC_WIRE_MEM_CUDA; /* the same tensor, now on a device */
+    CHECK_EQ(tc__cache_matches(e, &w), 0);
+    w = base;
     w.op = TC_SUM;
     CHECK_EQ(tc__cache_matches(e, &w), 0);
     w = base;

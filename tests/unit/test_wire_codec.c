@@ -376,6 +376,39 @@ TC_CASE(scales_roundtrip)
     CHECK(!tc__wire_groups_equal(&r[0], &r[1]) && tc__wire_groups_equal(&r[0], &r[2]));
 }
 
+/* Where a tensor lives travels as one extras bit: a device tensor costs no
+ * byte more than a host one, next to every other extra, and a memory the
+ * format has no name for is refused by the encoder. */
+TC_CASE(memory_roundtrip)
+{
+    tc_wire_request_t r[3];
+    tc_wire_msg_t m = {.type = TC_WIRE_REQUESTS, .count = 1, .reqs = r};
+    tc_wire_buf_t buf = {0};
+    size_t plain, len;
+    int i;
+
+    for (i = 0; i < 3; i++) {
+        r[i] = mk("dev", TC_KIND_ALLREDUCE, TC_FLOAT16, TC_SUM, 0, 1, 1024, 0);
+    }
+    plain = roundtrip(&m);
+    r[0].memory = TC_WIRE_MEM_CUDA;
+    CHECK_EQ(roundtrip(&m), plain);
+    r[1].scaled = 1; /* with every other extra beside it */
+    r[1].prescale = 0.5;
+    r[1].postscale = 2.0;
+    r[1].group_size = 2;
+    r[1].group_key = "dev";
+    r[1].group_key_len = 3;
+    r[1].memory = TC_WIRE_MEM_CUDA;
+    m.count = 3;
+    len = roundtrip(&m);
+    r[1].memory = TC_WIRE_MEM_HOST;
+    CHECK_EQ(roundtrip(&m), len);
+    r[2].memory = TC_WIRE_MEM_CUDA + 1;
+    CHECK_EQ(tc__wire_encode(&m, &buf), TC_ERR_ARG);
+    tc__wire_buf_free(&buf);
+}
+
 /* Process sets and rank lists on requests: every pset at the varint
  * boundaries and the ends of its range with every rank list (one rank at
  * either end of the range, neighbours, gaps on either side of the varint

@@ -2,7 +2,7 @@
  * test_wire_reject.c - unit test of the control-message decoder (src/wire/wire_decode.c):
  * one hand-made message per rule it enforces on the header (magic, version,
  * type, flags, count, varints) and on requests (kind, dtype, op, root, ndim,
- * shape, name, the extras: scaling factors, group, process set, rank list),
+ * shape, name, the extras: scaling factors, group, process set, rank list, device memory),
  * most next to one just inside the limit that it must accept. Responses, the
  * cycle, terminate and eager records are test_wire_reject_cycle.c.
  * Deterministic; needs no MPI.
@@ -46,6 +46,16 @@ static void scales_are_2_and_half(const tc_wire_msg_t *d)
 static void pset_is_1(const tc_wire_msg_t *d)
 {
     CHECK(d->reqs[0].pset == 1 && d->reqs[0].nranks == 0 && d->reqs[0].ranks == NULL);
+}
+
+static void on_cuda(const tc_wire_msg_t *d)
+{
+    CHECK(d->reqs[0].memory == TC_WIRE_MEM_CUDA && d->reqs[0].pset == 0 && !d->reqs[0].scaled);
+}
+
+static void on_cuda_pset_1(const tc_wire_msg_t *d)
+{
+    CHECK(d->reqs[0].memory == TC_WIRE_MEM_CUDA && d->reqs[0].pset == 1);
 }
 
 static void pset_is_max(const tc_wire_msg_t *d)
@@ -217,8 +227,8 @@ static const malformed_t malformed[] = {
            REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(1), RAW("\0\0\0")),
     REJECT("truncated reading postscale", HDR(TC_WIRE_REQUESTS, 0, 1),
            REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(1), RAW(F64_2), RAW("\0\0\0\0\0\0\0")),
-    REJECT("request 0: unknown extras bits 0x10", HDR(TC_WIRE_REQUESTS, 0, 1),
-           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(0x10)),
+    REJECT("request 0: unknown extras bits 0x20", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(0x20)),
     /* ---- groups: extras bit 1, then size, index and the group's key ---- */
     ACCEPT_THEN(member_1_of_3, HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(2),
                 U8(3), U8(1), STR("key")),
@@ -256,12 +266,16 @@ static const malformed_t malformed[] = {
            REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(4)),
     REJECT("request 0: truncated reading process set", HDR(TC_WIRE_REQUESTS, 0, 1),
            REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(4), RAW("\x80\x80")),
-    /* bit 4 up is unknown, beside the known bits or alone */
-    REJECT("request 0: unknown extras bits 0x10 (byte 12)", HDR(TC_WIRE_REQUESTS, 0, 1),
-           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(0x1C), VAR(1), VAR(1), VAR(0)),
-    REJECT("unknown extras bits 0xf0", HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"),
+    /* ---- device memory: extras bit 4, nothing after it ---- */
+    ACCEPT_THEN(on_cuda, HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(0x10)),
+    ACCEPT_THEN(on_cuda_pset_1, HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"),
+                U8(0x14), VAR(1)),
+    /* bit 5 up is unknown, beside the known bits or alone */
+    REJECT("request 0: unknown extras bits 0x20 (byte 12)", HDR(TC_WIRE_REQUESTS, 0, 1),
+           REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(0x3C), VAR(1), VAR(1), VAR(0)),
+    REJECT("unknown extras bits 0xe0", HDR(TC_WIRE_REQUESTS, 0, 1), REQ_NOX(0, 0, 0, 0, 0, 0, "s"),
            U8(0xFF)),
-    REJECT_EACH_BEYOND(0x0F, "unknown extras bits", HDR(TC_WIRE_REQUESTS, 0, 1),
+    REJECT_EACH_BEYOND(0x1F, "unknown extras bits", HDR(TC_WIRE_REQUESTS, 0, 1),
                        REQ_NOX(0, 0, 0, 0, 0, 0, "s"), U8(EACH), RAW(F64_2), RAW(F64_2), VAR(2),
                        VAR(1), STR("k"), VAR(1), VAR(1), VAR(0)),
     /* ---- rank lists: extras bit 3, then the count, 1..TC_WIRE_MAX_RANKS, and

@@ -52,6 +52,7 @@ void check_same(const tc_wire_msg_t *a, const tc_wire_msg_t *b)
         const tc_wire_request_t *x = &a->reqs[i], *y = &b->reqs[i];
         CHECK_EQ(x->kind, y->kind);
         CHECK_EQ(x->dtype, y->dtype);
+        CHECK_EQ(x->memory, y->memory);
         CHECK_EQ(x->op, y->op);
         CHECK_EQ(x->root, y->root);
         CHECK_EQ(x->ndim, y->ndim);
