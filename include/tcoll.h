@@ -179,14 +179,39 @@ typedef struct {
     size_t size; /* sizeof(tc_opts_t) where the caller was compiled: TC_OPTS_INIT sets it */
     double prescale;
     double postscale;
-    int process_set; /* every collective, barrier and join: the process set (below) it runs
+    int process_set;   /* every collective, barrier and join: the process set (below) it runs
                       * in; TC_GLOBAL_PROCESS_SET (0): every rank */
+    int device;        /* the collectives that take a tensor: where its memory is (below);
+                        * TC_DEVICE_HOST (-1): host memory */
+    void *cuda_stream; /* with a device: the cudaStream_t that produces the input and
+                        * consumes the output; NULL: the legacy default stream */
 } tc_opts_t;
+
+/* tc_opts_t.device: host memory, or N >= 0 for memory of CUDA device N. */
+#define TC_DEVICE_HOST (-1)
 
 #define TC_OPTS_INIT                                                                               \
     {                                                                                              \
-        sizeof(tc_opts_t), 1.0, 1.0, 0                                                             \
+        sizeof(tc_opts_t), 1.0, 1.0, 0, TC_DEVICE_HOST, NULL                                       \
     }
+
+/*
+ * device, cuda_stream (allreduce, allgather, broadcast, reducescatter,
+ * alltoall and their grouped forms): a tensor in memory of CUDA device N
+ * (cudaMalloc'd, or managed; docs/gpu.md). Every buffer of the call is then
+ * on that device: the input, recv, and the output tcoll allocates (read it
+ * with tc_request_output: a device pointer, valid until tc_request_free).
+ * tcoll reads the input only after the work cuda_stream had queued when the
+ * call was made, and the request completes only once its result is in
+ * place: after tc_wait (or tc_test saying done), the host and every stream
+ * may read it. No call makes the calling thread wait for a device. A
+ * device tensor needs a CUDA build and a usable device (tc_cuda_available;
+ * TC_ERR_ARG saying why otherwise), and its buffers must be memory of that
+ * device (TC_ERR_ARG). Ranks may use different devices, but every rank must
+ * give the same kind of memory for a name: host on one rank and a device on
+ * another is TC_ERR_MISMATCH, like any other disagreement. Barriers, joins
+ * and process set calls take no tensor: leave device at TC_DEVICE_HOST.
+ */
 
 /* tc_allreduce, tc_allgather and tc_broadcast with options (see tc_opts_t).
  * opts is read during the call only. */
@@ -316,6 +341,16 @@ int tc_process_set_size(int id);
  * into *count_p (only the first cap are written). TC_ERR_ARG when the set
  * does not exist or an argument is NULL (ranks may be NULL with cap 0). */
 tc_status_t tc_process_set_ranks(int id, int *ranks, int cap, int *count_p);
+
+/* CUDA. tc_cuda_built: 1 when this tcoll was built with CUDA (TCOLL_CUDA).
+ * tc_cuda_available: 1 when device tensors can be used in this process (a
+ * CUDA build, a driver and at least one device); found on the first call,
+ * which loads the driver, then cached. tc_cuda_info: one line saying which
+ * devices, driver and runtime were found, or why CUDA is not available;
+ * static, never NULL. Any thread, before or after tc_init. */
+int tc_cuda_built(void);
+int tc_cuda_available(void);
+const char *tc_cuda_info(void);
 
 /* Blocks until req completes; returns the operation's status. */
 tc_status_t tc_wait(tc_request_t *req);

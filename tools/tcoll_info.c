@@ -433,6 +433,7 @@ static void print_text(FILE *f, const info_t *in, int *scratch)
     } else {
         fprintf(f, "hardware: hwloc could not load the topology\n");
     }
+    fprintf(f, "CUDA (rank 0's process): %s\n", tc_cuda_info());
     print_shm(f, in);
     fprintf(f, "knobs (rank 0's values, each from its default or the environment):\n");
     for (k = 0; k < in->nknobs; k++) {
@@ -483,6 +484,10 @@ static void print_json(FILE *f, const info_t *in, int *scratch)
     fprintf(f, ",\n  \"mpi\": {\"library\": ");
     put_json(f, in->lib);
     fprintf(f, ", \"version\": \"%d.%d\"},\n", in->mpi_version, in->mpi_subversion);
+    fprintf(f, "  \"cuda\": {\"built\": %s, \"available\": %s, \"info\": ",
+            tc_cuda_built() ? "true" : "false", tc_cuda_available() ? "true" : "false");
+    put_json(f, tc_cuda_info());
+    fprintf(f, "},\n");
     fprintf(f, "  \"ranks\": %d,\n  \"nodes\": [", in->size);
     for (r = 0; r < in->size; r++) {
         if (in->recs[r].leader == r) {

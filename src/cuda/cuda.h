@@ -1,0 +1,84 @@
+/*
+ * cuda.h - CUDA for the rest of tcoll: whether it is there, checks of device
+ * pointers and streams, and the copies and allocations the executor stages
+ * device tensors with.
+ *
+ * Built one of two ways (TCOLL_CUDA in CMakeLists.txt): cuda_rt.c against
+ * the CUDA runtime linked statically into libtcoll, so that the library
+ * loads, and every host path works, on a machine with no GPU and no driver;
+ * or cuda_none.c, where every call says the build has no CUDA. Either way
+ * nothing is asked of CUDA until a caller needs it (the first device
+ * tensor, tc_cuda_available, tcoll-info): a host-only job never creates a
+ * GPU context. No MPI, no engine state.
+ *
+ * Ordering (docs/gpu.md): a submission marks its stream (an event recorded
+ * by the submitting thread, so the engine's reads come after the work the
+ * stream had queued then); the engine thread copies on tcoll's own stream
+ * for the device (made once, non-blocking with respect to the legacy
+ * default stream), waiting on the mark, and sleeps on a blocking-sync event
+ * until its copies are done, so a request completes only once its result
+ * is in place and any stream or the host may read it after tc_wait.
+ */
+#ifndef TC_CUDA_CUDA_H
+#define TC_CUDA_CUDA_H
+
+#include <stddef.h>
+
+#include "tcoll.h"
+
+/* 1 in a build with CUDA. */
+int tc__cuda_built(void);
+
+/* Whether device tensors can be used in this process: decided on the first
+ * call (thread-safe), then cached. On 0, *why_p (when why_p is not NULL)
+ * says why: "this tcoll was built without CUDA", "no CUDA driver: ...",
+ * "no CUDA device". */
+int tc__cuda_available(const char **why_p);
+
+/* The number of CUDA devices (0 when not available). */
+int tc__cuda_device_count(void);
+
+/* One line for tcoll-info and the logs: the devices, the driver's and the
+ * runtime's versions, or why CUDA is not available. */
+void tc__cuda_describe(char *buf, size_t len);
+
+/* TC_OK when [ptr, ptr + bytes) lies in one allocation of device memory
+ * (or managed memory) of device dev; otherwise TC_ERR_ARG with the reason
+ * in why ("host memory", "memory of CUDA device 1", "runs 64 bytes past
+ * its allocation"). bytes 0 checks nothing. */
+tc_status_t tc__cuda_check_ptr(int dev, const void *ptr, size_t bytes, char *why, size_t len);
+
+/* What a stream had queued when a tensor was submitted: an event of device
+ * dev recorded on stream (NULL: the legacy default stream), from a pool.
+ * Any thread. TC_ERR_ARG (why) when the stream cannot be used on dev. */
+typedef struct tc_cuda_mark tc_cuda_mark_t;
+tc_status_t tc__cuda_mark(int dev, void *stream, tc_cuda_mark_t **mark_p, char *why, size_t len);
+/* Back to the pool. Any thread; NULL is ignored. */
+void tc__cuda_mark_release(tc_cuda_mark_t *mark);
+
+/* Copies bytes between host memory and device dev's memory on tcoll's
+ * stream for dev, first waiting for after (NULL: nothing), and returns once
+ * the copy is complete (sleeping, not spinning). The engine thread.
+ * TC_ERR_TRANSPORT with the reason in why. */
+tc_status_t tc__cuda_to_host(int dev, void *dst, const void *src, size_t bytes,
+                             const tc_cuda_mark_t *after, char *why, size_t len);
+tc_status_t tc__cuda_to_device(int dev, void *dst, const void *src, size_t bytes, char *why,
+                               size_t len);
+
+/* Device memory for the outputs tcoll allocates (allgather, reducescatter,
+ * alltoall): ordered on tcoll's stream for dev, freed from any thread
+ * without a device-wide synchronization. TC_ERR_NOMEM (why). */
+tc_status_t tc__cuda_alloc(int dev, size_t bytes, void **p_p, char *why, size_t len);
+void tc__cuda_free(int dev, void *p);
+
+/* Page-locked host memory, which device copies reach at full speed; NULL
+ * when it cannot be had (the caller then stages through ordinary memory). */
+void *tc__cuda_host_alloc(size_t bytes);
+void tc__cuda_host_free(void *p);
+
+/* Waits for tcoll's streams and frees the pooled events (tc_shutdown). The
+ * streams and memory pools stay: device memory still held by requests
+ * stays valid until they are freed. */
+void tc__cuda_release(void);
+
+#endif

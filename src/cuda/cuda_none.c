@@ -1,0 +1,98 @@
+/*
+ * cuda_none.c - cuda.h in a build without CUDA (TCOLL_CUDA off or no
+ * toolkit found): CUDA is never available, and says so. The executor
+ * reaches none of the other calls then (a device tensor is refused at
+ * submission), so they only refuse.
+ */
+#include "cuda/cuda.h"
+
+#include <stdio.h>
+
+static const char not_built[] = "this tcoll was built without CUDA (TCOLL_CUDA=OFF, or no CUDA "
+                                "toolkit was found when it was built)";
+
+int tc__cuda_built(void)
+{
+    return 0;
+}
+
+int tc__cuda_available(const char **why_p)
+{
+    if (why_p != NULL) {
+        *why_p = not_built;
+    }
+    return 0;
+}
+
+int tc__cuda_device_count(void)
+{
+    return 0;
+}
+
+void tc__cuda_describe(char *buf, size_t len)
+{
+    snprintf(buf, len, "not built: %s", not_built);
+}
+
+static tc_status_t refuse(char *why, size_t len)
+{
+    snprintf(why, len, "%s", not_built);
+    return TC_ERR_ARG;
+}
+
+tc_status_t tc__cuda_check_ptr(int dev, const void *ptr, size_t bytes, char *why, size_t len)
+{
+    (void)dev, (void)ptr, (void)bytes;
+    return refuse(why, len);
+}
+
+tc_status_t tc__cuda_mark(int dev, void *stream, tc_cuda_mark_t **mark_p, char *why, size_t len)
+{
+    (void)dev, (void)stream, (void)mark_p;
+    return refuse(why, len);
+}
+
+void tc__cuda_mark_release(tc_cuda_mark_t *mark)
+{
+    (void)mark;
+}
+
+tc_status_t tc__cuda_to_host(int dev, void *dst, const void *src, size_t bytes,
+                             const tc_cuda_mark_t *after, char *why, size_t len)
+{
+    (void)dev, (void)dst, (void)src, (void)bytes, (void)after;
+    return refuse(why, len);
+}
+
+tc_status_t tc__cuda_to_device(int dev, void *dst, const void *src, size_t bytes, char *why,
+                               size_t len)
+{
+    (void)dev, (void)dst, (void)src, (void)bytes;
+    return refuse(why, len);
+}
+
+tc_status_t tc__cuda_alloc(int dev, size_t bytes, void **p_p, char *why, size_t len)
+{
+    (void)dev, (void)bytes, (void)p_p;
+    return refuse(why, len);
+}
+
+void tc__cuda_free(int dev, void *p)
+{
+    (void)dev, (void)p;
+}
+
+void *tc__cuda_host_alloc(size_t bytes)
+{
+    (void)bytes;
+    return NULL;
+}
+
+void tc__cuda_host_free(void *p)
+{
+    (void)p;
+}
+
+void tc__cuda_release(void)
+{
+}

@@ -1,0 +1,413 @@
+/*
+ * cuda_rt.c - cuda.h over the CUDA runtime (a build with TCOLL_CUDA).
+ *
+ * The runtime is linked statically: it loads the driver (libcuda.so.1) only
+ * when first asked, so on a machine without one cudaGetDeviceCount fails
+ * and tc__cuda_available says why; nothing else here is reached then.
+ *
+ * Per device, made on first use and kept until tc__cuda_release: tcoll's
+ * stream (non-blocking: it never waits for the legacy default stream), an
+ * event with blocking sync that the engine thread sleeps on, and a memory
+ * pool for the outputs tcoll allocates; they stay for the process's life. A thread that is not the engine's
+ * (a submission marking its stream, a request freed) gets its current
+ * device back as it was.
+ */
+#define _GNU_SOURCE
+#include <cuda.h> /* the driver's types, for cuMemGetAddressRange through the runtime */
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/cuda.h"
+#include "util/log.h"
+
+typedef struct {
+    pthread_mutex_t mu;
+    int made;
+    cudaStream_t stream;
+    cudaEvent_t done; /* blocking sync: the engine thread sleeps on it */
+    cudaMemPool_t pool;
+} devctx_t;
+
+struct tc_cuda_mark {
+    struct tc_cuda_mark *next;
+    int dev;
+    cudaEvent_t ev;
+};
+
+typedef CUresult (*range_fn_t)(CUdeviceptr *base, size_t *size, CUdeviceptr ptr);
+
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+static int ndev;         /* > 0 once available */
+static char no_why[256]; /* why not, when ndev is 0 */
+static devctx_t *devs;   /* [ndev] */
+static range_fn_t range_fn;
+
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static tc_cuda_mark_t *marks; /* free marks, any device */
+
+static void probe(void)
+{
+    int n = 0, i;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    enum cudaDriverEntryPointQueryResult q;
+    void *fn = NULL;
+
+    if (e != cudaSuccess) {
+        snprintf(no_why, sizeof(no_why), "no usable CUDA driver (cudaGetDeviceCount: %s: %s)",
+                 cudaGetErrorName(e), cudaGetErrorString(e));
+        (void)cudaGetLastError();
+        return;
+    }
+    if (n <= 0) {
+        snprintf(no_why, sizeof(no_why), "no CUDA device");
+        return;
+    }
+    devs = calloc((size_t)n, sizeof(*devs));
+    if (devs == NULL) {
+        snprintf(no_why, sizeof(no_why), "out of memory");
+        return;
+    }
+    for (i = 0; i < n; i++) {
+        pthread_mutex_init(&devs[i].mu, NULL);
+    }
+    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000, cudaEnableDefault,
+                                         &q) == cudaSuccess &&
+        q == cudaDriverEntryPointSuccess) {
+        range_fn = (range_fn_t)fn;
+    }
+    (void)cudaGetLastError();
+    ndev = n;
+}
+
+int tc__cuda_built(void)
+{
+    return 1;
+}
+
+int tc__cuda_available(const char **why_p)
+{
+    pthread_once(&probe_once, probe);
+    if (ndev == 0 && why_p != NULL) {
+        *why_p = no_why;
+    }
+    return ndev > 0;
+}
+
+int tc__cuda_device_count(void)
+{
+    return tc__cuda_available(NULL) ? ndev : 0;
+}
+
+static void version_text(char *buf, size_t len, int v)
+{
+    snprintf(buf, len, "%d.%d", v / 1000, (v % 1000) / 10);
+}
+
+void tc__cuda_describe(char *buf, size_t len)
+{
+    int drv = 0, rt = 0, i;
+    size_t pos;
+    char dv[16], rv[16];
+
+    (void)cudaRuntimeGetVersion(&rt);
+    version_text(rv, sizeof(rv), rt);
+    if (!tc__cuda_available(NULL)) {
+        snprintf(buf, len, "built with the CUDA %s runtime; not available: %s", rv, no_why);
+        return;
+    }
+    (void)cudaDriverGetVersion(&drv);
+    version_text(dv, sizeof(dv), drv);
+    pos = (size_t)snprintf(buf, len, "driver %s, runtime %s, %d device%s", dv, rv, ndev,
+                           ndev == 1 ? "" : "s");
+    for (i = 0; i < ndev && pos < len; i++) {
+        struct cudaDeviceProp p;
+        if (cudaGetDeviceProperties(&p, i) != cudaSuccess) {
+            (void)cudaGetLastError();
+            continue;
+        }
+        pos +=
+            (size_t)snprintf(buf + pos, len - pos, "; %d: %s (compute %d.%d, %.0f GiB)", i, p.name,
+                             p.major, p.minor, (double)p.totalGlobalMem / (1024.0 * 1024 * 1024));
+    }
+}
+
+/* The reason text of a failed call, and the error cleared if it is not sticky. */
+static tc_status_t failed(tc_status_t st, char *why, size_t len, const char *what, cudaError_t e)
+{
+    snprintf(why, len, "%s: %s: %s", what, cudaGetErrorName(e), cudaGetErrorString(e));
+    (void)cudaGetLastError();
+    return st;
+}
+
+tc_status_t tc__cuda_check_ptr(int dev, const void *ptr, size_t bytes, char *why, size_t len)
+{
+    struct cudaPointerAttributes a;
+    cudaError_t e;
+
+    if (bytes == 0) {
+        return TC_OK;
+    }
+    e = cudaPointerGetAttributes(&a, ptr);
+    if (e != cudaSuccess) {
+        return failed(TC_ERR_ARG, why, len, "not memory CUDA knows (cudaPointerGetAttributes)", e);
+    }
+    switch (a.type) {
+    case cudaMemoryTypeDevice:
+    case cudaMemoryTypeManaged: break;
+    case cudaMemoryTypeHost:
+        snprintf(why, len, "is page-locked host memory, not device memory");
+        return TC_ERR_ARG;
+    default: snprintf(why, len, "is host memory, not device memory"); return TC_ERR_ARG;
+    }
+    if (a.device != dev) {
+        snprintf(why, len, "is memory of CUDA device %d, not of device %d", a.device, dev);
+        return TC_ERR_ARG;
+    }
+    if (range_fn != NULL && a.type == cudaMemoryTypeDevice) {
+        CUdeviceptr base = 0;
+        size_t size = 0;
+        uintptr_t p = (uintptr_t)ptr;
+        if (range_fn(&base, &size, (CUdeviceptr)p) == CUDA_SUCCESS && size > 0 &&
+            (bytes > size || p - (uintptr_t)base > size - bytes)) {
+            snprintf(why, len, "runs %zu bytes past the end of its allocation",
+                     (size_t)(p - (uintptr_t)base) + bytes - size);
+            return TC_ERR_ARG;
+        }
+    }
+    return TC_OK;
+}
+
+/* Makes dev current on this thread (its previous device in *old_p, when
+ * old_p is not NULL) and its context's objects exist. */
+static tc_status_t use_dev(int dev, int *old_p, devctx_t **c_p, char *why, size_t len)
+{
+    devctx_t *c;
+    cudaError_t e;
+
+    if (!tc__cuda_available(NULL) || dev < 0 || dev >= ndev) {
+        snprintf(why, len, "CUDA device %d is not available (%s)", dev,
+                 ndev == 0 ? no_why : "no such device");
+        return TC_ERR_ARG;
+    }
+    if (old_p != NULL && cudaGetDevice(old_p) != cudaSuccess) {
+        *old_p = -1;
+        (void)cudaGetLastError();
+    }
+    if ((old_p == NULL || *old_p != dev) && (e = cudaSetDevice(dev)) != cudaSuccess) {
+        return failed(TC_ERR_TRANSPORT, why, len, "cudaSetDevice", e);
+    }
+    c = &devs[dev];
+    pthread_mutex_lock(&c->mu);
+    if (!c->made) {
+        struct cudaMemPoolProps props;
+        uint64_t keep = (uint64_t)1 << 30; /* what the pool keeps between uses */
+        memset(&props, 0, sizeof(props));
+        props.allocType = cudaMemAllocationTypePinned;
+        props.location.type = cudaMemLocationTypeDevice;
+        props.location.id = dev;
+        if ((e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking)) != cudaSuccess ||
+            (e = cudaEventCreateWithFlags(&c->done, cudaEventBlockingSync |
+                                                        cudaEventDisableTiming)) != cudaSuccess ||
+            (e = cudaMemPoolCreate(&c->pool, &props)) != cudaSuccess) {
+            pthread_mutex_unlock(&c->mu);
+            return failed(TC_ERR_TRANSPORT, why, len, "making tcoll's stream, event and pool", e);
+        }
+        (void)cudaMemPoolSetAttribute(c->pool, cudaMemPoolAttrReleaseThreshold, &keep);
+        c->made = 1;
+        TC_DEBUG("cuda", "device %d: tcoll's stream, event and memory pool made", dev);
+    }
+    pthread_mutex_unlock(&c->mu);
+    *c_p = c;
+    return TC_OK;
+}
+
+static void restore_dev(int dev, int old)
+{
+    if (old >= 0 && old != dev) {
+        (void)cudaSetDevice(old);
+    }
+}
+
+tc_status_t tc__cuda_mark(int dev, void *stream, tc_cuda_mark_t **mark_p, char *why, size_t len)
+{
+    tc_cuda_mark_t *m, **pp;
+    devctx_t *c;
+    cudaError_t e;
+    int old = -1;
+    tc_status_t st = use_dev(dev, &old, &c, why, len);
+
+    if (st != TC_OK) {
+        restore_dev(dev, old);
+        return st;
+    }
+    pthread_mutex_lock(&pool_mu);
+    for (pp = &marks; *pp != NULL && (*pp)->dev != dev; pp = &(*pp)->next) {
+    }
+    m = *pp;
+    if (m != NULL) {
+        *pp = m->next;
+    }
+    pthread_mutex_unlock(&pool_mu);
+    if (m == NULL) {
+        if ((m = calloc(1, sizeof(*m))) == NULL) {
+            restore_dev(dev, old);
+            snprintf(why, len, "out of memory");
+            return TC_ERR_NOMEM;
+        }
+        m->dev = dev;
+        if ((e = cudaEventCreateWithFlags(&m->ev, cudaEventDisableTiming)) != cudaSuccess) {
+            free(m);
+            restore_dev(dev, old);
+            return failed(TC_ERR_NOMEM, why, len, "cudaEventCreate", e);
+        }
+    }
+    e = cudaEventRecord(m->ev, (cudaStream_t)stream);
+    restore_dev(dev, old);
+    if (e != cudaSuccess) {
+        tc__cuda_mark_release(m);
+        snprintf(why, len, "the stream %p cannot be used on CUDA device %d (cudaEventRecord: %s)",
+                 stream, dev, cudaGetErrorString(e));
+        (void)cudaGetLastError();
+        return TC_ERR_ARG;
+    }
+    *mark_p = m;
+    return TC_OK;
+}
+
+void tc__cuda_mark_release(tc_cuda_mark_t *mark)
+{
+    if (mark == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&pool_mu);
+    mark->next = marks;
+    marks = mark;
+    pthread_mutex_unlock(&pool_mu);
+}
+
+/* Queues a copy on dev's stream after `after`, then sleeps until it is done. */
+static tc_status_t copy(int dev, void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind,
+                        const tc_cuda_mark_t *after, char *why, size_t len)
+{
+    devctx_t *c;
+    cudaError_t e;
+    tc_status_t st = use_dev(dev, NULL, &c, why, len);
+
+    if (st != TC_OK) {
+        return st;
+    }
+    if (after != NULL && (e = cudaStreamWaitEvent(c->stream, after->ev, 0)) != cudaSuccess) {
+        return failed(TC_ERR_TRANSPORT, why, len, "cudaStreamWaitEvent", e);
+    }
+    if (bytes > 0 && (e = cudaMemcpyAsync(dst, src, bytes, kind, c->stream)) != cudaSuccess) {
+        return failed(TC_ERR_TRANSPORT, why, len, "cudaMemcpyAsync", e);
+    }
+    if ((e = cudaEventRecord(c->done, c->stream)) != cudaSuccess ||
+        (e = cudaEventSynchronize(c->done)) != cudaSuccess) {
+        return failed(TC_ERR_TRANSPORT, why, len, "waiting for tcoll's stream", e);
+    }
+    return TC_OK;
+}
+
+tc_status_t tc__cuda_to_host(int dev, void *dst, const void *src, size_t bytes,
+                             const tc_cuda_mark_t *after, char *why, size_t len)
+{
+    return copy(dev, dst, src, bytes, cudaMemcpyDeviceToHost, after, why, len);
+}
+
+tc_status_t tc__cuda_to_device(int dev, void *dst, const void *src, size_t bytes, char *why,
+                               size_t len)
+{
+    return copy(dev, dst, src, bytes, cudaMemcpyHostToDevice, NULL, why, len);
+}
+
+tc_status_t tc__cuda_alloc(int dev, size_t bytes, void **p_p, char *why, size_t len)
+{
+    devctx_t *c;
+    cudaError_t e;
+    void *p = NULL;
+    tc_status_t st = use_dev(dev, NULL, &c, why, len);
+
+    if (st != TC_OK) {
+        return st;
+    }
+    e = cudaMallocFromPoolAsync(&p, bytes > 0 ? bytes : 1, c->pool, c->stream);
+    if (e != cudaSuccess) {
+        return failed(TC_ERR_NOMEM, why, len, "cudaMallocFromPoolAsync", e);
+    }
+    *p_p = p;
+    return TC_OK;
+}
+
+void tc__cuda_free(int dev, void *p)
+{
+    devctx_t *c;
+    char why[256];
+    int old = -1;
+
+    if (p == NULL) {
+        return;
+    }
+    if (use_dev(dev, &old, &c, why, sizeof(why)) != TC_OK) {
+        TC_WARN("cuda", "device %d: %s: output %p not freed", dev, why, p);
+    } else if (cudaFreeAsync(p, c->stream) != cudaSuccess) {
+        TC_WARN("cuda", "device %d: cudaFreeAsync(%p): %s", dev, p,
+                cudaGetErrorString(cudaGetLastError()));
+    }
+    restore_dev(dev, old);
+}
+
+void *tc__cuda_host_alloc(size_t bytes)
+{
+    void *p = NULL;
+
+    if (!tc__cuda_available(NULL) ||
+        cudaHostAlloc(&p, bytes > 0 ? bytes : 1, cudaHostAllocPortable) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return NULL;
+    }
+    return p;
+}
+
+void tc__cuda_host_free(void *p)
+{
+    if (p != NULL && cudaFreeHost(p) != cudaSuccess) {
+        (void)cudaGetLastError();
+    }
+}
+
+void tc__cuda_release(void)
+{
+    tc_cuda_mark_t *m, *next;
+    int i, old = 0;
+
+    pthread_mutex_lock(&pool_mu);
+    m = marks;
+    marks = NULL;
+    pthread_mutex_unlock(&pool_mu);
+    for (; m != NULL; m = next) {
+        next = m->next;
+        (void)cudaEventDestroy(m->ev);
+        free(m);
+    }
+    if (ndev == 0 || cudaGetDevice(&old) != cudaSuccess) {
+        return; /* never used (or no driver): nothing to wait for */
+    }
+    for (i = 0; i < ndev; i++) {
+        devctx_t *c = &devs[i];
+        /* the stream, event and pool stay for the process's life: outputs
+         * of requests not yet freed live in the pool, and are freed on the
+         * stream */
+        pthread_mutex_lock(&c->mu);
+        if (c->made && cudaSetDevice(i) == cudaSuccess) {
+            (void)cudaStreamSynchronize(c->stream);
+        }
+        pthread_mutex_unlock(&c->mu);
+    }
+    (void)cudaSetDevice(old);
+    (void)cudaGetLastError();
+}
