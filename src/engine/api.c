@@ -131,6 +131,10 @@ tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name, c
     if (kd->output == TC_OUT_RECV && recv == NULL && count > 0) {
         return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': recv is NULL", fn, name);
     }
+    if (o.device != TC_DEVICE_HOST &&
+        tc__opts_check_device(fn, name, kd, &o, t->data, recv, count * es) != TC_OK) {
+        return TC_ERR_ARG;
+    }
     req = calloc(1, sizeof(*req));
     if (req == NULL || (req->name = strdup(name)) == NULL) {
         free(req);
@@ -161,6 +165,17 @@ tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name, c
         if (n > 0) {
             memcpy(req->splits, splits, (size_t)n * sizeof(*splits));
             req->nsplits = n;
+        }
+    }
+    if (o.device != TC_DEVICE_HOST) {
+        char why[256];
+        tc_status_t st;
+        req->cuda.on = 1;
+        req->cuda.dev = o.device;
+        st = tc__cuda_mark(o.device, o.cuda_stream, &req->cuda.mark, why, sizeof(why));
+        if (st != TC_OK) {
+            tc__request_destroy(req);
+            return tc__set_error(st, "%s: tensor '%s': %s", fn, name, why);
         }
     }
     *out_p = req;

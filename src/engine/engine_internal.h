@@ -133,6 +133,12 @@ tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name, c
 struct tc_kind_desc;
 tc_status_t tc__opts_read(const char *fn, const char *name, const struct tc_kind_desc *kd,
                           const tc_opts_t *in, tc_opts_t *out);
+/* A device tensor's checks (opts.c): CUDA usable here, o->device one of
+ * its devices, send (and recv, for a kind with a recv buffer) bytes of that
+ * device's memory. TC_ERR_ARG with tc_last_error's message. */
+tc_status_t tc__opts_check_device(const char *fn, const char *name, const struct tc_kind_desc *kd,
+                                  const tc_opts_t *o, const void *send, const void *recv,
+                                  size_t bytes);
 
 /* ctrl.c */
 void tc__ctrl_send(engine_t *e, const tc_wire_msg_t *msg, int first, int last, int skip, int tag);

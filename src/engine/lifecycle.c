@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 
+#include "cuda/cuda.h"
 #include "engine/agree.h"
 #include "exec/algo.h"
 #include "engine/engine_internal.h"
@@ -491,6 +492,7 @@ tc_status_t tc_shutdown(void)
                              limit_s);
     }
     tc__output_pool_drain();
+    tc__cuda_release();
     if (tc__tl_active()) {
         (void)tc__tl_stop(); /* after the engine's last event */
     }

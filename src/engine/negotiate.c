@@ -105,6 +105,7 @@ static void to_wire(const tc_request_t *req, tc_wire_request_t *w)
     w->pset = req->pset;
     w->nranks = (uint32_t)req->nset_ranks;
     w->ranks = req->set_ranks;
+    w->memory = req->cuda.on ? TC_WIRE_MEM_CUDA : TC_WIRE_MEM_HOST;
 }
 
 /* Hands what application threads queued to the state machine. */

@@ -8,11 +8,15 @@
  * TC_OPTS_INIT values. A size larger than this library's struct comes from a
  * newer header, whose fields this library cannot honour: TC_ERR_ARG, never a
  * silent drop. Pure: no shared state, any thread.
+ *
+ * A device tensor (tc_opts_t.device) is checked here too: CUDA usable, the
+ * device there, every buffer of the call that device's memory.
  */
 #define _GNU_SOURCE
 #include <math.h>
 #include <string.h>
 
+#include "cuda/cuda.h"
 #include "engine/engine_internal.h"
 #include "kind/kind.h"
 #include "util/status.h"
@@ -44,6 +48,50 @@ tc_status_t tc__opts_read(const char *fn, const char *name, const tc_kind_desc_t
                              "postscale %g: leave both at 1)",
                              fn, name, kd->name, o.prescale, o.postscale);
     }
+    if (o.device < TC_DEVICE_HOST) {
+        return tc__set_error(TC_ERR_ARG,
+                             "%s: tensor '%s': device %d is neither TC_DEVICE_HOST (-1) nor a "
+                             "CUDA device number",
+                             fn, name, o.device);
+    }
+    if ((kd->params & TC_PARAM_NONE_TENSOR) && o.device != TC_DEVICE_HOST) {
+        return tc__set_error(TC_ERR_ARG,
+                             "%s: %s takes no tensor: leave device at TC_DEVICE_HOST (it is %d)",
+                             fn, kd->name, o.device);
+    }
+    if (o.device == TC_DEVICE_HOST && o.cuda_stream != NULL) {
+        return tc__set_error(TC_ERR_ARG,
+                             "%s: tensor '%s': cuda_stream is set, but device is TC_DEVICE_HOST "
+                             "(a stream goes with a device tensor)",
+                             fn, name);
+    }
     *out = o;
+    return TC_OK;
+}
+
+tc_status_t tc__opts_check_device(const char *fn, const char *name, const tc_kind_desc_t *kd,
+                                  const tc_opts_t *o, const void *send, const void *recv,
+                                  size_t bytes)
+{
+    const char *no = NULL;
+    char why[256];
+
+    if (!tc__cuda_available(&no)) {
+        return tc__set_error(TC_ERR_ARG, "%s: tensor '%s' is on CUDA device %d, but %s", fn, name,
+                             o->device, no);
+    }
+    if (o->device >= tc__cuda_device_count()) {
+        return tc__set_error(TC_ERR_ARG,
+                             "%s: tensor '%s': CUDA device %d does not exist (this process sees "
+                             "%d)",
+                             fn, name, o->device, tc__cuda_device_count());
+    }
+    if (tc__cuda_check_ptr(o->device, send, bytes, why, sizeof(why)) != TC_OK) {
+        return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': its data %s", fn, name, why);
+    }
+    if (kd->output == TC_OUT_RECV && recv != send &&
+        tc__cuda_check_ptr(o->device, recv, bytes, why, sizeof(why)) != TC_OK) {
+        return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': recv %s", fn, name, why);
+    }
     return TC_OK;
 }

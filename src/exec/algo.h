@@ -189,6 +189,13 @@ int tc__algo_kinds_cma(const tc_algo_ctx_t *x, const tc_algo_call_t *c);
 int tc__algo_kinds_shm(const tc_algo_ctx_t *x, const tc_algo_call_t *c);
 int tc__algo_ordered(const tc_algo_ctx_t *x, const tc_algo_call_t *c);
 
+/* A device tensor (req->cuda.on) run through its kind's run over host
+ * staging buffers (staged.c): copies in after the submission's mark, runs
+ * run (the kind's), copies the result to the device. The contract of a
+ * kind's run. */
+tc_status_t tc__exec_staged(tc_kind_run_t run, const tc_algo_ctx_t *x, tc_request_t *req,
+                            const tc_wire_response_t *r, char *msg, size_t len);
+
 /* The records and runs of each kind (algo_<kind>.c), for the table in algo.c. */
 extern const tc_kind_exec_t tc__exec_allreduce, tc__exec_allgather, tc__exec_broadcast,
     tc__exec_reducescatter, tc__exec_alltoall, tc__exec_barrier, tc__exec_join,

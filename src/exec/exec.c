@@ -46,7 +46,8 @@ static tc_algo_ctx_t algo_ctx(tc_exec_t *e, uint32_t pset)
  * kind that can run packed. */
 static int fusable(const tc_exec_t *e, const tc_request_t *req, const tc_wire_response_t *r)
 {
-    return r->rtype == TC_WIRE_RUN && req != NULL && tc__kind_of(req)->fusable && req->count > 0 &&
+    return r->rtype == TC_WIRE_RUN && req != NULL && !req->cuda.on && tc__kind_of(req)->fusable &&
+           req->count > 0 &&
            req->count * tc_dtype_size(req->dtype) <= (size_t)e->cfg->fusion_threshold_kb * 1024;
 }
 
@@ -280,7 +281,9 @@ tc_status_t tc__exec_run(tc_exec_t *e, const tc_wire_response_t *resps, tc_reque
             st = run_fused(e, &reqs[i], j - i, total, &algo, msg, len);
         } else {
             tc_algo_ctx_t x = algo_ctx(e, reqs[i]->pset);
-            st = tc__kind_exec((int)reqs[i]->kind)->run(&x, reqs[i], r, msg, len);
+            tc_kind_run_t run = tc__kind_exec((int)reqs[i]->kind)->run;
+            st = reqs[i]->cuda.on ? tc__exec_staged(run, &x, reqs[i], r, msg, len)
+                                  : run(&x, reqs[i], r, msg, len);
             algo = reqs[i]->algo;
         }
         if (algo != NULL) {

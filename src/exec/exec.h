@@ -76,6 +76,9 @@ typedef struct tc_exec {
         uint64_t ready_ns;       /* when that cycle became complete */
         tc_request_t **deferred; /* ran, waiting for this rank's earlier requests */
         size_t ndeferred, capdeferred;
+        void *stage; /* staged.c: host memory device tensors run through */
+        size_t stage_cap;
+        int stage_pinned; /* page-locked (cuda.h), else malloc'd */
     } run;
 
     struct {                /* shm.c: the node's shared-memory segment and its collectives */
@@ -120,6 +123,12 @@ void tc__exec_fail_rest(tc_exec_t *x, const tc_wire_response_t *resps, tc_reques
                         uint32_t n, uint32_t failed, tc_status_t st, const char *msg);
 /* Completes the deferred requests whose earlier requests have; 1 if one did. */
 int tc__exec_deferred(tc_exec_t *x);
+
+/* ---- staged.c: device tensors through host memory ------------------------------ */
+
+/* tc__exec_staged: algo.h. */
+/* Frees the staging buffer (tc__exec_free). */
+void tc__exec_stage_free(tc_exec_t *x);
 
 /* ---- shm.c: the data path inside and across nodes ------------------------------ */
 

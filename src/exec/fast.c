@@ -210,7 +210,7 @@ int tc__fast_take_locked(tc_request_t *req)
     int k;
 
     if (F.seg == NULL || req->kind != TC_KIND_ALLREDUCE || req->pset != 0 ||
-        req->group_key != NULL) {
+        req->group_key != NULL || req->cuda.on) {
         return 0;
     }
     v = (uintptr_t)tc__hmap_get(&F.names, req->name, req->name_len);

@@ -69,6 +69,7 @@ void tc__exec_free(tc_exec_t *x)
 {
     tc__scratch_free(&x->run.scratch);
     tc__scratch_free(&x->run.fusion);
+    tc__exec_stage_free(x);
     free(x->run.deferred);
     x->run.deferred = NULL;
     x->run.ndeferred = x->run.capdeferred = 0;

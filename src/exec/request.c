@@ -136,6 +136,10 @@ void tc__request_destroy(tc_request_t *req)
         free((void *)req->send);
     }
     tc__output_release(req->owned_output, req->owned_cap);
+    if (req->cuda.on) {
+        tc__cuda_mark_release(req->cuda.mark);
+        tc__cuda_free(req->cuda.dev, req->cuda.output);
+    }
     free(req);
 }
 

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cuda/cuda.h"
 #include "kind/kind.h"
 #include "tcoll.h"
 #include "wire/wire.h"
@@ -38,6 +39,12 @@ struct tc_request {
     uint64_t seq;               /* its place among this rank's queued requests (after_earlier) */
     const void *send;           /* allreduce/allgather input */
     void *recv;                 /* allreduce output, broadcast buffer */
+    struct {                    /* a tensor in CUDA device memory (tc_opts_t.device) */
+        int on;                 /* 0: host memory (and the rest unused) */
+        int dev;                /* the device: send, recv and output are its memory */
+        tc_cuda_mark_t *mark;   /* the stream's work at submission (released once read) */
+        void *output;           /* the device output tcoll allocated, freed with the request */
+    } cuda;
 
     /* Result: written by the engine thread, then published by `done`. */
     tc_status_t status;

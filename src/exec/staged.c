@@ -1,0 +1,149 @@
+/*
+ * staged.c - device tensors run through host memory: the record every kind
+ * has for CUDA memory today (docs/gpu.md, "Data paths").
+ *
+ * The engine thread copies the input from the device into a page-locked
+ * staging buffer (after the event the submission recorded on the caller's
+ * stream: what the stream had queued by then), runs the kind's own run over
+ * the staging buffers (the host records: the same selector, the same
+ * reduction order, the same bits as a host tensor), and copies the result
+ * to the device: into recv, into the buffer (broadcast), or into device
+ * memory tcoll allocates for the kinds whose output it allocates. The
+ * request completes after the copy back is done (cuda.h: the engine thread
+ * sleeps on an event), so after tc_wait the result is in place for the host
+ * and for every stream.
+ *
+ * A rank that joined takes part with a host request of the op's identity
+ * (exec.c), which fits: on every rank the data moves between host buffers.
+ * Device tensors never fuse (exec.c) and never take the small-message path
+ * (fast.c) or ride eagerly (the negotiation knows their memory).
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/algo.h"
+#include "exec/exec.h"
+#include "util/log.h"
+
+/* The staging buffer holds at least bytes (grown, kept for the next run;
+ * ordinary memory when page-locked memory cannot be had). */
+static void *stage(tc_exec_t *e, size_t bytes)
+{
+    void *p;
+
+    if (bytes <= e->run.stage_cap && e->run.stage != NULL) {
+        return e->run.stage;
+    }
+    tc__exec_stage_free(e);
+    if ((p = tc__cuda_host_alloc(bytes)) != NULL) {
+        e->run.stage_pinned = 1;
+    } else if ((p = malloc(bytes > 0 ? bytes : 1)) != NULL) {
+        e->run.stage_pinned = 0;
+        TC_DEBUG("cuda", "staging %zu bytes through ordinary memory (no page-locked memory)",
+                 bytes);
+    } else {
+        return NULL;
+    }
+    e->run.stage = p;
+    e->run.stage_cap = bytes;
+    return p;
+}
+
+void tc__exec_stage_free(tc_exec_t *e)
+{
+    if (e->run.stage != NULL) {
+        if (e->run.stage_pinned) {
+            tc__cuda_host_free(e->run.stage);
+        } else {
+            free(e->run.stage);
+        }
+    }
+    e->run.stage = NULL;
+    e->run.stage_cap = 0;
+}
+
+static size_t out_bytes(const tc_request_t *req)
+{
+    size_t n = tc_dtype_size(req->output.dtype);
+    int d;
+
+    for (d = 0; d < req->output.ndim; d++) {
+        n *= (size_t)req->output.shape[d];
+    }
+    return n;
+}
+
+/* Moves the host output of a kind whose output tcoll allocates to device
+ * memory of its own, and gives the host buffer back. */
+static tc_status_t output_to_device(tc_request_t *req, char *why, size_t len)
+{
+    size_t bytes = out_bytes(req);
+    void *d = NULL;
+    tc_status_t st = tc__cuda_alloc(req->cuda.dev, bytes, &d, why, len);
+
+    if (st != TC_OK) {
+        return st;
+    }
+    st = tc__cuda_to_device(req->cuda.dev, d, req->output.data, bytes, why, len);
+    if (st != TC_OK) {
+        tc__cuda_free(req->cuda.dev, d);
+        return st;
+    }
+    tc__output_release(req->owned_output, req->owned_cap);
+    req->owned_output = NULL;
+    req->owned_cap = 0;
+    req->cuda.output = d;
+    req->output.data = d;
+    return TC_OK;
+}
+
+tc_status_t tc__exec_staged(tc_kind_run_t run, const tc_algo_ctx_t *x, tc_request_t *req,
+                            const tc_wire_response_t *r, char *msg, size_t len)
+{
+    const tc_kind_desc_t *kd = tc__kind_of(req);
+    size_t bytes = req->count * tc_dtype_size(req->dtype);
+    int apart = kd->output == TC_OUT_RECV && req->recv != req->send; /* recv its own buffer */
+    int reads = !(kd->params & TC_PARAM_ROOT) || x->tp->rank == req->root_index;
+    const void *dsend = req->send;
+    void *drecv = req->recv, *h;
+    char why[256];
+    tc_status_t st;
+
+    if ((h = stage(x->exec, apart ? 2 * bytes : bytes)) == NULL) {
+        return tc__algo_failed(req, TC_ERR_NOMEM, "out of memory for the staging buffer", msg, len);
+    }
+    /* a broadcast's receivers read nothing, but still wait for the stream:
+     * the copy back must not overtake the work queued on it */
+    st = tc__cuda_to_host(req->cuda.dev, h, dsend, reads ? bytes : 0, req->cuda.mark, why,
+                          sizeof(why));
+    tc__cuda_mark_release(req->cuda.mark);
+    req->cuda.mark = NULL;
+    if (st != TC_OK) {
+        return tc__algo_failed(req, st, why, msg, len);
+    }
+    req->send = h;
+    req->recv = kd->output == TC_OUT_RECV       ? (apart ? (char *)h + bytes : h)
+                : kd->output == TC_OUT_IN_PLACE ? h
+                                                : NULL;
+    st = run(x, req, r, msg, len);
+    if (st == TC_OK) {
+        switch (kd->output) {
+        case TC_OUT_RECV:
+        case TC_OUT_IN_PLACE:
+            st = tc__cuda_to_device(req->cuda.dev, drecv, req->recv, bytes, why, sizeof(why));
+            req->output.data = drecv;
+            break;
+        case TC_OUT_GATHERED:
+        case TC_OUT_ALLOCATED: st = output_to_device(req, why, sizeof(why)); break;
+        case TC_OUT_NONE: break;
+        }
+        if (st != TC_OK) {
+            tc__algo_failed(req, st, why, msg, len);
+        }
+    }
+    req->send = dsend;
+    req->recv = drecv;
+    return st;
+}
