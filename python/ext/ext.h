@@ -27,6 +27,7 @@ typedef struct {
     Py_buffer bufs[TCX_MAX_BUFS];    /* held while the operation may touch them */
     int nbufs;
     Py_ssize_t exports; /* buffer views of the output alive */
+    int device;         /* the CUDA device of its tensors, or -1 (host memory) */
 } TcRequest;
 
 extern PyTypeObject TcRequest_Type;
@@ -51,10 +52,11 @@ void tcx_orphans_release_all(void);
 
 /* tensor.c: _register_torch(Tensor, strided); and obj as a writable buffer
  * over its memory if it is a registered torch tensor: 1 (view filled,
- * holding a reference to obj), 0 (not a torch tensor: view untouched), -1
- * (a tensor tcoll cannot take as memory: ValueError set). */
+ * holding a reference to obj; *device_p -1 for a CPU tensor, else the CUDA
+ * device whose memory the view is over), 0 (not a torch tensor: view
+ * untouched), -1 (a tensor tcoll cannot take as memory: ValueError set). */
 PyObject *tcx_register_torch(PyObject *self, PyObject *args);
-int tcx_tensor_buffer(const char *what, PyObject *obj, Py_buffer *view);
+int tcx_tensor_buffer(const char *what, PyObject *obj, Py_buffer *view, int *device_p);
 
 /* submit.c: the module's collective calls. */
 extern PyMethodDef tcx_submit_methods[];

@@ -209,7 +209,42 @@ static PyObject *tcx_version(PyObject *self, PyObject *unused)
     return PyUnicode_FromString(tc_version());
 }
 
+/* cuda_built(), cuda_available(), cuda_info(): tcoll.h's. cuda_available
+ * may load the CUDA driver on its first call: without the GIL. */
+static PyObject *tcx_cuda_built(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return PyBool_FromLong(tc_cuda_built());
+}
+
+static PyObject *tcx_cuda_available(PyObject *self, PyObject *unused)
+{
+    int ok;
+
+    (void)self;
+    (void)unused;
+    Py_BEGIN_ALLOW_THREADS ok = tc_cuda_available();
+    Py_END_ALLOW_THREADS return PyBool_FromLong(ok);
+}
+
+static PyObject *tcx_cuda_info(PyObject *self, PyObject *unused)
+{
+    const char *info;
+
+    (void)self;
+    (void)unused;
+    Py_BEGIN_ALLOW_THREADS info = tc_cuda_info();
+    Py_END_ALLOW_THREADS return PyUnicode_FromString(info);
+}
+
 static PyMethodDef module_methods[] = {
+    {"cuda_built", tcx_cuda_built, METH_NOARGS,
+     "cuda_built() -> bool: whether libtcoll was built with CUDA"},
+    {"cuda_available", tcx_cuda_available, METH_NOARGS,
+     "cuda_available() -> bool: whether device tensors can be used in this process"},
+    {"cuda_info", tcx_cuda_info, METH_NOARGS,
+     "cuda_info() -> str: the CUDA devices, driver and runtime found, or why not"},
     {"init", tcx_init, METH_NOARGS, "init()\n\nStarts tcoll (and MPI if needed); collective."},
     {"shutdown", tcx_shutdown, METH_NOARGS, "shutdown()\n\nStops tcoll; collective."},
     {"rank", tcx_rank, METH_NOARGS, "rank() -> int (-1 before init)"},

@@ -17,6 +17,7 @@
  */
 #include "ext.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,6 +100,7 @@ PyObject *tcx_request_new(tc_request_t *req, Py_buffer *bufs, int nbufs)
     r->req = req;
     r->nbufs = nbufs;
     r->exports = 0;
+    r->device = -1; /* the submission sets it for device tensors */
     for (i = 0; i < nbufs; i++) {
         r->bufs[i] = bufs[i];
     }
@@ -209,6 +211,29 @@ static PyObject *request_output_info(TcRequest *r, PyObject *unused)
     return Py_BuildValue("(iN)", (int)out.dtype, shape);
 }
 
+/* output_device_ptr(): (address, device) of the completed output of a
+ * device tensor's request (memory tcoll allocated on that device, valid
+ * while the Request lives); ValueError for host requests. */
+static PyObject *request_output_device_ptr(TcRequest *r, PyObject *unused)
+{
+    tc_tensor_t out;
+    tc_status_t st;
+
+    (void)unused;
+    if (checked(r) == NULL) {
+        return NULL;
+    }
+    if (r->device < 0) {
+        PyErr_SetString(PyExc_ValueError, "the request's tensors are in host memory (use the "
+                                          "buffer protocol)");
+        return NULL;
+    }
+    if ((st = tc_request_output(r->req, &out)) != TC_OK) {
+        return tcx_raise(st, tc_request_error(r->req));
+    }
+    return Py_BuildValue("(Ki)", (unsigned long long)(uintptr_t)out.data, r->device);
+}
+
 /* splits(): the rows of dimension 0 that came from each rank (allgather,
  * alltoall). */
 static PyObject *request_splits(TcRequest *r, PyObject *unused)
@@ -263,6 +288,13 @@ static int request_getbuffer(TcRequest *r, Py_buffer *view, int flags)
                                            "or released)");
         return -1;
     }
+    if (r->device >= 0) {
+        PyErr_Format(PyExc_BufferError,
+                     "the output is in memory of CUDA device %d, not host memory "
+                     "(output_device_ptr())",
+                     r->device);
+        return -1;
+    }
     if (out.data != NULL) {
         bytes = tc_dtype_size(out.dtype);
         for (d = 0; d < out.ndim; d++) {
@@ -296,6 +328,9 @@ static PyMethodDef request_methods[] = {
      "done() -> bool\n\nWhether the operation has completed; never blocks."},
     {"output_info", (PyCFunction)request_output_info, METH_NOARGS,
      "output_info() -> (dtype, shape)\n\nThe completed output's dtype code and shape."},
+    {"output_device_ptr", (PyCFunction)request_output_device_ptr, METH_NOARGS,
+     "output_device_ptr() -> (address, device)\n\nA device tensor's completed output: its "
+     "address in the device's memory (valid while the Request lives)."},
     {"splits", (PyCFunction)request_splits, METH_NOARGS,
      "splits() -> list\n\nAllgather, alltoall: the rows that came from each rank."},
     {"last_joined", (PyCFunction)request_last_joined, METH_NOARGS,
@@ -303,7 +338,15 @@ static PyMethodDef request_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static PyObject *request_device(TcRequest *r, void *closure)
+{
+    (void)closure;
+    return PyLong_FromLong(r->device);
+}
+
 static PyGetSetDef request_getset[] = {
+    {"device", (getter)request_device, NULL,
+     "The CUDA device of the request's tensors, or -1 (host memory).", NULL},
     {"status", (getter)request_status, NULL, "The status code once completed, else None.", NULL},
     {"error", (getter)request_error, NULL, "Why it failed ('' while pending or on success).", NULL},
     {NULL, NULL, NULL, NULL, NULL},

@@ -5,9 +5,15 @@
  * C API and returns a Request that holds the buffers until the operation
  * completes. Nothing is copied; a non-contiguous buffer is refused (the
  * Python layer decides whether to copy first).
+ *
+ * CUDA tensors (torch, tensor.c) go as device tensors: every buffer of a
+ * call must be on the same device, and stream (the cudaStream_t's value,
+ * 0 for the legacy default stream) is the stream that produced them
+ * (tc_opts_t.device, cuda_stream).
  */
 #include "ext.h"
 
+#include <stdint.h>
 #include <string.h>
 
 /* The tensor of dtype and shape (a sequence of ints) over buf; -1 with a
@@ -64,15 +70,39 @@ static int make_tensor(const char *what, const Py_buffer *buf, int dtype, PyObje
 
 /* A C-contiguous view of obj (writable if asked): a buffer-protocol
  * object's own, or a torch tensor's memory (tensor.c); -1 with an
- * exception. */
-static int get_buffer(const char *what, PyObject *obj, int writable, Py_buffer *view)
+ * exception. *device_p: -1 for host memory, or the CUDA device. When
+ * *device_p is already set (>= -1: an earlier buffer of the call), obj must
+ * be in the same memory. */
+static int get_buffer(const char *what, PyObject *obj, int writable, Py_buffer *view, int *device_p)
 {
     int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
-    int r = tcx_tensor_buffer(what, obj, view);
+    int device = -1;
+    int r = tcx_tensor_buffer(what, obj, view, &device);
 
-    if (r != 0) {
-        return r < 0 ? -1 : 0;
+    if (r < 0) {
+        return -1;
     }
+    if (r > 0) {
+        if (*device_p >= -1 && *device_p != device) {
+            PyBuffer_Release(view);
+            PyErr_Format(PyExc_ValueError,
+                         "%s: the tensors of one call must be in the same memory (%s%d and "
+                         "%s%d)",
+                         what, *device_p < 0 ? "host " : "cuda:", *device_p,
+                         device < 0 ? "host " : "cuda:", device);
+            return -1;
+        }
+        *device_p = device;
+        return 0;
+    }
+    if (*device_p >= 0) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s: the tensors of one call must be in the same memory (cuda:%d and a "
+                     "host buffer)",
+                     what, *device_p);
+        return -1;
+    }
+    *device_p = -1;
     if (PyObject_GetBuffer(obj, view, flags) < 0) {
         PyErr_Clear();
         PyErr_Format(PyExc_ValueError,
@@ -84,13 +114,18 @@ static int get_buffer(const char *what, PyObject *obj, int writable, Py_buffer *
     return 0;
 }
 
-static tc_opts_t make_opts(double prescale, double postscale, int process_set)
+static tc_opts_t make_opts(double prescale, double postscale, int process_set, int device,
+                           unsigned long long stream)
 {
     tc_opts_t o = TC_OPTS_INIT;
 
     o.prescale = prescale;
     o.postscale = postscale;
     o.process_set = process_set;
+    if (device >= 0) {
+        o.device = device;
+        o.cuda_stream = (void *)(uintptr_t)stream;
+    }
     return o;
 }
 
@@ -124,19 +159,20 @@ static int read_splits(PyObject *obj, int64_t *splits, int cap, int *n_p)
 }
 
 /* submit(kind, name, send, recv, dtype, shape, op=0, root=0, splits=None,
- *        prescale=1.0, postscale=1.0, process_set=0) -> Request
+ *        prescale=1.0, postscale=1.0, process_set=0, stream=0) -> Request
  * kind: "allreduce" (recv: where the result goes, may be send itself),
  * "allgather", "broadcast" (send is the buffer, in place), "reducescatter",
  * "alltoall" (splits: rows to each member, or None). */
 static PyObject *tcx_submit(PyObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"kind",      "name",        "send", "recv",   "dtype",
-                             "shape",     "op",          "root", "splits", "prescale",
-                             "postscale", "process_set", NULL};
+    static char *kwlist[] = {"kind",      "name",        "send",   "recv",   "dtype",
+                             "shape",     "op",          "root",   "splits", "prescale",
+                             "postscale", "process_set", "stream", NULL};
     const char *kind, *name;
     PyObject *send, *recv, *shape, *splits_obj = Py_None;
-    int dtype, op = TC_SUM, root = 0, pset = 0, nbufs = 0, nsplits = 0, size;
+    int dtype, op = TC_SUM, root = 0, pset = 0, nbufs = 0, nsplits = 0, size, device = -2;
     double prescale = 1.0, postscale = 1.0;
+    unsigned long long stream = 0;
     Py_buffer bufs[TCX_MAX_BUFS];
     tc_tensor_t t;
     tc_opts_t o;
@@ -146,13 +182,13 @@ static PyObject *tcx_submit(PyObject *self, PyObject *args, PyObject *kw)
     int in_place_recv;
 
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "ssOOiO|iiOddi", kwlist, &kind, &name, &send, &recv,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ssOOiO|iiOddiK", kwlist, &kind, &name, &send, &recv,
                                      &dtype, &shape, &op, &root, &splits_obj, &prescale, &postscale,
-                                     &pset)) {
+                                     &pset, &stream)) {
         return NULL;
     }
     tcx_orphans_sweep();
-    if (get_buffer(name, send, strcmp(kind, "broadcast") == 0, &bufs[0]) < 0) {
+    if (get_buffer(name, send, strcmp(kind, "broadcast") == 0, &bufs[0], &device) < 0) {
         return NULL;
     }
     nbufs = 1;
@@ -162,7 +198,7 @@ static PyObject *tcx_submit(PyObject *self, PyObject *args, PyObject *kw)
     in_place_recv = recv == send;
     if (strcmp(kind, "allreduce") == 0 && recv != Py_None && !in_place_recv) {
         tc_tensor_t r;
-        if (get_buffer(name, recv, 1, &bufs[1]) < 0) {
+        if (get_buffer(name, recv, 1, &bufs[1], &device) < 0) {
             goto fail;
         }
         nbufs = 2;
@@ -170,7 +206,7 @@ static PyObject *tcx_submit(PyObject *self, PyObject *args, PyObject *kw)
             goto fail;
         }
     }
-    o = make_opts(prescale, postscale, pset);
+    o = make_opts(prescale, postscale, pset, device, stream);
     if (strcmp(kind, "allreduce") == 0) {
         void *out = nbufs == 2 ? bufs[1].buf : t.data;
         if (recv == Py_None || (!in_place_recv && nbufs != 2)) {
@@ -219,7 +255,13 @@ static PyObject *tcx_submit(PyObject *self, PyObject *args, PyObject *kw)
         tcx_raise(st, NULL);
         goto fail;
     }
-    return tcx_request_new(req, bufs, nbufs);
+    {
+        PyObject *r = tcx_request_new(req, bufs, nbufs);
+        if (r != NULL) {
+            ((TcRequest *)r)->device = device;
+        }
+        return r;
+    }
 
 fail:
     PyMem_Free(splits);
@@ -242,7 +284,7 @@ static PyObject *no_tensor_call(PyObject *args, PyObject *kw, int join)
         return NULL;
     }
     tcx_orphans_sweep();
-    o = make_opts(1.0, 1.0, pset);
+    o = make_opts(1.0, 1.0, pset, -1, 0);
     st = join ? tc_join_ex(&o, &req) : tc_barrier_ex(&o, &req);
     if (st != TC_OK) {
         return tcx_raise(st, NULL);
@@ -263,18 +305,19 @@ static PyObject *tcx_join(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 /* grouped(kind, names, sends, recvs, dtypes, shapes, op=0, prescale=1.0,
- *         postscale=1.0, process_set=0) -> [Request]
+ *         postscale=1.0, process_set=0, stream=0) -> [Request]
  * kind "allreduce" (recvs: one per member, or the sends themselves),
  * "allgather" or "reducescatter" (recvs None). */
 static PyObject *tcx_grouped(PyObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"kind", "names",    "sends",     "recvs",       "dtypes", "shapes",
-                             "op",   "prescale", "postscale", "process_set", NULL};
+                             "op",   "prescale", "postscale", "process_set", "stream", NULL};
     const char *kind;
     PyObject *names_o, *sends_o, *recvs_o, *dtypes_o, *shapes_o, *out = NULL;
     PyObject *names = NULL, *sends = NULL, *recvs = NULL, *dtypes = NULL, *shapes = NULL;
-    int op = TC_SUM, pset = 0, allreduce;
+    int op = TC_SUM, pset = 0, allreduce, device = -2;
     double prescale = 1.0, postscale = 1.0;
+    unsigned long long stream = 0;
     Py_ssize_t n = 0, i;
     const char **cnames = NULL;
     tc_tensor_t *ts = NULL;
@@ -286,9 +329,9 @@ static PyObject *tcx_grouped(PyObject *self, PyObject *args, PyObject *kw)
     tc_status_t st;
 
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "sOOOOO|iddi", kwlist, &kind, &names_o, &sends_o,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "sOOOOO|iddiK", kwlist, &kind, &names_o, &sends_o,
                                      &recvs_o, &dtypes_o, &shapes_o, &op, &prescale, &postscale,
-                                     &pset)) {
+                                     &pset, &stream)) {
         return NULL;
     }
     tcx_orphans_sweep();
@@ -329,7 +372,7 @@ static PyObject *tcx_grouped(PyObject *self, PyObject *args, PyObject *kw)
         if ((cnames[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(names, i))) == NULL ||
             (dt == -1 && PyErr_Occurred()) ||
             get_buffer(cnames[i], s, allreduce && PySequence_Fast_GET_ITEM(recvs, i) == s,
-                       &bufs[2 * i]) < 0) {
+                       &bufs[2 * i], &device) < 0) {
             goto done;
         }
         nb[i] = 1;
@@ -344,7 +387,7 @@ static PyObject *tcx_grouped(PyObject *self, PyObject *args, PyObject *kw)
                 outs[i] = ts[i].data;
                 continue;
             }
-            if (get_buffer(cnames[i], r, 1, &bufs[2 * i + 1]) < 0) {
+            if (get_buffer(cnames[i], r, 1, &bufs[2 * i + 1], &device) < 0) {
                 goto done;
             }
             nb[i] = 2;
@@ -355,7 +398,7 @@ static PyObject *tcx_grouped(PyObject *self, PyObject *args, PyObject *kw)
             outs[i] = rt.data;
         }
     }
-    o = make_opts(prescale, postscale, pset);
+    o = make_opts(prescale, postscale, pset, device, stream);
     st = allreduce ? tc_grouped_allreduce((int)n, cnames, ts, outs, (tc_op_t)op, &o, reqs)
          : strcmp(kind, "allgather") == 0
              ? tc_grouped_allgather((int)n, cnames, ts, &o, reqs)
@@ -370,6 +413,9 @@ static PyObject *tcx_grouped(PyObject *self, PyObject *args, PyObject *kw)
     for (i = 0; i < n; i++) {
         PyObject *r = tcx_request_new(reqs[i], &bufs[2 * i], nb[i]);
         nb[i] = 0;
+        if (r != NULL) {
+            ((TcRequest *)r)->device = device;
+        }
         if (out != NULL && r != NULL) {
             PyList_SET_ITEM(out, i, r);
         } else {
@@ -406,16 +452,16 @@ done:
 PyMethodDef tcx_submit_methods[] = {
     {"submit", (PyCFunction)(void (*)(void))tcx_submit, METH_VARARGS | METH_KEYWORDS,
      "submit(kind, name, send, recv, dtype, shape, op=0, root=0, splits=None, prescale=1.0, "
-     "postscale=1.0, process_set=0) -> Request"},
+     "postscale=1.0, process_set=0, stream=0) -> Request"},
     {"grouped", (PyCFunction)(void (*)(void))tcx_grouped, METH_VARARGS | METH_KEYWORDS,
      "grouped(kind, names, sends, recvs, dtypes, shapes, op=0, prescale=1.0, postscale=1.0, "
-     "process_set=0) -> [Request]"},
+     "process_set=0, stream=0) -> [Request]"},
     {"barrier", (PyCFunction)(void (*)(void))tcx_barrier, METH_VARARGS | METH_KEYWORDS,
      "barrier(process_set=0) -> Request"},
     {"join", (PyCFunction)(void (*)(void))tcx_join, METH_VARARGS | METH_KEYWORDS,
      "join(process_set=0) -> Request"},
     {"_register_torch", tcx_register_torch, METH_VARARGS,
-     "_register_torch(Tensor, strided)\n\nLets the calls take CPU torch tensors as buffers "
-     "(tcoll.torch calls it)."},
+     "_register_torch(Tensor, strided)\n\nLets the calls take CPU and CUDA torch tensors as "
+     "buffers (tcoll.torch calls it)."},
     {NULL, NULL, 0, NULL},
 };

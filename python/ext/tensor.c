@@ -9,20 +9,38 @@
  * keeps its storage alive until the request lets the view go.
  *
  * Only what is safe to read and write as plain memory is taken: a dense
- * (strided) contiguous CPU tensor without a lazy negation or conjugation
- * bit. Anything else is refused with ValueError; tcoll.torch copies or
- * refuses such tensors before they get here, so this is a guard, not the
- * user's error message. The extension itself never imports torch.
+ * (strided) contiguous tensor without a lazy negation or conjugation bit,
+ * on the CPU or on a CUDA device. Anything else is refused with
+ * ValueError; tcoll.torch copies or refuses such tensors before they get
+ * here, so this is a guard, not the user's error message. A CUDA tensor's
+ * view is over device memory: the caller learns the device and must never
+ * read the view as host memory (it only hands the address to tcoll, with
+ * tc_opts_t.device). The extension itself never imports torch.
  */
 #include "ext.h"
+
+#include <limits.h>
 
 static PyObject *tensor_type; /* torch.Tensor, once registered */
 static PyObject *strided;     /* torch.strided */
 
 /* The attribute names asked of a tensor, interned at registration. */
-enum { IS_CPU, LAYOUT, IS_CONTIGUOUS, IS_NEG, IS_CONJ, NUMEL, ELEMENT_SIZE, DATA_PTR, NATTRS };
-static const char *const attr_names[NATTRS] = {"is_cpu",  "layout", "is_contiguous", "is_neg",
-                                               "is_conj", "numel",  "element_size",  "data_ptr"};
+enum {
+    IS_CPU,
+    IS_CUDA,
+    GET_DEVICE,
+    LAYOUT,
+    IS_CONTIGUOUS,
+    IS_NEG,
+    IS_CONJ,
+    NUMEL,
+    ELEMENT_SIZE,
+    DATA_PTR,
+    NATTRS
+};
+static const char *const attr_names[NATTRS] = {"is_cpu",        "is_cuda", "get_device", "layout",
+                                               "is_contiguous", "is_neg",  "is_conj",    "numel",
+                                               "element_size",  "data_ptr"};
 static PyObject *attrs[NATTRS];
 
 /* _register_torch(Tensor, strided): called by tcoll.torch at import. */
@@ -85,19 +103,30 @@ static int refuse(const char *what, const char *why)
     return -1;
 }
 
-int tcx_tensor_buffer(const char *what, PyObject *obj, Py_buffer *view)
+int tcx_tensor_buffer(const char *what, PyObject *obj, Py_buffer *view, int *device_p)
 {
     static char dummy; /* the address of an empty tensor with no storage */
     PyObject *layout, *ptr_obj;
-    long long numel, esize;
+    long long numel, esize, device = -1;
     void *ptr;
     int r;
 
     if (tensor_type == NULL || !PyObject_TypeCheck(obj, (PyTypeObject *)tensor_type)) {
         return 0;
     }
-    if ((r = truth(obj, IS_CPU, 0)) <= 0) {
-        return r < 0 ? -1 : refuse(what, "is not on the CPU (tcoll is CPU-only)");
+    if ((r = truth(obj, IS_CPU, 0)) < 0) {
+        return -1;
+    }
+    if (r == 0) {
+        if ((r = truth(obj, IS_CUDA, 0)) <= 0) {
+            return r < 0 ? -1 : refuse(what, "is on neither the CPU nor a CUDA device");
+        }
+        if ((device = count_of(obj, GET_DEVICE)) < 0) {
+            return -1;
+        }
+        if (device > INT_MAX) {
+            return refuse(what, "is on a CUDA device with a number above INT_MAX");
+        }
     }
     layout = PyObject_GetAttr(obj, attrs[LAYOUT]);
     if (layout == NULL) {
@@ -137,7 +166,9 @@ int tcx_tensor_buffer(const char *what, PyObject *obj, Py_buffer *view)
     /* The view holds a reference to the tensor (released by
      * PyBuffer_Release); torch.Tensor exports no buffer, so nothing else
      * is called on release. */
-    return PyBuffer_FillInfo(view, obj, ptr, (Py_ssize_t)(numel * esize), 0, PyBUF_WRITABLE) < 0
-               ? -1
-               : 1;
+    if (PyBuffer_FillInfo(view, obj, ptr, (Py_ssize_t)(numel * esize), 0, PyBUF_WRITABLE) < 0) {
+        return -1;
+    }
+    *device_p = (int)device;
+    return 1;
 }

@@ -30,6 +30,9 @@ import numpy as _np
 
 from . import _tcoll
 from ._tcoll import (  # noqa: F401  (re-exported)
+    cuda_available,
+    cuda_built,
+    cuda_info,
     DuplicateNameError,
     Error,
     InvalidArgumentError,
@@ -44,6 +47,7 @@ from ._tcoll import (  # noqa: F401  (re-exported)
 
 __all__ = [
     "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size",
+    "cuda_built", "cuda_available", "cuda_info",
     "Sum", "Average", "Min", "Max", "Product",
     "allreduce", "allreduce_", "allreduce_async", "allreduce_async_",
     "allgather", "allgather_async", "broadcast", "broadcast_", "broadcast_async",

@@ -1,4 +1,4 @@
-"""tcoll.torch: horovod.torch's API over tcoll, for PyTorch CPU tensors.
+"""tcoll.torch: horovod.torch's API over tcoll, for PyTorch CPU and CUDA tensors.
 
 ``import tcoll.torch as hvd`` in a Horovod 0.28 PyTorch training script in
 place of ``import horovod.torch as hvd``: the same names, signatures,
@@ -10,7 +10,8 @@ What is where:
 * basics: init (``comm``, ``process_sets``), shutdown, is_initialized,
   rank, size, local_rank, local_size, cross_rank, cross_size,
   is_homogeneous, mpi_threads_supported, the build queries (mpi_built and
-  mpi_enabled are True; gloo, nccl, ddl, ccl, cuda and rocm are not built),
+  mpi_enabled are True; cuda_built says whether libtcoll has CUDA; gloo,
+  nccl, ddl, ccl and rocm are not built),
   start_timeline/stop_timeline, process sets (ProcessSet,
   global_process_set, add_process_set, remove_process_set), and the ops
   Sum, Average, Min, Max, Product, Adasum (refused: NotImplementedError).

@@ -242,7 +242,8 @@ def gloo_enabled():
 
 
 def nccl_built():
-    """tcoll has no NCCL support: 0 (Horovod returns NCCL's version, 0 for none)."""
+    """0: tcoll does not use NCCL (Horovod returns NCCL's version, 0 for none); CUDA
+    tensors run on tcoll's own device path (``cuda_built()``)."""
     return 0
 
 
@@ -257,12 +258,14 @@ def ccl_built():
 
 
 def cuda_built():
-    """False: tcoll is CPU-only."""
-    return False
+    """Whether libtcoll was built with CUDA (then CUDA tensors are taken
+    wherever a driver and a device are found at run time: see
+    ``tcoll.cuda_info()``)."""
+    return bool(_tcoll.cuda_built())
 
 
 def rocm_built():
-    """False: tcoll is CPU-only."""
+    """False: tcoll has no ROCm support."""
     return False
 
 

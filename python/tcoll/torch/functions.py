@@ -141,9 +141,11 @@ def _same_mapping(obj, pairs):
 
 
 def _strip(obj, tensors):
-    """obj with each tensor replaced by a _TensorSlot (appended to tensors)."""
+    """obj with each tensor replaced by a _TensorSlot (appended to tensors;
+    a GPU tensor as a host copy: the receivers make host tensors, which
+    load_state_dict moves to their parameters' devices)."""
     if isinstance(obj, torch.Tensor):
-        tensors.append(obj)
+        tensors.append(obj if obj.device.type == "cpu" else obj.detach().cpu())
         return _TensorSlot(len(tensors) - 1, tuple(obj.shape), obj.dtype)
     if isinstance(obj, dict):
         return _same_mapping(obj, ((k, _strip(v, tensors)) for k, v in obj.items()))

@@ -12,15 +12,19 @@ never blocks. Submit, poll and synchronize from any threads: each touches
 the table with one dict operation, which the GIL makes atomic, and handles
 come from one itertools counter (atomic too).
 
-Tensors: CPU tensors of uint8, int8, int16, int32, int64, float16,
-bfloat16, float32 and float64 (bool where only bytes move: broadcast,
-allgather, alltoall). A contiguous tensor's memory is handed to tcoll as it
-is (the extension takes its ``data_ptr()`` and holds the tensor until the
-operation completes: no copy, no NumPy view; bfloat16 goes as its 16-bit
-pattern, bool as bytes); a non-contiguous one is copied to a contiguous
-tensor first, and the in-place calls copy the result back into it when
-synchronized. GPU and sparse tensors are refused with ValueError (tcoll is
-CPU-only).
+Tensors: CPU and CUDA tensors of uint8, int8, int16, int32, int64,
+float16, bfloat16, float32 and float64 (bool where only bytes move:
+broadcast, allgather, alltoall). A contiguous tensor's memory is handed to
+tcoll as it is (the extension takes its ``data_ptr()`` and holds the tensor
+until the operation completes: no copy, no NumPy view; bfloat16 goes as its
+16-bit pattern, bool as bytes); a non-contiguous one is copied to a
+contiguous tensor first, and the in-place calls copy the result back into it
+when synchronized. A CUDA tensor goes as a device tensor of its device with
+torch's current stream of that device (tcoll reads it after the work queued
+there by then); an output tcoll allocated on the device is copied into a
+tensor of torch's allocator on the current stream, and tcoll's memory is
+given back once that copy has run. Sparse tensors and other devices are
+refused with ValueError.
 
 Names: ``<kind>.<name>`` for a given name (so an allreduce and a broadcast
 may share one, as in Horovod), else ``<kind>.noname.<k>`` where k counts
@@ -66,15 +70,15 @@ REDUCE_CODES = {dt: code for dt, (code, _view) in _CODES.items()}
 # ---- tensors -----------------------------------------------------------------
 
 def check_tensor(tensor, what, allow_bool=False):
-    """Refuses what tcoll cannot take: not a tensor, not on the CPU, sparse,
-    or a dtype it has no code for."""
+    """Refuses what tcoll cannot take: not a tensor, on a device other than
+    the CPU or a CUDA GPU, sparse, or a dtype it has no code for."""
     if not isinstance(tensor, torch.Tensor):
         raise TypeError("%s takes a torch.Tensor, not %s" % (what, type(tensor).__name__))
-    if tensor.device.type != "cpu":
-        raise ValueError("%s: the tensor is on %s, but tcoll is CPU-only for now: move it "
-                         "with .cpu() first" % (what, tensor.device))
+    if tensor.device.type not in ("cpu", "cuda"):
+        raise ValueError("%s: the tensor is on %s, but tcoll takes CPU and CUDA tensors only"
+                         % (what, tensor.device))
     if tensor.layout != torch.strided:
-        raise ValueError("%s: %s tensors are not supported (dense CPU tensors only)"
+        raise ValueError("%s: %s tensors are not supported (dense tensors only)"
                          % (what, tensor.layout))
     if tensor.dtype == torch.bool:
         if not allow_bool:
@@ -97,20 +101,66 @@ def wire(tensor):
     return tensor.resolve_neg() if tensor.is_neg() else tensor
 
 
+def stream_of(tensor):
+    """The stream a tensor's producer ran on, as tcoll takes it: torch's
+    current stream of a CUDA tensor's device (its cudaStream_t as an int;
+    0 is the legacy default stream), 0 for a CPU tensor."""
+    if tensor.device.type != "cuda":
+        return 0
+    return torch.cuda.current_stream(tensor.device).cuda_stream
+
+
 def contiguous(tensor):
     """tensor itself if contiguous, else a contiguous copy."""
     return tensor if tensor.is_contiguous() else tensor.contiguous()
 
 
+class _DeviceOutput:
+    """tcoll's device memory of a completed request, as torch reads it
+    (``__cuda_array_interface__``); holds the request, which owns it."""
+
+    def __init__(self, req, ptr, shape, typestr):
+        self.req = req
+        self.__cuda_array_interface__ = {"shape": tuple(shape), "typestr": typestr,
+                                         "data": (ptr, False), "version": 2, "strides": None}
+
+
+# (event, _DeviceOutput): tcoll memory still read by a queued copy
+_device_outputs = []
+
+
+def _release_device_outputs():
+    """Lets go of the requests whose device outputs' copies have run."""
+    while _device_outputs and _device_outputs[0][0].query():
+        _device_outputs.pop(0)
+
+
 def from_output(req, dtype, shape=None):
     """The output tcoll allocated for a completed request, as a tensor of
-    dtype over that memory (no copy; the tensor keeps the request alive)."""
+    dtype: for a host request over that memory (no copy; the tensor keeps
+    the request alive); for a device request a copy, on torch's current
+    stream, into a tensor of torch's allocator (the request is let go once
+    the copy has run)."""
     _code, out_shape = req.output_info()
     if shape is None:
         shape = out_shape
     view = (_BOOL if dtype == torch.bool else _CODES[dtype])[1]
     np_dtype = torch.empty((), dtype=view).numpy().dtype
     count = int(_np.prod(out_shape)) if len(out_shape) else 1
+    if req.device >= 0:
+        device = torch.device("cuda", req.device)
+        _release_device_outputs()
+        out = torch.empty(shape, dtype=dtype, device=device)
+        if count == 0:
+            return out
+        ptr, _dev = req.output_device_ptr()
+        holder = _DeviceOutput(req, ptr, out_shape, np_dtype.str)
+        src = torch.as_tensor(holder, device=device)
+        out.view(view).reshape(-1).copy_(src.reshape(-1))
+        event = torch.cuda.Event()
+        event.record(torch.cuda.current_stream(device))
+        _device_outputs.append((event, holder))
+        return out
     if count == 0:
         return torch.empty(shape, dtype=dtype)
     array = _np.frombuffer(req, dtype=np_dtype).reshape(shape)
@@ -198,6 +248,9 @@ def register_one(req, result):
 
 def _clear():
     _table.clear()
+    for event, _holder in _device_outputs:
+        event.synchronize()
+    _device_outputs.clear()
 
 
 basics._reset_hooks.append(_clear)

@@ -10,7 +10,13 @@ handed to tcoll as it is, a non-contiguous one through a contiguous copy
 that ``synchronize`` copies back. The out-of-place calls copy a
 non-contiguous input first; allreduce and broadcast write into a new
 contiguous tensor, allgather, reducescatter and alltoall return tensors
-over the memory tcoll allocated for the result (no copy).
+over the memory tcoll allocated for the result (no copy; for CUDA tensors,
+a copy on the device into memory of torch's allocator).
+
+CUDA tensors go to tcoll as device tensors on the tensor's device, ordered
+after the work torch's current stream had queued when the call was made;
+once synchronized (or ``poll`` said done) the result is in place for every
+stream.
 
 Ops: ``op=None`` is Average, as in Horovod (``average=`` is still accepted,
 deprecated: True is Average, False is Sum; giving both is a ValueError).
@@ -103,11 +109,12 @@ def submit_allreduce(tensor, in_place, name, op, prescale_factor, postscale_fact
     if in_place:
         out, recv = src, send
     else:
-        out = torch.empty(src.shape, dtype=src.dtype)
+        out = torch.empty(src.shape, dtype=src.dtype, device=src.device)
         recv = _h.wire(out)
     req = _h.submit(_tcoll.submit, "allreduce", _h.op_name("allreduce", name, ps), send, recv,
                     _h.code_of(src), tuple(src.shape), op=tc_op,
-                    prescale=float(prescale_factor), postscale=post, process_set=ps)
+                    prescale=float(prescale_factor), postscale=post, process_set=ps,
+                    stream=_h.stream_of(src))
     if in_place and src is not tensor:
         def finish():
             tensor.detach().copy_(src)
@@ -177,11 +184,13 @@ def submit_grouped(kind, tensors, in_place, names, op, prescale_factor, postscal
     sends = [_h.wire(s) for s in srcs]
     outs, recvs = None, None
     if kind == "allreduce":
-        outs = srcs if in_place else [torch.empty(s.shape, dtype=s.dtype) for s in srcs]
+        outs = srcs if in_place else [torch.empty(s.shape, dtype=s.dtype, device=s.device)
+                                      for s in srcs]
         recvs = sends if in_place else [_h.wire(o) for o in outs]
     reqs = _h.submit(_tcoll.grouped, kind, list(names), sends, recvs,
                      [_h.code_of(s) for s in srcs], [tuple(s.shape) for s in srcs], op=tc_op,
-                     prescale=float(prescale_factor), postscale=post, process_set=ps)
+                     prescale=float(prescale_factor), postscale=post, process_set=ps,
+                     stream=_h.stream_of(srcs[0]))
     if kind == "allreduce" and in_place:
         def finish():
             for t, s in zip(tensors, srcs):
@@ -254,7 +263,8 @@ def submit_allgather(tensor, name, process_set):
     if src.dim() == 0:
         src = src.reshape(1)
     req = _h.submit(_tcoll.submit, "allgather", _h.op_name("allgather", name, ps), _h.wire(src),
-                    None, _h.code_of(src), tuple(src.shape), process_set=ps)
+                    None, _h.code_of(src), tuple(src.shape), process_set=ps,
+                    stream=_h.stream_of(src))
     return req, (lambda: _h.from_output(req, tensor.dtype)), (tensor, src)
 
 
@@ -275,7 +285,7 @@ def submit_broadcast(tensor, in_place, root_rank, name, process_set):
         buf = tensor.detach().clone(memory_format=torch.contiguous_format)
     req = _h.submit(_tcoll.submit, "broadcast", _h.op_name("broadcast", name, ps), _h.wire(buf),
                     None, _h.code_of(buf), tuple(buf.shape), root=int(root_rank),
-                    process_set=ps)
+                    process_set=ps, stream=_h.stream_of(buf))
     if in_place and buf is not tensor:
         def finish():
             tensor.detach().copy_(buf)
@@ -324,7 +334,8 @@ def submit_alltoall(tensor, splits, name, process_set):
         else:
             split_list = [int(s) for s in splits]
     req = _h.submit(_tcoll.submit, "alltoall", _h.op_name("alltoall", name, ps), _h.wire(src),
-                    None, _h.code_of(src), tuple(src.shape), splits=split_list, process_set=ps)
+                    None, _h.code_of(src), tuple(src.shape), splits=split_list, process_set=ps,
+                    stream=_h.stream_of(src))
 
     def finish():
         return (_h.from_output(req, tensor.dtype),
@@ -349,7 +360,8 @@ def submit_reducescatter(tensor, name, op, process_set, prescale_factor, postsca
     src = _h.contiguous(tensor)
     req = _h.submit(_tcoll.submit, "reducescatter", _h.op_name("reducescatter", name, ps),
                     _h.wire(src), None, _h.code_of(src), tuple(src.shape), op=tc_op,
-                    prescale=float(prescale_factor), postscale=post, process_set=ps)
+                    prescale=float(prescale_factor), postscale=post, process_set=ps,
+                    stream=_h.stream_of(src))
     return req, (lambda: _h.from_output(req, tensor.dtype)), (tensor, src)
 
 
@@ -399,7 +411,8 @@ def join(device=-1, process_set=global_process_set):
     others' allreduces and reducescatters run without it (it adds zeros, or
     the op's identity). Blocks until every member joined; returns the rank
     that joined last. ``device`` is accepted for Horovod's signature and
-    ignored (tcoll is CPU-only)."""
+    not needed: a joined rank's share is made by tcoll, in whatever memory
+    the others' tensors are in."""
     del device
     req = _h.submit(_tcoll.join, process_set=_h.pset_id(process_set))
     _h.wait_requests([req])

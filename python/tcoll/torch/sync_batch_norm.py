@@ -45,9 +45,11 @@ class _SyncBatchNormFn(torch.autograd.Function):
     def forward(ctx, x, weight, bias, running_mean, running_var, eps, momentum, process_set):
         flat = _channels_last(x.detach()).to(torch.float64)
         n = flat.shape[0]
-        mean = flat.mean(0) if n else torch.zeros(flat.shape[1], dtype=torch.float64)
+        mean = (flat.mean(0) if n
+                else torch.zeros(flat.shape[1], dtype=torch.float64, device=flat.device))
         m2 = ((flat - mean) ** 2).sum(0) if n else torch.zeros_like(mean)
-        mine = torch.cat([torch.tensor([float(n)], dtype=torch.float64), mean, m2])
+        mine = torch.cat([torch.tensor([float(n)], dtype=torch.float64, device=flat.device),
+                          mean, m2])
         rows = _ag.allgather(mine.unsqueeze(0), process_set=process_set)
         counts, means, m2s = rows[:, :1], rows[:, 1:1 + mean.numel()], rows[:, 1 + mean.numel():]
         total = counts.sum()

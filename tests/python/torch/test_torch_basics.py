@@ -7,6 +7,7 @@ import tempfile
 
 import pytest
 
+import tcoll
 import tcoll.torch as hvd
 
 
@@ -35,8 +36,15 @@ def test_build_queries():
     assert hvd.mpi_built() is True and hvd.mpi_enabled() is True
     assert not hvd.gloo_built() and not hvd.gloo_enabled()
     assert hvd.nccl_built() == 0
-    for q in (hvd.ddl_built, hvd.ccl_built, hvd.cuda_built, hvd.rocm_built):
+    for q in (hvd.ddl_built, hvd.ccl_built, hvd.rocm_built):
         assert q() is False
+    # CUDA: what libtcoll was built with; usable only with a driver and a device
+    assert hvd.cuda_built() is tcoll.cuda_built()
+    assert isinstance(tcoll.cuda_available(), bool) and isinstance(tcoll.cuda_info(), str)
+    if not tcoll.cuda_built():
+        assert not tcoll.cuda_available() and tcoll.cuda_info().startswith("not built: ")
+    elif not tcoll.cuda_available():
+        assert "not available: " in tcoll.cuda_info()
     assert hvd.mpi_threads_supported() in (True, False)
 
 

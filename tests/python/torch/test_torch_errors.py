@@ -74,7 +74,7 @@ def test_adasum_not_supported():
 
 
 def test_refused_tensors():
-    with pytest.raises(ValueError, match="CPU-only"):
+    with pytest.raises(ValueError, match="CPU and CUDA tensors only"):
         hvd.allreduce(torch.ones(2, device="meta"))
     with pytest.raises(ValueError):
         hvd.allreduce(torch.ones(2, dtype=torch.complex64))
