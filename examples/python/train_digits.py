@@ -16,8 +16,12 @@ At the end the script
   data order, and checks that the distributed run's held-out accuracy is at
   most one point below that one.
 
+``--device cuda`` trains on GPUs: rank r on CUDA device (local rank mod the
+number of devices), gradients averaged on the device; the one-process
+baseline then runs on the first device.
+
 It exits 1 when a check fails, 2 when it cannot run (e.g. tcoll.torch is not
-importable). ``--compare ddp`` also trains with PyTorch's own
+importable, or --device cuda without a usable GPU). ``--compare ddp`` also trains with PyTorch's own
 DistributedDataParallel over Gloo (loopback TCP, so all ranks on one machine)
 and prints the time of each epoch for both. ``--backend ddp`` trains with DDP
 only.
@@ -55,6 +59,9 @@ def parse_args(argv):
                    help="also train with torch DistributedDataParallel (Gloo) and compare times")
     p.add_argument("--backend", choices=["tcoll", "ddp"], default="tcoll",
                    help="what averages the gradients (tcoll)")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                   help="where the model trains (cpu); cuda: a GPU per rank, shared when "
+                        "there are fewer GPUs than ranks")
     a = p.parse_args(argv)
     if a.epochs < 1 or a.batch_size < 1 or a.lr <= 0:
         p.error("--epochs and --batch-size must be positive, --lr above 0")
@@ -143,6 +150,7 @@ def same_weights(gathered):
     """gathered: every rank's flat weights, one row each. Says whether they
     are bitwise identical and returns it."""
     size = gathered.shape[0]
+    gathered = gathered.cpu()
     bits = gathered.view(torch.int32)
     digest = hashlib.sha256(gathered[0].numpy().tobytes()).hexdigest()[:16]
     bad = [r for r in range(1, size) if not torch.equal(bits[r], bits[0])]
@@ -222,6 +230,15 @@ class Ddp:
         self.dist.destroy_process_group()
 
 
+def local_rank():
+    """This process's rank among the launcher's processes on this node (0
+    when not launched by Open MPI or Hydra)."""
+    for v in ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"):
+        if v in os.environ:
+            return int(os.environ[v])
+    return 0
+
+
 def launcher_rank_size():
     """This process's rank and the number of ranks, as the launcher says
     (Open MPI, MPICH/Hydra); 0 and 1 when not launched by one."""
@@ -259,11 +276,16 @@ def import_tcoll_torch():
 def train_distributed(comm, data, args):
     """Trains on this rank's shard; returns (per-epoch seconds, accuracy,
     whether the weights are the same on all ranks)."""
-    xtr, ytr, xte, yte = data
     rank, size = comm.rank, comm.size
+    device = torch.device("cpu")
+    if args.device == "cuda":
+        device = torch.device("cuda", local_rank() % torch.cuda.device_count())
+        torch.cuda.set_device(device)
+    xtr, ytr, xte, yte = (t.to(device) for t in data)
     # Each rank starts from its own random weights: wrap() must make them
     # rank 0's, which are the one-process baseline's.
     model, opt = new_model(args.seed + rank, args)
+    model.to(device)
     model, opt = comm.wrap(model, opt)
     net = getattr(model, "module", model)
     times, acc = [], 0.0
@@ -289,8 +311,10 @@ def train_distributed(comm, data, args):
 
 
 def train_one_process(data, args, size):
-    xtr, ytr, xte, yte = data
+    device = torch.device("cuda", 0) if args.device == "cuda" else torch.device("cpu")
+    xtr, ytr, xte, yte = (t.to(device) for t in data)
     model, opt = new_model(args.seed, args)
+    model.to(device)
     batch = args.batch_size * size
     print(f"baseline: 1 process, all {len(xtr)} training images, batch {batch}, "
           f"lr {args.lr}", flush=True)
@@ -306,6 +330,11 @@ def train_one_process(data, args, size):
 def main(argv):
     args = parse_args(argv)
     torch.set_num_threads(1)  # one core per rank
+    if args.device == "cuda" and not torch.cuda.is_available():
+        if launcher_rank_size()[0] == 0:
+            print("train_digits: --device cuda, but torch finds no usable CUDA device",
+                  file=sys.stderr)
+        return 2
     data = load_data(args.seed)
     runs = {}  # name -> (per-epoch seconds, accuracy, weights the same)
     if args.backend == "tcoll":
