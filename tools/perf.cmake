@@ -20,6 +20,13 @@ target_sources(tcoll-perf PRIVATE ${CMAKE_CURRENT_LIST_DIR}/common/tool_util.c)
 target_include_directories(tcoll-perf PRIVATE ${CMAKE_CURRENT_LIST_DIR}/common)
 target_compile_options(tcoll-perf PRIVATE ${TCOLL_WARN_FLAGS})
 target_link_libraries(tcoll-perf PRIVATE tcoll MPI::MPI_C Threads::Threads m)
+# --device cuda (mode_device.c) in a CUDA build: the CUDA runtime, for the
+# device buffers and the same-run copy bandwidth.
+if(TCOLL_HAVE_CUDA)
+  target_sources(tcoll-perf PRIVATE ${CMAKE_CURRENT_LIST_DIR}/perf/mode_device.c)
+  target_compile_definitions(tcoll-perf PRIVATE TCOLL_PERF_CUDA=1)
+  target_link_libraries(tcoll-perf PRIVATE CUDA::cudart)
+endif()
 
 # The default workload file: installed under <datadir>/tcoll, found from the
 # executable's directory; a build tree uses the source copy.

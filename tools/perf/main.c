@@ -140,6 +140,10 @@ int main(int argc, char **argv)
         for (int m = 0; m < PERF_WL_NMODES; m++) {
             wrong += wres.wrong[m] > 0 ? wres.wrong[m] : 0;
         }
+    } else if (o.device) {
+#ifdef TCOLL_PERF_CUDA
+        rows = perf_run_device(&o, &nrows, &wrong);
+#endif
     } else if (o.mode == PERF_MODE_BARRIER) {
         rows = perf_run_barrier(&o, &nrows, &wrong);
     } else {

@@ -53,6 +53,10 @@ void perf_usage(FILE *f)
                "                        comment. Default: ResNet-50's 161 gradients\n"
                "                        (resnet50.tsv, installed under share/tcoll)\n"
                "      --json FILE       also write every row to FILE as a JSON array\n"
+               "      --device cpu|cuda cuda: float32 sum allreduce on CUDA device buffers\n"
+               "                        (a CUDA build; default sizes 4, 1M, 64M, 1G) against\n"
+               "                        MPI over page-locked host copies, with the device's\n"
+               "                        copy bandwidth measured in the same run (default cpu)\n"
                "      --plot FILE.png   draw busbw against size for tcoll and MPI with\n"
                "                        gnuplot (sweeps only, not barrier; a note if\n"
                "                        gnuplot is missing)\n"
@@ -121,21 +125,15 @@ int perf_parse_options(int argc, char **argv, perf_opts_t *o)
                                            "bfloat16", "float32", "float64", "int16", "uint16"};
     static const tc_dtype_t dts[] = {TC_UINT8,    TC_INT8,    TC_INT32,   TC_INT64, TC_FLOAT16,
                                      TC_BFLOAT16, TC_FLOAT32, TC_FLOAT64, TC_INT16, TC_UINT16};
-    static const struct option longopts[] = {{"mode", required_argument, NULL, 'm'},
-                                             {"minbytes", required_argument, NULL, 'b'},
-                                             {"maxbytes", required_argument, NULL, 'e'},
-                                             {"stepfactor", required_argument, NULL, 'f'},
-                                             {"op", required_argument, NULL, 'o'},
-                                             {"datatype", required_argument, NULL, 'd'},
-                                             {"root", required_argument, NULL, 'r'},
-                                             {"check", required_argument, NULL, 'c'},
-                                             {"iters", required_argument, NULL, 'n'},
-                                             {"warmup", required_argument, NULL, 'w'},
-                                             {"workload", required_argument, NULL, 'W'},
-                                             {"json", required_argument, NULL, 'J'},
-                                             {"plot", required_argument, NULL, 'P'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {
+        {"mode", required_argument, NULL, 'm'},     {"minbytes", required_argument, NULL, 'b'},
+        {"maxbytes", required_argument, NULL, 'e'}, {"stepfactor", required_argument, NULL, 'f'},
+        {"op", required_argument, NULL, 'o'},       {"datatype", required_argument, NULL, 'd'},
+        {"root", required_argument, NULL, 'r'},     {"check", required_argument, NULL, 'c'},
+        {"iters", required_argument, NULL, 'n'},    {"warmup", required_argument, NULL, 'w'},
+        {"workload", required_argument, NULL, 'W'}, {"json", required_argument, NULL, 'J'},
+        {"plot", required_argument, NULL, 'P'},     {"device", required_argument, NULL, 'D'},
+        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
     char err[512] = "";
     int c, i;
 
@@ -164,6 +162,7 @@ int perf_parse_options(int argc, char **argv, perf_opts_t *o)
             break;
         case 'b':
         case 'e':
+            o->sizes_set = 1;
             if (tc_tool_parse_size(optarg, c == 'b' ? &o->min_bytes : &o->max_bytes) != 0) {
                 snprintf(err, sizeof err, "-%c '%s': expected a size such as 8, 1K, 256M or 1G", c,
                          optarg);
@@ -175,6 +174,7 @@ int perf_parse_options(int argc, char **argv, perf_opts_t *o)
                          optarg);
             }
             o->factor = i < 2 ? 2 : (uint64_t)i;
+            o->sizes_set = 1;
             break;
         case 'o':
             if ((i = parse_name(optarg, op_names, 5)) < 0) {
@@ -220,6 +220,12 @@ int perf_parse_options(int argc, char **argv, perf_opts_t *o)
         case 'W': o->workload = optarg; break;
         case 'J': o->json = optarg; break;
         case 'P': o->plot = optarg; break;
+        case 'D':
+            if (strcmp(optarg, "cpu") != 0 && strcmp(optarg, "cuda") != 0) {
+                snprintf(err, sizeof err, "--device '%s': expected cpu or cuda", optarg);
+            }
+            o->device = strcmp(optarg, "cuda") == 0;
+            break;
         case 'h': return 1;
         case ':': snprintf(err, sizeof err, "option '%s' needs a value", argv[optind - 1]); break;
         default:
@@ -273,6 +279,19 @@ int perf_parse_options(int argc, char **argv, perf_opts_t *o)
                    (perf_sweep_ops(o->mode) == NULL || !perf_sweep_ops(o->mode)->takes_op)) {
             snprintf(err, sizeof err, "-o has no meaning with -m %s", perf_mode_names[o->mode]);
         }
+    }
+    if (err[0] == '\0' && o->device) {
+#ifndef TCOLL_PERF_CUDA
+        snprintf(err, sizeof err, "--device cuda: this tcoll-perf was built without CUDA");
+#else
+        if (o->mode != PERF_MODE_ALLREDUCE || o->op != TC_SUM || o->dtype != TC_FLOAT32) {
+            snprintf(err, sizeof err,
+                     "--device cuda times float32 sum allreduce only (no -m, -o "
+                     "or -d)");
+        } else if (o->json != NULL || o->plot != NULL) {
+            snprintf(err, sizeof err, "--device cuda prints its table only (no --json, --plot)");
+        }
+#endif
     }
     if (err[0] != '\0') {
         if (perf_rank == 0) {

@@ -11,6 +11,7 @@
  *   sweep.c       the sizes loop: timing, checking, the table
  *   mode_*.c      one collective family each, behind perf_sweep_ops_t
  *   workload.c    the workload mode (a list of tensors allreduced per step)
+ *   mode_device.c --device cuda: allreduce on device buffers (CUDA builds)
  *   output.c      --json and --plot
  *
  * The program uses only tcoll's public header; nothing here may reach into
@@ -65,6 +66,8 @@ typedef struct {
     int root;
     const char *workload, *json, *plot;
     int mode_set, op_set, dtype_set;
+    int sizes_set; /* -b, -e or -f given */
+    int device;    /* --device cuda (mode_device.c) */
 } perf_opts_t;
 
 /* One result row of a sweep. wrong < 0: not checked. */
@@ -185,6 +188,9 @@ typedef struct {
     long long (*tcoll_once)(perf_bench_t *b, int check);
     long long (*mpi_once)(perf_bench_t *b, int check);
 } perf_sweep_ops_t;
+
+/* mode_device.c (CUDA builds): the --device cuda table; returns its rows. */
+perf_row_t *perf_run_device(const perf_opts_t *o, int *nrows_p, long long *wrong_p);
 
 /* mode_reduce.c */
 extern const perf_sweep_ops_t perf_allreduce_ops, perf_reducescatter_ops;
