@@ -1,21 +1,32 @@
 #!/usr/bin/env bash
-# Runs the GPU test of the device push (tests/gpu/test_gpu_fifo.cu): CUDA
-# kernels push triggers into a proxy's FIFO mapped with cudaHostRegister, and
-# the proxy checks each one. Not part of CI, which needs neither nvcc nor a GPU.
-# Builds libtcoll (tcoll's usual dependencies: MPI, hwloc) in BUILD, compiles
-# the test with nvcc against it, runs it.
-# Exit status: 0 PASS, 77 skipped (no nvcc, no GPU
-# in nvidia-smi, or one older than compute capability 7.0), anything else FAIL.
-# Usage: scripts/test_gpu.sh; BUILD=dir (default build-gpu), NVCC=path to
-# nvcc, CUDA_ARCH=sm_90 (default: the first GPU's, from nvidia-smi),
-# TIMEOUT=seconds for the test (default 300).
-set -euo pipefail
+# Every GPU test of tcoll in one run, on a machine with an NVIDIA GPU: builds
+# the CUDA build (TCOLL_CUDA=ON) in BUILD and runs, each under a time limit:
+#   info      tcoll-info's CUDA line (device, driver, runtime)
+#   ctest     ctest -L gpu: the device push into the proxy's FIFO
+#             (test_gpu_fifo) and every kind on device tensors against the
+#             host path at 1, 2 and 4 ranks sharing the GPUs, and under
+#             TCOLL_DETERMINISTIC=1 with random floats (test_gpu_kinds)
+#   torch2/4  tcoll.torch on CUDA tensors at 2 and 4 ranks
+#             (tests/gpu/test_torch_cuda.py)
+#   demo      the main job on the GPU: train_digits.py --device cuda, 2 ranks
+#   perf2/4   tcoll-perf --device cuda at 2 and 4 ranks (the table)
+# and prints one summary line: "test_gpu.sh: SUMMARY: ..." with each step's
+# result. Exit status: 0 every step passed, 77 no GPU or no nvcc here, 1 a
+# step failed or skipped itself (with a GPU present, a skip means tcoll or
+# torch did not find it: a failure here).
+# Needs what tcoll's build needs (MPI, hwloc, CMake); on a GPU machine without
+# MPI, unpack Debian's packages fetched by scripts/gpu_debs.sh (DEBS=dir,
+# default .gpu-debs). The Python steps need the Python headers of python3
+# (PYTHON=...), torch with CUDA, and for the demo scikit-learn and tqdm.
+# Usage: scripts/test_gpu.sh; BUILD=dir (default build-gpu), NVCC=path,
+# CUDA_ARCH=90 (default: the first GPU's), LOG=file (default BUILD/test_gpu.log).
+set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD:-$here/build-gpu}
+python=${PYTHON:-$(command -v python3 || echo /usr/bin/python3)}
+t_start=$(date +%s)
 
-nvcc=${NVCC:-}
-if [ -z "$nvcc" ]; then
-    nvcc=$(command -v nvcc || true)
-fi
+nvcc=${NVCC:-$(command -v nvcc || true)}
 if [ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ]; then
     nvcc=/usr/local/cuda/bin/nvcc
 fi
@@ -23,45 +34,75 @@ if [ -z "$nvcc" ] || [ ! -x "$nvcc" ]; then
     echo "test_gpu.sh: skipped: nvcc not found (put it in PATH or set NVCC=/path/to/nvcc)"
     exit 77
 fi
-if ! command -v nvidia-smi >/dev/null 2>&1; then
-    echo "test_gpu.sh: skipped: nvidia-smi not found (no NVIDIA driver on this machine)"
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+    echo "test_gpu.sh: skipped: no NVIDIA GPU (nvidia-smi missing or lists none)"
     exit 77
 fi
-if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
-    echo "test_gpu.sh: skipped: nvidia-smi lists no GPU"
-    exit 77
-fi
-
-arch=${CUDA_ARCH:-}
-if [ -z "$arch" ]; then
-    cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' .' || true)
-    if [[ "$cap" =~ ^[0-9]+$ ]]; then
-        arch=sm_$cap
-    else
-        arch=native # nvcc 11.6 and newer
-    fi
-fi
-
-build=${BUILD:-$here/build-gpu}
-# A GPU machine with CUDA but no MPI: unpack the Debian packages that
-# scripts/gpu_debs.sh fetched into .gpu-debs (or DEBS=dir), if there are any.
 debs=${DEBS:-$here/.gpu-debs}
 if ! command -v mpicc >/dev/null 2>&1 && compgen -G "$debs/*.deb" >/dev/null; then
     bash "$here/scripts/gpu_debs.sh" install "$debs"
 fi
-echo "test_gpu.sh: $("$nvcc" --version | tail -n 1); GPU: $(nvidia-smi -L | head -n 1); arch $arch"
-cmake -S "$here" -B "$build" -DTCOLL_BUILD_TESTS=OFF -DTCOLL_BUILD_EXAMPLES=OFF \
-    -DTCOLL_BUILD_PYTHON=OFF
-cmake --build "$build" --target tcoll -j "$(nproc)"
-"$nvcc" -std=c++17 -O2 -arch="$arch" -I"$here/include" \
-    "$here/tests/gpu/test_gpu_fifo.cu" -o "$build/test_gpu_fifo" \
-    -L"$build" -ltcoll -Xlinker -rpath -Xlinker "$build"
+mkdir -p "$build"
+log=${LOG:-$build/test_gpu.log}
+exec > >(tee "$log") 2>&1
 
-rc=0
-timeout "${TIMEOUT:-300}" "$build/test_gpu_fifo" || rc=$?
-case $rc in
-    0 | 77) ;;
-    124) echo "test_gpu.sh: FAIL: the test did not finish within ${TIMEOUT:-300} s (a lost trigger?)" ;;
-    *) echo "test_gpu.sh: FAIL: test_gpu_fifo exited with status $rc" ;;
-esac
-exit "$rc"
+arch=${CUDA_ARCH:-$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null |
+    head -n 1 | tr -d ' .')}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+echo "test_gpu.sh: $(date -u '+%F %T') UTC; $(nvidia-smi -L | head -n 1)"
+echo "test_gpu.sh: driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1);" \
+    "$("$nvcc" --version | tail -n 1); MPI: $(mpiexec --version 2>&1 | head -n 1);" \
+    "python3: $("$python" -c 'import sys, torch; print(sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1 | tail -n 1)"
+
+summary=()
+failed=0
+# step NAME SECONDS command...: runs it, records PASS, FAIL or SKIP (exit 77,
+# which fails the run too: a GPU is there).
+step() {
+    local name=$1 limit=$2 t0 rc
+    shift 2
+    echo
+    echo "===== $name: $* ====="
+    t0=$(date +%s)
+    timeout --kill-after=10 "$limit" "$@"
+    rc=$?
+    case $rc in
+    0) summary+=("$name PASS ($(($(date +%s) - t0)) s)") ;;
+    77) summary+=("$name SKIP"); failed=1 ;;
+    124 | 137) summary+=("$name FAIL (over ${limit} s)"); failed=1 ;;
+    *) summary+=("$name FAIL (exit $rc)"); failed=1 ;;
+    esac
+}
+
+step build 300 bash -c "cmake -S '$here' -B '$build' -DTCOLL_CUDA=ON -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CUDA_ARCHITECTURES='${arch:-75}' -DCMAKE_CUDA_COMPILER='$nvcc' \
+    -DTCOLL_BUILD_EXAMPLES=ON -DTCOLL_BUILD_TESTS=ON -DPython3_EXECUTABLE='$python' >/dev/null &&
+    cmake --build '$build' -j \$(nproc) >/dev/null"
+if [ "$failed" -ne 0 ]; then
+    echo "test_gpu.sh: SUMMARY: ${summary[*]}"
+    exit 1
+fi
+step info 60 mpiexec -n 1 "$build/tools/tcoll-info"
+step ctest 420 bash -c "ctest --test-dir '$build' -L gpu --output-on-failure --timeout 300 \
+    2>&1 | tee '$build/ctest_gpu.log'; test \${PIPESTATUS[0]} -eq 0 &&
+    if grep -q '(Skipped)' '$build/ctest_gpu.log'; then echo 'a GPU test skipped itself'; exit 77; fi"
+
+if [ -f "$build/python/tcoll/__init__.py" ] && compgen -G "$build/python/tcoll/_tcoll*.so" >/dev/null; then
+    export PYTHONPATH=$build/python
+    step torch2 240 mpiexec -n 2 "$python" "$here/tests/gpu/test_torch_cuda.py"
+    step torch4 300 mpiexec -n 4 "$python" "$here/tests/gpu/test_torch_cuda.py"
+    step demo 300 mpiexec -n 2 "$python" "$here/examples/python/train_digits.py" --device cuda \
+        --epochs 3
+else
+    echo "test_gpu.sh: the Python package was not built (no Python headers for $python?):" \
+        "torch and demo not run"
+    summary+=("torch NOT-BUILT" "demo NOT-BUILT")
+    failed=1
+fi
+step perf2 300 mpiexec -n 2 "$build/tools/tcoll-perf" --device cuda
+step perf4 400 mpiexec -n 4 "$build/tools/tcoll-perf" --device cuda
+
+echo
+echo "test_gpu.sh: SUMMARY: $([ "$failed" -eq 0 ] && echo PASS || echo FAIL) in" \
+    "$(($(date +%s) - t_start)) s: ${summary[*]}"
+exit "$failed"

@@ -189,7 +189,7 @@ static tc_status_t use_dev(int dev, int *old_p, devctx_t **c_p, char *why, size_
     cudaError_t e;
 
     if (!tc__cuda_available(NULL) || dev < 0 || dev >= ndev) {
-        snprintf(why, len, "CUDA device %d is not available (%s)", dev,
+        snprintf(why, len, "CUDA device %d is not available (%.180s)", dev,
                  ndev == 0 ? no_why : "no such device");
         return TC_ERR_ARG;
     }
