@@ -5,12 +5,13 @@
  * when first asked, so on a machine without one cudaGetDeviceCount fails
  * and tc__cuda_available says why; nothing else here is reached then.
  *
- * Per device, made on first use and kept until tc__cuda_release: tcoll's
- * stream (non-blocking: it never waits for the legacy default stream), an
- * event with blocking sync that the engine thread sleeps on, and a memory
- * pool for the outputs tcoll allocates; they stay for the process's life. A thread that is not the engine's
- * (a submission marking its stream, a request freed) gets its current
- * device back as it was.
+ * Per device, made on first use and kept for the process's life (outputs
+ * of requests not yet freed live in its pool): tcoll's stream
+ * (non-blocking: it never waits for the legacy default stream), an event
+ * with blocking sync that the engine thread sleeps on, and a memory pool for
+ * the outputs tcoll allocates. A thread that is not the engine's (a
+ * submission marking its stream, a request freed) gets its current device
+ * back as it was.
  */
 #define _GNU_SOURCE
 #include <cuda.h> /* the driver's types, for cuMemGetAddressRange through the runtime */
