@@ -416,7 +416,7 @@ static void ordered_on(cudaStream_t s, const char *name)
     for (i = 0; i < count; i++) {
         pinned[i] = (float)(tt_rank + 1);
     }
-    CUDA_OK(cudaMemset(d, 0, bytes));
+    CUDA_OK(cudaMemsetAsync(d, 0, bytes, s)); /* on s: ordered before the copy */
     CUDA_OK(cudaLaunchHostFunc(s, sleep_100ms, NULL));
     CUDA_OK(cudaMemcpyAsync(d, pinned, bytes, cudaMemcpyHostToDevice, s));
     CHECK_OK(tc_allreduce_ex(name, &t, d, TC_SUM, &o, &r));
