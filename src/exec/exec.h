@@ -79,6 +79,7 @@ typedef struct tc_exec {
         void *stage; /* staged.c: host memory device tensors run through */
         size_t stage_cap;
         int stage_pinned; /* page-locked (cuda.h), else malloc'd */
+        int stage_said;   /* the path was logged (TC_INFO, once) */
     } run;
 
     struct {                /* shm.c: the node's shared-memory segment and its collectives */

@@ -111,6 +111,13 @@ tc_status_t tc__exec_staged(tc_kind_run_t run, const tc_algo_ctx_t *x, tc_reques
     char why[256];
     tc_status_t st;
 
+    if (!x->exec->run.stage_said) { /* once per process: which path device tensors take */
+        x->exec->run.stage_said = 1;
+        TC_INFO("cuda",
+                "device tensors run staged through page-locked host memory (device %d: "
+                "first tensor '%s')",
+                req->cuda.dev, req->name);
+    }
     if ((h = stage(x->exec, apart ? 2 * bytes : bytes)) == NULL) {
         return tc__algo_failed(req, TC_ERR_NOMEM, "out of memory for the staging buffer", msg, len);
     }
