@@ -14,6 +14,7 @@
  * rank's time; busbw = size/time x 2(n-1)/n; ratio = tcoll busbw / the copy
  * bandwidth (the fraction of the limit reached), and tcoll busbw / MPI's.
  * Each result is checked (exact integers) once after the timed loop.
+ * Without a usable device every rank exits with status 77 (skipped).
  */
 #include "perf.h"
 
@@ -161,7 +162,15 @@ perf_row_t *perf_run_device(const perf_opts_t *o, int *nrows_p, long long *wrong
     }
     local = lr != NULL ? atoi(lr) : perf_rank;
     if (!tc_cuda_available() || cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) {
-        perf_die("--device cuda: no usable CUDA device: %s", tc_cuda_info());
+        /* the same on every rank of a machine: all end here, status 77 */
+        if (perf_rank == 0) {
+            fprintf(stderr, "tcoll-perf: --device cuda: skipped: no usable CUDA device: %s\n",
+                    tc_cuda_info());
+        }
+        tc_shutdown();
+        MPI_Comm_free(&perf_comm);
+        MPI_Finalize();
+        exit(PERF_EXIT_SKIP);
     }
     dev = local % ndev;
     CU(cudaSetDevice(dev));

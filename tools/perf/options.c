@@ -90,7 +90,7 @@ void perf_usage(FILE *f)
                "MPI_Allreduce + unpacking (copies included); ratio = that ms / tcoll's ms.\n"
                "\n"
                "Exit status: 0 all results right; 1 a call failed or a result was wrong;\n"
-               "2 bad options or workload file.\n");
+               "2 bad options or workload file; 77 --device cuda without a usable device.\n");
 }
 
 static int parse_int(const char *s, int lo, int hi, int *v_p)

@@ -31,6 +31,7 @@
 
 #define PERF_EXIT_FAIL 1  /* a call failed or a result was wrong */
 #define PERF_EXIT_USAGE 2 /* bad options or a bad workload file */
+#define PERF_EXIT_SKIP 77 /* --device cuda without a usable device */
 
 /* Expected allreduce values depend on the element index only through
  * hash(index) mod PERF_HBUCKETS, so they are tabulated once (a prime, so
