@@ -30,6 +30,11 @@
 #include "util/log.h"
 
 #include <mpi.h>
+#if defined(__has_include)
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h> /* Open MPI's extensions: MPIX_CUDA_AWARE_SUPPORT */
+#endif
+#endif
 
 #include <getopt.h>
 #include <hwloc.h>
@@ -388,6 +393,18 @@ static int node_ranks(const info_t *in, int leader, int *out)
 
 static void print_shm(FILE *f, const info_t *in);
 
+/* Whether the MPI says it takes device buffers (Open MPI's mpi-ext.h). */
+static const char *mpi_cuda_aware(void)
+{
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+    return MPIX_Query_cuda_support() ? "yes" : "no (built in, but not at run time)";
+#elif defined(MPIX_CUDA_AWARE_SUPPORT)
+    return "no (this MPI was built without CUDA support)";
+#else
+    return "unknown (this MPI does not say)";
+#endif
+}
+
 static void print_text(FILE *f, const info_t *in, int *scratch)
 {
     static char text[4 * TC_CONFIG_TEXT_MAX + 8];
@@ -433,7 +450,8 @@ static void print_text(FILE *f, const info_t *in, int *scratch)
     } else {
         fprintf(f, "hardware: hwloc could not load the topology\n");
     }
-    fprintf(f, "CUDA (rank 0's process): %s\n", tc_cuda_info());
+    fprintf(f, "CUDA (rank 0's process): %s; CUDA-aware MPI: %s\n", tc_cuda_info(),
+            mpi_cuda_aware());
     print_shm(f, in);
     fprintf(f, "knobs (rank 0's values, each from its default or the environment):\n");
     for (k = 0; k < in->nknobs; k++) {
@@ -487,6 +505,8 @@ static void print_json(FILE *f, const info_t *in, int *scratch)
     fprintf(f, "  \"cuda\": {\"built\": %s, \"available\": %s, \"info\": ",
             tc_cuda_built() ? "true" : "false", tc_cuda_available() ? "true" : "false");
     put_json(f, tc_cuda_info());
+    fprintf(f, ", \"mpi_cuda_aware\": ");
+    put_json(f, mpi_cuda_aware());
     fprintf(f, "},\n");
     fprintf(f, "  \"ranks\": %d,\n  \"nodes\": [", in->size);
     for (r = 0; r < in->size; r++) {
