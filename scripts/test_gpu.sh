@@ -3,13 +3,17 @@
 # the CUDA build (TCOLL_CUDA=ON) in BUILD and runs, each under a time limit:
 #   info      tcoll-info's CUDA line (device, driver, runtime)
 #   ctest     ctest -L gpu: the device push into the proxy's FIFO
-#             (test_gpu_fifo) and every kind on device tensors against the
-#             host path at 1, 2 and 4 ranks sharing the GPUs, and under
-#             TCOLL_DETERMINISTIC=1 with random floats (test_gpu_kinds)
+#             (test_gpu_fifo), the combine kernel against the host reduction
+#             (test_gpu_reduce), every kind on device tensors against the
+#             host path at 1, 2 and 4 ranks sharing the GPUs, under
+#             TCOLL_DETERMINISTIC=1 with random floats, and with the IPC path
+#             on (test_gpu_kinds), tcoll-perf --device cuda checked
 #   torch2/4  tcoll.torch on CUDA tensors at 2 and 4 ranks
 #             (tests/gpu/test_torch_cuda.py)
 #   demo      the main job on the GPU: train_digits.py --device cuda, 2 ranks
-#   perf2/4   tcoll-perf --device cuda at 2 and 4 ranks (the table)
+#   perf2/4   tcoll-perf --device cuda at 2 and 4 ranks (the table), staged
+#             through host memory and (-ipc) with TCOLL_CUDA_IPC=1
+#   torch2-ipc tcoll.torch on CUDA tensors with TCOLL_CUDA_IPC=1
 # and prints one summary line: "test_gpu.sh: SUMMARY: ..." with each step's
 # result. Exit status: 0 every step passed, 77 no GPU or no nvcc here, 1 a
 # step failed or skipped itself (with a GPU present, a skip means tcoll or
@@ -83,7 +87,7 @@ if [ "$failed" -ne 0 ]; then
     exit 1
 fi
 step info 60 mpiexec -n 1 "$build/tools/tcoll-info"
-step ctest 420 bash -c "ctest --test-dir '$build' -L gpu --output-on-failure --timeout 300 \
+step ctest 420 bash -c "ctest --test-dir '$build' -L gpu -j3 --output-on-failure --timeout 300 \
     2>&1 | tee '$build/ctest_gpu.log'; test \${PIPESTATUS[0]} -eq 0 &&
     if grep -q '(Skipped)' '$build/ctest_gpu.log'; then echo 'a GPU test skipped itself'; exit 77; fi"
 
@@ -91,6 +95,8 @@ if [ -f "$build/python/tcoll/__init__.py" ] && compgen -G "$build/python/tcoll/_
     export PYTHONPATH=$build/python
     step torch2 240 mpiexec -n 2 "$python" "$here/tests/gpu/test_torch_cuda.py"
     step torch4 300 mpiexec -n 4 "$python" "$here/tests/gpu/test_torch_cuda.py"
+    step torch2-ipc 240 env TCOLL_CUDA_IPC=1 mpiexec -n 2 "$python" \
+        "$here/tests/gpu/test_torch_cuda.py"
     step demo 300 mpiexec -n 2 "$python" "$here/examples/python/train_digits.py" --device cuda \
         --epochs 3
 else
@@ -101,6 +107,8 @@ else
 fi
 step perf2 300 mpiexec -n 2 "$build/tools/tcoll-perf" --device cuda
 step perf4 400 mpiexec -n 4 "$build/tools/tcoll-perf" --device cuda
+step perf2-ipc 300 env TCOLL_CUDA_IPC=1 mpiexec -n 2 "$build/tools/tcoll-perf" --device cuda
+step perf4-ipc 300 env TCOLL_CUDA_IPC=1 mpiexec -n 4 "$build/tools/tcoll-perf" --device cuda
 
 echo
 echo "test_gpu.sh: SUMMARY: $([ "$failed" -eq 0 ] && echo PASS || echo FAIL) in" \

@@ -23,6 +23,7 @@
 #define TC_CUDA_CUDA_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "tcoll.h"
 
@@ -75,6 +76,43 @@ void tc__cuda_free(int dev, void *p);
  * when it cannot be had (the caller then stages through ordinary memory). */
 void *tc__cuda_host_alloc(size_t bytes);
 void tc__cuda_host_free(void *p);
+
+/* ---- the in-node device path (cuda_path.c) -------------------------------- */
+
+/* Where a buffer of device memory is, for the other processes of the node:
+ * its allocation's CUDA IPC handle and the buffer's offset in it. */
+typedef struct {
+    unsigned char handle[64]; /* a cudaIpcMemHandle_t */
+    uint64_t offset;
+} tc_cuda_ipc_t;
+
+/* The handle of [ptr, ...), device memory of dev (from cudaMalloc: memory
+ * of a stream-ordered pool has none). TC_ERR_ARG (why) when it has none. */
+tc_status_t tc__cuda_ipc_export(int dev, const void *ptr, tc_cuda_ipc_t *h, char *why, size_t len);
+
+/* Opens the m handles h[0..m) of other processes on dev (each allocation
+ * once, however many of them it holds): ptrs[k] is h[k]'s buffer here.
+ * Close them with tc__cuda_ipc_close before the owners may free them.
+ * TC_ERR_TRANSPORT (why) when one cannot be opened (nothing stays open). */
+typedef struct tc_cuda_ipc_maps tc_cuda_ipc_maps_t;
+tc_status_t tc__cuda_ipc_open(int dev, const tc_cuda_ipc_t *h, int m, void **ptrs,
+                              tc_cuda_ipc_maps_t **maps_p, char *why, size_t len);
+void tc__cuda_ipc_close(int dev, tc_cuda_ipc_maps_t *maps);
+
+/* dst[i] = the combination of x[0..n)[i], i < count, in the documented
+ * order, with prescale, the average's division by n and postscale
+ * (reduce_ops.cuh: the host's bits), on dev, then waits for it. All
+ * pointers are device memory dev can reach; dst may be one of the inputs.
+ * n is 1..TC_CUDA_MAX_COMBINE. */
+#define TC_CUDA_MAX_COMBINE 64
+tc_status_t tc__cuda_combine(int dev, tc_dtype_t dtype, tc_op_t op, int n, const void *const *x,
+                             void *dst, size_t count, double prescale, double postscale, char *why,
+                             size_t len);
+
+/* n copies of bytes[k] from src[k] to dst[k] (device memory dev can reach),
+ * on dev, then waits for them all. */
+tc_status_t tc__cuda_copy_many(int dev, int n, void *const *dst, const void *const *src,
+                               const size_t *bytes, char *why, size_t len);
 
 /* Waits for tcoll's streams and frees the pooled events (tc_shutdown). The
  * streams and memory pools stay: device memory still held by requests

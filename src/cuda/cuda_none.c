@@ -96,3 +96,55 @@ void tc__cuda_host_free(void *p)
 void tc__cuda_release(void)
 {
 }
+
+tc_status_t tc__cuda_ipc_export(int dev, const void *ptr, tc_cuda_ipc_t *h, char *why, size_t len)
+{
+    (void)dev;
+    (void)ptr;
+    (void)h;
+    return refuse(why, len);
+}
+
+tc_status_t tc__cuda_ipc_open(int dev, const tc_cuda_ipc_t *h, int m, void **ptrs,
+                              tc_cuda_ipc_maps_t **maps_p, char *why, size_t len)
+{
+    (void)dev;
+    (void)h;
+    (void)m;
+    (void)ptrs;
+    *maps_p = NULL;
+    return refuse(why, len);
+}
+
+void tc__cuda_ipc_close(int dev, tc_cuda_ipc_maps_t *maps)
+{
+    (void)dev;
+    (void)maps;
+}
+
+tc_status_t tc__cuda_combine(int dev, tc_dtype_t dtype, tc_op_t op, int n, const void *const *x,
+                             void *dst, size_t count, double prescale, double postscale, char *why,
+                             size_t len)
+{
+    (void)dev;
+    (void)dtype;
+    (void)op;
+    (void)n;
+    (void)x;
+    (void)dst;
+    (void)count;
+    (void)prescale;
+    (void)postscale;
+    return refuse(why, len);
+}
+
+tc_status_t tc__cuda_copy_many(int dev, int n, void *const *dst, const void *const *src,
+                               const size_t *bytes, char *why, size_t len)
+{
+    (void)dev;
+    (void)n;
+    (void)dst;
+    (void)src;
+    (void)bytes;
+    return refuse(why, len);
+}

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "cuda/cuda.h"
+#include "cuda/cuda_internal.h"
 #include "util/log.h"
 
 typedef struct {
@@ -84,6 +85,19 @@ static void probe(void)
     ndev = n;
 }
 
+int tc__cuda_alloc_range(const void *ptr, void **base_p, size_t *size_p)
+{
+    CUdeviceptr base = 0;
+    size_t size = 0;
+
+    if (range_fn == NULL || range_fn(&base, &size, (CUdeviceptr)(uintptr_t)ptr) != CUDA_SUCCESS) {
+        return 0;
+    }
+    *base_p = (void *)(uintptr_t)base;
+    *size_p = size;
+    return 1;
+}
+
 int tc__cuda_built(void)
 {
     return 1;
@@ -136,8 +150,7 @@ void tc__cuda_describe(char *buf, size_t len)
     }
 }
 
-/* The reason text of a failed call, and the error cleared if it is not sticky. */
-static tc_status_t failed(tc_status_t st, char *why, size_t len, const char *what, cudaError_t e)
+tc_status_t tc__cuda_failed(tc_status_t st, char *why, size_t len, const char *what, cudaError_t e)
 {
     snprintf(why, len, "%s: %s: %s", what, cudaGetErrorName(e), cudaGetErrorString(e));
     (void)cudaGetLastError();
@@ -154,7 +167,8 @@ tc_status_t tc__cuda_check_ptr(int dev, const void *ptr, size_t bytes, char *why
     }
     e = cudaPointerGetAttributes(&a, ptr);
     if (e != cudaSuccess) {
-        return failed(TC_ERR_ARG, why, len, "not memory CUDA knows (cudaPointerGetAttributes)", e);
+        return tc__cuda_failed(TC_ERR_ARG, why, len,
+                               "not memory CUDA knows (cudaPointerGetAttributes)", e);
     }
     switch (a.type) {
     case cudaMemoryTypeDevice:
@@ -199,7 +213,7 @@ static tc_status_t use_dev(int dev, int *old_p, devctx_t **c_p, char *why, size_
         (void)cudaGetLastError();
     }
     if ((old_p == NULL || *old_p != dev) && (e = cudaSetDevice(dev)) != cudaSuccess) {
-        return failed(TC_ERR_TRANSPORT, why, len, "cudaSetDevice", e);
+        return tc__cuda_failed(TC_ERR_TRANSPORT, why, len, "cudaSetDevice", e);
     }
     c = &devs[dev];
     pthread_mutex_lock(&c->mu);
@@ -215,7 +229,8 @@ static tc_status_t use_dev(int dev, int *old_p, devctx_t **c_p, char *why, size_
                                                         cudaEventDisableTiming)) != cudaSuccess ||
             (e = cudaMemPoolCreate(&c->pool, &props)) != cudaSuccess) {
             pthread_mutex_unlock(&c->mu);
-            return failed(TC_ERR_TRANSPORT, why, len, "making tcoll's stream, event and pool", e);
+            return tc__cuda_failed(TC_ERR_TRANSPORT, why, len,
+                                   "making tcoll's stream, event and pool", e);
         }
         (void)cudaMemPoolSetAttribute(c->pool, cudaMemPoolAttrReleaseThreshold, &keep);
         c->made = 1;
@@ -226,11 +241,34 @@ static tc_status_t use_dev(int dev, int *old_p, devctx_t **c_p, char *why, size_
     return TC_OK;
 }
 
-static void restore_dev(int dev, int old)
+void tc__cuda_restore(int dev, int old)
 {
     if (old >= 0 && old != dev) {
         (void)cudaSetDevice(old);
     }
+}
+
+tc_status_t tc__cuda_ctx(int dev, int *old_p, tc_cuda_ctx_t *ctx, char *why, size_t len)
+{
+    devctx_t *c;
+    tc_status_t st = use_dev(dev, old_p, &c, why, len);
+
+    if (st == TC_OK) {
+        ctx->stream = c->stream;
+        ctx->done = c->done;
+    }
+    return st;
+}
+
+tc_status_t tc__cuda_finish(const tc_cuda_ctx_t *ctx, char *why, size_t len)
+{
+    cudaError_t e;
+
+    if ((e = cudaEventRecord(ctx->done, ctx->stream)) != cudaSuccess ||
+        (e = cudaEventSynchronize(ctx->done)) != cudaSuccess) {
+        return tc__cuda_failed(TC_ERR_TRANSPORT, why, len, "waiting for tcoll's stream", e);
+    }
+    return TC_OK;
 }
 
 tc_status_t tc__cuda_mark(int dev, void *stream, tc_cuda_mark_t **mark_p, char *why, size_t len)
@@ -242,7 +280,7 @@ tc_status_t tc__cuda_mark(int dev, void *stream, tc_cuda_mark_t **mark_p, char *
     tc_status_t st = use_dev(dev, &old, &c, why, len);
 
     if (st != TC_OK) {
-        restore_dev(dev, old);
+        tc__cuda_restore(dev, old);
         return st;
     }
     pthread_mutex_lock(&pool_mu);
@@ -255,19 +293,19 @@ tc_status_t tc__cuda_mark(int dev, void *stream, tc_cuda_mark_t **mark_p, char *
     pthread_mutex_unlock(&pool_mu);
     if (m == NULL) {
         if ((m = calloc(1, sizeof(*m))) == NULL) {
-            restore_dev(dev, old);
+            tc__cuda_restore(dev, old);
             snprintf(why, len, "out of memory");
             return TC_ERR_NOMEM;
         }
         m->dev = dev;
         if ((e = cudaEventCreateWithFlags(&m->ev, cudaEventDisableTiming)) != cudaSuccess) {
             free(m);
-            restore_dev(dev, old);
-            return failed(TC_ERR_NOMEM, why, len, "cudaEventCreate", e);
+            tc__cuda_restore(dev, old);
+            return tc__cuda_failed(TC_ERR_NOMEM, why, len, "cudaEventCreate", e);
         }
     }
     e = cudaEventRecord(m->ev, (cudaStream_t)stream);
-    restore_dev(dev, old);
+    tc__cuda_restore(dev, old);
     if (e != cudaSuccess) {
         tc__cuda_mark_release(m);
         snprintf(why, len, "the stream %p cannot be used on CUDA device %d (cudaEventRecord: %s)",
@@ -302,14 +340,14 @@ static tc_status_t copy(int dev, void *dst, const void *src, size_t bytes, enum 
         return st;
     }
     if (after != NULL && (e = cudaStreamWaitEvent(c->stream, after->ev, 0)) != cudaSuccess) {
-        return failed(TC_ERR_TRANSPORT, why, len, "cudaStreamWaitEvent", e);
+        return tc__cuda_failed(TC_ERR_TRANSPORT, why, len, "cudaStreamWaitEvent", e);
     }
     if (bytes > 0 && (e = cudaMemcpyAsync(dst, src, bytes, kind, c->stream)) != cudaSuccess) {
-        return failed(TC_ERR_TRANSPORT, why, len, "cudaMemcpyAsync", e);
+        return tc__cuda_failed(TC_ERR_TRANSPORT, why, len, "cudaMemcpyAsync", e);
     }
     if ((e = cudaEventRecord(c->done, c->stream)) != cudaSuccess ||
         (e = cudaEventSynchronize(c->done)) != cudaSuccess) {
-        return failed(TC_ERR_TRANSPORT, why, len, "waiting for tcoll's stream", e);
+        return tc__cuda_failed(TC_ERR_TRANSPORT, why, len, "waiting for tcoll's stream", e);
     }
     return TC_OK;
 }
@@ -338,7 +376,7 @@ tc_status_t tc__cuda_alloc(int dev, size_t bytes, void **p_p, char *why, size_t 
     }
     e = cudaMallocFromPoolAsync(&p, bytes > 0 ? bytes : 1, c->pool, c->stream);
     if (e != cudaSuccess) {
-        return failed(TC_ERR_NOMEM, why, len, "cudaMallocFromPoolAsync", e);
+        return tc__cuda_failed(TC_ERR_NOMEM, why, len, "cudaMallocFromPoolAsync", e);
     }
     *p_p = p;
     return TC_OK;
@@ -359,7 +397,7 @@ void tc__cuda_free(int dev, void *p)
         TC_WARN("cuda", "device %d: cudaFreeAsync(%p): %s", dev, p,
                 cudaGetErrorString(cudaGetLastError()));
     }
-    restore_dev(dev, old);
+    tc__cuda_restore(dev, old);
 }
 
 void *tc__cuda_host_alloc(size_t bytes)

@@ -40,6 +40,7 @@
 /* Where a tensor's data lives (tc_algo_t.memory, tc_algo_call_t.memory). */
 enum {
     TC_MEM_HOST = 1u << 0, /* host memory */
+    TC_MEM_CUDA = 1u << 1, /* CUDA device memory (tc_opts_t.device) */
 };
 
 /* What a record's data movement runs over: where the reason text of a
@@ -67,6 +68,9 @@ typedef struct {
     int ordered;           /* TCOLL_DETERMINISTIC: order-sensitive reductions over tp
                             * run in the documented order (coll/ordered_rs.c) */
     const int *node;       /* the set's node table for it (NULL: one node) */
+    size_t cuda_ipc_bytes; /* TCOLL_CUDA_IPC: device allreduces of at least this many
+                            * bytes may share device memory inside the node (0:
+                            * never; device_node.c) */
 } tc_algo_ctx_t;
 
 /* What the selector decides on: the same on every rank of the set. */
@@ -88,7 +92,17 @@ typedef struct {
     size_t count;
     tc_dtype_t dtype;
     tc_op_t op;
+    struct tc_device_job *dev; /* device memory (a TC_MEM_CUDA record); else NULL */
 } tc_allreduce_job_t;
+
+/* What a record of device memory is given beside the job (device.c). */
+typedef struct tc_device_job {
+    int device;                 /* the CUDA device of every buffer */
+    double prescale, postscale; /* applied by the record itself */
+    int declined;               /* set by a record that did not run (the data untouched:
+                                 * the caller takes another path) */
+    char why[256];              /* the reason of a failure */
+} tc_device_job_t;
 
 typedef struct {
     void *buf;                    /* every rank's block, this rank's filled */
@@ -195,6 +209,20 @@ int tc__algo_ordered(const tc_algo_ctx_t *x, const tc_algo_call_t *c);
  * kind's run. */
 tc_status_t tc__exec_staged(tc_kind_run_t run, const tc_algo_ctx_t *x, tc_request_t *req,
                             const tc_wire_response_t *r, char *msg, size_t len);
+
+/* A device tensor's run (device.c): the first record of its kind that
+ * handles device memory and applies (the in-node allreduce,
+ * device_node.c), else staged through host memory. */
+tc_status_t tc__exec_device(tc_kind_run_t run, const tc_algo_ctx_t *x, tc_request_t *req,
+                            const tc_wire_response_t *r, char *msg, size_t len);
+
+/* The in-node device allreduce (device_node.c): every rank of the set on
+ * this node, each rank's device buffers opened by the others through CUDA
+ * IPC; each rank combines its block of every rank's input with the combine
+ * kernel in the documented order, then copies the others' blocks. Applies
+ * from x->cuda_ipc_bytes up (device.c: not while ranks have joined). */
+int tc__device_node_applies(const tc_algo_ctx_t *x, const tc_algo_call_t *c);
+tc_status_t tc__device_node_allreduce(const tc_algo_ctx_t *x, const tc_allreduce_job_t *j);
 
 /* The records and runs of each kind (algo_<kind>.c), for the table in algo.c. */
 extern const tc_kind_exec_t tc__exec_allreduce, tc__exec_allgather, tc__exec_broadcast,

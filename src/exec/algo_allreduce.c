@@ -2,6 +2,10 @@
  * algo_allreduce.c - allreduce's records, in the order the selector tries
  * them, and its run (algo.h):
  *
+ *   cuda ipc device tensors only (TC_MEM_CUDA), the set on one node,
+ *            TCOLL_CUDA_IPC: every rank's device memory through CUDA IPC,
+ *            the combine kernel in the documented order (device_node.c;
+ *            device.c runs it, outside the kind's run)
  *   hier     several nodes, each node's segment usable by every rank:
  *            inside each node, then among the nodes' leaders, then back
  *            (coll/hier_allreduce.c)
@@ -79,14 +83,27 @@ static const tc_algo_t ordered_algo = {"ordered",        "ordered, fused",
 static const tc_algo_t ring_algo = {"ring",          "ring, fused", TC_MEM_HOST,
                                     TC_ALGO_OVER_TP, NULL,          {.allreduce = ring_run}};
 
-static const tc_algo_t *const records[] = {&hier_algo, &cma_algo, &shm_algo, &ordered_algo,
-                                           &ring_algo};
+static tc_status_t cuda_ipc_run(const tc_algo_ctx_t *x, const tc_allreduce_job_t *j)
+{
+    return tc__device_node_allreduce(x, j);
+}
+
+/* device memory only: the kinds' runs never pick it for host memory */
+static const tc_algo_t cuda_ipc_algo = {"cuda ipc",
+                                        NULL,
+                                        TC_MEM_CUDA,
+                                        TC_ALGO_OVER_TP,
+                                        tc__device_node_applies,
+                                        {.allreduce = cuda_ipc_run}};
+
+static const tc_algo_t *const records[] = {&cuda_ipc_algo, &hier_algo,    &cma_algo,
+                                           &shm_algo,      &ordered_algo, &ring_algo};
 
 /* A prescaled input goes to recv first, and the algorithm runs in place there. */
 static tc_status_t allreduce_run(const tc_algo_ctx_t *x, tc_request_t *req,
                                  const tc_wire_response_t *r, char *msg, size_t len)
 {
-    tc_allreduce_job_t j = {req->send, req->recv, req->count, req->dtype, req->op};
+    tc_allreduce_job_t j = {req->send, req->recv, req->count, req->dtype, req->op, NULL};
     tc_algo_call_t c = {TC_KIND_ALLREDUCE, req->dtype,
                         req->op,           req->count * tc_dtype_size(req->dtype),
                         TC_MEM_HOST,       0};

@@ -38,7 +38,11 @@ static tc_algo_ctx_t algo_ctx(tc_exec_t *e, uint32_t pset)
                        tc__shm_for(e, pset),
                        tc__hier_for(e, pset),
                        e->cfg->deterministic,
-                       tc__pset_node_table(e, pset)};
+                       tc__pset_node_table(e, pset),
+                       0};
+    if (e->cfg->cuda_ipc) {
+        x.cuda_ipc_bytes = e->cfg->cuda_ipc_min_kb > 0 ? (size_t)e->cfg->cuda_ipc_min_kb * 1024 : 1;
+    }
     return x;
 }
 
@@ -89,7 +93,7 @@ static tc_status_t run_fused(tc_exec_t *e, tc_request_t **reqs, uint32_t n, size
     }
     *algo_p = a;
     {
-        tc_allreduce_job_t j = {NULL, buf, total / es, reqs[0]->dtype, reqs[0]->op};
+        tc_allreduce_job_t j = {NULL, buf, total / es, reqs[0]->dtype, reqs[0]->op, NULL};
         st = a->run.allreduce(&x, &j); /* the one fusable kind: allreduce (kind.h) */
     }
     if (st != TC_OK) {
@@ -282,7 +286,7 @@ tc_status_t tc__exec_run(tc_exec_t *e, const tc_wire_response_t *resps, tc_reque
         } else {
             tc_algo_ctx_t x = algo_ctx(e, reqs[i]->pset);
             tc_kind_run_t run = tc__kind_exec((int)reqs[i]->kind)->run;
-            st = reqs[i]->cuda.on ? tc__exec_staged(run, &x, reqs[i], r, msg, len)
+            st = reqs[i]->cuda.on ? tc__exec_device(run, &x, reqs[i], r, msg, len)
                                   : run(&x, reqs[i], r, msg, len);
             algo = reqs[i]->algo;
         }

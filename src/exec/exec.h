@@ -80,6 +80,7 @@ typedef struct tc_exec {
         size_t stage_cap;
         int stage_pinned; /* page-locked (cuda.h), else malloc'd */
         int stage_said;   /* the path was logged (TC_INFO, once) */
+        int ipc_said;     /* device_node.c: a refusal of CUDA IPC was logged (once) */
     } run;
 
     struct {                /* shm.c: the node's shared-memory segment and its collectives */

@@ -39,6 +39,8 @@ typedef struct tc_config {
     int shm_fast_names;      /* TCOLL_SHM_FAST_NAMES */
     int shm_p2p_cell_kb;     /* TCOLL_SHM_P2P_CELL_KB */
     int mpi_thread;          /* TCOLL_MPI_THREAD: 0 funneled, 1 multiple */
+    int cuda_ipc;            /* TCOLL_CUDA_IPC */
+    int cuda_ipc_min_kb;     /* TCOLL_CUDA_IPC_MIN_KB */
     char timeline[1024];     /* TCOLL_TIMELINE */
     char proxy_cpus[256];    /* TCOLL_PROXY_CPUS */
 } tc_config_t;
@@ -143,7 +145,7 @@ long tc__config_find(const char *name);
  * every rank's values once (engine/agree.c) and fails on every rank when one
  * differs. These are the pure halves: no MPI. */
 
-#define TC_CONFIG_AGREE_MAX 16 /* slots per rank in the exchanged array */
+#define TC_CONFIG_AGREE_MAX 24 /* slots per rank in the exchanged array */
 #define TC_CONFIG_AGREE_MSG_MAX                                                                    \
     440 /* longest message, NUL included: with a
                                         "tc_init: " prefix it fits tc_last_error */

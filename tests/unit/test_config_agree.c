@@ -69,7 +69,8 @@ static void test_table(void)
         "TCOLL_EAGER_BYTES",     "TCOLL_CACHE_CAPACITY",      "TCOLL_SHM",
         "TCOLL_SHM_SLOT_KB",     "TCOLL_SHM_SLOTS",           "TCOLL_ALLREDUCE_ALGO",
         "TCOLL_SHM_DIRECT_KB",   "TCOLL_SHM_FAST_BYTES",      "TCOLL_SHM_FAST_NAMES",
-        "TCOLL_SHM_P2P_CELL_KB", "TCOLL_DETERMINISTIC",       "TCOLL_RANKS_PER_NODE"};
+        "TCOLL_SHM_P2P_CELL_KB", "TCOLL_DETERMINISTIC",       "TCOLL_RANKS_PER_NODE",
+        "TCOLL_CUDA_IPC",        "TCOLL_CUDA_IPC_MIN_KB"};
     tc_config_t cfg;
     int vals[M];
     size_t i, n = 0;

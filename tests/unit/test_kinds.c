@@ -48,10 +48,14 @@ TC_CASE(table)
             CHECK(x != NULL && x->run != NULL && x->nalgos >= 1 && x->algos != NULL);
             for (a = 0; a < x->nalgos; a++) {
                 CHECK(x->algos[a]->name != NULL && x->algos[a]->name[0] != '\0');
-                CHECK(x->algos[a]->memory & TC_MEM_HOST);
+                CHECK(x->algos[a]->memory & (TC_MEM_HOST | TC_MEM_CUDA));
+                /* a device record never runs host memory, nor fused groups */
+                CHECK(!(x->algos[a]->memory & TC_MEM_CUDA) ||
+                      (!(x->algos[a]->memory & TC_MEM_HOST) && x->algos[a]->applies != NULL));
             }
-            /* the last record runs anywhere: the selector always finds one */
+            /* the last record runs any host memory: the selector always finds one */
             CHECK(x->algos[x->nalgos - 1]->applies == NULL);
+            CHECK(x->algos[x->nalgos - 1]->memory & TC_MEM_HOST);
         }
         /* fused and eager results are written into the request's recv */
         if (d->fusable || d->eager_combine != NULL) {
@@ -162,9 +166,35 @@ TC_CASE(selector)
     x.hier = &hier;
     CHECK_PICK("hier", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, big, TC_MEM_HOST);
     CHECK_PICK("binomial tree", &x, TC_KIND_BROADCAST, TC_FLOAT32, TC_SUM, 64, TC_MEM_HOST);
-    /* memory no record handles: none (the GPU issue adds records) */
+    /* memory no record handles: none */
     CHECK_PICK("(none)", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 64, 1u << 5);
     CHECK_PICK("(none)", &x, TC_KIND_COUNT, TC_FLOAT32, TC_SUM, 64, TC_MEM_HOST);
+    /* device memory: allreduce's in-node record, from TCOLL_CUDA_IPC_MIN_KB
+     * up, with the set on one node of 2..64 ranks; nothing else (the caller
+     * stages through host memory) */
+    x.hier = NULL;
+    x.node = NULL;
+    tp.size = 4;
+    CHECK_PICK("(none)", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA); /* off */
+    x.cuda_ipc_bytes = 1024;
+    CHECK_PICK("cuda ipc", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 1024, TC_MEM_CUDA);
+    CHECK_PICK("cuda ipc", &x, TC_KIND_ALLREDUCE, TC_BFLOAT16, TC_PROD, big, TC_MEM_CUDA);
+    CHECK_PICK("(none)", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 1023, TC_MEM_CUDA);
+    CHECK_PICK("(none)", &x, TC_KIND_ALLGATHER, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA);
+    CHECK_PICK("(none)", &x, TC_KIND_BROADCAST, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA);
+    CHECK_PICK("shm", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 64,
+               TC_MEM_HOST); /* host: as before */
+    tp.size = 1;
+    CHECK_PICK("(none)", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA);
+    tp.size = 65;
+    CHECK_PICK("(none)", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA);
+    tp.size = 2;
+    {
+        static const int two_nodes[2] = {0, 1};
+        x.node = two_nodes;
+        CHECK_PICK("(none)", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA);
+        x.node = NULL;
+    }
 }
 
 /* The kind's validate function on a tensor; NULL validate accepts. */

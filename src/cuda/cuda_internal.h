@@ -1,0 +1,39 @@
+/*
+ * cuda_internal.h - what the files of the cuda layer share over the CUDA
+ * runtime (cuda_rt.c: the devices' objects; cuda_path.c: the in-node
+ * device path). Not for the layers above, which use cuda.h.
+ */
+#ifndef TC_CUDA_CUDA_INTERNAL_H
+#define TC_CUDA_CUDA_INTERNAL_H
+
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+
+#include "tcoll.h"
+
+/* tcoll's stream of a device and the event its waits sleep on. */
+typedef struct {
+    cudaStream_t stream;
+    cudaEvent_t done;
+} tc_cuda_ctx_t;
+
+/* Makes dev current on this thread (its previous device in *old_p when
+ * old_p is not NULL: give it back with tc__cuda_restore) and fills ctx,
+ * making the device's objects on first use. */
+tc_status_t tc__cuda_ctx(int dev, int *old_p, tc_cuda_ctx_t *ctx, char *why, size_t len);
+void tc__cuda_restore(int dev, int old);
+/* Sleeps until everything queued on ctx's stream is done. */
+tc_status_t tc__cuda_finish(const tc_cuda_ctx_t *ctx, char *why, size_t len);
+/* Writes "what: error name: text" into why, clears a non-sticky error,
+ * returns st. */
+tc_status_t tc__cuda_failed(tc_status_t st, char *why, size_t len, const char *what, cudaError_t e);
+
+/* The allocation ptr lies in (cuMemGetAddressRange): 1, or 0 when the
+ * driver does not say. */
+int tc__cuda_alloc_range(const void *ptr, void **base_p, size_t *size_p);
+
+/* The kernels' fatbin (kernels.cu), embedded by the build. */
+extern const unsigned char tc__cuda_kernels_image[];
+extern const size_t tc__cuda_kernels_image_len;
+
+#endif

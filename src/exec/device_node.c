@@ -1,0 +1,195 @@
+/*
+ * device_node.c - the in-node allreduce of device tensors (algo.h,
+ * docs/gpu.md "Data paths"): every rank of the process set on this node
+ * (which every rank knows alike: the set's node table), TCOLL_CUDA_IPC on,
+ * no joined rank, and at least TCOLL_CUDA_IPC_MIN_KB.
+ *
+ *   1. each rank gives the CUDA IPC handles of its input and output
+ *      buffers (an allgather over the set's transport: once it is over,
+ *      every rank's input is complete, since each waited for its stream's
+ *      mark before joining it);
+ *   2. each rank opens the others' buffers; the ranks tell each other
+ *      whether that worked, and if any could not (no IPC in this sandbox,
+ *      devices without peer access, memory from a stream-ordered pool),
+ *      every rank of the set declines alike and the caller stages this
+ *      tensor through host memory (said once per process, in one log
+ *      line). Nothing of it is remembered: what every rank decides next
+ *      time must not depend on which sets a rank was in;
+ *   3. rank r combines block r of every rank's input (the blocks split the
+ *      elements as evenly as possible) into block r of its own output with
+ *      the combine kernel: prescale, the documented order, the average's
+ *      division, postscale (the host's bits: cuda/reduce_ops.cuh);
+ *   4. after a barrier, each rank copies the other blocks from their
+ *      owners' outputs;
+ *   5. after another barrier (no one still reads this rank's buffers), the
+ *      handles are closed and the request may complete.
+ * A barrier here is an allgather of each rank's status, so a rank whose
+ * kernel or copies failed stops every rank of the set at the same step.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/cuda.h"
+#include "exec/algo.h"
+#include "exec/exec.h"
+#include "util/log.h"
+
+typedef struct {
+    tc_cuda_ipc_t send, recv;
+    int32_t ok; /* both exported */
+    int32_t pad;
+} rec_t;
+
+int tc__device_node_applies(const tc_algo_ctx_t *x, const tc_algo_call_t *c)
+{
+    return c->memory == TC_MEM_CUDA && x->cuda_ipc_bytes > 0 && c->bytes >= x->cuda_ipc_bytes &&
+           !c->packed && x->node == NULL && x->tp->size >= 2 && x->tp->size <= TC_CUDA_MAX_COMBINE;
+}
+
+/* Every rank's rec_size bytes at all + rank * rec_size (this rank's in place). */
+static tc_status_t allgather(tc_transport_t *tp, void *all, size_t rec_size)
+{
+    size_t bytes[TC_CUDA_MAX_COMBINE], displs[TC_CUDA_MAX_COMBINE];
+    int k;
+
+    for (k = 0; k < tp->size; k++) {
+        bytes[k] = rec_size;
+        displs[k] = (size_t)k * rec_size;
+    }
+    return tc__ring_allgatherv(tp, all, bytes, displs);
+}
+
+/* Each rank's ok, exchanged: the first rank that is not ok, or -1. */
+static tc_status_t agree(tc_transport_t *tp, int ok, int *bad_p)
+{
+    int32_t flags[TC_CUDA_MAX_COMBINE];
+    tc_status_t st;
+    int k;
+
+    flags[tp->rank] = ok ? 1 : 0;
+    if ((st = allgather(tp, flags, sizeof(flags[0]))) != TC_OK) {
+        return st;
+    }
+    *bad_p = -1;
+    for (k = 0; k < tp->size && *bad_p < 0; k++) {
+        if (!flags[k]) {
+            *bad_p = k;
+        }
+    }
+    return TC_OK;
+}
+
+static size_t block_lo(size_t count, int n, int k)
+{
+    size_t base = count / (size_t)n, rem = count % (size_t)n;
+    return (size_t)k * base + ((size_t)k < rem ? (size_t)k : rem);
+}
+
+tc_status_t tc__device_node_allreduce(const tc_algo_ctx_t *x, const tc_allreduce_job_t *j)
+{
+    tc_transport_t *tp = x->tp;
+    int n = tp->size, me = tp->rank, k, m = 0, bad = -1;
+    size_t es = tc_dtype_size(j->dtype);
+    const void *src = j->src != NULL ? j->src : j->buf;
+    rec_t recs[TC_CUDA_MAX_COMBINE];
+    tc_cuda_ipc_t hs[2 * TC_CUDA_MAX_COMBINE];
+    void *peer[2 * TC_CUDA_MAX_COMBINE];
+    const void *xs[TC_CUDA_MAX_COMBINE];
+    void *dsts[TC_CUDA_MAX_COMBINE];
+    const void *srcs[TC_CUDA_MAX_COMBINE];
+    size_t bytes[TC_CUDA_MAX_COMBINE], lo, hi;
+    tc_cuda_ipc_maps_t *maps = NULL;
+    char why[256] = "";
+    tc_status_t st;
+    int ok;
+
+    /* 1. the handles, exchanged: also the sign that every input is ready */
+    memset(recs, 0, sizeof(recs));
+    ok = tc__cuda_ipc_export(j->dev->device, src, &recs[me].send, why, sizeof(why)) == TC_OK;
+    if (ok && src == j->buf) {
+        recs[me].recv = recs[me].send;
+    } else if (ok) {
+        ok = tc__cuda_ipc_export(j->dev->device, j->buf, &recs[me].recv, why, sizeof(why)) == TC_OK;
+    }
+    recs[me].ok = ok;
+    if ((st = allgather(tp, recs, sizeof(rec_t))) != TC_OK) {
+        return st;
+    }
+    /* 2. the others' buffers opened, or every rank declines */
+    for (k = 0; k < n; k++) {
+        ok = ok && recs[k].ok;
+        if (k != me) {
+            hs[m++] = recs[k].send;
+            hs[m++] = recs[k].recv;
+        }
+    }
+    if (ok) {
+        ok = tc__cuda_ipc_open(j->dev->device, hs, m, peer, &maps, why, sizeof(why)) == TC_OK;
+    }
+    if ((st = agree(tp, ok, &bad)) != TC_OK) {
+        tc__cuda_ipc_close(j->dev->device, maps);
+        return st;
+    }
+    if (bad >= 0) {
+        tc__cuda_ipc_close(j->dev->device, maps);
+        if (x->exec->run.ipc_said) {
+            /* said once */
+        } else if (!ok) {
+            TC_WARN("cuda",
+                    "CUDA IPC cannot be used here (%s): device allreduces go staged "
+                    "through host memory from now on",
+                    why[0] ? why : "another rank's handle was refused");
+        } else {
+            TC_INFO("cuda",
+                    "CUDA IPC refused on rank %d of the set: device allreduces go staged "
+                    "through host memory from now on",
+                    bad);
+        }
+        x->exec->run.ipc_said = 1;
+        j->dev->declined = 1;
+        return TC_OK;
+    }
+    /* 3. this rank's block of every input */
+    lo = block_lo(j->count, n, me);
+    hi = block_lo(j->count, n, me + 1);
+    for (k = 0, m = 0; k < n; k++) {
+        const char *base = k == me ? (const char *)src : (const char *)peer[m];
+        if (k != me) {
+            m += 2;
+        }
+        xs[k] = base + lo * es;
+    }
+    st = tc__cuda_combine(j->dev->device, j->dtype, j->op, n, xs, (char *)j->buf + lo * es, hi - lo,
+                          j->dev->prescale, j->dev->postscale, why, sizeof(why));
+    if ((st = agree(tp, st == TC_OK, &bad)) != TC_OK || bad >= 0) {
+        tc__cuda_ipc_close(j->dev->device, maps);
+        snprintf(j->dev->why, sizeof(j->dev->why),
+                 "the combine kernel failed on rank %d of the set%s%s", bad, bad == me ? ": " : "",
+                 bad == me ? why : "");
+        return st != TC_OK ? st : TC_ERR_TRANSPORT;
+    }
+    /* 4. the other blocks, from their owners' outputs */
+    for (k = 0, m = 0; k < n; k++) {
+        size_t klo = block_lo(j->count, n, k), khi = block_lo(j->count, n, k + 1);
+        if (k == me) {
+            continue;
+        }
+        dsts[m] = (char *)j->buf + klo * es;
+        srcs[m] = (const char *)peer[2 * m + 1] + klo * es;
+        bytes[m] = (khi - klo) * es;
+        m++;
+    }
+    st = tc__cuda_copy_many(j->dev->device, m, dsts, srcs, bytes, why, sizeof(why));
+    /* 5. no one reads this rank's buffers any more */
+    if ((st = agree(tp, st == TC_OK, &bad)) != TC_OK || bad >= 0) {
+        tc__cuda_ipc_close(j->dev->device, maps);
+        snprintf(j->dev->why, sizeof(j->dev->why),
+                 "copying the blocks failed on rank %d of the set%s%s", bad, bad == me ? ": " : "",
+                 bad == me ? why : "");
+        return st != TC_OK ? st : TC_ERR_TRANSPORT;
+    }
+    tc__cuda_ipc_close(j->dev->device, maps);
+    return TC_OK;
+}
