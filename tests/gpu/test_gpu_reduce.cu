@@ -4,7 +4,9 @@
  * inputs combined in the documented order, with and without prescale and
  * postscale, on random bit patterns (NaNs quiet and signalling, infinities,
  * subnormals, the integer extremes) and on small integers; the output in
- * place over an input too. Exit 0 PASS, 77 without a usable CUDA device
+ * place over an input too. Both the header's kernel (reduce_kernels.cuh)
+ * and libtcoll's (tc__cuda_combine: the fatbin the build embeds, loaded at
+ * run time) are checked. Exit 0 PASS, 77 without a usable CUDA device
  * (one line saying why), 1 FAIL with the first differing element.
  */
 #include <cuda_runtime.h>
@@ -15,6 +17,7 @@
 #include <string.h>
 
 extern "C" {
+#include "cuda/cuda.h"
 #include "reduce/reduce.h"
 }
 #include "cuda/reduce_kernels.cuh"
@@ -198,8 +201,20 @@ int main(void)
                             xs[k] = dx[k];
                         }
                         host_combine(dt, op, n, hx, want, count, pre, post);
-                        CU(tc_cuda_combine(dt, op, n, xs, in_place ? (void *)dx[0] : dout, count,
-                                           pre, post, 0));
+                        if (cases % 2 == 0) {
+                            CU(tc_cuda_combine(dt, op, n, xs, in_place ? (void *)dx[0] : dout,
+                                               count, pre, post, 0));
+                        } else { /* libtcoll's own, loaded from its fatbin */
+                            char why[256];
+                            tc_status_t st =
+                                tc__cuda_combine(0, dt, op, n, xs, in_place ? (void *)dx[0] : dout,
+                                                 count, pre, post, why, sizeof(why));
+                            if (st != TC_OK) {
+                                printf("test_gpu_reduce: FAIL: tc__cuda_combine: %s\n", why);
+                                return 1;
+                            }
+                        }
+                        CU(cudaDeviceSynchronize());
                         CU(cudaMemcpy(got, in_place ? (void *)dx[0] : dout, count * es,
                                       cudaMemcpyDeviceToHost));
                         for (size_t i = 0; i < count * es; i++) {
@@ -207,10 +222,11 @@ int main(void)
                                 size_t e = i / es;
                                 printf("test_gpu_reduce: FAIL: %s %s, %d inputs, prescale %g, "
                                        "postscale %g, %s data%s: element %zu byte %zu: GPU 0x%02x, "
-                                       "host 0x%02x (inputs' first bytes:",
+                                       "host 0x%02x (%s; inputs' first bytes:",
                                        tc_dtype_name(dt), tc_op_name(op), n, pre, post,
                                        kind ? "small-integer" : "random",
-                                       in_place ? ", in place" : "", e, i % es, got[i], want[i]);
+                                       in_place ? ", in place" : "", e, i % es, got[i], want[i],
+                                       cases % 2 == 0 ? "the header's kernel" : "libtcoll's");
                                 for (int k = 0; k < n; k++) {
                                     printf(" 0x%02x", hx[k][e * es]);
                                 }
