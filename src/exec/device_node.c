@@ -166,8 +166,8 @@ tc_status_t tc__device_node_allreduce(const tc_algo_ctx_t *x, const tc_allreduce
     if ((st = agree(tp, st == TC_OK, &bad)) != TC_OK || bad >= 0) {
         tc__cuda_ipc_close(j->dev->device, maps);
         snprintf(j->dev->why, sizeof(j->dev->why),
-                 "the combine kernel failed on rank %d of the set%s%s", bad, bad == me ? ": " : "",
-                 bad == me ? why : "");
+                 "the combine kernel failed on rank %d of the set%s%.160s", bad,
+                 bad == me ? ": " : "", bad == me ? why : "");
         return st != TC_OK ? st : TC_ERR_TRANSPORT;
     }
     /* 4. the other blocks, from their owners' outputs */
@@ -186,8 +186,8 @@ tc_status_t tc__device_node_allreduce(const tc_algo_ctx_t *x, const tc_allreduce
     if ((st = agree(tp, st == TC_OK, &bad)) != TC_OK || bad >= 0) {
         tc__cuda_ipc_close(j->dev->device, maps);
         snprintf(j->dev->why, sizeof(j->dev->why),
-                 "copying the blocks failed on rank %d of the set%s%s", bad, bad == me ? ": " : "",
-                 bad == me ? why : "");
+                 "copying the blocks failed on rank %d of the set%s%.160s", bad,
+                 bad == me ? ": " : "", bad == me ? why : "");
         return st != TC_OK ? st : TC_ERR_TRANSPORT;
     }
     tc__cuda_ipc_close(j->dev->device, maps);
