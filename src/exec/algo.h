@@ -112,7 +112,8 @@ typedef struct {
 typedef struct {
     void *buf;
     size_t bytes;
-    int root; /* its place in the set */
+    int root;                  /* its place in the set */
+    struct tc_device_job *dev; /* device memory (a TC_MEM_CUDA record); else NULL */
 } tc_broadcast_job_t;
 
 typedef struct {
@@ -216,13 +217,17 @@ tc_status_t tc__exec_staged(tc_kind_run_t run, const tc_algo_ctx_t *x, tc_reques
 tc_status_t tc__exec_device(tc_kind_run_t run, const tc_algo_ctx_t *x, tc_request_t *req,
                             const tc_wire_response_t *r, char *msg, size_t len);
 
-/* The in-node device allreduce (device_node.c): every rank of the set on
+/* The in-node device records (device_node.c): every rank of the set on
  * this node, each rank's device buffers opened by the others through CUDA
- * IPC; each rank combines its block of every rank's input with the combine
- * kernel in the documented order, then copies the others' blocks. Applies
- * from x->cuda_ipc_bytes up (device.c: not while ranks have joined). */
+ * IPC. Allreduce: each rank combines its block of every rank's input with
+ * the combine kernel in the documented order, then copies the others'
+ * blocks. Apply from x->cuda_ipc_bytes up (device.c: not while ranks have
+ * joined). */
 int tc__device_node_applies(const tc_algo_ctx_t *x, const tc_algo_call_t *c);
 tc_status_t tc__device_node_allreduce(const tc_algo_ctx_t *x, const tc_allreduce_job_t *j);
+/* The in-node device broadcast: the others copy the root's buffer, opened
+ * through CUDA IPC, into theirs (the same rule). */
+tc_status_t tc__device_node_broadcast(const tc_algo_ctx_t *x, const tc_broadcast_job_t *j);
 
 /* The records and runs of each kind (algo_<kind>.c), for the table in algo.c. */
 extern const tc_kind_exec_t tc__exec_allreduce, tc__exec_allgather, tc__exec_broadcast,

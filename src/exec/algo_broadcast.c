@@ -2,6 +2,9 @@
  * algo_broadcast.c - broadcast's records, in the order the selector tries
  * them, and its run (algo.h):
  *
+ *   cuda ipc       device tensors only (TC_MEM_CUDA), the set on one node,
+ *                  TCOLL_CUDA_IPC: the others copy the root's device buffer
+ *                  through CUDA IPC (device_node.c; device.c runs it)
  *   cma            the global set on one node, from TCOLL_SHM_DIRECT_KB up:
  *                  every rank reads the root's buffer directly
  *                  (coll/shm_bcast.c)
@@ -37,14 +40,27 @@ static const tc_algo_t shm_algo = {
 static const tc_algo_t tree_algo = {"binomial tree", NULL, TC_MEM_HOST,
                                     TC_ALGO_OVER_TP, NULL, {.broadcast = tree_run}};
 
-static const tc_algo_t *const records[] = {&cma_algo, &shm_algo, &tree_algo};
+static tc_status_t cuda_ipc_run(const tc_algo_ctx_t *x, const tc_broadcast_job_t *j)
+{
+    return tc__device_node_broadcast(x, j);
+}
+
+/* device memory only: the kind's run never picks it for host memory */
+static const tc_algo_t cuda_ipc_algo = {"cuda ipc",
+                                        NULL,
+                                        TC_MEM_CUDA,
+                                        TC_ALGO_OVER_TP,
+                                        tc__device_node_applies,
+                                        {.broadcast = cuda_ipc_run}};
+
+static const tc_algo_t *const records[] = {&cuda_ipc_algo, &cma_algo, &shm_algo, &tree_algo};
 
 static tc_status_t broadcast_run(const tc_algo_ctx_t *x, tc_request_t *req,
                                  const tc_wire_response_t *r, char *msg, size_t len)
 {
     const size_t bytes = req->count * tc_dtype_size(req->dtype);
     tc_algo_call_t c = {TC_KIND_BROADCAST, req->dtype, req->op, bytes, TC_MEM_HOST, 0};
-    tc_broadcast_job_t j = {req->recv, bytes, req->root_index};
+    tc_broadcast_job_t j = {req->recv, bytes, req->root_index, NULL};
     const tc_algo_t *a = tc__algo_pick(&tc__exec_broadcast, x, &c);
     tc_status_t st;
 

@@ -81,6 +81,27 @@ static tc_status_t agree(tc_transport_t *tp, int ok, int *bad_p)
     return TC_OK;
 }
 
+/* Every rank of the set declines alike (bad: the first rank that could not
+ * take part; ok: whether this one could): said once per process. */
+static void declined(const tc_algo_ctx_t *x, tc_device_job_t *d, int ok, int bad, const char *why)
+{
+    if (x->exec->run.ipc_said) {
+        /* said once */
+    } else if (!ok) {
+        TC_WARN("cuda",
+                "CUDA IPC cannot be used here (%s): device tensors go staged through host "
+                "memory (said once)",
+                why[0] ? why : "another rank's handle was refused");
+    } else {
+        TC_INFO("cuda",
+                "CUDA IPC refused on rank %d of the set: device tensors go staged through "
+                "host memory (said once)",
+                bad);
+    }
+    x->exec->run.ipc_said = 1;
+    d->declined = 1;
+}
+
 static size_t block_lo(size_t count, int n, int k)
 {
     size_t base = count / (size_t)n, rem = count % (size_t)n;
@@ -134,21 +155,7 @@ tc_status_t tc__device_node_allreduce(const tc_algo_ctx_t *x, const tc_allreduce
     }
     if (bad >= 0) {
         tc__cuda_ipc_close(j->dev->device, maps);
-        if (x->exec->run.ipc_said) {
-            /* said once */
-        } else if (!ok) {
-            TC_WARN("cuda",
-                    "CUDA IPC cannot be used here (%s): device allreduces go staged "
-                    "through host memory from now on",
-                    why[0] ? why : "another rank's handle was refused");
-        } else {
-            TC_INFO("cuda",
-                    "CUDA IPC refused on rank %d of the set: device allreduces go staged "
-                    "through host memory from now on",
-                    bad);
-        }
-        x->exec->run.ipc_said = 1;
-        j->dev->declined = 1;
+        declined(x, j->dev, ok, bad, why);
         return TC_OK;
     }
     /* 3. this rank's block of every input */
@@ -187,6 +194,59 @@ tc_status_t tc__device_node_allreduce(const tc_algo_ctx_t *x, const tc_allreduce
         tc__cuda_ipc_close(j->dev->device, maps);
         snprintf(j->dev->why, sizeof(j->dev->why),
                  "copying the blocks failed on rank %d of the set%s%.160s", bad,
+                 bad == me ? ": " : "", bad == me ? why : "");
+        return st != TC_OK ? st : TC_ERR_TRANSPORT;
+    }
+    tc__cuda_ipc_close(j->dev->device, maps);
+    return TC_OK;
+}
+
+tc_status_t tc__device_node_broadcast(const tc_algo_ctx_t *x, const tc_broadcast_job_t *j)
+{
+    tc_transport_t *tp = x->tp;
+    int me = tp->rank, bad = -1, ok = 1;
+    rec_t recs[TC_CUDA_MAX_COMBINE];
+    void *root_buf = NULL;
+    const void *from;
+    tc_cuda_ipc_maps_t *maps = NULL;
+    char why[256] = "";
+    tc_status_t st;
+
+    /* 1. the root's handle, exchanged: also the sign that every buffer is
+     * ready (the root's input, the others' earlier work on theirs) */
+    memset(recs, 0, sizeof(recs));
+    if (me == j->root) {
+        ok = tc__cuda_ipc_export(j->dev->device, j->buf, &recs[me].send, why, sizeof(why)) == TC_OK;
+    }
+    recs[me].ok = ok;
+    if ((st = allgather(tp, recs, sizeof(rec_t))) != TC_OK) {
+        return st;
+    }
+    /* 2. the root's buffer opened on every other rank, or all decline */
+    ok = ok && recs[j->root].ok;
+    if (ok && me != j->root) {
+        ok = tc__cuda_ipc_open(j->dev->device, &recs[j->root].send, 1, &root_buf, &maps, why,
+                               sizeof(why)) == TC_OK;
+    }
+    if ((st = agree(tp, ok, &bad)) != TC_OK) {
+        tc__cuda_ipc_close(j->dev->device, maps);
+        return st;
+    }
+    if (bad >= 0) {
+        tc__cuda_ipc_close(j->dev->device, maps);
+        declined(x, j->dev, ok, bad, why);
+        return TC_OK;
+    }
+    /* 3. the copies, then no one reads the root's buffer any more */
+    st = TC_OK;
+    if (me != j->root) {
+        from = root_buf;
+        st = tc__cuda_copy_many(j->dev->device, 1, &j->buf, &from, &j->bytes, why, sizeof(why));
+    }
+    if ((st = agree(tp, st == TC_OK, &bad)) != TC_OK || bad >= 0) {
+        tc__cuda_ipc_close(j->dev->device, maps);
+        snprintf(j->dev->why, sizeof(j->dev->why),
+                 "copying the root's buffer failed on rank %d of the set%s%.160s", bad,
                  bad == me ? ": " : "", bad == me ? why : "");
         return st != TC_OK ? st : TC_ERR_TRANSPORT;
     }
