@@ -15,6 +15,9 @@
  * how (memfd or posix), how large, or why not, and which allreduce
  * algorithm the global process set would run.
  *
+ * The node's shared-memory segment and the selector's choice, which reach
+ * into the engine's transport and executor, are tcoll_info_shm.c's.
+ *
  * It calls MPI_Init itself and never tc_init, so it runs under mpiexec with
  * any number of ranks or as a singleton (./tcoll-info). Only rank 0 prints
  * (other ranks may log a warning about a bad TCOLL_* value, as tc_init would).
@@ -23,9 +26,9 @@
  * Exit status: 0; 1 when an --expect-source does not hold; 2 bad options.
  */
 #define _GNU_SOURCE
-#include "exec/algo.h"
+#include "tcoll_info.h"
+
 #include "tcoll.h"
-#include "transport/shm_setup.h"
 #include "util/config.h"
 #include "util/log.h"
 
@@ -55,30 +58,6 @@ typedef struct {
     int nexpect;
     const char *expect[MAX_EXPECT]; /* "NAME=SOURCE" */
 } info_opts_t;
-
-/* What each rank tells rank 0 about where it runs. */
-typedef struct {
-    int leader; /* world rank of local rank 0 on this rank's node */
-    int local_size;
-    char host[MPI_MAX_PROCESSOR_NAME];
-    /* the node's shared-memory segment, made and unmapped once here as
-     * tc_init would (TCOLL_SHM): ok 1 with its method and size, 0 with why,
-     * -1 not tried (off, or one rank on the node) */
-    int shm_ok;
-    char shm_method[8];
-    uint64_t shm_bytes;
-    uint64_t shm_cell; /* data bytes of a point-to-point mailbox cell (0: none) */
-    int shm_cma;       /* the node's ranks can read each other's memory directly */
-    char shm_why[200];
-} rank_rec_t;
-
-/* The hardware of rank 0's node. */
-typedef struct {
-    int ok;
-    int packages, cores, pus, numa;
-    char allowed[256]; /* CPUs this process may use, hwloc list syntax */
-    char bound[256];   /* its current binding, or "" */
-} hw_t;
 
 static void usage(FILE *f)
 {
@@ -351,18 +330,6 @@ static uint64_t value_hash(const char *s)
     return h;
 }
 
-/* Everything rank 0 prints. */
-typedef struct {
-    int size;
-    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
-    int mpi_version, mpi_subversion;
-    rank_rec_t *recs; /* [size] */
-    uint64_t *hashes; /* [size][nknobs] */
-    size_t nknobs;
-    tc_knob_desc_t *knobs; /* [nknobs], rank 0's */
-    hw_t hw;
-} info_t;
-
 /* The ranks other than 0 whose value of knob k differs from rank 0's. */
 static int differing(const info_t *in, size_t k, int *out)
 {
@@ -390,8 +357,6 @@ static int node_ranks(const info_t *in, int leader, int *out)
     }
     return n;
 }
-
-static void print_shm(FILE *f, const info_t *in);
 
 /* Whether the MPI says it takes device buffers (Open MPI's mpi-ext.h). */
 static const char *mpi_cuda_aware(void)
@@ -452,7 +417,7 @@ static void print_text(FILE *f, const info_t *in, int *scratch)
     }
     fprintf(f, "CUDA (rank 0's process): %s; CUDA-aware MPI: %s\n", tc_cuda_info(),
             mpi_cuda_aware());
-    print_shm(f, in);
+    tc_info_print_shm(f, in);
     fprintf(f, "knobs (rank 0's values, each from its default or the environment):\n");
     for (k = 0; k < in->nknobs; k++) {
         const tc_knob_desc_t *d = &in->knobs[k];
@@ -607,116 +572,6 @@ static int check_expect(const info_opts_t *o)
     return bad ? INFO_EXIT_EXPECT : 0;
 }
 
-/* Makes and unmaps the node's segment as tc_init would (collective over
- * local); the outcome in rec. */
-static void shm_try(MPI_Comm local, rank_rec_t *rec)
-{
-    const tc_config_t *cfg = tc__config();
-    tc_shm_params_t p = tc__shm_params(cfg);
-    tc_shm_seg_t seg;
-
-    rec->shm_ok = -1;
-    if (cfg->shm == TC_SHM_OFF || rec->local_size < 2) {
-        snprintf(rec->shm_why, sizeof(rec->shm_why), "%s",
-                 cfg->shm == TC_SHM_OFF ? "TCOLL_SHM=off" : "one rank on the node");
-        return;
-    }
-    if (tc__shm_seg_open(local, &p, &seg, rec->shm_why, sizeof(rec->shm_why)) != TC_OK) {
-        rec->shm_ok = 0;
-        return;
-    }
-    rec->shm_ok = 1;
-    snprintf(rec->shm_method, sizeof(rec->shm_method), "%s", seg.method);
-    rec->shm_bytes = seg.bytes;
-    rec->shm_cell = seg.cell_bytes > 0 ? seg.cell_bytes - TC_SHM_CELL_HDR : 0;
-    rec->shm_cma = seg.cma;
-    tc__shm_seg_close(&seg);
-}
-
-/* The records the engine's selector (exec/algo.h) picks for the global
- * set's float32 sums, over every size, from what tc_init would set up: the
- * node's segment (every rank on one node, with it), the hierarchical
- * allreduce (several nodes, each with its segment where it has 2+ ranks),
- * the knobs. The segment and the hierarchical allreduce are stand-ins: the
- * selector reads only whether they exist and the direct-read threshold. */
-static void print_allreduce(FILE *f, const info_t *in, int nodes, int all_ok, int hier_ok)
-{
-    const tc_config_t *cfg = tc__config();
-    const int algo = cfg->allreduce_algo;
-    tc_transport_t tp;
-    tc_shm_seg_t seg;
-    tc_shm_coll_t shm;
-    tc_hier_t hier;
-    tc_algo_ctx_t x;
-    const char *why;
-    char what[256];
-
-    memset(&tp, 0, sizeof(tp));
-    memset(&seg, 0, sizeof(seg));
-    memset(&shm, 0, sizeof(shm));
-    memset(&hier, 0, sizeof(hier));
-    memset(&x, 0, sizeof(x));
-    tp.size = in->size;
-    seg.n = in->size;
-    seg.cma = in->recs[0].shm_cma;
-    seg.slot_bytes = (size_t)cfg->shm_slot_kb * 1024;
-    shm.seg = &seg;
-    shm.cma_from = algo == TC_ALGO_CMA   ? 0
-                   : algo == TC_ALGO_SHM ? SIZE_MAX
-                                         : (size_t)cfg->shm_direct_kb * 1024;
-    x.tp = &tp;
-    x.ordered = cfg->deterministic;
-    if (algo == TC_ALGO_RING) {
-        why = "TCOLL_ALLREDUCE_ALGO=ring";
-    } else if (nodes == 1 && all_ok) {
-        x.shm = &shm;
-        why = "every rank on one node";
-    } else if (nodes > 1 && hier_ok && (algo == TC_ALGO_AUTO || algo == TC_ALGO_HIER)) {
-        x.hier = &hier;
-        why = "ranks on several nodes, each node's ranks through its segment";
-    } else {
-        why = nodes > 1 ? "ranks on several nodes" : "no shared-memory segment";
-    }
-    tc__algo_describe(&x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, what, sizeof(what));
-    fprintf(f, "allreduce (global set, float32 sum): %s (%s)\n", what, why);
-}
-
-/* The shared-memory lines: one per node, then the global set's allreduce. */
-static void print_shm(FILE *f, const info_t *in)
-{
-    const tc_config_t *cfg = tc__config();
-    int r, nodes = 0, all_ok = 1, hier_ok = cfg->shm != TC_SHM_OFF;
-
-    fprintf(f, "shared memory (TCOLL_SHM=%s):\n",
-            cfg->shm == TC_SHM_OFF     ? "off"
-            : cfg->shm == TC_SHM_MEMFD ? "memfd"
-            : cfg->shm == TC_SHM_POSIX ? "posix"
-                                       : "auto");
-    for (r = 0; r < in->size; r++) {
-        const rank_rec_t *rec = &in->recs[r];
-        if (rec->leader != r) {
-            continue;
-        }
-        nodes++;
-        all_ok = all_ok && rec->shm_ok == 1;
-        hier_ok = hier_ok && (rec->shm_ok == 1 || rec->local_size < 2);
-        if (rec->shm_ok == 1) {
-            fprintf(f,
-                    "  node %s: %s segment of %llu bytes (%d ranks x %d slots x %d KiB, "
-                    "small-message boxes for %d names, point-to-point mailboxes of %d x "
-                    "%llu bytes per pair of ranks, flags)\n",
-                    rec->host, rec->shm_method, (unsigned long long)rec->shm_bytes, rec->local_size,
-                    cfg->shm_slots, cfg->shm_slot_kb,
-                    cfg->shm_fast_bytes > 0 ? cfg->shm_fast_names : 0,
-                    rec->shm_cell > 0 ? TC_SHM_P2P_CELLS : 0, (unsigned long long)rec->shm_cell);
-        } else {
-            fprintf(f, "  node %s: none (%s)%s\n", rec->host, rec->shm_why,
-                    rec->shm_ok == 0 ? ": collectives run over MPI" : "");
-        }
-    }
-    print_allreduce(f, in, nodes, all_ok, hier_ok);
-}
-
 int main(int argc, char **argv)
 {
     info_opts_t o;
@@ -765,7 +620,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(local, &me.local_size);
     me.leader = rank;
     MPI_Bcast(&me.leader, 1, MPI_INT, 0, local);
-    shm_try(local, &me);
+    tc_info_shm_try(local, &me);
     MPI_Comm_free(&local);
     MPI_Get_processor_name(me.host, &len);
     me.host[sizeof(me.host) - 1] = '\0';
