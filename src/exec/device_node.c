@@ -102,6 +102,18 @@ static void declined(const tc_algo_ctx_t *x, tc_device_job_t *d, int ok, int bad
     d->declined = 1;
 }
 
+/* A step that failed on rank bad of the set (or an exchange that failed:
+ * st): every rank ends the collective here, the handles closed, the reason
+ * (this rank's own why, where it was the one) in d->why. */
+static tc_status_t step_failed(tc_device_job_t *d, tc_cuda_ipc_maps_t *maps, tc_status_t st,
+                               int bad, int me, const char *what, const char *why)
+{
+    tc__cuda_ipc_close(d->device, maps);
+    snprintf(d->why, sizeof(d->why), "%s failed on rank %d of the set%s%.160s", what, bad,
+             bad == me ? ": " : "", bad == me ? why : "");
+    return st != TC_OK ? st : TC_ERR_TRANSPORT;
+}
+
 static size_t block_lo(size_t count, int n, int k)
 {
     size_t base = count / (size_t)n, rem = count % (size_t)n;
@@ -171,11 +183,7 @@ tc_status_t tc__device_node_allreduce(const tc_algo_ctx_t *x, const tc_allreduce
     st = tc__cuda_combine(j->dev->device, j->dtype, j->op, n, xs, (char *)j->buf + lo * es, hi - lo,
                           j->dev->prescale, j->dev->postscale, why, sizeof(why));
     if ((st = agree(tp, st == TC_OK, &bad)) != TC_OK || bad >= 0) {
-        tc__cuda_ipc_close(j->dev->device, maps);
-        snprintf(j->dev->why, sizeof(j->dev->why),
-                 "the combine kernel failed on rank %d of the set%s%.160s", bad,
-                 bad == me ? ": " : "", bad == me ? why : "");
-        return st != TC_OK ? st : TC_ERR_TRANSPORT;
+        return step_failed(j->dev, maps, st, bad, me, "the combine kernel", why);
     }
     /* 4. the other blocks, from their owners' outputs */
     for (k = 0, m = 0; k < n; k++) {
@@ -191,11 +199,7 @@ tc_status_t tc__device_node_allreduce(const tc_algo_ctx_t *x, const tc_allreduce
     st = tc__cuda_copy_many(j->dev->device, m, dsts, srcs, bytes, why, sizeof(why));
     /* 5. no one reads this rank's buffers any more */
     if ((st = agree(tp, st == TC_OK, &bad)) != TC_OK || bad >= 0) {
-        tc__cuda_ipc_close(j->dev->device, maps);
-        snprintf(j->dev->why, sizeof(j->dev->why),
-                 "copying the blocks failed on rank %d of the set%s%.160s", bad,
-                 bad == me ? ": " : "", bad == me ? why : "");
-        return st != TC_OK ? st : TC_ERR_TRANSPORT;
+        return step_failed(j->dev, maps, st, bad, me, "copying the blocks", why);
     }
     tc__cuda_ipc_close(j->dev->device, maps);
     return TC_OK;
@@ -244,11 +248,7 @@ tc_status_t tc__device_node_broadcast(const tc_algo_ctx_t *x, const tc_broadcast
         st = tc__cuda_copy_many(j->dev->device, 1, &j->buf, &from, &j->bytes, why, sizeof(why));
     }
     if ((st = agree(tp, st == TC_OK, &bad)) != TC_OK || bad >= 0) {
-        tc__cuda_ipc_close(j->dev->device, maps);
-        snprintf(j->dev->why, sizeof(j->dev->why),
-                 "copying the root's buffer failed on rank %d of the set%s%.160s", bad,
-                 bad == me ? ": " : "", bad == me ? why : "");
-        return st != TC_OK ? st : TC_ERR_TRANSPORT;
+        return step_failed(j->dev, maps, st, bad, me, "copying the root's buffer", why);
     }
     tc__cuda_ipc_close(j->dev->device, maps);
     return TC_OK;

@@ -251,6 +251,26 @@ TC_CASE(allgather_broadcast)
     }
 }
 
+/* A reducescatter of the device tensor dt (name) and of its host twin
+ * host (name-h): the device output holds the host's. */
+static void reducescatter_pair(const char *name, const tc_tensor_t *dt, const tc_tensor_t *host,
+                               tc_op_t op, const char *what)
+{
+    tc_opts_t o = dopts();
+    tc_request_t *hr, *dr;
+    tc_tensor_t a, b;
+    char hname[64];
+
+    snprintf(hname, sizeof(hname), "%s-h", name);
+    CHECK_OK(tc_reducescatter_ex(name, dt, op, &o, &dr));
+    CHECK_OK(tc_reducescatter(hname, host, op, &hr));
+    a = done(hr, hname);
+    b = done(dr, name);
+    check_device_output(&b, &a, what);
+    tc_request_free(hr);
+    tc_request_free(dr);
+}
+
 TC_CASE(reducescatter_alltoall)
 {
     int n = tt_size, j;
@@ -275,20 +295,8 @@ TC_CASE(reducescatter_alltoall)
     dt_.data = d;
     dbt = hbt;
     dbt.data = db;
-    CHECK_OK(tc_reducescatter_ex("rs", &dt_, TC_SUM, &o, &dr));
-    CHECK_OK(tc_reducescatter("rs-h", &ht, TC_SUM, &hr));
-    a = done(hr, "rs-h");
-    b = done(dr, "rs");
-    check_device_output(&b, &a, "reducescatter float32 sum");
-    tc_request_free(hr);
-    tc_request_free(dr);
-    CHECK_OK(tc_reducescatter_ex("rs-bf", &dbt, TC_MAX, &o, &dr));
-    CHECK_OK(tc_reducescatter("rs-bf-h", &hbt, TC_MAX, &hr));
-    a = done(hr, "rs-bf-h");
-    b = done(dr, "rs-bf");
-    check_device_output(&b, &a, "reducescatter bfloat16 max");
-    tc_request_free(hr);
-    tc_request_free(dr);
+    reducescatter_pair("rs", &dt_, &ht, TC_SUM, "reducescatter float32 sum");
+    reducescatter_pair("rs-bf", &dbt, &hbt, TC_MAX, "reducescatter bfloat16 max");
 
     /* alltoall: splits[j] = (rank + j) % 3 rows to rank j, 5 floats a row */
     for (j = 0; j < n; j++) {

@@ -127,22 +127,10 @@ def autograd(dev):
 
 
 def digits_model():
-    from torch import nn
-    import torch.nn.functional as F
-
-    class Net(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.conv1 = nn.Conv2d(1, 16, 3, padding=1)
-            self.conv2 = nn.Conv2d(16, 32, 3, padding=1)
-            self.fc1 = nn.Linear(32 * 4 * 4, 64)
-            self.fc2 = nn.Linear(64, 10)
-
-        def forward(self, x):
-            x = F.relu(self.conv1(x))
-            x = F.max_pool2d(F.relu(self.conv2(x)), 2)
-            x = F.relu(self.fc1(x.flatten(1)))
-            return self.fc2(x)
+    """The demo's model class (examples/python/train_digits.py)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                    "examples", "python"))
+    from train_digits import Net
     return Net
 
 
