@@ -15,7 +15,10 @@ broadcasts the structure (with each tensor's shape and dtype), then every
 tensor in place, and the other ranks load the result with
 ``load_state_dict``; so a rank whose optimizer has no state yet (not
 stepped) ends with the root's, and no optimizer step is taken to create
-state (Horovod steps with zero gradients for that).
+state (Horovod steps with zero gradients for that). Parameters without
+state on the root (frozen ones, ones that never had a gradient) end
+without state on every rank; every member ends with the root's options in
+every parameter group, and the same state.
 """
 
 import pickle
@@ -71,6 +74,9 @@ def broadcast_parameters(params, root_rank, process_set=global_process_set):
             if not isinstance(p, torch.Tensor):
                 raise ValueError("broadcast_parameters: %r is a %s, not a tensor"
                                  % (name, type(p).__name__))
+            if p.layout != torch.strided:
+                raise ValueError("broadcast_parameters: %r is a %s tensor; only dense tensors "
+                                 "are broadcast in place" % (name, p.layout))
             handles.append(_ops.broadcast_async_(p, root_rank, name, process_set))
     finally:
         _sync_all(handles)

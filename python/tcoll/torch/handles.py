@@ -10,7 +10,10 @@ run), and returns the result; a handle that is not in the table (already
 synchronized, or never made) gives None, as in Horovod. ``poll(handle)``
 never blocks. Submit, poll and synchronize from any threads: each touches
 the table with one dict operation, which the GIL makes atomic, and handles
-come from one itertools counter (atomic too).
+come from one itertools counter (atomic too). ``sparse_allreduce_async``
+returns a FunctionHandle instead, as Horovod returns a function: calling it
+synchronizes the int handle inside and builds the result (``poll`` and
+``synchronize`` take it too).
 
 Tensors: CPU and CUDA tensors of uint8, int8, int16, int32, int64,
 float16, bfloat16, float32 and float64 (bool where only bytes move:
@@ -78,8 +81,10 @@ def check_tensor(tensor, what, allow_bool=False):
         raise ValueError("%s: the tensor is on %s, but tcoll takes CPU and CUDA tensors only"
                          % (what, tensor.device))
     if tensor.layout != torch.strided:
-        raise ValueError("%s: %s tensors are not supported (dense tensors only)"
-                         % (what, tensor.layout))
+        hint = "; sparse_allreduce_async reduces sparse COO tensors" \
+            if tensor.layout == torch.sparse_coo else ""
+        raise ValueError("%s: %s tensors are not supported (dense tensors only%s)"
+                         % (what, tensor.layout, hint))
     if tensor.dtype == torch.bool:
         if not allow_bool:
             raise ValueError("%s: bool tensors cannot be reduced (tcoll takes bool only where "
@@ -256,11 +261,46 @@ def _clear():
 basics._reset_hooks.append(_clear)
 
 
+class FunctionHandle:
+    """The handle of an operation whose result is built from one int
+    handle's by a function, as Horovod's ``sparse_allreduce_async`` returns
+    it: calling it waits and returns the result (the same object on each
+    later call; an error is raised again). ``poll`` and ``synchronize``
+    take it too."""
+
+    __slots__ = ("_handle", "_build", "_result", "_error", "_finished")
+
+    def __init__(self, handle, build):
+        self._handle = handle  # an int handle of the table
+        self._build = build    # the int handle's result -> this handle's result
+        self._result = None
+        self._error = None
+        self._finished = False
+
+    def __call__(self):
+        if not self._finished:
+            self._finished = True
+            try:
+                self._result = self._build(synchronize(self._handle))
+            except Exception as e:
+                self._error = e
+            self._build = None
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+    def done(self):
+        """Whether calling would not block."""
+        return self._finished or poll(self._handle)
+
+
 def poll(handle):
     """Whether the operation of handle has completed (successfully or not);
     never blocks. After it returns True, synchronize(handle) does not block.
     ValueError for a handle that is not pending (never made, or already
     synchronized)."""
+    if isinstance(handle, FunctionHandle):
+        return handle.done()
     pending = _table.get(handle)
     if pending is None:
         raise ValueError("handle %r was not created or has been synchronized" % (handle,))
@@ -272,7 +312,9 @@ def synchronize(handle):
     returns its result: a tensor, a list of tensors for grouped calls, or
     (tensor, received_splits) for alltoall. Raises HorovodInternalError (of
     the tcoll error's class too) if it failed, on every rank it failed on.
-    A handle not in the table gives None."""
+    A FunctionHandle is called. A handle not in the table gives None."""
+    if isinstance(handle, FunctionHandle):
+        return handle()
     pending = _table.pop(handle, None)
     if pending is None:
         return None

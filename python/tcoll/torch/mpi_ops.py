@@ -3,7 +3,9 @@ horovod.torch over tcoll (the differentiable blocking ones are in
 tcoll.torch.autograd), plus join and barrier.
 
 Every ``*_async`` call submits at once and returns an int handle for
-``poll``/``synchronize`` (tcoll.torch.handles). The in-place calls
+``poll``/``synchronize`` (tcoll.torch.handles), except
+``sparse_allreduce_async``, which returns a handle function as Horovod's
+does (two allgathers, indices and values, behind it). The in-place calls
 (``allreduce_async_``, ``grouped_allreduce_async_``, ``broadcast_async_``)
 write the result into the tensor they were given: a contiguous tensor is
 handed to tcoll as it is, a non-contiguous one through a contiguous copy
@@ -377,31 +379,62 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
 
 # ---- sparse ----------------------------------------------------------------------
 
-def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
-    """Starts the reduction of a sparse COO tensor as Horovod does: its
-    indices and values are allgathered (``<name>.indices``,
-    ``<name>.values``), and synchronize() builds the sparse sum (values
-    divided by the set's size for Average). Returns an int handle (Horovod
-    returns a callable)."""
-    if not isinstance(tensor, torch.Tensor) or not tensor.is_sparse:
-        raise ValueError("sparse_allreduce_async takes a sparse COO tensor")
+def _sparse_op(op):
+    """op for a sparse reduction, resolved (None is Average); refuses the
+    ops a sum of allgathered entries cannot give."""
+    op = Average if op is None else op
+    if op == Adasum:
+        raise NotImplementedError("Adasum is not supported by tcoll: use hvd.Average or hvd.Sum")
     if op not in (Sum, Average):
-        raise ValueError("sparse_allreduce_async: only Sum and Average")
-    indices = tensor._indices().t().contiguous()
-    values = tensor._values().contiguous()
+        name = {Min: "Min", Max: "Max", Product: "Product"}.get(op, repr(op))
+        raise ValueError("sparse_allreduce_async: op %s has no sparse form (hvd.Sum or "
+                         "hvd.Average; densify the tensor and allreduce it for others)" % name)
+    return op
+
+
+def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
+    """Starts the reduction of a sparse COO tensor as Horovod does: every
+    member's indices (one row per entry) and values are allgathered
+    (``<name>.indices``, ``<name>.values``; without a name, from a counter).
+    Returns a handle *function*: calling it waits and gives the sparse
+    tensor of every member's entries concatenated in rank order, not
+    coalesced (repeated indices add up), of ``tensor``'s shape; Average
+    divides the values by the set's size (integer values: the coalesced
+    sum divided, truncated toward zero, as the dense Average). Hybrid
+    tensors (values with dimensions of their own) and members without
+    entries are fine; the sparse and dense dimensions must agree. A dense
+    tensor, another layout, bool values and ops other than Sum and Average
+    are refused at once."""
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError("sparse_allreduce_async takes a torch.Tensor, not %s"
+                        % type(tensor).__name__)
+    if tensor.layout != torch.sparse_coo:
+        raise ValueError("sparse_allreduce_async takes a sparse COO tensor, not a %s one (use "
+                         "allreduce_async for dense tensors)" % tensor.layout)
+    op = _sparse_op(op)
+    src = tensor.detach()
+    values = _h.check_tensor(src._values(), "sparse_allreduce_async")  # (nnz, *dense dims)
+    indices = src._indices().t()  # (nnz, sparse_dim): one row per entry, to concatenate
     base = name if name is not None else _h.op_name("sparse_allreduce", None,
                                                      _h.pset_id(process_set))
+    n = _h.pset_size(process_set)
+    # the same order on every rank: indices, then values
     ri, fi, ki = submit_allgather(indices, base + ".indices", process_set)
     rv, fv, kv = submit_allgather(values, base + ".values", process_set)
-    n = _h.pset_size(process_set)
+    handle = _h.register([ri, rv], lambda: (fi(), fv()), (ki, kv))
+    shape = src.shape
 
-    def finish():
-        vals = fv()
-        idx = fi()
-        if op == Average:
+    def build(gathered):
+        idx, vals = gathered
+        idx = idx.t()
+        if op == Average and vals.dtype.is_floating_point:
             vals = vals / n
-        return torch.sparse_coo_tensor(idx.t(), vals, tensor.shape)
-    return _h.register([ri, rv], finish, (ki, kv, tensor))
+        out = torch.sparse_coo_tensor(idx, vals, shape)
+        if op == Average and not vals.dtype.is_floating_point:
+            out = out.coalesce()
+            out._values().div_(n, rounding_mode="trunc")
+        return out
+    return _h.FunctionHandle(handle, build)
 
 
 # ---- join and barrier ---------------------------------------------------------------

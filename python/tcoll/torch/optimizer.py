@@ -27,9 +27,26 @@ AssertionError, and so does ``zero_grad()`` while allreduces are
 outstanding. ``groups`` (or the deprecated ``num_groups``): an int n
 splits the parameters (in name order) into n groups; a list of lists of
 parameters groups those (others go alone); each group is submitted as one
-grouped allreduce once all its gradients are in. Sparse gradients are
-allgathered (``sparse_as_dense=True``: densified and allreduced).
-``op=Adasum`` raises NotImplementedError.
+grouped allreduce once all its gradients are in. ``op=Adasum`` raises
+NotImplementedError.
+
+Sparse gradients (``nn.Embedding(..., sparse=True)``, for
+``torch.optim.SparseAdam`` and the like) stay sparse, as in Horovod: from
+the same hook, each is reduced by ``sparse_allreduce_async`` (allgathers of
+its indices and values, ``allgather.<name>.indices`` and ``.values``), and
+``p.grad`` becomes the sparse result, not coalesced; in a group they go on
+their own, the group's dense gradients together. That path applies no
+compression and no ``gradient_predivide_factor`` (the average is the
+same), and takes only Sum and Average (another op raises ValueError from
+the hook: use ``sparse_as_dense``). ``backward_passes_per_step`` works as
+for dense gradients (autograd adds up the sparse gradients locally).
+``sparse_as_dense=True`` densifies them for the allreduce (compression and
+scale factors as for dense ones) and makes the result sparse again before
+the step. A rank on which a parameter got no gradient sends zeros under
+the same names, or no entries for a parameter whose gradient was sparse
+before; at a parameter's first reduction a rank cannot know that, so a
+gradient sparse on some ranks and missing on others then goes under other
+names on each (tcoll's stall check reports it; Horovod has the same limit).
 """
 
 import warnings
@@ -39,7 +56,7 @@ import torch
 
 from . import handles as _h
 from . import mpi_ops as _ops
-from .basics import Adasum, Average, global_process_set
+from .basics import Adasum, Average, Max, Min, Product, Sum, global_process_set
 from .compression import Compression
 
 __all__ = ["DistributedOptimizer"]
@@ -85,6 +102,7 @@ class _DistributedOptimizer:
         self._group_ready = {}  # group tuple -> params whose gradients are in
         self._grad_accs = []
         self._requires_update = []
+        self._sparse_dims = {}  # param -> sparse_dim of its gradients, once one was sparse
         self._synchronized = False
         self._should_synchronize = True
         self._groups, self._p_to_group = self._make_groups(groups, all_params)
@@ -161,24 +179,58 @@ class _DistributedOptimizer:
             return 1.0 / self.gradient_predivide_factor, self.gradient_predivide_factor
         return 1.0, 1.0
 
+    def _sparse_grad(self, p):
+        """The sparse gradient of p to allgather, or None when p's gradient
+        goes through an allreduce (dense, or sparse_as_dense). Remembers
+        which parameters have sparse gradients: a rank where such a
+        parameter got no gradient sends no entries (the others allgather
+        too), and with sparse_as_dense its reduced gradient is made sparse
+        again."""
+        grad = p.grad
+        if grad is not None and grad.is_sparse:
+            self._sparse_dims[p] = grad.sparse_dim()
+        if self.sparse_as_dense:
+            return None
+        if grad is None and p in self._sparse_dims:
+            sparse_dim = self._sparse_dims[p]
+            grad = torch.sparse_coo_tensor(
+                torch.empty((sparse_dim, 0), dtype=torch.int64, device=p.device),
+                torch.empty((0,) + tuple(p.shape[sparse_dim:]), dtype=p.dtype, device=p.device),
+                p.shape)
+        if grad is None or not grad.is_sparse:
+            return None
+        if self.op not in (Sum, Average):
+            op = {Min: "Min", Max: "Max", Product: "Product"}.get(self.op, repr(self.op))
+            raise ValueError("DistributedOptimizer: the gradient of %s is sparse, and op=hvd.%s "
+                             "has no sparse form: use op=hvd.Average or hvd.Sum, or "
+                             "sparse_as_dense=True" % (self._parameter_names[p], op))
+        return grad
+
+    def _submit_sparse(self, p, grad):
+        """Submits the allgathers of a sparse gradient (Horovod's way: no
+        compression, and gradient_predivide_factor is not applied, which
+        gives the same average)."""
+        handle = _ops.sparse_allreduce_async(grad, self._parameter_names[p], self.op,
+                                             self.process_set)
+        return handle, [None], [None]
+
     def _wire_grad(self, p):
         if p.grad is None:
             # Another rank may have this gradient (a dynamic graph): every
             # rank must submit the same names, so send zeros.
             p.grad = torch.zeros_like(p, memory_format=torch.contiguous_format)
         grad = p.grad
-        if grad.is_sparse and self.sparse_as_dense:
+        if grad.is_sparse:  # sparse_as_dense (else _sparse_grad took it)
             grad = grad.to_dense()
         return self._compression.compress(grad)
 
     def _submit(self, params):
-        """Submits the allreduce of one parameter's gradient: (handle, ctxs,
+        """Submits the reduction of one parameter's gradient: (handle, ctxs,
         wires)."""
         p = params[0]
-        if p.grad is not None and p.grad.is_sparse and not self.sparse_as_dense:
-            handle = _ops.sparse_allreduce_async(p.grad, self._parameter_names[p], self.op,
-                                                 self.process_set)
-            return handle, [None], [None]
+        grad = self._sparse_grad(p)
+        if grad is not None:
+            return self._submit_sparse(p, grad)
         wire, ctx = self._wire_grad(p)
         pre, post = self._scales()
         handle = _ops.allreduce_async_(wire, name=self._parameter_names[p], op=self.op,
@@ -187,17 +239,28 @@ class _DistributedOptimizer:
         return handle, [ctx], [wire]
 
     def _submit_group(self, group):
-        """Submits a group's gradients as one grouped allreduce."""
+        """Submits a group's dense gradients as one grouped allreduce; its
+        sparse gradients go on their own (allgathers)."""
         for p in group:
             self._handles.pop(p, None)
         self._group_ready.pop(group, None)
-        pairs = [self._wire_grad(p) for p in group]
+        dense = []
+        for p in group:
+            grad = self._sparse_grad(p)
+            if grad is None:
+                dense.append(p)
+            else:
+                self._handles[p] = self._submit_sparse(p, grad)
+        if not dense:
+            return
+        dense = tuple(dense)
+        pairs = [self._wire_grad(p) for p in dense]
         wires = [w for w, _ in pairs]
-        names = ["allreduce." + self._parameter_names[p] for p in group]
+        names = ["allreduce." + self._parameter_names[p] for p in dense]
         pre, post = self._scales()
         reqs, finish, keep = _ops.submit_grouped("allreduce", wires, True, names, self.op, pre,
                                                  post, self.process_set)
-        self._handles[group] = (_h.register(reqs, finish, keep), [c for _, c in pairs], wires)
+        self._handles[dense] = (_h.register(reqs, finish, keep), [c for _, c in pairs], wires)
 
     def synchronize(self):
         """Waits for every gradient's allreduce (submitting the ones not
@@ -233,6 +296,9 @@ class _DistributedOptimizer:
                     p.grad = o
                     continue
                 result = self._compression.decompress(o, ctx)
+                if self.sparse_as_dense and p in self._sparse_dims:  # sparse again for the step
+                    p.grad = result.to_sparse(self._sparse_dims[p])
+                    continue
                 if result is p.grad:
                     continue
                 if p.grad.is_sparse or p.grad.shape != result.shape:

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 import tcoll.torch as hvd
+from torch_helpers import assert_same_object_everywhere
 
 
 class Probe(torch.autograd.Function):
@@ -328,3 +329,97 @@ def test_predivide_factor_reaches_tcoll_as_scale_factors(monkeypatch):
     train(model, opt, 1)
     assert seen and all(s == (hvd.Average, 0.25, 4.0) for s in seen)
     assert_matches(model, reference(1, sgd))
+
+
+# ---- broadcast_optimizer_state: frozen parameters, missing gradients, groups ----------
+
+def _grouped_opt(kind, model, r):
+    """An optimizer of two parameter groups whose options differ on every
+    rank (the root's must win)."""
+    groups = [{"params": [model.fc1.weight, model.fc1.bias], "lr": 0.05 * (r + 1)},
+              {"params": [model.fc2.weight, model.fc2.bias]}]
+    if kind == "sgd":
+        return torch.optim.SGD(groups, lr=0.01 * (r + 1), momentum=0.5 + 0.1 * r)
+    return torch.optim.Adam(groups, lr=0.001 * (r + 1), betas=(0.8, 0.9 + r / 100))
+
+
+def _local_steps(model, opt, count, r, fc2_only):
+    """count local steps; fc2_only: only fc2 gets gradients (fc1.bias none)."""
+    g = torch.Generator().manual_seed(50 + r)
+    for _ in range(count):
+        opt.zero_grad(set_to_none=True)
+        if fc2_only:
+            model.fc2(torch.randn(5, 6, generator=g, dtype=torch.float64)).sum().backward()
+        else:
+            model(torch.randn(5, 4, generator=g, dtype=torch.float64)).sum().backward()
+        opt.step()
+
+
+@pytest.mark.parametrize("kind", ["sgd", "adam"])
+@pytest.mark.parametrize("stepped", ["root_partly", "others_only", "nobody", "everyone"])
+def test_broadcast_optimizer_state_frozen_and_missing_gradients(kind, stepped):
+    r, root = hvd.rank(), 0
+    model = make_net()
+    model.fc1.weight.requires_grad_(False)  # frozen: never a gradient, never state
+    opt = _grouped_opt(kind, model, r)
+    if stepped == "root_partly" and r == root:
+        _local_steps(model, opt, 2, r, fc2_only=True)  # fc1.bias without a gradient
+    elif stepped == "others_only" and r != root:
+        _local_steps(model, opt, 1, r, fc2_only=False)
+    elif stepped == "everyone":
+        _local_steps(model, opt, r + 1, r, fc2_only=r % 2 == 0)
+    wrapped = hvd.DistributedOptimizer(opt, named_parameters=model.named_parameters())
+    hvd.broadcast_optimizer_state(wrapped, root_rank=root)
+    state = wrapped.state_dict()
+    assert_same_object_everywhere(state)
+    # the root's options (rank 0's values), in every group
+    lrs = [g["lr"] for g in wrapped.param_groups]
+    if kind == "sgd":
+        assert lrs == [0.05, 0.01]
+        assert [g["momentum"] for g in wrapped.param_groups] == [0.5, 0.5]
+    else:
+        assert lrs == [0.05, 0.001]
+        assert [g["betas"] for g in wrapped.param_groups] == [(0.8, 0.9), (0.8, 0.9)]
+    with_state = {"root_partly": {2, 3}, "others_only": set(), "nobody": set(),
+                  "everyone": {2, 3}}[stepped]
+    assert {k for k, v in state["state"].items() if v} == with_state
+    assert 0 not in state["state"] or not state["state"][0]  # the frozen weight
+    # the state is usable: a step from the same weights ends the same everywhere
+    hvd.broadcast_parameters(model.state_dict(), root_rank=root)
+    frozen = model.fc1.weight.detach().clone()
+    train(model, wrapped, 1)
+    assert torch.equal(model.fc1.weight, frozen)
+    assert_same_everywhere(model)
+    assert_same_object_everywhere(wrapped.state_dict())
+
+
+def test_broadcast_optimizer_state_sparse_adam():
+    r = hvd.rank()
+    root = hvd.size() - 1  # not rank 0
+    torch.manual_seed(4)
+    embs = nn.ModuleList(nn.Embedding(8, 2, sparse=True) for _ in range(3)).double()
+    embs[1].weight.requires_grad_(False)
+    opt = torch.optim.SparseAdam([{"params": [embs[0].weight, embs[1].weight],
+                                   "lr": 0.1 * (r + 1)},
+                                  {"params": [embs[2].weight], "betas": (0.5, 0.9 + r / 100)}],
+                                 lr=0.01 * (r + 1))
+    if r == root:  # only the first embedding gets gradients: state for it alone
+        for s in range(2):
+            opt.zero_grad(set_to_none=True)
+            embs[0](torch.tensor([s, 3])).sum().backward()
+            opt.step()
+    wrapped = hvd.DistributedOptimizer(opt, named_parameters=embs.named_parameters())
+    hvd.broadcast_optimizer_state(wrapped, root_rank=root)
+    assert_same_object_everywhere(wrapped.state_dict())
+    assert [g["lr"] for g in wrapped.param_groups] == [0.1 * (root + 1), 0.01 * (root + 1)]
+    assert wrapped.param_groups[1]["betas"] == (0.5, 0.9 + root / 100)
+    assert set(wrapped.state_dict()["state"]) == {0}
+    hvd.broadcast_parameters(embs.state_dict(), root_rank=root)
+    frozen = embs[1].weight.detach().clone()
+    for s in range(2):  # sparse gradients, reduced across the ranks
+        wrapped.zero_grad(set_to_none=True)
+        (embs[0](torch.tensor([r % 8, 5])).sum() + embs[2](torch.tensor([s])).sum()).backward()
+        wrapped.step()
+    assert torch.equal(embs[1].weight, frozen)
+    assert_same_everywhere(embs)
+    assert_same_object_everywhere(wrapped.state_dict())

@@ -57,3 +57,47 @@ def assert_close(actual, expected, dtype=None):
         assert torch.equal(a, e), (actual, expected)
     else:
         assert torch.allclose(a, e, rtol=tol(dtype), atol=tol(dtype)), (actual, expected)
+
+
+def sparse_data(seed, r, shape, sparse_dim, nnz, dtype=torch.float64):
+    """Rank r's sparse COO tensor for a test: nnz entries (an index may come
+    more than once) in the first sparse_dim dimensions of shape, the others
+    dense (a hybrid tensor), small integer values; not coalesced."""
+    g = torch.Generator().manual_seed(seed * 7919 + r)
+    idx = torch.stack([torch.randint(0, shape[d], (nnz,), generator=g)
+                       for d in range(sparse_dim)])
+    vals = torch.randint(-4, 5, (nnz,) + tuple(shape[sparse_dim:]), generator=g).to(dtype)
+    return torch.sparse_coo_tensor(idx, vals, shape)
+
+
+def assert_identical_on_ranks(tensor, process_set=hvd.global_process_set):
+    """Every member of process_set holds a tensor equal to this rank's
+    (dense, compared through an allgather of the flattened values)."""
+    flat = tensor.detach().reshape(1, -1)
+    rows = hvd.allgather(flat, process_set=process_set)
+    assert rows.shape[0] == process_set.size()
+    for row in rows:
+        assert torch.equal(row, flat[0]), (row, flat[0])
+
+
+def assert_same_object_everywhere(obj, process_set=hvd.global_process_set):
+    """Every member of process_set holds an object equal to this rank's:
+    nested dicts, lists and tuples compared item by item, tensors with
+    torch.equal (dtype and shape too)."""
+    for other in hvd.allgather_object(obj, process_set=process_set):
+        _assert_same(other, obj, "")
+
+
+def _assert_same(a, b, where):
+    if torch.is_tensor(b):
+        assert torch.is_tensor(a) and a.dtype == b.dtype and torch.equal(a, b), where
+    elif isinstance(b, dict):
+        assert isinstance(a, dict) and a.keys() == b.keys(), where
+        for k in b:
+            _assert_same(a[k], b[k], "%s.%s" % (where, k))
+    elif isinstance(b, (list, tuple)):
+        assert type(a) is type(b) and len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            _assert_same(x, y, "%s[%d]" % (where, i))
+    else:
+        assert a == b, (where, a, b)
