@@ -14,6 +14,10 @@
 #   perf2/4   tcoll-perf --device cuda at 2 and 4 ranks (the table), staged
 #             through host memory and (-ipc) with TCOLL_CUDA_IPC=1
 #   torch2-ipc tcoll.torch on CUDA tensors with TCOLL_CUDA_IPC=1
+#   dist-cuda2 the torch.distributed backend on CUDA tensors, DDP on the GPU
+#             against Gloo (tests/gpu/test_dist_cuda.py)
+#   dist-cpu2 the backend's CPU tests (tests/python/torch_dist) under the
+#             machine's torch (2.x)
 # and prints one summary line: "test_gpu.sh: SUMMARY: ..." with each step's
 # result. Exit status: 0 every step passed, 77 no GPU or no nvcc here, 1 a
 # step failed or skipped itself (with a GPU present, a skip means tcoll or
@@ -99,6 +103,12 @@ if [ -f "$build/python/tcoll/__init__.py" ] && compgen -G "$build/python/tcoll/_
         "$here/tests/gpu/test_torch_cuda.py"
     step demo 300 mpiexec -n 2 "$python" "$here/examples/python/train_digits.py" --device cuda \
         --epochs 3
+    # the torch.distributed backend: CUDA tensors and DDP on the GPU, then
+    # its CPU tests under this torch (2.x)
+    step dist-cuda2 240 mpiexec -n 2 "$python" "$here/tests/gpu/test_dist_cuda.py"
+    step dist-cpu2 240 env PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 PYTHONDONTWRITEBYTECODE=1 \
+        OMP_NUM_THREADS=1 mpiexec -n 2 "$python" -m pytest -q -x --color=no \
+        "$here/tests/python/torch_dist"
 else
     echo "test_gpu.sh: the Python package was not built (no Python headers for $python?):" \
         "torch and demo not run"

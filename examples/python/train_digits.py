@@ -22,9 +22,11 @@ baseline then runs on the first device.
 
 It exits 1 when a check fails, 2 when it cannot run (e.g. tcoll.torch is not
 importable, or --device cuda without a usable GPU). ``--compare ddp`` also trains with PyTorch's own
-DistributedDataParallel over Gloo (loopback TCP, so all ranks on one machine)
-and prints the time of each epoch for both. ``--backend ddp`` trains with DDP
-only.
+DistributedDataParallel, over Gloo (loopback TCP, so all ranks on one
+machine) and over tcoll's torch.distributed backend (``import
+tcoll.torch.distributed``; ``init_process_group("tcoll")``), and prints the
+time of each epoch for the three. ``--backend ddp`` trains with DDP over
+Gloo only, ``--backend ddp-tcoll`` with DDP over tcoll only.
 """
 
 import argparse
@@ -56,17 +58,19 @@ def parse_args(argv):
     p.add_argument("--no-baseline", action="store_true",
                    help="skip the one-process run and the accuracy check")
     p.add_argument("--compare", choices=["ddp"],
-                   help="also train with torch DistributedDataParallel (Gloo) and compare times")
-    p.add_argument("--backend", choices=["tcoll", "ddp"], default="tcoll",
-                   help="what averages the gradients (tcoll)")
+                   help="also train with torch DistributedDataParallel (over Gloo and over "
+                        "tcoll) and compare times")
+    p.add_argument("--backend", choices=["tcoll", "ddp", "ddp-tcoll"], default="tcoll",
+                   help="what averages the gradients (tcoll: tcoll.torch's "
+                        "DistributedOptimizer; ddp: DDP over Gloo; ddp-tcoll: DDP over tcoll)")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                    help="where the model trains (cpu); cuda: a GPU per rank, shared when "
                         "there are fewer GPUs than ranks")
     a = p.parse_args(argv)
     if a.epochs < 1 or a.batch_size < 1 or a.lr <= 0:
         p.error("--epochs and --batch-size must be positive, --lr above 0")
-    if a.compare == "ddp" and a.backend == "ddp":
-        p.error("--compare ddp runs tcoll and DDP; --backend ddp runs DDP alone")
+    if a.compare == "ddp" and a.backend != "tcoll":
+        p.error("--compare ddp runs tcoll and DDP; --backend ddp or ddp-tcoll runs DDP alone")
     return a
 
 
@@ -191,18 +195,23 @@ class Tcoll:
     def gather_rows(self, t):
         return self.hvd.allgather(t.unsqueeze(0), name="weights")
 
-    def close(self):
-        self.hvd.shutdown()
-
 
 class Ddp:
-    """torch.distributed over Gloo, with rank and size from the MPI launcher,
-    rank 0's address 127.0.0.1 and a port every rank derives alike."""
-    name = "DDP"
+    """torch DistributedDataParallel over torch.distributed's Gloo (rank and
+    size from the MPI launcher, rank 0's address 127.0.0.1 and a port every
+    rank derives alike) or over tcoll's backend (rank and size from tcoll,
+    nothing else to set)."""
 
-    def __init__(self):
+    def __init__(self, backend):
         import torch.distributed as dist
         self.dist = dist
+        if backend == "tcoll":
+            import tcoll.torch.distributed  # noqa: F401  (registers "tcoll")
+            self.name = "DDP-tcoll"
+            dist.init_process_group("tcoll")
+            self.rank, self.size = dist.get_rank(), dist.get_world_size()
+            return
+        self.name = "DDP-gloo"
         self.rank, self.size = launcher_rank_size()
         port = os.environ.get("MASTER_PORT") or str(20000 + os.getppid() % 20000)
         dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
@@ -327,6 +336,28 @@ def train_one_process(data, args, size):
     return acc
 
 
+def print_times(runs, size):
+    """Seconds per epoch of each run, and each run's time over the first's."""
+    names = list(runs)
+    first = names[0]
+    cols = [runs[n][0] for n in names]
+    w = max(10, max(len(n) for n in names) + 2)
+    ratios = [f"{n + '/' + first:>{w + len(first) + 1}}" for n in names[1:]]
+    print(f"\nseconds per epoch on {size} ranks (training steps only)")
+    print(f"{'epoch':>6}  " + "  ".join(f"{n + ' s':>{w}}" for n in names) + "  "
+          + "  ".join(ratios))
+
+    def row(label, values):
+        text = "  ".join(f"{v:{w}.3f}" for v in values)
+        rel = "  ".join(f"{v / values[0]:{w + len(first) + 1}.2f}" for v in values[1:])
+        print(f"{label:>6}  {text}  {rel}")
+    for e, values in enumerate(zip(*cols), 1):
+        row(str(e), values)
+    row("total", [sum(c) for c in cols])
+    row("median", [statistics.median(c) for c in cols])
+    print("held-out accuracy: " + ", ".join(f"{n} {runs[n][1]:.1f}%" for n in names) + "\n")
+
+
 def main(argv):
     args = parse_args(argv)
     torch.set_num_threads(1)  # one core per rank
@@ -337,22 +368,28 @@ def main(argv):
         return 2
     data = load_data(args.seed)
     runs = {}  # name -> (per-epoch seconds, accuracy, weights the same)
-    if args.backend == "tcoll":
+    hvd = None
+    if args.backend in ("tcoll", "ddp-tcoll"):
         hvd = import_tcoll_torch()
         if hvd is None:
             return 2
+    if args.backend == "tcoll":
         comm = Tcoll(hvd)
         runs[comm.name] = train_distributed(comm, data, args)
-        comm.close()
         if args.compare == "ddp" and (comm.rank, comm.size) != launcher_rank_size():
             print(f"train_digits: rank {comm.rank} of {comm.size} for tcoll but "
                   f"{launcher_rank_size()} for the launcher: --compare ddp needs "
                   "Open MPI's or Hydra's mpiexec", file=sys.stderr)
             return 2
-    if args.backend == "ddp" or args.compare == "ddp":
-        comm = Ddp()
+    backends = {"ddp": ["gloo"], "ddp-tcoll": ["tcoll"]}.get(args.backend, [])
+    if args.compare == "ddp":
+        backends = ["gloo", "tcoll"]
+    for backend in backends:
+        comm = Ddp(backend)
         runs[comm.name] = train_distributed(comm, data, args)
         comm.close()
+    if hvd is not None and hvd.is_initialized():
+        hvd.shutdown()  # tcoll ran the tcoll.torch run and DDP over tcoll
     # Rank 0 has seen every rank's weights: it alone reports and gives the
     # exit status (mpiexec kills the others when one exits non-zero).
     rank, size = comm.rank, comm.size
@@ -360,16 +397,8 @@ def main(argv):
         return 0
     ok = all(same for _, _, same in runs.values())
 
-    if len(runs) == 2:
-        (na, (ta, acc_a, _)), (nb, (tb, acc_b, _)) = runs.items()
-        print(f"\nseconds per epoch on {size} ranks (training steps only)")
-        print(f"{'epoch':>5}  {na + ' s':>8}  {nb + ' s':>8}  {na + '/' + nb:>9}")
-        for e, (a, b) in enumerate(zip(ta, tb), 1):
-            print(f"{e:5d}  {a:8.3f}  {b:8.3f}  {a / b:9.2f}")
-        print(f"{'total':>5}  {sum(ta):8.3f}  {sum(tb):8.3f}  {sum(ta) / sum(tb):9.2f}")
-        ma, mb = statistics.median(ta), statistics.median(tb)
-        print(f"{'median':>6} {ma:8.3f}  {mb:8.3f}  {ma / mb:9.2f}")
-        print(f"held-out accuracy: {na} {acc_a:.1f}%, {nb} {acc_b:.1f}%\n")
+    if len(runs) >= 2:
+        print_times(runs, size)
     if not args.no_baseline:
         base = train_one_process(data, args, size)
         for name, (_, acc, _) in runs.items():

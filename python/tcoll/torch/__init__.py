@@ -31,8 +31,11 @@ What is where:
 * exceptions: HorovodInternalError (errors from synchronize are both it and
   the tcoll error class), HostsUpdatedInterrupt.
 
-tcoll is CPU-only: GPU tensors raise ValueError. Not provided (yet):
-elastic training (``hvd.elastic``), Adasum, Gloo or NCCL.
+CPU and CUDA tensors (CUDA ones on torch's current stream). Not provided
+(yet): elastic training (``hvd.elastic``), Adasum, Gloo or NCCL.
+
+``tcoll.torch.distributed`` (imported on its own) is a torch.distributed
+backend named ``tcoll``: ``dist.init_process_group("tcoll")``, DDP.
 """
 
 import torch as _torch  # noqa: F401  (tcoll.torch needs torch: fails here without it)
