@@ -104,23 +104,36 @@ typedef struct tc_request tc_request_t; /* opaque */
 /* Engine lifetime                                                           */
 /* ------------------------------------------------------------------------ */
 
-/* Collective: every rank calls it once. Reads TCOLL_* environment variables,
- * starts the engine thread and returns when it is ready. If MPI is not
- * initialized, the engine thread initializes it (and tc_shutdown finalizes it);
- * if the application initialized it with MPI_THREAD_MULTIPLE, tcoll works on
+/* Collective: every rank calls it. Reads the TCOLL_* environment variables
+ * (and the HOROVOD_* ones with an equivalent; once per process: a later
+ * tc_init keeps the values), starts the engine and returns when it is
+ * ready. If MPI is not initialized, the engine thread initializes it and
+ * tcoll keeps it initialized until the process exits (an atexit handler
+ * finalizes it, on that thread, unless a channel context is still open); if
+ * the application initialized it with MPI_THREAD_MULTIPLE, tcoll works on
  * duplicates of MPI_COMM_WORLD and leaves MPI to the application; a lower
- * thread level fails with TC_ERR_STATE. Calling it twice, or after
- * tc_shutdown, fails with TC_ERR_STATE. Call from any one thread. */
+ * thread level fails with TC_ERR_STATE. After tc_shutdown it starts tcoll
+ * again, afresh: new communicators, only the global process set (ids count
+ * from 1 again), empty caches, automatic names from 0, a new shared-memory
+ * segment and timeline. TC_ERR_STATE: called while tcoll runs (or before
+ * this rank's tc_shutdown, when the engine stopped because another rank
+ * shut down), after a failed tc_init (final: MPI is finalized if tcoll
+ * initialized it), or after a run that ended with a failure (a lost rank,
+ * an abort, a shutdown that timed out: MPI was left as it was); the message
+ * says which. Call from any one thread. */
 tc_status_t tc_init(void);
 
 /* Shuts tcoll down on every rank: pending and later requests on all ranks
- * complete with TC_ERR_SHUTDOWN, the engine threads exit, MPI is finalized if
- * tcoll initialized it. Every rank should call it; it returns on each rank
- * without waiting for the others to call it. Calling it before tc_init or a
- * second time fails with TC_ERR_STATE. Call from any one thread. */
+ * complete with TC_ERR_SHUTDOWN and the engine stops; MPI stays initialized
+ * (see tc_init), and tc_init may start tcoll again. Every rank should call
+ * it; it returns on each rank without waiting for the others to call it.
+ * Calling it before tc_init or a second time fails with TC_ERR_STATE. Call
+ * from any one thread. */
 tc_status_t tc_shutdown(void);
 
-/* Rank and size in the job and within this node; -1 before tc_init. Any thread. */
+/* Rank and size in the job and within this node; -1 before tc_init (and
+ * while a tc_init after tc_shutdown starts), the last values after
+ * shutdown. Any thread. */
 int tc_rank(void);
 int tc_size(void);
 int tc_local_rank(void);
@@ -293,7 +306,14 @@ tc_status_t tc_barrier_ex(const tc_opts_t *opts, tc_request_t **req_p);
  * set (TC_ERR_STATE); tc_join_ex takes process_set: the join, and what runs
  * without the joined ranks, is then among the set's members.
  * The output is a 0-dim int32 tensor: the rank that joined last, the same
- * on every rank (also tc_request_last_joined). Like a barrier, a join
+ * on every rank (also tc_request_last_joined), a global rank also in a
+ * process set. "Last" is the order in which rank 0's negotiation takes the
+ * joins, which keeps every order the ranks' own calls impose: a join that
+ * some rank's completed collective waited for (its allreduce ran without
+ * the joined rank) always counts as earlier than that rank's later join.
+ * Joins that nothing orders (several ranks joining at about the same time)
+ * count in the order their messages reach rank 0 (Horovod: the order in
+ * which its coordinator reads them in one cycle). Like a barrier, a join
  * completes on this rank only after every request this rank submitted
  * before it has completed. Names starting with "tcoll/" are tcoll's.
  */

@@ -25,6 +25,7 @@ from ``wait()``: :class:`MismatchError`, :class:`DuplicateNameError` (also a
 """
 
 import threading
+import weakref
 
 import numpy as _np
 
@@ -92,25 +93,50 @@ _state_lock = threading.Lock()
 def init():
     """Starts tcoll (and MPI, unless the application initialized it with
     MPI_THREAD_MULTIPLE). Collective: every rank calls it. A second call
-    while tcoll runs does nothing."""
+    while tcoll runs does nothing. After shutdown() it starts tcoll again,
+    afresh: only the global process set (sets added before can be added
+    again), unnamed calls numbered from 0; MPI stays initialized between
+    the runs (tcoll finalizes MPI it initialized when the process exits).
+    StateError if the last run ended after a failure."""
     global _initialized
     with _state_lock:
         if _initialized:
             return
         _tcoll.init()
+        _reset_run()
         _initialized = True
 
 
 def shutdown():
     """Stops tcoll on every rank (pending operations fail with
     ShutdownError). Collective. A call when tcoll is not running does
-    nothing."""
+    nothing. init() may start tcoll again afterwards."""
     global _initialized
     with _state_lock:
         if not _initialized:
             return
         _initialized = False
-        _tcoll.shutdown()
+        try:
+            _tcoll.shutdown()
+        finally:
+            _reset_run()
+
+
+def _reset_run():
+    """What a run of tcoll leaves behind in this module: the counters of
+    unnamed calls (a new run numbers them from 0 on every rank) and the
+    ids of the process sets added (gone with the run: each such ProcessSet
+    is "not added" again, so it can be added in the next run)."""
+    with _counters_lock:
+        _counters.clear()
+    with _added_lock:
+        added = [ref() for ref in _added]
+        _added.clear()
+    for ps in added:
+        if ps is not None and ps._added_ranks is not None:
+            ps.process_set_id = None
+            ps._ranks = ps._added_ranks
+            ps._added_ranks = None
 
 
 def is_initialized():
@@ -155,6 +181,7 @@ class ProcessSet:
     ``global_process_set`` is every rank."""
 
     def __init__(self, ranks_or_id):
+        self._added_ranks = None  # its ranks while added by add_process_set
         if isinstance(ranks_or_id, int):
             self.process_set_id = ranks_or_id
             self._ranks = None
@@ -203,6 +230,11 @@ class ProcessSet:
 
 global_process_set = ProcessSet(0)
 
+# The sets add_process_set made in this run (weak: a set may be dropped);
+# shutdown() makes them "not added" again (_reset_run).
+_added = []
+_added_lock = threading.Lock()
+
 
 def add_process_set(process_set):
     """Creates a process set from a list of ranks (or an unregistered
@@ -219,6 +251,9 @@ def add_process_set(process_set):
         ps = ProcessSet(ranks)
     ps.process_set_id = _tcoll.process_set_add(ranks)
     ps._ranks = None
+    ps._added_ranks = sorted(int(r) for r in ranks)
+    with _added_lock:
+        _added.append(weakref.ref(ps))
     return ps
 
 

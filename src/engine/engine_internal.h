@@ -9,6 +9,8 @@
  *   opts.c       the options a call was given
  *   pset_api.c   the public process set calls
  *   lifecycle.c  tc_init/tc_shutdown, the engine thread's start and end
+ *   mpi_thread.c the thread that runs the engine; once tcoll initialized
+ *                MPI, MPI's main thread until exit (it finalizes MPI then)
  *   loop.c       the engine loop: step, wait, the periodic checks
  *   ctrl.c       control messages on the control communicator
  *   negotiate.c  the engine's side of the negotiation: feeds the pure state
@@ -106,6 +108,7 @@ typedef struct engine {
         int shutdown_seen;         /* this rank's tc_shutdown was handed to it */
         uint64_t next_probe_ns;    /* when to look for liveness probes again */
         int took;                  /* submissions were handed over in this step */
+        uint64_t joins_published;  /* rank 0: joins taken, as last told to exec/fast.c */
         tc_wire_response_t *resps; /* what it decided, for the executor */
         tc_request_t **reqs;
         size_t cap;
@@ -182,6 +185,24 @@ void tc__engine_neg_answer_probes(engine_t *e);
 
 /* loop.c */
 void tc__loop_run(engine_t *e);
+
+/* mpi_thread.c: the thread that runs each engine (fn(arg)). run: hands it
+ * the run (the parked thread that holds MPI takes it, else a new thread is
+ * made); 0 or pthread_create's error. wait: until the run has ended
+ * (deadline NULL: no limit), joining a thread that ended with it; 0 or
+ * ETIMEDOUT. leave_behind: after a wait timed out, the thread is detached
+ * and never used again (usable then says 0). On the thread, during a run:
+ * hold_mpi once it initialized MPI (it then parks after the run and
+ * finalizes MPI at the process's exit), release_mpi once MPI was finalized
+ * or left to a failure; holds_mpi: whether MPI is tcoll's from an earlier
+ * run. */
+int tc__mpi_thread_run(void (*fn)(void *), void *arg);
+int tc__mpi_thread_wait(const struct timespec *deadline);
+void tc__mpi_thread_leave_behind(void);
+int tc__mpi_thread_usable(void);
+void tc__mpi_thread_hold_mpi(void);
+void tc__mpi_thread_release_mpi(void);
+int tc__mpi_thread_holds_mpi(void);
 
 /* engine_tl.c: the negotiation's timeline events (call only while
  * tc__tl_active()) */

@@ -30,7 +30,7 @@ static const unsigned life_moves[ENG_LIFE_COUNT] = {
     [ENG_LIFE_FAILED] = TO(STOPPED),
     [ENG_LIFE_ABORTED] = TO(STOPPED),
     [ENG_LIFE_BROKEN] = TO(STOPPED),
-    [ENG_LIFE_STOPPED] = 0,
+    [ENG_LIFE_STOPPED] = TO(STARTING),
 };
 
 const char *tc__life_name(eng_life_t s)

@@ -1,18 +1,24 @@
 /*
- * lifecycle.c - tc_init and tc_shutdown, and the engine thread's start and
- * end: MPI, the control and node-local communicators and the data
- * transport (which makes its own), the goodbye handshake, MPI's teardown.
+ * lifecycle.c - tc_init and tc_shutdown, and the engine's start and end:
+ * MPI, the control and node-local communicators and the data transport
+ * (which makes its own), the goodbye handshake, the communicators' teardown.
  *
- * tc_init starts the engine thread and waits until it has set MPI up; the
- * thread then runs the loop (loop.c) until the engine stops, fails what is
- * left, and (after a normal shutdown) makes sure no control message is left
- * unmatched before it frees the communicators, closes the data transports
- * and, if tcoll initialized MPI, finalizes it. After a failure MPI is left as it is: peers may be gone, and
- * MPI_Finalize could wait for them forever. tc_shutdown asks the engine to
- * stop and joins its thread, each step bounded by TCOLL_SHUTDOWN_TIMEOUT_S.
- * The lifecycle state and its transitions (engine_internal.h) live here too:
- * every transition goes through life_set_locked, which refuses any move the
- * diagram does not have.
+ * tc_init hands a new engine to the engine thread (mpi_thread.c) and waits
+ * until it has set MPI up; the thread then runs the loop (loop.c) until the
+ * engine stops, fails what is left, and (after a normal shutdown) makes sure
+ * no control message is left unmatched before it frees the communicators and
+ * closes the data transports. If tcoll initialized MPI, MPI stays
+ * initialized: the same thread runs the engine of a later tc_init, and
+ * finalizes MPI when the process exits. After a failure MPI is left as it
+ * is (peers may be gone, and MPI_Finalize could wait for them forever), and
+ * tcoll cannot start again in this process. tc_shutdown asks the engine to
+ * stop and waits for its run to end, each step bounded by
+ * TCOLL_SHUTDOWN_TIMEOUT_S. A tc_init after a clean tc_shutdown starts
+ * afresh: new communicators, the global process set alone, empty caches,
+ * counters and timeline, a new shared-memory segment; the knobs keep the
+ * values read at the first tc_init. Every lifecycle transition goes through
+ * tc__life_set_locked (life.c), which refuses any move the diagram
+ * (exec/state.h) does not have.
  */
 #define _GNU_SOURCE
 #include <mpi.h>
@@ -32,6 +38,11 @@
 #include "util/ranks.h"
 #include "util/status.h"
 #include "util/timeline.h"
+
+/* Whether the last run ended broken (FAILED, ABORTED or BROKEN: MPI left as
+ * it was), and so tcoll cannot start again. Written by the engine thread
+ * before its run ends, read by tc_init after; under tc__engine_shared.mu. */
+static int g_last_run_broken;
 
 /* ------------------------------------------------------------------------ */
 /* The engine thread: start-up, goodbye and teardown                                  */
@@ -128,7 +139,11 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
         return TC_ERR_STATE;
     }
     MPI_Initialized(&inited);
-    if (inited) {
+    if (inited && tc__mpi_thread_holds_mpi()) {
+        /* tcoll initialized MPI, on this thread, for an earlier run */
+        MPI_Query_thread(&provided);
+        e->mpi.own = 1;
+    } else if (inited) {
         MPI_Query_thread(&provided);
         if (provided < MPI_THREAD_MULTIPLE) {
             snprintf(msg, len,
@@ -150,6 +165,7 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
             return TC_ERR_TRANSPORT;
         }
         e->mpi.own = 1;
+        tc__mpi_thread_hold_mpi(); /* this thread is MPI's main thread from now on */
         if (provided < want) {
             TC_WARN("engine", "MPI provides only %s; tcoll asked for %s%s",
                     thread_level_name(provided), thread_level_name(want),
@@ -179,7 +195,10 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
         st = comm_failed(rc, msg, len);
         goto err_free_local;
     }
-    if (provided >= MPI_THREAD_MULTIPLE && (st = chan_comm_setup(msg, len)) != TC_OK) {
+    /* (a channels' communicator left by an earlier run, to contexts that
+     * were still open at its tc_shutdown, is theirs and stays in use) */
+    if (provided >= MPI_THREAD_MULTIPLE && tc__engine_shared.chan_comm == MPI_COMM_NULL &&
+        (st = chan_comm_setup(msg, len)) != TC_OK) {
         goto err_free_local;
     }
     MPI_Comm_set_errhandler(e->mpi.ctrl, MPI_ERRORS_RETURN);
@@ -246,11 +265,18 @@ err_close_data:
     tc__transport_close(&e->x.mpi.tp);
 err_free_ctrl:
     MPI_Comm_free(&e->mpi.ctrl);
-err_finalize:
-    if (e->mpi.own) {
+err_finalize: /* a failed tc_init is final: MPI goes too if it is tcoll's (and no
+               * channel context of an earlier run still holds it) */
+    if (e->mpi.own &&
+        atomic_load_explicit(&tc__engine_shared.chan_users, memory_order_relaxed) == 0) {
+        if (tc__engine_shared.chan_comm != MPI_COMM_NULL) {
+            MPI_Comm_free(&tc__engine_shared.chan_comm);
+            tc__engine_shared.chan_comm = MPI_COMM_NULL;
+        }
         MPI_Finalize();
         e->mpi.own = 0;
     }
+    tc__mpi_thread_release_mpi();
     return st;
 }
 
@@ -313,6 +339,7 @@ static void mpi_teardown(engine_t *e)
         tc__ctrl_abandon(e);
         tc__pset_free_all(&e->x, 0);
         tc__shm_teardown(&e->x, 1);
+        tc__mpi_thread_release_mpi(); /* never finalized by tcoll, nor used again */
         return;
     }
     tc__shm_teardown(&e->x, 0);
@@ -320,9 +347,9 @@ static void mpi_teardown(engine_t *e)
     MPI_Comm_free(&e->mpi.ctrl);
     tc__transport_close(&e->x.mpi.tp);
     MPI_Comm_free(&e->mpi.local);
-    if (chan_comm_free() && e->mpi.own) {
-        MPI_Finalize();
-    }
+    /* MPI itself stays: if it is tcoll's, this thread finalizes it at exit
+     * (mpi_thread.c), and runs the engine of a later tc_init meanwhile */
+    chan_comm_free();
 }
 
 static void engine_free(engine_t *e)
@@ -335,7 +362,7 @@ static void engine_free(engine_t *e)
     free(e);
 }
 
-static void *engine_main(void *arg)
+static void engine_main(void *arg)
 {
     eng_shared_t *sh = &tc__engine_shared;
     engine_t *e = arg;
@@ -362,7 +389,7 @@ static void *engine_main(void *arg)
     pthread_mutex_unlock(&sh->mu);
     if (st != TC_OK) {
         engine_free(e);
-        return NULL;
+        return;
     }
     tc__loop_run(e);        /* until the engine leaves RUNNING */
     e->x.run.ndeferred = 0; /* deferred requests are in flight: failed with the rest */
@@ -382,11 +409,13 @@ static void *engine_main(void *arg)
         tc__life_enter(e, ENG_LIFE_BROKEN);
     }
     mpi_teardown(e);
+    pthread_mutex_lock(&sh->mu);
+    g_last_run_broken = eng_broken();
+    pthread_mutex_unlock(&sh->mu);
     tc__life_enter(e, ENG_LIFE_STOPPED); /* what tc_shutdown reports: the goodbye may
                                           * have run out of time */
-    TC_INFO("engine", "engine thread exits: %s", e->life.msg);
+    TC_INFO("engine", "engine stopped: %s", e->life.msg);
     engine_free(e);
-    return NULL;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -405,6 +434,56 @@ static engine_t *engine_new(void)
     return e;
 }
 
+/* tc_init when tcoll has run before in this process (mu held): TC_OK after
+ * a clean tc_shutdown, with what the last run left reset (the engine's own
+ * state is new with each engine; the process sets, the queue and the table
+ * of names in flight were emptied when it stopped), else TC_ERR_STATE with
+ * the error set. The life stays as it is either way. */
+static tc_status_t restart_locked(void)
+{
+    eng_shared_t *sh = &tc__engine_shared;
+
+    if (sh->life == ENG_LIFE_START_FAILED) {
+        return tc__set_error(TC_ERR_STATE,
+                             "tc_init: an earlier tc_init failed in this process (%s); tcoll "
+                             "cannot start again",
+                             sh->init_msg);
+    }
+    if (!sh->shutdown_requested) {
+        return tc__set_error(TC_ERR_STATE, sh->life == ENG_LIFE_STOPPED
+                                               ? "tc_init: tcoll is already initialized (its "
+                                                 "engine has stopped: call tc_shutdown first)"
+                                               : "tc_init: tcoll is already initialized");
+    }
+    if (sh->life != ENG_LIFE_STOPPED || !tc__mpi_thread_usable()) {
+        return tc__set_error(TC_ERR_STATE,
+                             "tc_init: the engine thread of tcoll's previous run did not stop "
+                             "(tc_shutdown gave up waiting for it); tcoll cannot start again in "
+                             "this process");
+    }
+    if (g_last_run_broken) {
+        return tc__set_error(TC_ERR_STATE,
+                             "tc_init: tcoll's previous run in this process ended after a failure "
+                             "(%s), which left MPI as it was; tcoll cannot start again",
+                             sh->stop_msg);
+    }
+    sh->shutdown_requested = 0;
+    sh->init_status = TC_OK;
+    sh->init_msg[0] = '\0';
+    sh->stop_status = TC_OK;
+    sh->stop_msg[0] = '\0';
+    sh->engine_sleeping = 0;
+    sh->q_head = sh->q_tail = NULL;
+    atomic_store_explicit(&sh->deferred, 0, memory_order_relaxed);
+    atomic_store_explicit(&sh->rank, -1, memory_order_relaxed);
+    atomic_store_explicit(&sh->size, -1, memory_order_relaxed);
+    atomic_store_explicit(&sh->local_rank, -1, memory_order_relaxed);
+    atomic_store_explicit(&sh->local_size, -1, memory_order_relaxed);
+    atomic_store_explicit(&sh->node_first, -1, memory_order_relaxed);
+    atomic_store_explicit(&sh->thread_multiple, 0, memory_order_relaxed);
+    return TC_OK;
+}
+
 tc_status_t tc_init(void)
 {
     eng_shared_t *sh = &tc__engine_shared;
@@ -414,14 +493,9 @@ tc_status_t tc_init(void)
 
     tc__clear_error();
     pthread_mutex_lock(&sh->mu);
-    if (sh->life != ENG_LIFE_NONE) {
-        int again = sh->shutdown_requested || sh->life == ENG_LIFE_START_FAILED;
+    if (sh->life != ENG_LIFE_NONE && (st = restart_locked()) != TC_OK) {
         pthread_mutex_unlock(&sh->mu);
-        if (!again) {
-            return tc__set_error(TC_ERR_STATE, "tc_init: tcoll is already initialized");
-        }
-        return tc__set_error(TC_ERR_STATE, "tc_init: tcoll was shut down (or failed to start) and "
-                                           "cannot be initialized again in this process");
+        return st;
     }
     tc__life_set_locked(ENG_LIFE_STARTING);
     pthread_mutex_unlock(&sh->mu);
@@ -432,7 +506,8 @@ tc_status_t tc_init(void)
         goto err_unstart;
     }
     tc__hmap_init(&sh->inflight);
-    rc = pthread_create(&sh->thread, NULL, engine_main, e);
+    tc__tl_job_reopen(); /* a job-wide timeline per run */
+    rc = tc__mpi_thread_run(engine_main, e);
     if (rc != 0) {
         st = tc__set_error(TC_ERR_NOMEM, "tc_init: cannot start the engine thread: %s",
                            strerror(rc));
@@ -445,14 +520,14 @@ tc_status_t tc_init(void)
     st = sh->init_status;
     pthread_mutex_unlock(&sh->mu);
     if (st != TC_OK) {
-        pthread_join(sh->thread, NULL);
+        (void)tc__mpi_thread_wait(NULL);
         return tc__set_error(st, "tc_init: %s", sh->init_msg);
     }
     return TC_OK;
 
 err_free_engine:
     engine_free(e);
-err_unstart:
+err_unstart: /* not started: as if never initialized (a run before ended cleanly) */
     pthread_mutex_lock(&sh->mu);
     tc__life_set_locked(ENG_LIFE_NONE);
     pthread_mutex_unlock(&sh->mu);
@@ -481,15 +556,16 @@ tc_status_t tc_shutdown(void)
 
     /* The engine bounds the handshake, its goodbye and the gathering of a
      * job-wide timeline by the timeout each; this bounds anything else
-     * (MPI_Finalize waiting for a stuck peer). */
+     * (an MPI call waiting for a stuck peer). */
     limit_s = 3 * tc__config()->shutdown_timeout_s + 10;
     deadline = tc__deadline_after_ns((uint64_t)limit_s * 1000000000ull);
-    rc = pthread_timedjoin_np(sh->thread, NULL, &deadline);
+    rc = tc__mpi_thread_wait(&deadline);
     if (rc != 0) {
-        pthread_detach(sh->thread);
+        tc__mpi_thread_leave_behind();
         return tc__set_error(TC_ERR_TIMEOUT,
                              "tc_shutdown: the engine thread did not stop within %d s (stuck in "
-                             "MPI?); it was left running and MPI as it is",
+                             "MPI?); it was left running and MPI as it is, and tcoll cannot "
+                             "start again in this process",
                              limit_s);
     }
     tc__output_pool_drain();

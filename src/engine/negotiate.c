@@ -269,6 +269,23 @@ static void run_items(engine_t *e)
     run_list(e, k);
 }
 
+/* Rank 0: tells the small-message path which joins the negotiation took
+ * (exec/fast.c: a joined rank contributes there only after that), when
+ * there are new ones. */
+static void publish_joins(engine_t *e)
+{
+    uint64_t total = tc__neg_joins_taken(e->nego.neg, -1);
+    int r;
+
+    if (total == e->nego.joins_published) {
+        return;
+    }
+    e->nego.joins_published = total;
+    for (r = 0; r < e->size; r++) {
+        tc__fast_joins_taken(&e->x, r, tc__neg_joins_taken(e->nego.neg, r));
+    }
+}
+
 /* One negotiation step: messages in, the state machine's step, its messages
  * out, then what it decided. Returns whether anything happened.
  * New submissions are stepped on first, so that the part they start goes
@@ -300,6 +317,9 @@ int tc__engine_neg_step(engine_t *e)
     }
     progress |= tc__neg_step(neg, now);
     post_sends(e);
+    if (e->rank == 0) {
+        publish_joins(e);
+    }
     tc__neg_items(neg, &nitems);
     e->x.run.ready_ns = now; /* what runs now was decided by what arrived now */
     run_items(e);

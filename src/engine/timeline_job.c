@@ -135,6 +135,13 @@ tc_status_t tc__tl_job_start(const char *path, int rank, int size, char *err, si
     return st;
 }
 
+void tc__tl_job_reopen(void)
+{
+    pthread_mutex_lock(&job.mu);
+    job.closed = 0;
+    pthread_mutex_unlock(&job.mu);
+}
+
 /* ------------------------------------------------------------------------ */
 /* The exchange                                                              */
 /* ------------------------------------------------------------------------ */

@@ -20,6 +20,10 @@
  * on failure. The engine thread calls it for TCOLL_TIMELINE; any thread. */
 tc_status_t tc__tl_job_start(const char *path, int rank, int size, char *err, size_t errlen);
 
+/* tc_init, before the engine starts: a new run may record a part of a
+ * job-wide timeline again (tc__tl_job_finish closed the last run's). */
+void tc__tl_job_reopen(void);
+
 /*
  * The engine thread, once, after the engine's last event and before it
  * frees comm (its control communicator): stops this rank's timeline and,

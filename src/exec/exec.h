@@ -175,6 +175,10 @@ void tc__fast_post(tc_request_t *req);
 int tc__fast_progress(tc_request_t *req);
 void tc__fast_wait(tc_request_t *req);
 size_t tc__fast_inflight_locked(void);
+/* Rank 0's engine: rank's joins of the global set that its negotiation has
+ * taken so far (tc__neg_joins_taken); a joined rank adds its identity to
+ * the small-message path's uses only once its join is counted. */
+void tc__fast_joins_taken(tc_exec_t *x, int rank, uint64_t joins);
 
 /* ---- queue.c: the submission queue and the names in flight ----------------------- */
 

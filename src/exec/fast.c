@@ -42,7 +42,13 @@
  *
  * While a rank's tc_join is pending its engine posts the op's identity for
  * uses the others have started (the description copied from theirs), as
- * the engine does for joined ranks. Rank 0's engine warns about (and with
+ * the engine does for joined ranks, but only once rank 0's negotiation has
+ * taken that join (rank 0's engine stores the count of each rank's joins it
+ * took in the rank's control block, tc__fast_joins_taken): a use completed
+ * with a joined rank's identity lets its other ranks go on and join in
+ * turn, and those later joins must reach rank 0 after this one, which
+ * decides the join's value, the rank that joined last, by the order it
+ * takes the joins in. Rank 0's engine warns about (and with
  * TCOLL_STALL_ABORT_S fails) a use some ranks posted and others did not;
  * every engine with such calls in flight checks every millisecond or so
  * that the other local processes still exist, and stops with "lost rank"
@@ -584,6 +590,13 @@ static void join_contribute(void)
         return;
     }
     epoch = sh->psets[0]->njoins - 1; /* before this rank's pending join */
+    /* acquire: pairs with rank 0's release in tc__fast_joins_taken; not
+     * before rank 0 has taken this join (file comment) */
+    if (atomic_load_explicit(&tc__shm_ctl(s, s->me)->joins_taken, memory_order_acquire) <
+        sh->psets[0]->njoins) {
+        pthread_mutex_unlock(&sh->mu);
+        return;
+    }
     for (k = 0; k < F.nids; k++) {
         uint64_t v = atomic_load_explicit(tc__shm_verdict(s, k), memory_order_acquire);
         uint64_t u = F.uses[k] + 1;
@@ -611,6 +624,18 @@ static void join_contribute(void)
         }
     }
     pthread_mutex_unlock(&sh->mu);
+}
+
+void tc__fast_joins_taken(tc_exec_t *e, int rank, uint64_t joins)
+{
+    const tc_shm_seg_t *s = F.seg;
+
+    (void)e;
+    if (s == NULL || rank < 0 || rank >= s->n) {
+        return; /* no small-message path: every rank is on this node when there is one */
+    }
+    /* release: rank 0's table took those joins before (join_contribute) */
+    atomic_store_explicit(&tc__shm_ctl(s, rank)->joins_taken, joins, memory_order_release);
 }
 
 /* The ranks whose box for use u of id k is (posted) or is not, as "0,2-3";

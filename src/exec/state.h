@@ -28,12 +28,13 @@
  *
  *   NONE --tc_init--> STARTING --MPI set up--> RUNNING
  *                        |  '---set-up failed--> START_FAILED (final: MPI
- *                        |                       cannot be initialized twice)
+ *                        |                       finalized if it is tcoll's)
  *                        '---no engine thread--> NONE
  *   RUNNING --a cycle carried TERMINATE-----> TERMINATING --goodbye--> STOPPED
  *   RUNNING --a failure decided here--------> FAILED ---abort sent----> STOPPED
  *   RUNNING --another rank's abort----------> ABORTED ----------------> STOPPED
  *   TERMINATING --goodbye timed out, failure, abort--> BROKEN ---------> STOPPED
+ *   STOPPED --tc_init after tc_shutdown, if the run ended cleanly--> STARTING
  *
  * Leaving RUNNING publishes why (stop_status, stop_msg): from then on
  * submissions fail at once with it, and the engine fails what is in flight.
@@ -43,8 +44,8 @@
  * tc_shutdown is not a state but a request the engine reads with the
  * submissions (shutdown_requested); TERMINATING is what the ranks agreed.
  *
- * Written under mu only: by tc_init (NONE -> STARTING, and back when the
- * thread cannot start), by the engine thread for every other transition
+ * Written under mu only: by tc_init (NONE or STOPPED -> STARTING, and to
+ * NONE when the thread cannot start), by the engine thread for every other transition
  * (tc__life_enter, which checks each against the diagram). The engine
  * thread, the only writer once it exists, reads it without the lock
  * (eng_life() and friends); every other thread reads it under mu.
@@ -88,10 +89,10 @@ typedef struct {
     struct eng_pset **psets;       /* [npsets], by id: NULL for ids removed or never made
                                     * (exec/pset.h) */
     uint32_t npsets;
-    pthread_t thread;
-    /* Written once by the engine thread during start-up, before life leaves
-     * STARTING; read by any thread with relaxed loads (a value is
-     * either -1 or final). */
+    /* Written once per run by the engine thread during start-up, before
+     * life leaves STARTING (and back to -1 by a tc_init after tc_shutdown);
+     * read by any thread with relaxed loads (a value is either -1 or the
+     * run's). */
     _Atomic int rank, size, local_rank, local_size;
     /* The lowest rank on this rank's node (-1: unknown) and whether MPI runs
      * at MPI_THREAD_MULTIPLE (engine_info.h). */

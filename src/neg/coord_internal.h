@@ -70,6 +70,9 @@ struct tc_coord {
     tc_hmap_t groups; /* key -> group_t */
     entry_t *ready_head, *ready_tail;
     size_t nready;
+    /* joins of the global set taken from each rank ([size]), and in all */
+    uint64_t *joins_taken;
+    uint64_t joins_total;
 };
 
 /* coord_agree.c: NULL if every rank that submitted e agrees (the kind, the

@@ -38,7 +38,9 @@ tc_status_t tc__coord_create(int size, tc_coord_t **coord_p)
         return TC_ERR_NOMEM;
     }
     c->size = size;
-    if (tc__coord_sets_init(c) != 0) {
+    if ((c->joins_taken = calloc((size_t)size, sizeof(*c->joins_taken))) == NULL ||
+        tc__coord_sets_init(c) != 0) {
+        free(c->joins_taken);
         free(c);
         return TC_ERR_NOMEM;
     }
@@ -71,12 +73,21 @@ void tc__coord_destroy(tc_coord_t *c)
         tc__coord_entry_free(e);
     }
     tc__coord_sets_free(c);
+    free(c->joins_taken);
     free(c);
 }
 
 int tc__coord_njoined(const tc_coord_t *c)
 {
     return c->sets[0]->njoined;
+}
+
+uint64_t tc__coord_joins_taken(const tc_coord_t *c, int rank)
+{
+    if (rank < 0) {
+        return c->joins_total;
+    }
+    return rank < c->size ? c->joins_taken[rank] : 0;
 }
 
 size_t tc__coord_nready(const tc_coord_t *c)
@@ -277,6 +288,10 @@ tc_status_t tc__coord_add_at(tc_coord_t *c, int rank, const tc_wire_request_t *r
         e->reqs[rank].ranks = e->rlists[rank];
     }
     e->nsub++;
+    if (req->pset == 0 && tc__kind_get(req->kind)->joins) {
+        c->joins_taken[rank]++; /* taken: what it completes comes after it */
+        c->joins_total++;
+    }
     if (s == NULL) { /* a set that does not exist (any more): it fails at once */
         e->fail_status = TC_ERR_STATE;
         if (asprintf(&e->text,

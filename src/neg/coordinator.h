@@ -58,6 +58,14 @@ size_t tc__coord_nready(const tc_coord_t *c);
  * whose join came last (has_value). */
 int tc__coord_njoined(const tc_coord_t *c);
 
+/* Joins of the global set the table has taken from rank so far (rank -1:
+ * from every rank together). A join counts from the moment it is in the
+ * table: whatever completes because rank joined comes after it, so a later
+ * join of another rank is taken after it and counts as joining later. The
+ * engine publishes these counts to the small-message path (exec/fast.c),
+ * whose joined ranks contribute only once their join is counted here. */
+uint64_t tc__coord_joins_taken(const tc_coord_t *c, int rank);
+
 /* Names submitted by some but not all ranks. */
 size_t tc__coord_pending(const tc_coord_t *c);
 

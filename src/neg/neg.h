@@ -142,4 +142,9 @@ const char *tc__neg_cached_name(const tc_neg_t *n, uint32_t id, uint32_t *len_p)
 /* Number of cycles completed here so far. */
 uint64_t tc__neg_cycles(const tc_neg_t *n);
 
+/* Rank 0: the joins of the global set its table has taken from rank (-1:
+ * from every rank together), in the order that decides which rank joined
+ * last (tc__coord_joins_taken). 0 on the other ranks. */
+uint64_t tc__neg_joins_taken(const tc_neg_t *n, int rank);
+
 #endif

@@ -238,3 +238,8 @@ uint64_t tc__neg_cycles(const tc_neg_t *n)
 {
     return n->ncycles;
 }
+
+uint64_t tc__neg_joins_taken(const tc_neg_t *n, int rank)
+{
+    return n->coord != NULL ? tc__coord_joins_taken(n->coord, rank) : 0;
+}

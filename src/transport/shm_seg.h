@@ -58,7 +58,12 @@ typedef struct {
      * collective its `arrived` names, stored before that flag */
     uint64_t in_addr, out_addr;
     int32_t pid; /* written once at setup */
-    char pad[TC_SHM_LINE - 2 * sizeof(uint64_t) - sizeof(int32_t)];
+    int32_t unused;
+    /* the small-message path (exec/fast.c): this rank's joins of the global
+     * set that rank 0's negotiation has taken, stored by rank 0's engine
+     * (release) and read by this rank's (acquire) */
+    _Atomic uint64_t joins_taken;
+    char pad[TC_SHM_LINE - 4 * sizeof(uint64_t)];
 } tc_shm_ctl_t;
 
 /* One rank's contribution to one use of a small-message name (exec/fast.c):

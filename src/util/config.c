@@ -2,7 +2,9 @@
  * config.c - the table of TCOLL_* knobs and their parser.
  *
  * Adding a knob means adding one row below and one field in tc_config_t;
- * nothing else parses the environment. Bad values warn and keep the default:
+ * nothing else parses the environment but config_horovod.c, which turns the
+ * HOROVOD_* variables with an equivalent into these knobs' values (the
+ * loader hands them over; TCOLL_* wins). Bad values warn and keep the default:
  * configuration must never crash the process or silently change meaning.
  * Each row also says whether the knob must have the same value on every
  * rank; the pure half of that check (which values, and the message when they
@@ -374,6 +376,33 @@ static const char *entry_value(const char *e, const char *name)
     return strncmp(e, name, n) == 0 && e[n] == '=' ? e + n + 1 : NULL;
 }
 
+/* The loader's hook for config_horovod.c: knob takes text from HOROVOD_*
+ * variable var, unless its own TCOLL_* variable is set (found: TCOLL_* wins).
+ * a->st NULL: only the value (the early log level). */
+typedef struct {
+    tc_config_t *cfg;
+    tc_config_state_t *st;
+    const char *const *found;
+} hvd_arg_t;
+
+static int hvd_set(void *arg, const char *knob, const char *text, size_t var, char *err, size_t len)
+{
+    const hvd_arg_t *a = arg;
+    long k = tc__config_find(knob);
+
+    if (k < 0 || a->found[k] != NULL) {
+        return 1;
+    }
+    if (set_knob(a->cfg, &knobs[k], text, err, len) != 0) {
+        return -1;
+    }
+    if (a->st != NULL) {
+        a->st->source[k] = TC_KNOB_ENVIRONMENT;
+        a->st->via[k] = (unsigned char)(var + 1);
+    }
+    return 0;
+}
+
 int tc__config_load(tc_config_state_t *st, char *const *env, unsigned flags)
 {
     const char *found[NKNOBS];
@@ -397,6 +426,10 @@ int tc__config_load(tc_config_state_t *st, char *const *env, unsigned flags)
             if (knobs[i].type == KNOB_LEVEL && found[i] != NULL) {
                 (void)set_knob(&scratch, &knobs[i], found[i], err, sizeof(err));
             }
+        }
+        if (flags & TC_CONFIG_LOAD_HOROVOD) {
+            hvd_arg_t a = {&scratch, NULL, found};
+            (void)tc__config_hvd_load(env, "HOROVOD_LOG_LEVEL", 0, hvd_set, &a);
         }
         atomic_store_explicit(&tc__log_level, scratch.log_level, memory_order_relaxed);
     }
@@ -426,6 +459,10 @@ int tc__config_load(tc_config_state_t *st, char *const *env, unsigned flags)
             TC_WARN("config", "%s; keeping the default \"%s\"", err, knobs[i].def);
         }
     }
+    if (flags & TC_CONFIG_LOAD_HOROVOD) {
+        hvd_arg_t a = {&st->cfg, st, found};
+        problems += tc__config_hvd_load(env, NULL, flags & TC_CONFIG_LOAD_LOG, hvd_set, &a);
+    }
     for (e = env; e != NULL && *e != NULL; e++) {
         const char *eq = strchr(*e, '=');
         size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
@@ -452,7 +489,8 @@ int tc__config_load(tc_config_state_t *st, char *const *env, unsigned flags)
 
 static void config_load(void)
 {
-    (void)tc__config_load(&live, environ, TC_CONFIG_LOAD_LOG | TC_CONFIG_LOAD_SET_LEVEL);
+    (void)tc__config_load(&live, environ,
+                          TC_CONFIG_LOAD_LOG | TC_CONFIG_LOAD_SET_LEVEL | TC_CONFIG_LOAD_HOROVOD);
 }
 
 const tc_config_t *tc__config(void)
@@ -515,6 +553,7 @@ int tc__config_describe_state(const tc_config_state_t *st, size_t i, tc_knob_des
     d->def = k->def;
     d->source = st->source[i] == TC_KNOB_ENVIRONMENT ? TC_KNOB_ENVIRONMENT : TC_KNOB_DEFAULT;
     d->source_name = d->source == TC_KNOB_ENVIRONMENT ? "environment" : "default";
+    d->via = st->via[i] > 0 ? tc__config_hvd_name((size_t)st->via[i] - 1) : NULL;
     if (st->rejected[i]) {
         d->rejected = st->rejected_text[i];
         d->rejected_len = st->rejected_len[i];

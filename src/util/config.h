@@ -88,7 +88,10 @@ typedef enum {
 /* A loaded configuration and, per knob in table order, its source. */
 typedef struct {
     tc_config_t cfg;
-    unsigned char source[TC_CONFIG_MAX_KNOBS];   /* a tc_knob_source_t */
+    unsigned char source[TC_CONFIG_MAX_KNOBS]; /* a tc_knob_source_t */
+    /* from the environment through a HOROVOD_* variable: 1 + its index
+     * (tc__config_hvd_name); 0: its own TCOLL_* variable, or the default */
+    unsigned char via[TC_CONFIG_MAX_KNOBS];
     unsigned char rejected[TC_CONFIG_MAX_KNOBS]; /* 1: the environment's text was rejected */
     size_t rejected_len[TC_CONFIG_MAX_KNOBS];    /* that text's full length in bytes */
     /* Its first TC_CONFIG_REJECTED_MAX - 1 bytes, NUL-terminated. */
@@ -96,16 +99,18 @@ typedef struct {
 } tc_config_state_t;
 
 enum {
-    TC_CONFIG_LOAD_LOG = 1,      /* log overrides (info), bad values and unknown TCOLL_* (warn) */
-    TC_CONFIG_LOAD_SET_LEVEL = 2 /* set the log level from TCOLL_LOG_LEVEL before logging */
+    TC_CONFIG_LOAD_LOG = 1,       /* log overrides (info), bad values and unknown TCOLL_* (warn) */
+    TC_CONFIG_LOAD_SET_LEVEL = 2, /* set the log level from TCOLL_LOG_LEVEL before logging */
+    TC_CONFIG_LOAD_HOROVOD = 4    /* also the HOROVOD_* variables with a tcoll equivalent
+                                   * (config_horovod.c), for knobs whose TCOLL_* is unset */
 };
 
 /* Fills st from defaults and an environment-style array of "NAME=value"
  * strings (NULL-terminated; env itself may be NULL). For each knob the first
  * entry named after it counts, as with getenv; an entry without '=' sets
  * nothing. Touches no global state unless flags ask for it. Returns the
- * number of rejected values plus unknown TCOLL_* names. tc__config() is this
- * on environ with both flags. */
+ * number of rejected values (HOROVOD_* ones included) plus unknown TCOLL_*
+ * names. tc__config() is this on environ with every flag. */
 int tc__config_load(tc_config_state_t *st, char *const *env, unsigned flags);
 
 /* One knob described, for tcoll-info, tests and the fuzzer. */
@@ -117,6 +122,7 @@ typedef struct {
     const char *def;                /* the default, as text */
     tc_knob_source_t source;
     const char *source_name; /* "default" or "environment" */
+    const char *via;         /* environment: the HOROVOD_* variable it came from, or NULL */
     const char *rejected;    /* NULL, or the rejected text (see rejected_len) */
     size_t rejected_len;     /* its full length: more than strlen(rejected) when cut */
     const char *doc;
@@ -134,6 +140,41 @@ int tc__config_describe(size_t i, tc_knob_desc_t *d);
 int tc__config_describe_state(const tc_config_state_t *st, size_t i, tc_knob_desc_t *d);
 /* The index of the knob with this name, or -1. */
 long tc__config_find(const char *name);
+
+/* ------------------------------------------------------------------------ */
+/* HOROVOD_* variables (config_horovod.c)                                    */
+/* ------------------------------------------------------------------------ */
+
+/* The HOROVOD_* variables tcoll reads, each turned into values of TCOLL_*
+ * knobs; a knob whose TCOLL_* variable is set keeps that value. */
+#define TC_CONFIG_HVD_MAX_SETS 2 /* knobs one variable sets at most */
+
+typedef struct {
+    const char *knob;              /* the TCOLL_* knob */
+    char text[TC_CONFIG_TEXT_MAX]; /* its value, as its own variable would give it */
+} tc_config_hvd_set_t;
+
+size_t tc__config_hvd_count(void);
+/* Variable i's name (table order, the order they apply in), or NULL. */
+const char *tc__config_hvd_name(size_t i);
+/* Converts variable i's text into sets[0..n): returns n (0: it sets
+ * nothing, e.g. HOROVOD_STALL_CHECK_DISABLE=0), or -1 with why (a phrase
+ * after the value, "is not an integer in 0..86400") for a bad value. */
+int tc__config_hvd_convert(size_t i, const char *text, tc_config_hvd_set_t *sets, char *why,
+                           size_t len);
+
+/* The loader's part (config.c calls it, for knobs whose TCOLL_* variable is
+ * unset): each variable of the table set in env (the first entry of its
+ * name, as getenv finds it; only: that one alone), converted and handed to
+ * set(arg, knob, text, i, err, len), which returns 0 (taken), 1 (not taken:
+ * the TCOLL_* variable is set) or -1 (refused, err says why). With log, a
+ * bad value is warned about naming the HOROVOD_* variable (it sets
+ * nothing), and what it set or could not set is logged at info. Returns
+ * the number of bad values. */
+typedef int (*tc_config_hvd_set_fn)(void *arg, const char *knob, const char *text, size_t var,
+                                    char *err, size_t len);
+int tc__config_hvd_load(char *const *env, const char *only, int log, tc_config_hvd_set_fn set,
+                        void *arg);
 
 /* ------------------------------------------------------------------------ */
 /* Knobs that must agree across ranks                                        */

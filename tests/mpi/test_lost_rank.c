@@ -18,8 +18,9 @@
  *
  * Every survivor's pending request must fail with TC_ERR_TRANSPORT and a
  * message naming the lost rank within TCOLL_PEER_TIMEOUT_S (3 s here) plus a
- * margin, later submissions must fail at once, and tc_shutdown must return
- * an error promptly instead of hanging in MPI. Each survivor prints one
+ * margin, later submissions must fail at once, tc_shutdown must return
+ * an error promptly instead of hanging in MPI, and a tc_init after it must
+ * refuse, saying that the run ended after a failure. Each survivor prints one
  * "survived" line; the wrapper counts them.
  */
 #define _GNU_SOURCE
@@ -142,6 +143,10 @@ static void lose_last_rank(const char *mode)
     CHECK_MSG(st == TC_ERR_TRANSPORT, "rank %d: tc_shutdown: %s (%s)", rank, tc_status_string(st),
               tc_last_error());
     CHECK_MSG(tt_now() - t0 < MARGIN_S, "rank %d: tc_shutdown took %.1f s", rank, tt_now() - t0);
+    /* MPI was left as it was: tcoll cannot start again, and says why */
+    CHECK_STATUS(tc_init(), TC_ERR_STATE);
+    CHECK_STR_CONTAINS(tc_last_error(), "previous run in this process ended after a failure");
+    CHECK_STR_CONTAINS(tc_last_error(), "lost rank");
     printf("test_lost_rank %s: rank %d survived: failed after %.1f s: %s\n", mode, rank, waited,
            want);
     fflush(stdout);

@@ -79,7 +79,6 @@ static void own_shutdown(void)
     CHECK_OK(tc_shutdown());
     check_submissions_refused();
     CHECK_STATUS(tc_shutdown(), TC_ERR_STATE);
-    CHECK_STATUS(tc_init(), TC_ERR_STATE);
 }
 
 /* An allreduce every rank submits; on ranks other than `first` it may end

@@ -394,10 +394,17 @@ TC_CASE(joins)
     int q;
 
     CHECK_OK(tc__coord_create(4, &c));
+    CHECK_EQ(tc__coord_joins_taken(c, -1), 0);
     CHECK_OK(coord_add(c, 0, &w, err, sizeof(err)));
     CHECK_OK(coord_add(c, 1, &w, err, sizeof(err)));
     CHECK_OK(coord_add(c, 3, &j, err, sizeof(err)));
     CHECK_EQ(tc__coord_njoined(c), 1);
+    /* the joins taken, per rank (the small-message path waits for these) */
+    CHECK_EQ(tc__coord_joins_taken(c, 3), 1);
+    CHECK_EQ(tc__coord_joins_taken(c, 0), 0);
+    CHECK_EQ(tc__coord_joins_taken(c, -1), 1);
+    CHECK(coord_add(c, 3, &j, err, sizeof(err)) != TC_OK); /* twice: refused, not counted */
+    CHECK_EQ(tc__coord_joins_taken(c, 3), 1);
     CHECK_EQ(tc__coord_nready(c), 0); /* w still waits for rank 2 */
     for (q = 0; q < 3; q++) {
         CHECK_OK(coord_add(c, q, &g, err, sizeof(err)));
@@ -464,6 +471,10 @@ TC_CASE(joins)
     CHECK_EQ(b.count, 1);
     CHECK(b.resps[0].rtype == TC_WIRE_RUN && b.resps[0].has_value && !b.resps[0].has_desc);
     CHECK_EQ(b.resps[0].value, 0);
+    for (q = 0; q < 4; q++) {
+        CHECK_EQ(tc__coord_joins_taken(c, q), 1);
+    }
+    CHECK_EQ(tc__coord_joins_taken(c, -1), 4);
     tc__coord_batch_free(&b);
     CHECK_OK(coord_add(c, 0, &w, err, sizeof(err)));
     CHECK_EQ(tc__coord_nready(c), 0);

@@ -18,8 +18,13 @@ lists) and adds them, collectively, in order (also when tcoll was already
 running; sets already added are left as they are); ``"dynamic"`` is
 accepted (process sets can always be added and removed later).
 
-tcoll cannot be started again after ``shutdown()`` (MPI cannot be
-initialized twice): a later ``init()`` raises.
+``init()`` after ``shutdown()`` starts tcoll again (as Horovod allows),
+afresh: only the global process set (a ``ProcessSet`` added in the last
+run is "not added" again: pass it to ``init(process_sets=...)`` or
+``add_process_set`` to have it back), handles and unnamed calls numbered
+anew, the topology learned again. MPI stays initialized in between (tcoll
+finalizes MPI it initialized itself when the process exits). It raises if
+the last run ended after a failure (MPI was left as it was).
 """
 
 import sys
