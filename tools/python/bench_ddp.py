@@ -17,6 +17,9 @@ for them. Three ways, timed in the same run, interleaved step by step (the
 order rotating), each step after a barrier:
 
   local      the same model without DDP: the step's own cost (no communication)
+  DDP-none   DDP with a comm hook that communicates nothing (it only scales
+             each bucket by 1/ranks, as DDP does before its allreduce): DDP's
+             own cost (copying gradients into buckets and back)
   DDP-gloo   DDP over a Gloo group of every rank
   DDP-tcoll  DDP over the default process group, init_process_group("tcoll")
 
@@ -24,7 +27,7 @@ Time per step = the slowest rank's; median and mean over the timed steps.
 The machine's limit, measured in the same run: the time one process takes
 to copy the workload's bytes once in memory (torch's copy_, the median of
 a few), and the communication time of each DDP way (its median minus
-local's) divided by it. After timing, one more step of each DDP way with
+DDP-none's) divided by it. After timing, one more step of each DDP way with
 inputs of known average checks every gradient element ("wrong" column).
 
 Exit status: 0, 1 when an element was wrong, 2 when it cannot run.
@@ -58,6 +61,9 @@ def parse_args(argv):
     p.add_argument("--steps", type=int, default=20, help="timed steps of each way (20)")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps of each way first (3)")
     p.add_argument("--bucket-mb", type=float, default=25.0, help="DDP's bucket_cap_mb (25)")
+    p.add_argument("--bucket-view", action="store_true",
+                   help="DDP(gradient_as_bucket_view=True): gradients live in the buckets, "
+                        "so DDP copies nothing (default: DDP's default, False)")
     a = p.parse_args(argv)
     if a.steps < 1 or a.warmup < 0 or a.bucket_mb <= 0:
         p.error("--steps must be positive, --warmup not negative, --bucket-mb above 0")
@@ -102,10 +108,13 @@ def step(model, x):
     model(x).backward()
 
 
-def _no_communication(_state, bucket):
-    """A DDP comm hook that reduces nothing: DDP's own cost per step."""
+def _no_communication(size, bucket):
+    """A DDP comm hook that reduces nothing, but scales the bucket by
+    1/ranks as DDP's own allreduce path does: DDP's cost per step."""
+    buf = bucket.buffer() if hasattr(bucket, "buffer") else bucket.get_tensor()
+    buf.div_(size)
     fut = torch.futures.Future()
-    fut.set_result(bucket.buffer() if hasattr(bucket, "buffer") else bucket.get_tensor())
+    fut.set_result(buf)
     return fut
 
 
@@ -141,9 +150,11 @@ def main(argv):
     gloo = dist.new_group(backend="gloo")
     shapes = read_workload(args.workload)
     nbytes = sum(4 * torch.Size(s).numel() for s in shapes)
-    ddp = nn.parallel.DistributedDataParallel
+    def ddp(module, **kw):
+        return nn.parallel.DistributedDataParallel(
+            module, gradient_as_bucket_view=args.bucket_view, **kw)
     none = ddp(Workload(shapes), bucket_cap_mb=args.bucket_mb)
-    none.register_comm_hook(None, _no_communication)
+    none.register_comm_hook(size, _no_communication)
     ways = {
         "local": Workload(shapes),
         "DDP-none": none,
@@ -188,9 +199,11 @@ def main(argv):
                          "%.1f" % (comm / limit) if n.startswith("DDP-") and n != "DDP-none"
                          else "-",
                          str(wrong.get(n, "-"))])
-        print("%s: %d ranks, %d tensors, %.1f MB of float32 gradients, DDP buckets of %g MiB, "
+        print("%s: %d ranks, %d tensors, %.1f MB of float32 gradients, DDP buckets of %g MiB%s, "
               "%d timed steps (after %d)" % (PROG, size, len(shapes), nbytes / 1e6,
-                                             args.bucket_mb, args.steps, args.warmup))
+                                             args.bucket_mb, ", gradients as bucket views"
+                                             if args.bucket_view else "", args.steps,
+                                             args.warmup))
         print("machine limit: one copy of %.1f MB in memory takes %.2f ms (%.1f GB/s)"
               % (nbytes / 1e6, limit * 1e3, nbytes / limit / 1e9))
         for line in table(["way", "median ms", "mean ms", "comm ms", "comm/copy", "wrong"],

@@ -82,8 +82,9 @@ def _start(timeout):
     """Starts tcoll unless it runs; the stall abort follows torch's timeout."""
     if _basics.is_initialized():
         return
-    if timeout is not None and "TCOLL_STALL_ABORT_S" not in os.environ and \
-            "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS" not in os.environ:
+    if timeout is not None and not any(v in os.environ for v in (
+            "TCOLL_STALL_ABORT_S", "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS",
+            "HOROVOD_STALL_CHECK_DISABLE")):
         seconds = int(timeout.total_seconds()) if isinstance(timeout, datetime.timedelta) \
             else int(timeout)
         os.environ["TCOLL_STALL_ABORT_S"] = str(max(1, min(seconds, 86400)))
