@@ -106,7 +106,7 @@ if [ -f "$build/python/tcoll/__init__.py" ] && compgen -G "$build/python/tcoll/_
     # the torch.distributed backend: CUDA tensors and DDP on the GPU, then
     # its CPU tests under this torch (2.x)
     step dist-cuda2 240 mpiexec -n 2 "$python" "$here/tests/gpu/test_dist_cuda.py"
-    step dist-cpu2 240 env PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 PYTHONDONTWRITEBYTECODE=1 \
+    step dist-cpu2 240 env PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 PYTHONDONTWRITEBYTECODE=1 TC_TEST_MPI4PY=0 \
         OMP_NUM_THREADS=1 mpiexec -n 2 "$python" -m pytest -q -x --color=no \
         "$here/tests/python/torch_dist"
 else

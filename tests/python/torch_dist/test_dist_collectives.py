@@ -239,6 +239,16 @@ def test_disagreeing_ranks_fail_everywhere():
     dist.all_reduce(torch.ones(1))  # and the group goes on
 
 
+def test_coalescing_context(pg):
+    """torch 2.x's coalescing manager brackets calls with these two."""
+    pg._start_coalescing(torch.device("cpu"))
+    t = torch.ones(2)
+    dist.all_reduce(t)
+    work = pg._end_coalescing(torch.device("cpu"))
+    assert work.wait() and work.is_completed()
+    assert torch.equal(t, torch.full((2,), float(n())))
+
+
 def test_send_recv_refused():
     with pytest.raises(RuntimeError, match="send/recv are not supported"):
         dist.send(torch.ones(1), dst=(me() + 1) % n())

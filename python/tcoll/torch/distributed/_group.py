@@ -379,6 +379,13 @@ class ProcessGroupTcoll(dist.ProcessGroup):
             return _h.register([_h.submit(_tcoll.barrier, process_set=ps)], None, None)
         return self._submit("barrier", [], submit)
 
+    def _start_coalescing(self, *args):
+        """torch's coalescing context (2.x _coalescing_manager): the calls
+        inside it run as they come (tcoll fuses small allreduces itself)."""
+
+    def _end_coalescing(self, *args):
+        return done_work([], "coalescing")
+
     def _no_p2p(self, *args, **kwargs):
         raise RuntimeError("tcoll backend: send/recv are not supported (tcoll runs collectives "
                            "of a whole group); for point-to-point use a group of another "
