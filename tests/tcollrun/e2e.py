@@ -214,7 +214,8 @@ def case_installed(a):
     r = run([tcollrun, "--verbose", "-np", "2", "-H", "localhost:2", "--cache-capacity", "3",
              a.python, JOB, "--size", "2", "--env", "TCOLL_CACHE_CAPACITY=3"], env=env)
     job_ok(r, 2, 1)
-    check("PYTHONPATH=%s" % pkgdir in r.stdout.splitlines()[0],
+    line = r.stdout.splitlines()[0]  # Open MPI: -x NAME=value; MPICH: -genv NAME value
+    check("PYTHONPATH=%s" % pkgdir in line or "-genv PYTHONPATH %s" % pkgdir in line,
           "the ranks were not given the installed package's directory")
 
 
