@@ -7,7 +7,8 @@
  *      at its first '=' or NUL (no separator: an empty text);
  *   1  a knob index byte, then the text: tc__config_parse_one for that knob;
  *   2  an environment: entries split at '\n' and NUL, handed to
- *      tc__config_load as a "NAME=value" array (no global environment).
+ *      tc__config_load as a "NAME=value" array (no global environment),
+ *      then again with the HOROVOD_* variables read (config_horovod.c).
  * Every string is its own heap block of exact size, so ASan catches a read
  * one byte past any of them.
  *
@@ -21,11 +22,14 @@
  * accepted means source "environment", rejected means the default kept with
  * the text (cut to TC_CONFIG_REJECTED_MAX - 1 bytes) and its full length
  * recorded; the count returned is the rejected values plus the unknown
- * TCOLL_* names. Any breach aborts with the knob at fault. Never writes files.
+ * TCOLL_* names. With HOROVOD_* read: the config stays valid and a knob a
+ * valid TCOLL_* entry set keeps its value. Any breach aborts with the knob at
+ * fault. Never writes files.
  *
  * Build and run (corpus in a scratch copy so new inputs stay out of the tree):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -Isrc \
- *     src/util/config.c src/util/log.c tests/fuzz/fuzz_config.c -o fuzz_config
+ *     src/util/config.c src/util/config_horovod.c src/util/log.c \
+ *     tests/fuzz/fuzz_config.c -o fuzz_config
  *   cp -r tests/fuzz/corpus_config /tmp/corpus && ./fuzz_config -max_total_time=60 /tmp/corpus
  */
 #define _GNU_SOURCE
@@ -240,6 +244,28 @@ static void load_checked(char *const *env, unsigned flags)
     check_config(&st.cfg);
 }
 
+/* The same environment with the HOROVOD_* variables read too: whatever they
+ * say, the config stays valid, and every knob a valid TCOLL_* entry set
+ * keeps that entry's value (TCOLL_* wins). */
+static void load_horovod_checked(char *const *env)
+{
+    static tc_config_state_t plain, st;
+    size_t i;
+
+    (void)tc__config_load(&plain, env, 0);
+    (void)tc__config_load(&st, env, TC_CONFIG_LOAD_HOROVOD);
+    for (i = 0; i < tc__config_count(); i++) {
+        tc_knob_desc_t d;
+        (void)tc__config_describe_state(&plain, i, &d);
+        if (d.source == TC_KNOB_ENVIRONMENT &&
+            memcmp((const char *)&st.cfg + d.offset, (const char *)&plain.cfg + d.offset, d.size) !=
+                0) {
+            fail("a HOROVOD_* variable overrode a TCOLL_* knob", d.name);
+        }
+    }
+    check_config(&st.cfg);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static tc_config_state_t blank; /* only for the knob names */
@@ -301,6 +327,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         env[count] = NULL;
         load_checked(env, size % 2 ? TC_CONFIG_LOAD_SET_LEVEL : 0);
+        load_horovod_checked(env);
         for (i = 0; i < count; i++) {
             free(env[i]);
         }
