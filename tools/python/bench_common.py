@@ -1,11 +1,13 @@
-"""What tools/python/bench_workload.py and bench_synthetic.py share: the
-launcher's rank and size, importing tcoll.torch, starting torch.distributed
-over Gloo on loopback, statistics of per-step times and printing a table.
+"""What tools/python/bench_workload.py, bench_ddp.py and bench_synthetic.py
+share: the launcher's rank and size, importing tcoll.torch, starting
+torch.distributed over Gloo on loopback, reading a workload file,
+statistics of per-step times and printing a table.
 
-Not a benchmark itself: the two scripts import it from their own directory.
+Not a benchmark itself: the scripts import it from their own directory.
 Only rank 0 prints; every function here that talks to other ranks says so.
 """
 
+import math
 import os
 import statistics
 import sys
@@ -55,6 +57,35 @@ def gloo_init(rank, size):
     dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % gloo_port(),
                             rank=rank, world_size=size)
     return dist
+
+
+def default_workload():
+    """The source tree's data/resnet50.tsv."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.path.normpath(os.path.join(here, "..", "..", "data", "resnet50.tsv"))
+
+
+def read_workload(path):
+    """[(name, shape)] from a workload file (name<TAB>elements<TAB>shape per
+    line), in file (forward) order."""
+    out = []
+    with open(path) as f:
+        for lineno, line in enumerate(f, 1):
+            line = line.rstrip("\r\n")
+            if not line.strip() or line.startswith("#"):
+                continue
+            fields = line.split("\t")
+            if len(fields) != 3:
+                raise ValueError("%s:%d: expected name<TAB>elements<TAB>shape" % (path, lineno))
+            name, elems, shape = fields[0], int(fields[1]), tuple(
+                int(d) for d in fields[2].split("x"))
+            if math.prod(shape) != elems:
+                raise ValueError("%s:%d: shape %s does not hold %d elements"
+                                 % (path, lineno, fields[2], elems))
+            out.append((name, shape))
+    if not out:
+        raise ValueError("%s: no tensors" % path)
+    return out
 
 
 def summary(samples):

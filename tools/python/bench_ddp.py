@@ -43,14 +43,11 @@ import torch
 from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_common import say, summary, table  # noqa: E402
+from bench_common import (  # noqa: E402
+    default_workload, read_workload, say, summary, table,
+)
 
 PROG = "bench_ddp"
-
-
-def default_workload():
-    here = os.path.dirname(os.path.abspath(__file__))
-    return os.path.normpath(os.path.join(here, "..", "..", "data", "resnet50.tsv"))
 
 
 def parse_args(argv):
@@ -68,21 +65,6 @@ def parse_args(argv):
     if a.steps < 1 or a.warmup < 0 or a.bucket_mb <= 0:
         p.error("--steps must be positive, --warmup not negative, --bucket-mb above 0")
     return a
-
-
-def read_workload(path):
-    """[shape] from a workload file, in file (forward) order."""
-    shapes = []
-    with open(path) as f:
-        for lineno, line in enumerate(f, 1):
-            line = line.rstrip("\r\n")
-            if not line.strip() or line.startswith("#"):
-                continue
-            fields = line.split("\t")
-            if len(fields) != 3:
-                raise ValueError("%s:%d: expected name<TAB>elements<TAB>shape" % (path, lineno))
-            shapes.append(tuple(int(d) for d in fields[2].split("x")))
-    return shapes
 
 
 class Workload(nn.Module):
@@ -148,7 +130,7 @@ def main(argv):
     dist.init_process_group("tcoll")
     rank, size = dist.get_rank(), dist.get_world_size()
     gloo = dist.new_group(backend="gloo")
-    shapes = read_workload(args.workload)
+    shapes = [shape for _name, shape in read_workload(args.workload)]
     nbytes = sum(4 * torch.Size(s).numel() for s in shapes)
     def ddp(module, **kw):
         return nn.parallel.DistributedDataParallel(

@@ -54,16 +54,12 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_common import (  # noqa: E402
+    default_workload, read_workload,
     gloo_init, import_tcoll_torch, launcher_rank_size, say, summary, table,
 )
 
 PROG = "bench_workload"
 MIB = 1 << 20
-
-
-def default_workload():
-    here = os.path.dirname(os.path.abspath(__file__))
-    return os.path.normpath(os.path.join(here, "..", "..", "data", "resnet50.tsv"))
 
 
 def parse_args(argv):
@@ -103,28 +99,6 @@ def parse_args(argv):
 
 
 # ---- the workload ---------------------------------------------------------------
-
-def read_workload(path):
-    """[(name, shape)] from a workload file, in file (forward) order."""
-    out = []
-    with open(path) as f:
-        for lineno, line in enumerate(f, 1):
-            line = line.rstrip("\r\n")
-            if not line.strip() or line.startswith("#"):
-                continue
-            fields = line.split("\t")
-            if len(fields) != 3:
-                raise ValueError("%s:%d: expected name<TAB>elements<TAB>shape" % (path, lineno))
-            name, elems, shape = fields[0], int(fields[1]), tuple(
-                int(d) for d in fields[2].split("x"))
-            if int(np.prod(shape)) != elems:
-                raise ValueError("%s:%d: shape %s does not hold %d elements"
-                                 % (path, lineno, fields[2], elems))
-            out.append((name, shape))
-    if not out:
-        raise ValueError("%s: no tensors" % path)
-    return out
-
 
 def ddp_buckets(sizes, first_cap, cap):
     """DDP's assignment of tensors (their byte sizes, forward order) to
