@@ -126,6 +126,19 @@ def test_all_gather_into_tensor():
         dist.all_gather_into_tensor(bad, data(8, me(), (4,), torch.int64))
 
 
+def test_all_gather_coalesced():
+    """Several allgathers seen as one work (the coalesced calls)."""
+    outs = [[torch.empty(2) for _ in range(n())], [torch.empty(3) for _ in range(n())]]
+    fut = dist.all_gather_coalesced(outs, [data(20, me(), (2,)), data(21, me(), (3,))],
+                                    async_op=True)
+    if not isinstance(fut, torch.futures.Future):  # a work object (torch 2.x)
+        fut = fut.get_future()
+    assert len(fut.wait()) == 2 * n()
+    for r in range(n()):
+        assert torch.equal(outs[0][r], data(20, r, (2,)))
+        assert torch.equal(outs[1][r], data(21, r, (3,)))
+
+
 def test_reduce_scatter():
     ins = [data(9, me() * 100 + j, (3,)) for j in range(n())]
     out = torch.empty(3)

@@ -35,7 +35,7 @@ from tcoll import _tcoll
 from .. import handles as _h
 from .. import mpi_ops as _ops
 from ..basics import Average, Max, Min, Product, Sum
-from ._work import Names, Work, done_work, settle
+from ._work import Names, Work, done_work
 
 __all__ = ["ProcessGroupTcoll"]
 
@@ -402,18 +402,10 @@ class _Joined(Work):
         self._works = works
         self._done = False
 
-    def complete(self):
-        with self._lock:
-            if not self._done:
-                for w in self._works:
-                    e = w.complete()
-                    if e is not None and self._error is None:
-                        self._error = e
-                self._done = True
-            fut, self._future = self._future, None
-        if fut is not None:
-            settle(fut, self)
-        return self._error
+    def _run(self):
+        """Completes every work; the first error."""
+        errors = [w.complete() for w in self._works]
+        return next((e for e in errors if e is not None), None)
 
     def _ready(self):
         return self._done or all(w._ready() for w in self._works)

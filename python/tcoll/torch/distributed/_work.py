@@ -84,19 +84,25 @@ class Work(dist.Work):
         or None."""
         with self._lock:
             if not self._done:
-                try:
-                    out = _h.synchronize(self._handle)
-                    if self._finish is not None:
-                        self._finish(out)
-                except Exception as e:  # noqa: BLE001 (handed to the waiter)
-                    self._error = e
-                self._handle = None
-                self._finish = None
+                self._error = self._run()
                 self._done = True
             fut, self._future = self._future, None
         if fut is not None:
             settle(fut, self)
         return self._error
+
+    def _run(self):
+        """Waits for the operation and runs its finish; returns its error."""
+        error = None
+        try:
+            out = _h.synchronize(self._handle)
+            if self._finish is not None:
+                self._finish(out)
+        except Exception as e:  # noqa: BLE001 (handed to the waiter)
+            error = e
+        self._handle = None
+        self._finish = None
+        return error
 
     def _ready(self):
         """Whether complete() would not block."""
