@@ -184,7 +184,7 @@ int tc__config_hvd_load(char *const *env, const char *only, int log, tc_config_h
  * schedules work (the ring chunk, fusion, eager inputs, the cache): every
  * rank must run with the same value. The table marks them; tc_init exchanges
  * every rank's values once (engine/agree.c) and fails on every rank when one
- * differs. These are the pure halves: no MPI. */
+ * differs. These are the pure halves (config_agree.c): no MPI. */
 
 #define TC_CONFIG_AGREE_MAX 24 /* slots per rank in the exchanged array */
 #define TC_CONFIG_AGREE_MSG_MAX                                                                    \
