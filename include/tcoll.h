@@ -430,6 +430,23 @@ tc_status_t tc_proxy_stop(tc_proxy_t *proxy);
 void tc_proxy_destroy(tc_proxy_t *proxy);
 tc_fifo_t *tc_proxy_fifo(tc_proxy_t *proxy);
 
+/* A proxy for a GPU (the seed's default constructor): device is a CUDA
+ * device, or TC_PROXY_CURRENT_DEVICE for the calling thread's current one.
+ * As tc_proxy_create, and: its FIFO is page-locked and mapped for the
+ * device (tc_proxy_fifo_device in tcoll_fifo_device.h gives a kernel's
+ * view of it); its thread, first thing, makes the device current and binds
+ * itself to the CPUs of the device's NUMA node (to TCOLL_PROXY_CPUS instead
+ * when that is set), then runs init when it is not NULL. TC_ERR_STATE: no
+ * CUDA here (the message says why: no driver, no device, a build without
+ * CUDA); TC_ERR_ARG: no such device, or as tc_proxy_create; TC_ERR_TRANSPORT:
+ * CUDA could not map the FIFO. Nothing is made on failure. */
+#define TC_PROXY_CURRENT_DEVICE (-1)
+tc_status_t tc_proxy_create_device(int device, tc_proxy_handler_t handler, void *handler_arg,
+                                   tc_proxy_init_t init, void *init_arg, uint32_t fifo_size,
+                                   tc_proxy_t **proxy_p);
+/* The device of a proxy made by tc_proxy_create_device; -1 otherwise. */
+int tc_proxy_device(const tc_proxy_t *proxy);
+
 /* ------------------------------------------------------------------------ */
 /* Timeline: a Chrome trace of this rank's negotiations and collectives       */
 /* ------------------------------------------------------------------------ */

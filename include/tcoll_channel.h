@@ -50,11 +50,20 @@ typedef struct {
     uint32_t fifo_size; /* the proxy's FIFO slots, a power of two (0: 512) */
     uint32_t sem_ids;   /* semaphore ids per peer, 1..4096 (0: 64); must agree */
     int64_t spin_ns;    /* waits poll this long before parking (< 0: 20000) */
+    uint32_t flags;     /* TC_CHAN_* below (0: a context for host threads) */
+    int32_t device;     /* with TC_CHAN_CUDA: a CUDA device, or TC_PROXY_CURRENT_DEVICE */
 } tc_chan_opts_t;
+
+/* flags: a context for GPU kernels of device opts.device. Its proxy is a
+ * device proxy (tc_proxy_create_device: the device's NUMA node, a FIFO
+ * mapped for the device) and this rank's semaphores and those of its node
+ * are mapped for the device, so that the handles of tcoll_channel_device.h
+ * hold device addresses. Without it those handles hold host addresses. */
+#define TC_CHAN_CUDA 1u
 
 #define TC_CHAN_OPTS_INIT                                                                          \
     {                                                                                              \
-        sizeof(tc_chan_opts_t), 0, 0, -1                                                           \
+        sizeof(tc_chan_opts_t), 0, 0, -1, 0, 0                                                     \
     }
 
 /* Collective over every rank (same order of calls everywhere), after
@@ -65,7 +74,8 @@ typedef struct {
  * ranks), TC_ERR_STATE (tcoll not running; or the job spans nodes and a
  * rank's MPI does not run at MPI_THREAD_MULTIPLE: the message says which
  * and what to set), TC_ERR_NOMEM, TC_ERR_TRANSPORT (a rank could not map a
- * peer's memory). */
+ * peer's memory, or, with TC_CHAN_CUDA, had no such CUDA device or could
+ * not map its semaphores for it: that rank's tc_last_error says why). */
 tc_status_t tc_chan_ctx_create(const tc_chan_opts_t *opts, tc_chan_ctx_t **ctx_p);
 
 /* Any one thread, once nothing else uses the context. Within one node it

@@ -92,6 +92,7 @@ typedef struct {
     void *map_base;               /* start of the FIFO's pages (head, slots and the rest) */
     size_t map_bytes;             /* their length (whole pages): what to register */
     size_t slots_bytes;           /* size * sizeof(tc_fifo_device_slot_t) */
+    uint64_t *tail;               /* positions below it have been handled (read only) */
 } tc_fifo_device_t;
 
 /*
@@ -123,6 +124,7 @@ static inline void tc_fifo_device_rebase(const tc_fifo_device_t *view, void *bas
 
     v.slots = (tc_fifo_device_slot_t *)(to + ((const char *)view->slots - from));
     v.head = (uint64_t *)(to + ((const char *)view->head - from));
+    v.tail = (uint64_t *)(to + ((const char *)view->tail - from));
     v.map_base = base;
     *view_p = v;
 }
@@ -218,6 +220,43 @@ static inline TC_HOST_DEVICE uint64_t tc_fifo_device_push(const tc_fifo_device_t
 #endif
     return pos;
 }
+
+/*
+ * Waits until the trigger at pos (what tc_fifo_device_push returned) has
+ * been handled: its handler has returned and the proxy has popped it, so
+ * everything the handler did is done (for a port channel's flush: every
+ * earlier operation of the channel is complete at the destination).
+ * Same waits as the push. The proxy's pop stores tail with release after
+ * the handler; here a volatile load that sees it, then a system-scope
+ * fence (device) or an acquire load (host), so that what follows the wait
+ * (reusing a source buffer) comes after the handler's work.
+ */
+static inline TC_HOST_DEVICE void tc_fifo_device_sync(const tc_fifo_device_t *v, uint64_t pos)
+{
+#if defined(__CUDA_ARCH__)
+    unsigned int ns = TC_FIFO_DEVICE_SLEEP_MIN_NS;
+
+    while (*(volatile uint64_t *)v->tail <= pos) {
+        __nanosleep(ns);
+        if (ns < TC_FIFO_DEVICE_SLEEP_MAX_NS) {
+            ns *= 2u;
+        }
+    }
+    __threadfence_system();
+#else
+    uint32_t round = 0;
+
+    /* acquire: pairs with the pop's release store of tail. */
+    while (__atomic_load_n(v->tail, __ATOMIC_ACQUIRE) <= pos) {
+        tc__fifo_device_host_wait(&round);
+    }
+#endif
+}
+
+/* A proxy made by tc_proxy_create_device: *view_p is its FIFO as its device
+ * sees it (the pages are mapped already; pass the view to kernels as it
+ * is). TC_ERR_STATE for a host proxy; TC_ERR_ARG for NULL arguments. */
+tc_status_t tc_proxy_fifo_device(tc_proxy_t *proxy, tc_fifo_device_t *view_p);
 
 #if defined(__CUDACC__)
 /*

@@ -8,7 +8,8 @@
  * The files call downward only, top first: context.c (a context's life) >
  * portchan.c > remote.c (operations to other nodes) > remote_recv.c (what
  * comes from them) > remote_send.c; mailbox.c > memchan.c, regmem.c >
- * semaphore.c > shmem.c; and at the bottom portchan_err.c and peers.c
+ * semaphore.c > shmem.c; and at the bottom device.c (handles for GPU
+ * kernels, and what they map), portchan_err.c and peers.c
  * (whether a peer is gone; the context's collectives).
  */
 #ifndef TC_CHANNEL_INTERNAL_H
@@ -29,6 +30,8 @@
 #define TC_CHAN_MAX_SEM_IDS 4096u
 #define TC_CHAN_DEFAULT_SPIN_NS 20000
 #define TC_CHAN_NCHANS (TC_TRIG_MAX_CHAN + 1u)
+/* tc__chan_device_setup: a context without TC_CHAN_CUDA. */
+#define TC_CHAN_NO_DEVICE (-2)
 /* How long a wait for a message from another node keeps the proxy polling
  * (tc__proxy_kick) before it parks with a time limit again. */
 #define TC_CHAN_KICK_NS 10000000ull
@@ -58,7 +61,8 @@ typedef struct {
     _Atomic uint64_t value;   /* signals received */
     _Atomic uint32_t seq;     /* futex word: moves when a signal finds waiters */
     _Atomic uint32_t waiters; /* threads parked (or about to park) on seq */
-    char pad[TC_CHAN_LINE - 16];
+    _Atomic uint32_t device;  /* 1: a device handle may signal it (no futex wake) */
+    char pad[TC_CHAN_LINE - 20];
 } tc_sem_line_t;
 
 _Static_assert(sizeof(tc_sem_line_t) == TC_CHAN_LINE, "a semaphore line is one cache line");
@@ -112,6 +116,7 @@ typedef struct {
     int pidfd;           /* to see it exit (same machine; -1: none) */
     tc_sem_line_t *area; /* its semaphore area, mapped (same node), else NULL */
     uint64_t area_len;
+    char *area_dev;  /* that area in the device's address space (TC_CHAN_CUDA), else NULL */
     tc_mbox_t *mbox; /* the mailboxes in that area (same node), else NULL */
 } tc_chan_peer_t;
 
@@ -138,6 +143,13 @@ struct tc_chan_ctx {
     struct tc_mem *mems;                               /* registrations, a list */
     tc_mbox_msg_t *outbox, *inbox; /* handles to other nodes / from them (oldest first) */
     _Atomic uint64_t bad_triggers; /* for no open channel */
+
+    /* Device side (device.c). device: the CUDA device of a TC_CHAN_CUDA
+     * context, else -1 (device handles then hold host addresses). */
+    int device;
+    _Atomic uint64_t *fails;     /* [TC_CHAN_NCHANS]: failed operations per channel id */
+    uint64_t *fails_dev;         /* the same, as the device sees it */
+    struct tc_chan_devmap *maps; /* this rank's memory mapped for the device (under mu) */
 };
 
 /* peers.c: collectives of every rank through the engine, under reserved names; on
@@ -196,6 +208,7 @@ struct tc_mem {
     int fd;              /* its tc_mem_alloc region's memory file, -1: not in one */
     uint64_t region_off; /* base's offset in that region */
     uint64_t region_len;
+    struct tc_chan_devmap *devmap; /* mapped for the device by a handle (device.c), else NULL */
     struct tc_mem *next;
 };
 
@@ -208,8 +221,9 @@ struct tc_rmem {
     uint64_t size;
     int fd; /* the owner's region file, -1: none */
     uint64_t region_off, region_len;
-    char *mapped; /* same node, in a region: the region mapped here (else NULL) */
-    char *local;  /* this rank's own memory (rank == ctx->rank) */
+    char *mapped;     /* same node, in a region: the region mapped here (else NULL) */
+    char *local;      /* this rank's own memory (rank == ctx->rank) */
+    char *mapped_dev; /* mapped, as the context's device sees it (device.c), else NULL */
 };
 
 /* Where the memory of r starts in this process, or NULL when it cannot be
@@ -259,6 +273,21 @@ struct tc_portchan {
     char err_msg[256];
     uint64_t failed; /* operations that failed since the last report */
 };
+
+/* ------------------------------------------------------------------------ */
+/* device.c: the context's device side                                       */
+/* ------------------------------------------------------------------------ */
+
+/* At context creation, before the ranks agree: the failure counters, and
+ * for device >= 0 the semaphore areas (this rank's and the mapped peers')
+ * mapped for it. 1, or 0 with why written. */
+int tc__chan_device_setup(tc_chan_ctx_t *ctx, int device, char *why, size_t len);
+/* At context destruction, after the proxy stopped: undoes the above and
+ * every mapping of this rank's memory still there. */
+void tc__chan_device_teardown(tc_chan_ctx_t *ctx);
+/* tc_mem_deregister / tc_mem_close: drops what device handles mapped. */
+void tc__chan_device_forget_mem(tc_mem_t *mem);
+void tc__chan_device_forget_rmem(tc_rmem_t *rmem);
 
 /* The proxy handler of a context (portchan.c). */
 tc_proxy_result_t tc__portchan_handle(tc_trigger_t t, void *arg);

@@ -182,6 +182,18 @@ static tc_status_t opts_check(const tc_chan_opts_t *opts, tc_chan_opts_t *o)
     if (d.spin_ns < 0) {
         d.spin_ns = TC_CHAN_DEFAULT_SPIN_NS;
     }
+    if ((d.flags & ~TC_CHAN_CUDA) != 0) {
+        return tc__set_error(TC_ERR_ARG,
+                             "tc_chan_ctx_create: flags 0x%x has bits that are not "
+                             "TC_CHAN_CUDA",
+                             d.flags);
+    }
+    if ((d.flags & TC_CHAN_CUDA) != 0 && d.device < TC_PROXY_CURRENT_DEVICE) {
+        return tc__set_error(TC_ERR_ARG,
+                             "tc_chan_ctx_create: device %d is neither a CUDA device nor "
+                             "TC_PROXY_CURRENT_DEVICE (-1)",
+                             (int)d.device);
+    }
     *o = d;
     return TC_OK;
 }
@@ -189,6 +201,7 @@ static tc_status_t opts_check(const tc_chan_opts_t *opts, tc_chan_opts_t *o)
 static void ctx_free(tc_chan_ctx_t *ctx)
 {
     tc__net_free(ctx);
+    tc__chan_device_teardown(ctx);
     peers_free(ctx);
     if (ctx->area != NULL) {
         tc_mem_free(ctx->area);
@@ -300,6 +313,10 @@ static tc_status_t ctx_setup(tc_chan_ctx_t *ctx, const tc_chan_opts_t *o, char *
     if (ok && spans_nodes(ctx) && tc__net_create(ctx, why, len) != TC_OK) {
         ok = 0;
     }
+    if (ok && !tc__chan_device_setup(
+                  ctx, (o->flags & TC_CHAN_CUDA) != 0 ? o->device : TC_CHAN_NO_DEVICE, why, len)) {
+        ok = 0;
+    }
     snprintf(name, sizeof(name), "tcoll/chan/%u/mapped", ctx->index);
     st = tc__chan_all_ok(name, ok, &all, agree_why, sizeof(agree_why));
     if (st != TC_OK) {
@@ -314,7 +331,10 @@ static tc_status_t ctx_setup(tc_chan_ctx_t *ctx, const tc_chan_opts_t *o, char *
         }
         return TC_ERR_TRANSPORT;
     }
-    st = tc_proxy_create(tc__portchan_handle, ctx, NULL, NULL, o->fifo_size, &ctx->proxy);
+    st = ctx->device >= 0
+             ? tc_proxy_create_device(ctx->device, tc__portchan_handle, ctx, NULL, NULL,
+                                      o->fifo_size, &ctx->proxy)
+             : tc_proxy_create(tc__portchan_handle, ctx, NULL, NULL, o->fifo_size, &ctx->proxy);
     if (st == TC_OK && ctx->net != NULL) {
         st = tc__proxy_set_progress(ctx->proxy, tc__net_progress, ctx);
     }
@@ -365,6 +385,9 @@ tc_status_t tc_chan_ctx_create(const tc_chan_opts_t *opts, tc_chan_ctx_t **ctx_p
     TC_INFO("chan", "context %u: %d ranks, %u semaphore ids per peer, proxy FIFO of %u%s",
             ctx->index, ctx->size, ctx->sem_ids, o.fifo_size,
             ctx->net != NULL ? "; to other nodes over MPI from the proxy thread" : "");
+    if (ctx->device >= 0) {
+        TC_INFO("chan", "context %u: for GPU kernels of CUDA device %d", ctx->index, ctx->device);
+    }
     *ctx_p = ctx;
     return TC_OK;
 }

@@ -1,6 +1,7 @@
 /*
  * portchan_err.c - a port channel's failure: the first one's message is
- * what its next flush reports; every one is counted. Called by whoever
+ * what its next flush reports; every one is counted (also per channel id,
+ * for the device flush of tcoll_channel_device.h). Called by whoever
  * carries the channel's operations out (portchan.c within a node, remote.c
  * and remote_recv.c between nodes); calls no other channel file.
  */
@@ -23,4 +24,7 @@ void tc__portchan_fail(tc_portchan_t *ch, const char *fmt, ...)
     }
     ch->failed++;
     pthread_mutex_unlock(&ch->mu);
+    /* release: a device flush that waited for the pop after this reads it
+     * (tcoll_channel_device.h); only the proxy thread writes it. */
+    atomic_fetch_add_explicit(&ch->ctx->fails[ch->id], 1, memory_order_release);
 }

@@ -99,6 +99,7 @@ void tc_mem_deregister(tc_mem_t *mem)
         }
     }
     pthread_mutex_unlock(&mem->ctx->mu);
+    tc__chan_device_forget_mem(mem);
     free(mem);
 }
 
@@ -237,6 +238,7 @@ tc_status_t tc_mem_open(tc_chan_ctx_t *ctx, const void *bytes, size_t len, tc_rm
 void tc_mem_close(tc_rmem_t *rmem)
 {
     if (rmem != NULL) {
+        tc__chan_device_forget_rmem(rmem);
         tc__shmem_unmap(rmem->mapped, rmem->region_len);
         free(rmem);
     }

@@ -18,7 +18,9 @@
  * woken), or the waiter's load of value after counting itself sees the
  * signal. A parked waiter wakes at least every TC_CHAN_PEER_CHECK_NS to
  * see whether the peer's process still exists, so a wait on a dead peer
- * ends with TC_ERR_TRANSPORT instead of hanging.
+ * ends with TC_ERR_TRANSPORT instead of hanging. A line that a device
+ * handle may signal (marked by device.c: a GPU's atomic cannot wake a
+ * futex) is waited on with parks of 50 us doubling to 1 ms instead.
  *
  * A peer on another node: the counter is the same line of this rank's
  * area, which this rank's proxy signals when the peer's message comes
@@ -35,6 +37,9 @@
 
 #include <sched.h>
 #include <stdlib.h>
+
+#define SEM_DEVICE_PARK_MIN_NS 50000u
+#define SEM_DEVICE_PARK_MAX_NS 1000000u
 
 void tc__sem_line_signal(tc_sem_line_t *line)
 {
@@ -61,6 +66,7 @@ tc_status_t tc__sem_line_wait(tc_chan_ctx_t *ctx, int peer, tc_sem_line_t *line,
 {
     uint64_t t0 = tc__now_ns(), now, deadline, wake;
     struct timespec ts;
+    uint64_t park_ns = 0;
     uint32_t s;
     int single;
 
@@ -117,6 +123,15 @@ tc_status_t tc__sem_line_wait(tc_chan_ctx_t *ctx, int peer, tc_sem_line_t *line,
                                  tc__chan_gone_why(ctx, peer));
         }
         wake = now + TC_CHAN_PEER_CHECK_NS < deadline ? now + TC_CHAN_PEER_CHECK_NS : deadline;
+        /* relaxed: a mark set after this load is seen at the next round. */
+        if (atomic_load_explicit(&line->device, memory_order_relaxed) != 0) {
+            /* A device may signal this line, and it cannot wake a futex:
+             * park for 50 us, doubling up to 1 ms (as an idle device proxy). */
+            park_ns = park_ns == 0                            ? SEM_DEVICE_PARK_MIN_NS
+                      : park_ns * 2u < SEM_DEVICE_PARK_MAX_NS ? park_ns * 2u
+                                                              : SEM_DEVICE_PARK_MAX_NS;
+            wake = now + park_ns < wake ? now + park_ns : wake;
+        }
         /* seq_cst: the waiter's half of the Dekker pair (see the top). */
         atomic_fetch_add_explicit(&line->waiters, 1, memory_order_seq_cst);
         s = atomic_load_explicit(&line->seq, memory_order_seq_cst);

@@ -114,6 +114,27 @@ tc_status_t tc__cuda_combine(int dev, tc_dtype_t dtype, tc_op_t op, int n, const
 tc_status_t tc__cuda_copy_many(int dev, int n, void *const *dst, const void *const *src,
                                const size_t *bytes, char *why, size_t len);
 
+/* ---- host threads that serve a device (cuda_host.c) ----------------------- */
+
+/* The calling thread's current device (cudaGetDevice). TC_ERR_STATE (why)
+ * when CUDA is not available. */
+tc_status_t tc__cuda_current(int *dev_p, char *why, size_t len);
+/* Makes dev current on the calling thread for good (a proxy thread).
+ * TC_ERR_ARG (why) when dev is not a usable device. */
+tc_status_t tc__cuda_set_current(int dev, char *why, size_t len);
+/* dev's PCI address as hwloc and sysfs write it ("0000:3b:00.0"). */
+tc_status_t tc__cuda_pci_bus_id(int dev, char *buf, size_t buflen, char *why, size_t len);
+/* Page-locks [p, p + bytes) of host memory (any mapping: anonymous, a
+ * shared memory file) and maps it for every device (cudaHostRegister,
+ * portable and mapped); *dev_p is its address in device code. Undo with
+ * tc__cuda_host_unmap(p) before the memory is unmapped. TC_ERR_TRANSPORT
+ * (why) when CUDA refuses. */
+tc_status_t tc__cuda_host_map(void *p, size_t bytes, void **dev_p, char *why, size_t len);
+void tc__cuda_host_unmap(void *p);
+/* 1 when dev's atomics on mapped host memory are atomic against the CPU's
+ * (cudaDevAttrHostNativeAtomicSupported), else 0. */
+int tc__cuda_host_native_atomics(int dev);
+
 /* Waits for tcoll's streams and frees the pooled events (tc_shutdown). The
  * streams and memory pools stay: device memory still held by requests
  * stays valid until they are freed. */

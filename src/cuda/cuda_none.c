@@ -148,3 +148,39 @@ tc_status_t tc__cuda_copy_many(int dev, int n, void *const *dst, const void *con
     (void)bytes;
     return refuse(why, len);
 }
+
+tc_status_t tc__cuda_current(int *dev_p, char *why, size_t len)
+{
+    (void)dev_p;
+    snprintf(why, len, "%s", not_built);
+    return TC_ERR_STATE;
+}
+
+tc_status_t tc__cuda_set_current(int dev, char *why, size_t len)
+{
+    (void)dev;
+    return refuse(why, len);
+}
+
+tc_status_t tc__cuda_pci_bus_id(int dev, char *buf, size_t buflen, char *why, size_t len)
+{
+    (void)dev, (void)buf, (void)buflen;
+    return refuse(why, len);
+}
+
+tc_status_t tc__cuda_host_map(void *p, size_t bytes, void **dev_p, char *why, size_t len)
+{
+    (void)p, (void)bytes, (void)dev_p;
+    return refuse(why, len);
+}
+
+void tc__cuda_host_unmap(void *p)
+{
+    (void)p;
+}
+
+int tc__cuda_host_native_atomics(int dev)
+{
+    (void)dev;
+    return 0;
+}

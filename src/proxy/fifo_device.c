@@ -37,6 +37,7 @@ tc_status_t tc_fifo_device_view(tc_fifo_t *fifo, tc_fifo_device_t *view_p)
     }
     v.slots = (tc_fifo_device_slot_t *)(void *)fifo->slots;
     v.head = (uint64_t *)(void *)&fifo->head;
+    v.tail = (uint64_t *)(void *)&fifo->tail;
     v.size = fifo->size;
     v.mask = fifo->mask;
     v.map_base = fifo;

@@ -55,12 +55,13 @@
 #include "proxy/fifo_internal.h"
 #include "proxy/proxy_internal.h"
 #include "util/backoff.h"
+#include "cuda/cuda.h"
+#include "tcoll_fifo_device.h"
 #include "util/config.h"
 #include "util/log.h"
 #include "util/status.h"
 
 #include <errno.h>
-#include <hwloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -139,95 +140,14 @@ struct tc_proxy {
     _Atomic uint64_t stop_pos;
     /* 1 once the thread has left its loop (stop or handler TC_PROXY_STOP). */
     _Atomic int exited;
+
+    /* A proxy for a GPU (tc_proxy_create_device); device -1: a host proxy. */
+    int device;
+    tc_fifo_device_t dev_view; /* the FIFO as the device sees it (mapped pages) */
 };
 
 /* The proxy whose thread this is, so calls from its own handler are refused. */
 static _Thread_local tc_proxy_t *proxy_self;
-
-/* ------------------------------------------------------------------------ */
-/* Default init hook: bind to TCOLL_PROXY_CPUS                               */
-/* ------------------------------------------------------------------------ */
-
-/*
- * The knob is an hwloc list of OS CPU numbers ("0-3,8"), or "numa:" and an
- * hwloc list of NUMA node numbers ("numa:1") to bind to those nodes' CPUs.
- * Every failure is a warning: the proxy then runs wherever the OS puts it.
- */
-static void proxy_bind_default(void)
-{
-    const char *spec = tc__config()->proxy_cpus;
-    hwloc_topology_t topo;
-    hwloc_bitmap_t want, set;
-    const char *list = spec;
-    int numa = 0;
-    char *text = NULL;
-
-    if (spec[0] == '\0') {
-        return;
-    }
-    if (strncmp(spec, "numa:", 5) == 0) {
-        numa = 1;
-        list = spec + 5;
-    }
-    if (hwloc_topology_init(&topo) != 0) {
-        TC_WARN("proxy",
-                "TCOLL_PROXY_CPUS=%s: hwloc_topology_init failed: %m; proxy thread not bound",
-                spec);
-        return;
-    }
-    if (hwloc_topology_load(topo) != 0) {
-        TC_WARN("proxy",
-                "TCOLL_PROXY_CPUS=%s: hwloc_topology_load failed: %m; proxy thread not bound",
-                spec);
-        goto err_topo;
-    }
-    want = hwloc_bitmap_alloc();
-    set = hwloc_bitmap_alloc();
-    if (want == NULL || set == NULL) {
-        TC_WARN("proxy", "TCOLL_PROXY_CPUS=%s: out of memory; proxy thread not bound", spec);
-        goto err_bitmaps;
-    }
-    if (list[0] == '\0' || hwloc_bitmap_list_sscanf(want, list) != 0 || hwloc_bitmap_iszero(want)) {
-        TC_WARN("proxy",
-                "TCOLL_PROXY_CPUS=\"%s\" is not a list of %s numbers like \"0-3,8\"%s; proxy "
-                "thread not bound",
-                spec, numa ? "NUMA node" : "CPU", numa ? "" : " (or numa:<nodes>)");
-        goto err_bitmaps;
-    }
-    if (numa) {
-        hwloc_bitmap_and(want, want, hwloc_topology_get_topology_nodeset(topo));
-        hwloc_cpuset_from_nodeset(topo, set, want);
-    } else {
-        hwloc_bitmap_copy(set, want);
-    }
-    hwloc_bitmap_and(set, set, hwloc_topology_get_allowed_cpuset(topo));
-    if (hwloc_bitmap_iszero(set)) {
-        hwloc_bitmap_list_asprintf(&text, hwloc_topology_get_allowed_cpuset(topo));
-        TC_WARN("proxy",
-                "TCOLL_PROXY_CPUS=%s names no %s this process may use (allowed CPUs: %s); proxy "
-                "thread not bound",
-                spec, numa ? "NUMA node with CPUs" : "CPU", text ? text : "?");
-        goto err_bitmaps;
-    }
-    if (hwloc_set_cpubind(topo, set, HWLOC_CPUBIND_THREAD) != 0) {
-        hwloc_bitmap_list_asprintf(&text, set);
-        TC_WARN("proxy",
-                "TCOLL_PROXY_CPUS=%s: binding the proxy thread to CPUs %s failed: %m; "
-                "proxy thread not bound",
-                spec, text ? text : "?");
-        goto err_bitmaps;
-    }
-    hwloc_bitmap_list_asprintf(&text, set);
-    TC_INFO("proxy", "proxy thread bound to CPUs %s (TCOLL_PROXY_CPUS=%s)", text ? text : "?",
-            spec);
-
-err_bitmaps:
-    free(text);
-    hwloc_bitmap_free(set);
-    hwloc_bitmap_free(want);
-err_topo:
-    hwloc_topology_destroy(topo);
-}
 
 /* ------------------------------------------------------------------------ */
 /* The service thread                                                        */
@@ -380,15 +300,40 @@ static int proxy_shares_cpu(const tc_proxy_t *p)
     return CPU_COUNT(&both) > 0;
 }
 
+/* Proxy thread of a device proxy, first thing: the device becomes current
+ * (the thread's copies and launches go to it), then the thread binds to the
+ * device's NUMA node, unless TCOLL_PROXY_CPUS names CPUs (then to those). */
+static void proxy_device_setup(tc_proxy_t *p)
+{
+    char why[256], bus[32];
+
+    if (tc__cuda_set_current(p->device, why, sizeof(why)) != TC_OK) {
+        TC_WARN("proxy", "device proxy: making CUDA device %d current failed: %s", p->device, why);
+    }
+    if (tc__config()->proxy_cpus[0] != '\0') {
+        tc__proxy_bind_knob();
+    } else if (tc__cuda_pci_bus_id(p->device, bus, sizeof(bus), why, sizeof(why)) != TC_OK) {
+        TC_WARN("proxy", "device proxy: CUDA device %d: %s; proxy thread not bound", p->device,
+                why);
+    } else {
+        (void)tc__proxy_bind_pci(bus, NULL, 0);
+    }
+}
+
 static void *proxy_main(void *arg)
 {
     tc_proxy_t *p = arg;
 
     proxy_self = p;
-    if (p->init != NULL) {
+    if (p->device >= 0) {
+        proxy_device_setup(p);
+        if (p->init != NULL) {
+            p->init(p->init_arg);
+        }
+    } else if (p->init != NULL) {
         p->init(p->init_arg);
     } else {
-        proxy_bind_default();
+        tc__proxy_bind_knob();
     }
     p->shares_cpu = proxy_shares_cpu(p); /* after the hook's binding: see PROXY_SINGLE_POLLS */
     pthread_mutex_lock(&p->ready_lock);
@@ -437,6 +382,7 @@ tc_status_t tc_proxy_create(tc_proxy_handler_t handler, void *handler_arg, tc_pr
     }
     p->handler = handler;
     p->handler_arg = handler_arg;
+    p->device = -1;
     p->init = init;
     p->init_arg = init_arg;
     /* relaxed: the proxy is not shared yet. */
@@ -598,8 +544,86 @@ void tc_proxy_destroy(tc_proxy_t *proxy)
     pthread_cond_destroy(&proxy->ready_cond);
     pthread_mutex_destroy(&proxy->ready_lock);
     pthread_mutex_destroy(&proxy->lock);
+    if (proxy->device >= 0) {
+        tc__cuda_host_unmap(proxy->fifo); /* the FIFO's pages start at the struct */
+    }
     tc_fifo_destroy(proxy->fifo);
     free(proxy);
+}
+
+tc_status_t tc_proxy_create_device(int device, tc_proxy_handler_t handler, void *handler_arg,
+                                   tc_proxy_init_t init, void *init_arg, uint32_t fifo_size,
+                                   tc_proxy_t **proxy_p)
+{
+    tc_fifo_device_t host_view;
+    tc_proxy_t *p = NULL;
+    void *dev_base = NULL;
+    char why[256];
+    tc_status_t st;
+    int n;
+
+    if (handler == NULL || proxy_p == NULL) {
+        return tc__set_error(TC_ERR_ARG, "tc_proxy_create_device: %s is NULL",
+                             handler == NULL ? "handler" : "proxy_p");
+    }
+    if (device < TC_PROXY_CURRENT_DEVICE) {
+        return tc__set_error(TC_ERR_ARG,
+                             "tc_proxy_create_device: device %d is neither a CUDA device nor "
+                             "TC_PROXY_CURRENT_DEVICE (-1)",
+                             device);
+    }
+    if (device == TC_PROXY_CURRENT_DEVICE) {
+        if ((st = tc__cuda_current(&device, why, sizeof(why))) != TC_OK) {
+            return tc__set_error(st, "tc_proxy_create_device: no current CUDA device: %s", why);
+        }
+    } else if ((n = tc__cuda_device_count()) <= device) {
+        const char *no = "";
+        if (n == 0) {
+            (void)tc__cuda_available(&no);
+            return tc__set_error(TC_ERR_STATE, "tc_proxy_create_device: CUDA device %d: %s", device,
+                                 no);
+        }
+        return tc__set_error(TC_ERR_ARG,
+                             "tc_proxy_create_device: CUDA device %d does not exist (this "
+                             "process sees %d)",
+                             device, n);
+    }
+    if ((st = tc_proxy_create(handler, handler_arg, init, init_arg, fifo_size, &p)) != TC_OK) {
+        return st;
+    }
+    /* The FIFO's pages, head, tail and slots, mapped for the device; the
+     * view puts the FIFO in device mode (timed parks: a kernel cannot ring). */
+    (void)tc_fifo_device_view(p->fifo, &host_view);
+    st = tc__cuda_host_map(host_view.map_base, host_view.map_bytes, &dev_base, why, sizeof(why));
+    if (st != TC_OK) {
+        tc_proxy_destroy(p);
+        return tc__set_error(st, "tc_proxy_create_device: mapping the FIFO for CUDA device %d: %s",
+                             device, why);
+    }
+    tc_fifo_device_rebase(&host_view, dev_base, &p->dev_view);
+    p->device = device;
+    *proxy_p = p;
+    return TC_OK;
+}
+
+int tc_proxy_device(const tc_proxy_t *proxy)
+{
+    return proxy != NULL ? proxy->device : -1;
+}
+
+tc_status_t tc_proxy_fifo_device(tc_proxy_t *proxy, tc_fifo_device_t *view_p)
+{
+    if (proxy == NULL || view_p == NULL) {
+        return tc__set_error(TC_ERR_ARG, "tc_proxy_fifo_device: %s is NULL",
+                             proxy == NULL ? "proxy" : "view_p");
+    }
+    if (proxy->device < 0) {
+        return tc__set_error(TC_ERR_STATE,
+                             "tc_proxy_fifo_device: the proxy was not made for a device "
+                             "(tc_proxy_create_device)");
+    }
+    *view_p = proxy->dev_view;
+    return TC_OK;
 }
 
 tc_status_t tc__proxy_set_progress(tc_proxy_t *p, tc__proxy_progress_t fn, void *arg)

@@ -14,7 +14,11 @@
  *   channel      it dies while the others keep putting into its memory
  *                through port channels (one into a shared region, one with
  *                process_vm_writev): their flushes and a wait on its
- *                semaphore must fail with TC_ERR_TRANSPORT, not hang.
+ *                semaphore must fail with TC_ERR_TRANSPORT, not hang;
+ *   chandev      the same through the handles of tcoll_channel_device.h
+ *                (what a GPU kernel calls; here host threads): the device
+ *                flush reports the failure (1), a device wait with a time
+ *                limit ends, and the host's flush then says why.
  *
  * Every survivor's pending request must fail with TC_ERR_TRANSPORT and a
  * message naming the lost rank within TCOLL_PEER_TIMEOUT_S (3 s here) plus a
@@ -27,6 +31,7 @@
 
 #include "mpi_common.h"
 #include "tcoll_channel.h"
+#include "tcoll_channel_device.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -275,6 +280,72 @@ TC_CASE(channel)
     free(rshared);
     free(rpriv);
     free(priv);
+}
+
+TC_CASE(chandev)
+{
+    const int last = tt_size - 1;
+    tc_chan_ctx_t *ctx;
+    char *shared;
+    tc_mem_t *mem;
+    tc_rmem_t **rmems = calloc((size_t)tt_size, sizeof(*rmems));
+    tc_portchan_t *ch = NULL;
+    tc_portchan_device_t h;
+    tc_sem_device_t back;
+    tc_sem_t *s = NULL;
+    tc_request_t *req;
+    float x = 1, y;
+    tc_tensor_t t = {&x, TC_FLOAT32, 1, {1}};
+    double t0;
+    int i, failed = 0;
+
+    CHECK_MSG(tt_size >= 2, "test_lost_rank needs 2 or more ranks");
+    CHECK_OK(tc_chan_ctx_create(NULL, &ctx));
+    CHECK_OK(tc_mem_alloc(CHAN_BYTES, (void **)&shared));
+    CHECK_OK(tc_mem_register(ctx, shared, CHAN_BYTES, &mem));
+    CHECK_OK(tc_mem_exchange(ctx, "lost/dev", mem, rmems));
+    if (tt_rank != last) {
+        CHECK_OK(tc_sem_create(ctx, last, 0, &s));
+        CHECK_OK(tc_portchan_create(s, mem, rmems[last], &ch));
+        CHECK_OK(tc_portchan_device_handle(ch, &h));
+        CHECK_OK(tc_sem_device_handle(s, &back));
+    }
+    CHECK_OK(tc_allreduce("lost/ready", &t, &y, TC_SUM, &req));
+    CHECK_OK(tc_wait(req));
+    tc_request_free(req);
+    if (tt_rank == last) {
+        tt_sleep_ms(200);
+        raise(SIGKILL);
+    }
+    t0 = tt_now();
+    for (i = 0; !failed; i++) {
+        CHECK_EQ(tc_portchan_device_put_with_signal(&h, 0, 0, CHAN_BYTES), 0);
+        failed = tc_portchan_device_flush(&h);
+        CHECK_MSG(tt_now() - t0 < MARGIN_S,
+                  "rank %d: device puts to a dead rank still succeed "
+                  "after %.1f s",
+                  tt_rank, tt_now() - t0);
+    }
+    CHECK_EQ(tc_sem_device_wait(&back, 100000000), 1); /* no signal from the dead: times out */
+    CHECK_EQ(tc_portchan_flush(ch, -1), TC_ERR_TRANSPORT);
+    CHECK_STR_CONTAINS(tc_last_error(), "has exited");
+    (void)tc_portchan_destroy(ch);
+    tc_sem_destroy(s);
+    for (i = 0; i < tt_size; i++) {
+        tc_mem_close(rmems[i]);
+    }
+    if (getenv("TCOLL_RANKS_PER_NODE") != NULL) {
+        CHECK_EQ(tc_chan_ctx_destroy(ctx), TC_ERR_TRANSPORT);
+    } else {
+        (void)tc_chan_ctx_destroy(ctx);
+    }
+    CHECK_OK(tc_mem_free(shared));
+    (void)tc_shutdown();
+    printf("test_lost_rank chandev: rank %d survived: the device flush failed after %.1f s: "
+           "rank %d has exited\n",
+           tt_rank, tt_now() - t0, last);
+    fflush(stdout);
+    free(rmems);
 }
 
 int main(int argc, char **argv)

@@ -1,6 +1,8 @@
 // test_header_cxx.cpp - the public headers compile as C++ and their C linkage
 // works from C++ code.
 #include "tcoll.h"
+#include "tcoll_channel.h"
+#include "tcoll_channel_device.h"
 #include "tcoll_fifo_device.h"
 #include "tcoll_trigger.h"
 

@@ -10,17 +10,30 @@
  *   garbage  not a CPU list: a warning, not bound
  *   absent   a CPU that does not exist: a warning, not bound
  *   unset    no knob: not bound, no warning
+ *   pci      near a PCI device of this machine (sysfs lists it): bound to
+ *            the CPUs sysfs says are local to it (those this process may
+ *            use); a bus id that is not there: a warning, not bound
+ *   device   tc_proxy_create_device: without a usable GPU it is refused
+ *            (TC_ERR_STATE, saying why) and makes nothing; bad arguments
+ *            are TC_ERR_ARG; a host proxy has no device and no device view.
+ *            With a GPU: a proxy for the current device, its FIFO mapped
  *
- * In every case a proxy with its own init hook is not bound either.
+ * In the knob's cases a proxy with its own init hook is not bound either.
  */
 #define _GNU_SOURCE
 #include "check.h"
 #include "tc_test.h"
 #include "tcoll.h"
 
+#include "proxy/proxy_internal.h"
+#include "tcoll_fifo_device.h"
+
+#include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 typedef struct {
@@ -163,6 +176,167 @@ TC_CASE(absent)
 TC_CASE(unset)
 {
     bind_case("unset");
+}
+
+/* Parses a sysfs CPU list ("0-3,8") into set; 1 on success. */
+static int parse_cpulist(const char *text, cpu_set_t *set)
+{
+    const char *p = text;
+
+    CPU_ZERO(set);
+    while (*p != '\0' && *p != '\n') {
+        char *end;
+        long a = strtol(p, &end, 10), b;
+        if (end == p) {
+            return 0;
+        }
+        b = a;
+        p = end;
+        if (*p == '-') {
+            b = strtol(p + 1, &end, 10);
+            p = end;
+        }
+        for (; a <= b && a < CPU_SETSIZE; a++) {
+            CPU_SET((int)a, set);
+        }
+        if (*p == ',') {
+            p++;
+        }
+    }
+    return 1;
+}
+
+typedef struct {
+    const char *busid;
+    int bound;
+    cpu_set_t set;
+    char where[256];
+} pci_seen_t;
+
+static void *bind_pci_thread(void *arg)
+{
+    pci_seen_t *s = arg;
+
+    s->bound = tc__proxy_bind_pci(s->busid, s->where, sizeof(s->where));
+    CHECK_EQ(pthread_getaffinity_np(pthread_self(), sizeof(s->set), &s->set), 0);
+    return NULL;
+}
+
+static void bind_pci_on_thread(pci_seen_t *s)
+{
+    pthread_t th;
+
+    CHECK_EQ(pthread_create(&th, NULL, bind_pci_thread, s), 0);
+    CHECK_EQ(pthread_join(th, NULL), 0);
+}
+
+TC_CASE(pci)
+{
+    cpu_set_t allowed, local, want;
+    char path[512], text[1024], busid[256] = "";
+    struct dirent *e;
+    DIR *d = opendir("/sys/bus/pci/devices");
+    pci_seen_t s;
+    FILE *f;
+    size_t n;
+
+    CHECK_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+    /* A bus id that is not there: a warning, the thread left alone. */
+    memset(&s, 0, sizeof(s));
+    s.busid = "ffff:ff:1f.7";
+    bind_pci_on_thread(&s);
+    CHECK_EQ(s.bound, 0);
+    CHECK(CPU_EQUAL(&s.set, &allowed));
+
+    while (d != NULL && (e = readdir(d)) != NULL && busid[0] == '\0') {
+        if (e->d_name[0] != '.') {
+            snprintf(busid, sizeof(busid), "%.200s", e->d_name);
+        }
+    }
+    if (d != NULL) {
+        closedir(d);
+    }
+    if (busid[0] == '\0') {
+        printf("test_proxy_bind pci: this machine lists no PCI device; only the missing one "
+               "was tried\n");
+        return;
+    }
+    snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/local_cpulist", busid);
+    f = fopen(path, "r");
+    CHECK_MSG(f != NULL, "cannot read %s", path);
+    n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    CHECK(parse_cpulist(text, &local));
+    CPU_AND(&want, &local, &allowed);
+
+    memset(&s, 0, sizeof(s));
+    s.busid = busid;
+    bind_pci_on_thread(&s);
+    CHECK_MSG(s.bound == !!CPU_COUNT(&want), "PCI device %s: bound %d, local CPUs %s", busid,
+              s.bound, text);
+    if (s.bound) {
+        CHECK_MSG(CPU_EQUAL(&s.set, &want), "PCI device %s: bound to %s, its local CPUs are %s",
+                  busid, s.where, text);
+    }
+    text[strcspn(text, "\n")] = '\0';
+    printf("test_proxy_bind pci: a thread near %s runs on CPUs %s (sysfs: %s)\n", busid, s.where,
+           text);
+}
+
+static tc_proxy_result_t count_trigger(tc_trigger_t t, void *arg)
+{
+    (void)t;
+    (*(int *)arg)++;
+    return TC_PROXY_CONTINUE;
+}
+
+TC_CASE(device)
+{
+    tc_fifo_device_t v;
+    tc_proxy_t *p = (tc_proxy_t *)&v, *host;
+    int count = 0;
+
+    CHECK_EQ(tc_proxy_create_device(0, NULL, NULL, NULL, NULL, 0, &p), TC_ERR_ARG);
+    CHECK_EQ(tc_proxy_create_device(0, count_trigger, &count, NULL, NULL, 0, NULL), TC_ERR_ARG);
+    CHECK_EQ(tc_proxy_create_device(-2, count_trigger, &count, NULL, NULL, 0, &p), TC_ERR_ARG);
+    CHECK_STR_CONTAINS(tc_last_error(), "TC_PROXY_CURRENT_DEVICE");
+    CHECK(p == (tc_proxy_t *)&v); /* untouched */
+    CHECK_EQ(tc_proxy_device(NULL), -1);
+    CHECK_EQ(tc_proxy_fifo_device(NULL, &v), TC_ERR_ARG);
+
+    CHECK_OK(tc_proxy_create(count_trigger, &count, NULL, NULL, 0, &host));
+    CHECK_EQ(tc_proxy_device(host), -1);
+    CHECK_EQ(tc_proxy_fifo_device(host, &v), TC_ERR_STATE);
+    CHECK_STR_CONTAINS(tc_last_error(), "tc_proxy_create_device");
+    tc_proxy_destroy(host);
+
+    if (!tc_cuda_available()) {
+        CHECK_EQ(tc_proxy_create_device(TC_PROXY_CURRENT_DEVICE, count_trigger, &count, NULL, NULL,
+                                        0, &p),
+                 TC_ERR_STATE);
+        CHECK(p == (tc_proxy_t *)&v);
+        CHECK_EQ(tc_proxy_create_device(0, count_trigger, &count, NULL, NULL, 0, &p), TC_ERR_STATE);
+        CHECK(p == (tc_proxy_t *)&v);
+        printf("test_proxy_bind device: refused without a GPU: %s\n", tc_last_error());
+        return;
+    }
+    CHECK_EQ(tc_proxy_create_device(4096, count_trigger, &count, NULL, NULL, 0, &p), TC_ERR_ARG);
+    CHECK_STR_CONTAINS(tc_last_error(), "does not exist");
+    CHECK_OK(
+        tc_proxy_create_device(TC_PROXY_CURRENT_DEVICE, count_trigger, &count, NULL, NULL, 64, &p));
+    CHECK_GE(tc_proxy_device(p), 0);
+    CHECK_OK(tc_proxy_fifo_device(p, &v));
+    CHECK(v.size == 64 && v.head != NULL && v.tail != NULL && v.slots != NULL);
+    CHECK_OK(tc_proxy_start(p, 1));
+    {
+        tc_trigger_t t = {1, 2};
+        CHECK_OK(tc_fifo_sync(tc_proxy_fifo(p), tc_fifo_push(tc_proxy_fifo(p), t), -1));
+    }
+    CHECK_OK(tc_proxy_stop(p));
+    tc_proxy_destroy(p);
+    CHECK_EQ(count, 1);
+    printf("test_proxy_bind device: a proxy for CUDA device %s\n", tc_cuda_info());
 }
 
 int main(int argc, char **argv)
