@@ -112,15 +112,22 @@ tc_status_t tc_mem_free(void *ptr);
 
 /* Local; any thread. Registers [ptr, ptr + size) with ctx (size may be 0
  * only with ptr non-NULL). Memory from tc_mem_alloc can be used by memory
- * channels and written by port channels with plain stores; any other
+ * channels and written by port channels with plain stores; any other host
  * memory can be the source of a port channel, or its destination (written
- * with process_vm_writev). TC_ERR_ARG: NULL arguments. */
+ * with process_vm_writev). CUDA device memory (from cudaMalloc, any device)
+ * in a context made with TC_CHAN_CUDA: its handle carries a CUDA IPC
+ * handle, ranks of this node map it when they open the handle, port
+ * channels copy into and out of it on the proxy's stream, and memory
+ * channels' device handles reach it from kernels. TC_ERR_ARG: NULL
+ * arguments; device memory in a context for host threads, or without an
+ * IPC handle (memory of a stream-ordered pool), or running past its
+ * allocation. */
 tc_status_t tc_mem_register(tc_chan_ctx_t *ctx, void *ptr, size_t size, tc_mem_t **mem_p);
 /* Local; any thread, once no channel uses it. NULL: ignored. */
 void tc_mem_deregister(tc_mem_t *mem);
 
 /* A registration's handle: bytes that name it to another rank. */
-#define TC_MEM_HANDLE_BYTES 96
+#define TC_MEM_HANDLE_BYTES 192
 typedef struct {
     unsigned char bytes[TC_MEM_HANDLE_BYTES];
 } tc_mem_handle_t;
@@ -132,7 +139,10 @@ tc_status_t tc_mem_handle(const tc_mem_t *mem, tc_mem_handle_t *handle_p);
  * TC_MEM_HANDLE_BYTES). Checked on arrival: TC_ERR_ARG when the bytes are
  * not a handle (magic, version), are damaged (checksum), come from another
  * context or job (key), or name an impossible rank; TC_ERR_TRANSPORT when
- * the memory is on this node and cannot be mapped. Close with tc_mem_close. */
+ * the memory is on this node and cannot be mapped (device memory: opened
+ * with CUDA IPC on the context's device, in a TC_CHAN_CUDA context; in
+ * another, operations towards it fail at the proxy, saying so). Close
+ * with tc_mem_close. */
 tc_status_t tc_mem_open(tc_chan_ctx_t *ctx, const void *bytes, size_t len, tc_rmem_t **rmem_p);
 /* Local; any thread, once no channel uses it. NULL: ignored. */
 void tc_mem_close(tc_rmem_t *rmem);

@@ -15,6 +15,7 @@
 #ifndef TC_CHANNEL_INTERNAL_H
 #define TC_CHANNEL_INTERNAL_H
 
+#include "cuda/cuda.h"
 #include "tcoll.h"
 #include "tcoll_channel.h"
 #include "tcoll_trigger.h"
@@ -85,7 +86,7 @@ typedef struct {
     uint32_t tag;
     uint64_t seq; /* the sender's count: equal tags are taken in sending order */
     unsigned char bytes[TC_MEM_HANDLE_BYTES];
-    char pad[128 - 16 - TC_MEM_HANDLE_BYTES];
+    char pad[256 - 16 - TC_MEM_HANDLE_BYTES];
 } tc_mbox_slot_t;
 
 /* A rank's mailbox for one sender, after its semaphore lines in its area. */
@@ -94,7 +95,7 @@ typedef struct {
     tc_mbox_slot_t slot[TC_CHAN_MBOX_SLOTS];
 } tc_mbox_t;
 
-_Static_assert(sizeof(tc_mbox_slot_t) == 128, "a mailbox slot is two cache lines");
+_Static_assert(sizeof(tc_mbox_slot_t) == 256, "a mailbox slot is four cache lines");
 
 /* A handle held in this process: to send to another node, or received from one. */
 typedef struct tc_mbox_msg {
@@ -150,6 +151,9 @@ struct tc_chan_ctx {
     _Atomic uint64_t *fails;     /* [TC_CHAN_NCHANS]: failed operations per channel id */
     uint64_t *fails_dev;         /* the same, as the device sees it */
     struct tc_chan_devmap *maps; /* this rank's memory mapped for the device (under mu) */
+    tc_cuda_copier_t *copier;    /* the proxy thread's copies of device memory */
+    char *bounce;                /* the proxy thread's staging buffer (TC_CHAN_BOUNCE bytes) */
+    int bounce_pinned;           /* from tc__cuda_host_alloc (else malloc) */
 };
 
 /* peers.c: collectives of every rank through the engine, under reserved names; on
@@ -209,6 +213,8 @@ struct tc_mem {
     uint64_t region_off; /* base's offset in that region */
     uint64_t region_len;
     struct tc_chan_devmap *devmap; /* mapped for the device by a handle (device.c), else NULL */
+    int device;                    /* CUDA device memory of this device; -1: host memory */
+    tc_cuda_ipc_t ipc;             /* device memory: its allocation's IPC handle */
     struct tc_mem *next;
 };
 
@@ -224,6 +230,10 @@ struct tc_rmem {
     char *mapped;     /* same node, in a region: the region mapped here (else NULL) */
     char *local;      /* this rank's own memory (rank == ctx->rank) */
     char *mapped_dev; /* mapped, as the context's device sees it (device.c), else NULL */
+    int device;       /* device memory of this CUDA device (in its owner); -1: host memory */
+    tc_cuda_ipc_t ipc;
+    tc_cuda_ipc_maps_t *ipc_maps; /* device memory of a rank of this node, opened here */
+    char *dev_mapped;             /* that memory, as this process sees it */
 };
 
 /* Where the memory of r starts in this process, or NULL when it cannot be
@@ -285,6 +295,15 @@ int tc__chan_device_setup(tc_chan_ctx_t *ctx, int device, char *why, size_t len)
 /* At context destruction, after the proxy stopped: undoes the above and
  * every mapping of this rank's memory still there. */
 void tc__chan_device_teardown(tc_chan_ctx_t *ctx);
+/* Proxy thread: copies size bytes between any memories, host or CUDA
+ * device memory (on the proxy's own stream), and returns once they are in
+ * place. TC_ERR_TRANSPORT (why) when CUDA fails. */
+tc_status_t tc__chan_copy(tc_chan_ctx_t *ctx, void *dst, const void *src, uint64_t size, char *why,
+                          size_t len);
+/* Proxy thread: the staging buffer of TC_CHAN_BOUNCE bytes (page-locked
+ * when it can be), made on first use; NULL when out of memory. */
+#define TC_CHAN_BOUNCE (4u << 20)
+char *tc__chan_bounce(tc_chan_ctx_t *ctx);
 /* tc_mem_deregister / tc_mem_close: drops what device handles mapped. */
 void tc__chan_device_forget_mem(tc_mem_t *mem);
 void tc__chan_device_forget_rmem(tc_rmem_t *rmem);

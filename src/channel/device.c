@@ -113,6 +113,17 @@ void tc__chan_device_teardown(tc_chan_ctx_t *ctx)
     struct tc_chan_devmap *m, *next;
     int r;
 
+    tc__cuda_copier_destroy(ctx->copier);
+    ctx->copier = NULL;
+    if (ctx->bounce != NULL) {
+        if (ctx->bounce_pinned) {
+            tc__cuda_host_free(ctx->bounce);
+        } else {
+            free(ctx->bounce);
+        }
+        ctx->bounce = NULL;
+    }
+
     for (m = ctx->maps; m != NULL; m = next) {
         next = m->next;
         tc__cuda_host_unmap(m->host);
@@ -133,6 +144,33 @@ void tc__chan_device_teardown(tc_chan_ctx_t *ctx)
     free((void *)ctx->fails);
     ctx->fails = NULL;
     ctx->fails_dev = NULL;
+}
+
+tc_status_t tc__chan_copy(tc_chan_ctx_t *ctx, void *dst, const void *src, uint64_t size, char *why,
+                          size_t len)
+{
+    tc_status_t st;
+
+    if (ctx->copier == NULL &&
+        (st = tc__cuda_copier_create(ctx->device, &ctx->copier, why, len)) != TC_OK) {
+        return st;
+    }
+    if ((st = tc__cuda_copier_copy(ctx->copier, dst, src, (size_t)size, why, len)) != TC_OK) {
+        return st;
+    }
+    return tc__cuda_copier_finish(ctx->copier, why, len);
+}
+
+char *tc__chan_bounce(tc_chan_ctx_t *ctx)
+{
+    if (ctx->bounce == NULL) {
+        ctx->bounce = tc__cuda_host_alloc(TC_CHAN_BOUNCE);
+        ctx->bounce_pinned = ctx->bounce != NULL;
+        if (ctx->bounce == NULL) {
+            ctx->bounce = malloc(TC_CHAN_BOUNCE);
+        }
+    }
+    return ctx->bounce;
 }
 
 void tc__chan_device_forget_mem(tc_mem_t *mem)
@@ -352,9 +390,19 @@ tc_status_t tc_memchan_device_handle(tc_memchan_t *ch, tc_memchan_device_t *h_p)
     if (ctx->device < 0) {
         h.src = ch->local->base;
         h.dst = ch->dst;
-    } else if ((st = map_local(ctx, ch->local, &h.src)) != TC_OK ||
-               (st = map_remote(ctx, ch->remote, &h.dst)) != TC_OK) {
-        return st;
+    } else {
+        /* device memory is used as it is (this rank's, or a peer's opened
+         * with CUDA IPC); host memory is mapped for the device */
+        if (ch->local->device >= 0) {
+            h.src = ch->local->base;
+        } else if ((st = map_local(ctx, ch->local, &h.src)) != TC_OK) {
+            return st;
+        }
+        if (ch->remote->device >= 0) {
+            h.dst = ch->dst;
+        } else if ((st = map_remote(ctx, ch->remote, &h.dst)) != TC_OK) {
+            return st;
+        }
     }
     h.src_size = ch->local->size;
     h.dst_size = ch->remote->size;

@@ -3,6 +3,10 @@
  * or out of (get) a peer's memory that tcoll allocated in a shared region
  * and this process has mapped, then signals the peer's semaphore.
  *
+ * Memory of a CUDA device (opened with CUDA IPC) is only reached through
+ * the channel's device handle (device.c), from kernels: the host calls
+ * refuse it.
+ *
  * A put is a memcpy into the mapping: complete when it returns. The signal
  * after it is a seq_cst read-modify-write (semaphore.c), whose release half
  * orders the copy's stores before it, so a peer whose wait sees the signal
@@ -69,6 +73,13 @@ static tc_status_t check(const char *who, const tc_memchan_t *ch, uint64_t local
 {
     if (ch == NULL) {
         return tc__set_error(TC_ERR_ARG, "%s: ch is NULL", who);
+    }
+    if (ch->local->device >= 0 || ch->remote->device >= 0) {
+        return tc__set_error(TC_ERR_ARG,
+                             "%s: the channel's %s memory is CUDA device memory, which a host "
+                             "thread does not copy: use the channel from a kernel "
+                             "(tc_memchan_device_handle) or a port channel",
+                             who, ch->local->device >= 0 ? "local" : "remote");
     }
     if (!tc__chan_fits(local_off, size, ch->local->size)) {
         return tc__set_error(TC_ERR_ARG,

@@ -8,7 +8,11 @@
  *   ---------  ------------------------------------------------------------
  *   PUT        copies size bytes from the local memory to the peer's: a
  *              memcpy into the peer's region when it is mapped here,
- *              process_vm_writev into the peer's process otherwise
+ *              process_vm_writev into the peer's process otherwise; when
+ *              either side is CUDA device memory, a copy on the proxy's
+ *              stream (into the peer's memory mapped here: CUDA IPC or its
+ *              region), or staged through host memory and
+ *              process_vm_writev, waited for before the next operation
  *   SIGNAL     adds 1 to the peer's semaphore counter (semaphore.c), after
  *              the put of the same or an earlier trigger has returned
  *   FLUSH      nothing left to wait for: every earlier operation has been
@@ -60,6 +64,58 @@ static int write_peer(pid_t pid, uint64_t addr, const char *src, uint64_t size)
     return 0;
 }
 
+/* Proxy thread: a put that reads or writes CUDA device memory, on this
+ * node: one copy on the proxy's stream into the peer's memory mapped here
+ * (its device memory opened with CUDA IPC, or its shared region), or, into
+ * its private host memory, through the staging buffer and
+ * process_vm_writev. Returns when the bytes are in place. */
+static void device_put(tc_portchan_t *ch, const tc_trigger_fields_t *f)
+{
+    const char *src = ch->local->base + f->src_offset;
+    char why[256], *bounce;
+    uint64_t off, len;
+    int err;
+
+    if (ch->dst == NULL && ch->remote->device >= 0) {
+        tc__portchan_fail(ch,
+                          "rank %d's memory is CUDA device memory that this context cannot reach "
+                          "(it was not made with TC_CHAN_CUDA on this rank)",
+                          ch->remote->rank);
+        return;
+    }
+    if (ch->dst != NULL) {
+        if (tc__chan_copy(ch->ctx, ch->dst + f->dst_offset, src, f->size, why, sizeof(why)) !=
+            TC_OK) {
+            tc__portchan_fail(ch, "a put of %llu bytes to rank %d failed: %s",
+                              (unsigned long long)f->size, ch->remote->rank, why);
+        }
+        return;
+    }
+    if ((bounce = tc__chan_bounce(ch->ctx)) == NULL) {
+        tc__portchan_fail(ch, "a put of %llu bytes to rank %d: out of memory for staging",
+                          (unsigned long long)f->size, ch->remote->rank);
+        return;
+    }
+    for (off = 0; off < f->size; off += len) {
+        len = f->size - off < TC_CHAN_BOUNCE ? f->size - off : TC_CHAN_BOUNCE;
+        if (tc__chan_copy(ch->ctx, bounce, src + off, len, why, sizeof(why)) != TC_OK) {
+            tc__portchan_fail(ch, "a put of %llu bytes to rank %d failed: %s",
+                              (unsigned long long)f->size, ch->remote->rank, why);
+            return;
+        }
+        err = write_peer(ch->remote->pid, ch->remote->base + f->dst_offset + off, bounce, len);
+        if (err != 0) {
+            if (err == ESRCH) {
+                atomic_store_explicit(&ch->peer_gone, 1, memory_order_relaxed);
+            }
+            tc__portchan_fail(ch, "a put of %llu bytes to rank %d (pid %d) failed: %s",
+                              (unsigned long long)f->size, ch->remote->rank, (int)ch->remote->pid,
+                              err == ESRCH ? "the process has exited" : strerror(err));
+            return;
+        }
+    }
+}
+
 static void do_put(tc_portchan_t *ch, const tc_trigger_fields_t *f)
 {
     int err;
@@ -77,6 +133,10 @@ static void do_put(tc_portchan_t *ch, const tc_trigger_fields_t *f)
         return;
     }
     if (f->size == 0) {
+        return;
+    }
+    if (ch->local->device >= 0 || ch->remote->device >= 0) {
+        device_put(ch, f);
         return;
     }
     if (ch->dst != NULL) {

@@ -1,14 +1,20 @@
 /*
  * regmem.c - registered memory: a rank's registrations (tc_mem_t), their
- * handles (96 bytes that name one to another rank), and handles opened on
+ * handles (192 bytes that name one to another rank), and handles opened on
  * arrival (tc_rmem_t), one at a time or all at once (tc_mem_exchange).
+ *
+ * Memory is host memory (in a tc_mem_alloc region or not) or, in a context
+ * made with TC_CHAN_CUDA, CUDA device memory: its handle then carries the
+ * allocation's CUDA IPC handle and the offset in it, and a rank of the
+ * same node that opens it maps it (cudaIpcOpenMemHandle) for the proxy's
+ * copies and for device handles of memory channels.
  *
  * A handle is little-endian and checked before anything in it is used:
  *
  *   offset  bytes  field
  *   ------  -----  ---------------------------------------------------------
  *        0      4  magic "TCMH"
- *        4      4  version (1)
+ *        4      4  version (2)
  *        8      8  the context's key (rank 0's random number)
  *       16      4  owner rank
  *       20      4  owner pid
@@ -19,15 +25,20 @@
  *       48      8  size in bytes
  *       56      8  base's offset in the region
  *       64      8  the region's length
- *       72     16  zero
- *       88      8  FNV-1a 64 of bytes 0..87
+ *       72      4  the CUDA device whose memory it is, -1: host memory
+ *       76      4  zero
+ *       80     64  device memory: its allocation's cudaIpcMemHandle_t
+ *      144      8  device memory: base's offset in that allocation
+ *      152     32  zero
+ *      184      8  FNV-1a 64 of bytes 0..183
  *
  * Opening never trusts a handle further than its checks: a wrong magic or
- * version, a damaged checksum, another context's key, an impossible rank
- * or region are TC_ERR_ARG with a message that says which.
+ * version, a damaged checksum, another context's key, an impossible rank,
+ * region or device are TC_ERR_ARG with a message that says which.
  */
 #define _GNU_SOURCE
 #include "channel/channel_internal.h"
+#include "cuda/cuda.h"
 #include "util/le.h"
 #include "util/status.h"
 
@@ -36,8 +47,8 @@
 #include <string.h>
 
 #define HANDLE_MAGIC 0x484d4354u /* "TCMH" little-endian */
-#define HANDLE_VERSION 1u
-#define HANDLE_SUMMED 88
+#define HANDLE_VERSION 2u
+#define HANDLE_SUMMED 184
 
 _Static_assert(HANDLE_SUMMED + 8 == TC_MEM_HANDLE_BYTES, "the checksum ends the handle");
 
@@ -52,9 +63,35 @@ static uint64_t fnv1a(const unsigned char *p, size_t n)
     return h;
 }
 
+/* Device memory: checks it may be registered here and fills m's device
+ * fields (its IPC handle). */
+static tc_status_t register_device(tc_chan_ctx_t *ctx, tc_mem_t *m, int dev)
+{
+    char why[256];
+
+    if (ctx->device < 0) {
+        return tc__set_error(
+            TC_ERR_ARG,
+            "tc_mem_register: %p is memory of CUDA device %d, and this context "
+            "is for host threads: make it with TC_CHAN_CUDA (tc_chan_opts_t.flags)",
+            (void *)m->base, dev);
+    }
+    if (tc__cuda_ipc_export(dev, m->base, &m->ipc, why, sizeof(why)) != TC_OK) {
+        return tc__set_error(TC_ERR_ARG,
+                             "tc_mem_register: CUDA device %d's memory at %p cannot be shared with "
+                             "other processes (%s): allocate it with cudaMalloc",
+                             dev, (void *)m->base, why);
+    }
+    m->device = dev;
+    return TC_OK;
+}
+
 tc_status_t tc_mem_register(tc_chan_ctx_t *ctx, void *ptr, size_t size, tc_mem_t **mem_p)
 {
     tc_mem_t *m;
+    char why[256];
+    tc_status_t st;
+    int dev = -1;
 
     if (ctx == NULL || ptr == NULL || mem_p == NULL) {
         return tc__set_error(TC_ERR_ARG, "tc_mem_register: %s is NULL",
@@ -72,8 +109,17 @@ tc_status_t tc_mem_register(tc_chan_ctx_t *ctx, void *ptr, size_t size, tc_mem_t
     m->ctx = ctx;
     m->base = ptr;
     m->size = size;
+    m->device = -1;
     if (!tc__shmem_find(ptr, size, &m->fd, &m->region_off, &m->region_len)) {
         m->fd = -1;
+        if ((st = tc__cuda_ptr_device(ptr, size, &dev, why, sizeof(why))) != TC_OK) {
+            free(m);
+            return tc__set_error(st, "tc_mem_register: %s", why);
+        }
+        if (dev >= 0 && (st = register_device(ctx, m, dev)) != TC_OK) {
+            free(m);
+            return st;
+        }
     }
     pthread_mutex_lock(&ctx->mu);
     m->id = ctx->next_mem_id++;
@@ -127,6 +173,11 @@ tc_status_t tc_mem_handle(const tc_mem_t *mem, tc_mem_handle_t *handle_p)
     tc__le_put64(b + 48, mem->size);
     tc__le_put64(b + 56, mem->region_off);
     tc__le_put64(b + 64, mem->region_len);
+    tc__le_put32(b + 72, (uint32_t)mem->device);
+    if (mem->device >= 0) {
+        memcpy(b + 80, mem->ipc.handle, sizeof(mem->ipc.handle));
+        tc__le_put64(b + 144, mem->ipc.offset);
+    }
     tc__le_put64(b + HANDLE_SUMMED, fnv1a(b, HANDLE_SUMMED));
     return TC_OK;
 }
@@ -175,6 +226,15 @@ static tc_status_t decode(tc_chan_ctx_t *ctx, const unsigned char *b, tc_rmem_t 
     r->size = tc__le_get64(b + 48);
     r->region_off = tc__le_get64(b + 56);
     r->region_len = tc__le_get64(b + 64);
+    r->device = (int32_t)tc__le_get32(b + 72);
+    if (r->device < -1 || (r->device >= 0 && fd >= 0)) {
+        return tc__set_error(TC_ERR_ARG, "tc_mem_open: the handle names CUDA device %d%s",
+                             r->device, r->device >= 0 ? " and a shared host region" : "");
+    }
+    if (r->device >= 0) {
+        memcpy(r->ipc.handle, b + 80, sizeof(r->ipc.handle));
+        r->ipc.offset = tc__le_get64(b + 144);
+    }
     if (fd >= 0 && !tc__chan_fits(r->region_off, r->size, r->region_len)) {
         return tc__set_error(TC_ERR_ARG,
                              "tc_mem_open: the handle's memory (%llu bytes at "
@@ -197,7 +257,21 @@ static tc_status_t attach(tc_rmem_t *r)
         r->local = (char *)(uintptr_t)r->base;
         return TC_OK;
     }
-    if (!ctx->peers[r->rank].same_node || r->fd < 0) {
+    if (!ctx->peers[r->rank].same_node) {
+        return TC_OK;
+    }
+    if (r->device >= 0) {
+        /* Opened on this context's device; a host context cannot: its
+         * puts towards the memory then fail (portchan.c), said clearly. */
+        if (ctx->device >= 0 && tc__cuda_ipc_open(ctx->device, &r->ipc, 1, &addr, &r->ipc_maps, why,
+                                                  sizeof(why)) != TC_OK) {
+            return tc__set_error(TC_ERR_TRANSPORT, "tc_mem_open: rank %d's device memory: %s",
+                                 r->rank, why);
+        }
+        r->dev_mapped = ctx->device >= 0 ? addr : NULL;
+        return TC_OK;
+    }
+    if (r->fd < 0) {
         return TC_OK;
     }
     if (tc__shmem_map_peer(r->pid, r->fd, r->region_len, &addr, why, sizeof(why)) != TC_OK) {
@@ -209,7 +283,7 @@ static tc_status_t attach(tc_rmem_t *r)
 
 tc_status_t tc_mem_open(tc_chan_ctx_t *ctx, const void *bytes, size_t len, tc_rmem_t **rmem_p)
 {
-    tc_rmem_t tmp, *r;
+    tc_rmem_t *r;
     tc_status_t st;
 
     if (ctx == NULL || bytes == NULL || rmem_p == NULL) {
@@ -222,15 +296,15 @@ tc_status_t tc_mem_open(tc_chan_ctx_t *ctx, const void *bytes, size_t len, tc_rm
         return tc__set_error(TC_ERR_ARG, "tc_mem_open: a handle has %d bytes, not %zu",
                              TC_MEM_HANDLE_BYTES, len);
     }
-    if ((st = decode(ctx, bytes, &tmp)) != TC_OK || (st = attach(&tmp)) != TC_OK) {
-        return st;
-    }
+    /* decoded into its final place: the IPC maps keep a pointer to r->ipc */
     r = malloc(sizeof(*r));
     if (r == NULL) {
-        tc__shmem_unmap(tmp.mapped, tmp.region_len);
         return tc__set_error(TC_ERR_NOMEM, "tc_mem_open: out of memory");
     }
-    *r = tmp;
+    if ((st = decode(ctx, bytes, r)) != TC_OK || (st = attach(r)) != TC_OK) {
+        free(r);
+        return st;
+    }
     *rmem_p = r;
     return TC_OK;
 }
@@ -240,6 +314,9 @@ void tc_mem_close(tc_rmem_t *rmem)
     if (rmem != NULL) {
         tc__chan_device_forget_rmem(rmem);
         tc__shmem_unmap(rmem->mapped, rmem->region_len);
+        if (rmem->ipc_maps != NULL) {
+            tc__cuda_ipc_close(rmem->ctx->device, rmem->ipc_maps);
+        }
         free(rmem);
     }
 }
@@ -248,6 +325,9 @@ char *tc__rmem_addr(const tc_rmem_t *r)
 {
     if (r->local != NULL) {
         return r->local;
+    }
+    if (r->dev_mapped != NULL) {
+        return r->dev_mapped;
     }
     return r->mapped != NULL ? r->mapped + r->region_off : NULL;
 }

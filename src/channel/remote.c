@@ -250,6 +250,7 @@ void tc__net_op(tc_portchan_t *ch, const tc_trigger_fields_t *f)
     int peer = ch->remote->rank, rc = 0, i;
     net_hdr_t h;
     size_t inl = 0;
+    const char *src;
     char why[256];
 
     if (n->ns >= NET_MAX_SENDS && !wait_until(ctx, ch, peer, sends_below_cap)) {
@@ -277,25 +278,58 @@ void tc__net_op(tc_portchan_t *ch, const tc_trigger_fields_t *f)
             inl = f->size <= NET_INLINE ? (size_t)f->size : 0;
         }
     }
+    src = ch->local->base + f->src_offset;
+    if (inl > 0 && (h.type & TC_TRIG_PUT) != 0 && ch->local->device >= 0) {
+        /* device memory: the inline bytes are staged through host memory */
+        char *bounce = tc__chan_bounce(ctx);
+        if (bounce == NULL || tc__chan_copy(ctx, bounce, ch->local->base + f->src_offset, inl, why,
+                                            sizeof(why)) != TC_OK) {
+            tc__portchan_fail(ch, "staging a put of %zu bytes of device memory for rank %d: %s",
+                              inl, peer, bounce == NULL ? "out of memory" : why);
+            h.type = (uint16_t)(h.type & ~TC_TRIG_PUT);
+            h.mem_id = h.dst_off = h.size = 0;
+            inl = 0;
+        }
+        src = bounce;
+    }
     if ((h.type & TC_TRIG_FLUSH) != 0) {
         h.seq = ++ch->net_seq;
     }
     if (h.type == 0) {
         return;
     }
-    rc = tc__net_send_ctrl(n, peer, &h, ch->local->base + f->src_offset, inl);
-    /* A larger put's bytes follow, from the source memory itself. */
+    rc = tc__net_send_ctrl(n, peer, &h, src, inl);
+    /* A larger put's bytes follow, from the source memory itself (device
+     * memory: from a host copy of each chunk, freed when its send is done). */
     for (i = 0;
          rc == 0 && (h.type & TC_TRIG_PUT) != 0 && inl == 0 && (uint64_t)i * NET_CHUNK < h.size;
          i++) {
         uint64_t off = (uint64_t)i * NET_CHUNK;
         uint64_t len = h.size - off < NET_CHUNK ? h.size - off : NET_CHUNK;
+        char *stage = NULL;
         MPI_Request req;
 
-        rc = MPI_Isend(ch->local->base + f->src_offset + off, (int)len, MPI_BYTE, peer, n->tag_data,
-                       n->comm, &req);
+        if (ch->local->device >= 0 &&
+            ((stage = malloc((size_t)len)) == NULL ||
+             tc__chan_copy(ctx, stage, ch->local->base + f->src_offset + off, len, why,
+                           sizeof(why)) != TC_OK)) {
+            /* the peer waits for these bytes: send them all the same */
+            tc__portchan_fail(ch, "staging a put of %llu bytes of device memory for rank %d: %s",
+                              (unsigned long long)h.size, peer,
+                              stage == NULL ? "out of memory" : why);
+            free(stage);
+            stage = calloc(1, (size_t)len);
+            if (stage == NULL) {
+                rc = -1;
+                break;
+            }
+        }
+        rc = MPI_Isend(stage != NULL ? stage : ch->local->base + f->src_offset + off, (int)len,
+                       MPI_BYTE, peer, n->tag_data, n->comm, &req);
         if (rc == MPI_SUCCESS) {
-            rc = tc__net_sends_add(n, req, NULL, peer);
+            rc = tc__net_sends_add(n, req, stage, peer);
+        } else {
+            free(stage);
         }
     }
     if (rc != 0) {

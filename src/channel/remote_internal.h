@@ -46,6 +46,7 @@ typedef struct net_item {
     char *scratch;    /* data received to be thrown away */
     char *copy, *dst; /* inline bytes to copy at completion */
     uint64_t len;
+    int to_device;       /* dst is CUDA device memory: copy (or data) goes there at completion */
     tc_sem_line_t *line; /* to signal at completion */
     int ack;             /* acknowledge flush seq of channel chan */
     uint32_t chan;

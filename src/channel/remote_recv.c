@@ -39,17 +39,20 @@ static void src_fail(net_src_t *s, uint32_t chan, const char *fmt, ...)
     s->nfailed++;
 }
 
-/* Where registration id's [off, off + size) is in this process, or NULL. */
-static char *dest(tc_chan_ctx_t *ctx, uint64_t id, uint64_t off, uint64_t size)
+/* Where registration id's [off, off + size) is in this process, or NULL;
+ * *device_p 1 when it is CUDA device memory. */
+static char *dest(tc_chan_ctx_t *ctx, uint64_t id, uint64_t off, uint64_t size, int *device_p)
 {
     char *p = NULL;
     tc_mem_t *m;
 
+    *device_p = 0;
     pthread_mutex_lock(&ctx->mu);
     for (m = ctx->mems; m != NULL; m = m->next) {
         if (m->id == id) {
             if (tc__chan_fits(off, size, m->size)) {
                 p = m->base + off;
+                *device_p = m->device >= 0;
             }
             break;
         }
@@ -82,7 +85,15 @@ static void item_apply(tc_chan_ctx_t *ctx, int r, net_item_t *it)
     net_hdr_t h;
     int rc;
 
-    if (it->copy != NULL) {
+    if (it->to_device) {
+        /* staged in host memory (inline copy, or the data received into
+         * scratch): now into the device memory, before the signal */
+        const char *from = it->copy != NULL ? it->copy : it->scratch;
+        if (from != NULL && tc__chan_copy(ctx, it->dst, from, it->len, why, sizeof(why)) != TC_OK) {
+            src_fail(s, it->chan, "rank %d: copying a put of %llu bytes into device memory: %s",
+                     ctx->rank, (unsigned long long)it->len, why);
+        }
+    } else if (it->copy != NULL) {
         memcpy(it->dst, it->copy, (size_t)it->len);
     }
     if (it->line != NULL) {
@@ -161,13 +172,14 @@ static void on_op(tc_chan_ctx_t *ctx, int r, const net_hdr_t *h, const char *pay
     net_src_t *s = &ctx->net->src[r];
     net_item_t *it = calloc(1, sizeof(*it));
     char *dst = NULL;
+    int device = 0;
 
     if (it == NULL) {
         src_fail(s, h->chan, "rank %d: out of memory receiving an operation", ctx->rank);
         return;
     }
     if ((h->type & TC_TRIG_PUT) != 0 && h->size > 0) {
-        dst = dest(ctx, h->mem_id, h->dst_off, h->size);
+        dst = dest(ctx, h->mem_id, h->dst_off, h->size, &device);
         if (dst == NULL) {
             src_fail(s, h->chan,
                      "rank %d has no registration %llu holding %llu bytes at "
@@ -179,14 +191,25 @@ static void on_op(tc_chan_ctx_t *ctx, int r, const net_hdr_t *h, const char *pay
             if (plen != h->size) {
                 src_fail(s, h->chan, "rank %d received a put of %zu bytes announced as %llu",
                          ctx->rank, plen, (unsigned long long)h->size);
-            } else if (dst != NULL && s->head == NULL) {
+            } else if (dst != NULL && s->head == NULL && !device) {
                 memcpy(dst, payload, plen); /* nothing earlier pending: now */
             } else if (dst != NULL && (it->copy = malloc(plen)) != NULL) {
                 memcpy(it->copy, payload, plen);
                 it->dst = dst;
                 it->len = plen;
+                it->to_device = device;
             } else if (dst != NULL) {
                 src_fail(s, h->chan, "rank %d: out of memory receiving a put", ctx->rank);
+            }
+        } else if (device) {
+            /* into host memory (scratch), copied to the device at completion */
+            it->dst = dst;
+            it->len = h->size;
+            it->to_device = 1;
+            post_data(ctx, r, it, NULL, h->size);
+            if (it->scratch == NULL) {
+                src_fail(s, h->chan, "rank %d: out of memory receiving a put for device memory",
+                         ctx->rank);
             }
         } else {
             post_data(ctx, r, it, dst, h->size);

@@ -92,8 +92,10 @@ tc_status_t tc__cuda_ipc_export(int dev, const void *ptr, tc_cuda_ipc_t *h, char
 
 /* Opens the m handles h[0..m) of other processes on dev (each allocation
  * once, however many of them it holds): ptrs[k] is h[k]'s buffer here.
- * Close them with tc__cuda_ipc_close before the owners may free them.
- * TC_ERR_TRANSPORT (why) when one cannot be opened (nothing stays open). */
+ * Close them with tc__cuda_ipc_close before the owners may free them; h
+ * must stay in place until then. TC_ERR_TRANSPORT (why) when one cannot
+ * be opened (nothing stays open). Both leave the calling thread's current
+ * device as it was. */
 typedef struct tc_cuda_ipc_maps tc_cuda_ipc_maps_t;
 tc_status_t tc__cuda_ipc_open(int dev, const tc_cuda_ipc_t *h, int m, void **ptrs,
                               tc_cuda_ipc_maps_t **maps_p, char *why, size_t len);
@@ -134,6 +136,22 @@ void tc__cuda_host_unmap(void *p);
 /* 1 when dev's atomics on mapped host memory are atomic against the CPU's
  * (cudaDevAttrHostNativeAtomicSupported), else 0. */
 int tc__cuda_host_native_atomics(int dev);
+/* The device whose memory (device or managed) [p, p + bytes) is, when it
+ * lies in one such allocation: TC_OK and *dev_p; host memory (or no CUDA
+ * here): TC_OK and *dev_p = -1; device memory that runs past its
+ * allocation: TC_ERR_ARG (why). Asks CUDA only in a process where it is
+ * available. */
+tc_status_t tc__cuda_ptr_device(const void *p, size_t bytes, int *dev_p, char *why, size_t len);
+
+/* A stream of a host thread's own on dev for copies between any memories
+ * (cudaMemcpyDefault), with an event to sleep on. Made on the thread that
+ * uses it; copy queues, finish sleeps until everything queued is done. */
+typedef struct tc_cuda_copier tc_cuda_copier_t;
+tc_status_t tc__cuda_copier_create(int dev, tc_cuda_copier_t **c_p, char *why, size_t len);
+tc_status_t tc__cuda_copier_copy(tc_cuda_copier_t *c, void *dst, const void *src, size_t bytes,
+                                 char *why, size_t len);
+tc_status_t tc__cuda_copier_finish(tc_cuda_copier_t *c, char *why, size_t len);
+void tc__cuda_copier_destroy(tc_cuda_copier_t *c);
 
 /* Waits for tcoll's streams and frees the pooled events (tc_shutdown). The
  * streams and memory pools stay: device memory still held by requests

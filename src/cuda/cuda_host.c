@@ -9,7 +9,9 @@
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <cuda_runtime_api.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "cuda/cuda.h"
 #include "cuda/cuda_internal.h"
@@ -104,4 +106,104 @@ int tc__cuda_host_native_atomics(int dev)
         return 0;
     }
     return v != 0;
+}
+
+tc_status_t tc__cuda_ptr_device(const void *p, size_t bytes, int *dev_p, char *why, size_t len)
+{
+    struct cudaPointerAttributes a;
+    void *base = NULL;
+    size_t size = 0;
+
+    *dev_p = -1;
+    if (!tc__cuda_available(NULL)) {
+        return TC_OK;
+    }
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        (void)cudaGetLastError(); /* memory CUDA does not know: host memory */
+        return TC_OK;
+    }
+    if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged) {
+        return TC_OK;
+    }
+    if (a.type == cudaMemoryTypeDevice && bytes > 0 && tc__cuda_alloc_range(p, &base, &size) &&
+        (bytes > size || (uintptr_t)p - (uintptr_t)base > size - bytes)) {
+        snprintf(why, len,
+                 "%zu bytes of CUDA device %d's memory at %p run %zu bytes past the end "
+                 "of its allocation",
+                 bytes, a.device, p, (size_t)((uintptr_t)p - (uintptr_t)base) + bytes - size);
+        return TC_ERR_ARG;
+    }
+    *dev_p = a.device;
+    return TC_OK;
+}
+
+struct tc_cuda_copier {
+    int dev;
+    cudaStream_t stream;
+    cudaEvent_t done; /* blocking sync: finish sleeps */
+};
+
+tc_status_t tc__cuda_copier_create(int dev, tc_cuda_copier_t **c_p, char *why, size_t len)
+{
+    tc_cuda_copier_t *c;
+    cudaError_t e;
+    tc_status_t st;
+
+    *c_p = NULL;
+    if ((st = tc__cuda_set_current(dev, why, len)) != TC_OK) {
+        return st;
+    }
+    if ((c = calloc(1, sizeof(*c))) == NULL) {
+        snprintf(why, len, "out of memory");
+        return TC_ERR_NOMEM;
+    }
+    c->dev = dev;
+    if ((e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking)) != cudaSuccess) {
+        free(c);
+        return tc__cuda_failed(TC_ERR_TRANSPORT, why, len, "cudaStreamCreateWithFlags", e);
+    }
+    e = cudaEventCreateWithFlags(&c->done, cudaEventBlockingSync | cudaEventDisableTiming);
+    if (e != cudaSuccess) {
+        (void)cudaStreamDestroy(c->stream);
+        free(c);
+        return tc__cuda_failed(TC_ERR_TRANSPORT, why, len, "cudaEventCreateWithFlags", e);
+    }
+    *c_p = c;
+    return TC_OK;
+}
+
+tc_status_t tc__cuda_copier_copy(tc_cuda_copier_t *c, void *dst, const void *src, size_t bytes,
+                                 char *why, size_t len)
+{
+    cudaError_t e;
+
+    if (bytes == 0) {
+        return TC_OK;
+    }
+    if ((e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, c->stream)) != cudaSuccess) {
+        return tc__cuda_failed(TC_ERR_TRANSPORT, why, len, "cudaMemcpyAsync", e);
+    }
+    return TC_OK;
+}
+
+tc_status_t tc__cuda_copier_finish(tc_cuda_copier_t *c, char *why, size_t len)
+{
+    cudaError_t e;
+
+    if ((e = cudaEventRecord(c->done, c->stream)) != cudaSuccess ||
+        (e = cudaEventSynchronize(c->done)) != cudaSuccess) {
+        return tc__cuda_failed(TC_ERR_TRANSPORT, why, len, "waiting for the copies", e);
+    }
+    return TC_OK;
+}
+
+void tc__cuda_copier_destroy(tc_cuda_copier_t *c)
+{
+    if (c != NULL) {
+        (void)cudaStreamSynchronize(c->stream);
+        (void)cudaEventDestroy(c->done);
+        (void)cudaStreamDestroy(c->stream);
+        (void)cudaGetLastError();
+        free(c);
+    }
 }

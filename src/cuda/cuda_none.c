@@ -184,3 +184,35 @@ int tc__cuda_host_native_atomics(int dev)
     (void)dev;
     return 0;
 }
+
+tc_status_t tc__cuda_ptr_device(const void *p, size_t bytes, int *dev_p, char *why, size_t len)
+{
+    (void)p, (void)bytes, (void)why, (void)len;
+    *dev_p = -1;
+    return TC_OK;
+}
+
+tc_status_t tc__cuda_copier_create(int dev, tc_cuda_copier_t **c_p, char *why, size_t len)
+{
+    (void)dev;
+    *c_p = NULL;
+    return refuse(why, len);
+}
+
+tc_status_t tc__cuda_copier_copy(tc_cuda_copier_t *c, void *dst, const void *src, size_t bytes,
+                                 char *why, size_t len)
+{
+    (void)c, (void)dst, (void)src, (void)bytes;
+    return refuse(why, len);
+}
+
+tc_status_t tc__cuda_copier_finish(tc_cuda_copier_t *c, char *why, size_t len)
+{
+    (void)c;
+    return refuse(why, len);
+}
+
+void tc__cuda_copier_destroy(tc_cuda_copier_t *c)
+{
+    (void)c;
+}

@@ -169,12 +169,12 @@ void tc__cuda_ipc_close(int dev, tc_cuda_ipc_maps_t *maps)
 {
     tc_cuda_ctx_t c;
     char why[256];
-    int k;
+    int k, old = -1;
 
     if (maps == NULL) {
         return;
     }
-    if (maps->n > 0 && tc__cuda_ctx(dev, NULL, &c, why, sizeof(why)) == TC_OK) {
+    if (maps->n > 0 && tc__cuda_ctx(dev, &old, &c, why, sizeof(why)) == TC_OK) {
         for (k = 0; k < maps->n; k++) {
             cudaError_t e = cudaIpcCloseMemHandle(maps->base[k]);
             if (e != cudaSuccess) {
@@ -183,6 +183,7 @@ void tc__cuda_ipc_close(int dev, tc_cuda_ipc_maps_t *maps)
             }
         }
     }
+    tc__cuda_restore(dev, old);
     free(maps->base);
     free(maps->hd);
     free(maps);
@@ -194,7 +195,7 @@ tc_status_t tc__cuda_ipc_open(int dev, const tc_cuda_ipc_t *h, int m, void **ptr
     tc_cuda_ipc_maps_t *maps = calloc(1, sizeof(*maps));
     tc_cuda_ctx_t c;
     tc_status_t st;
-    int k, j;
+    int k, j, old = -1;
 
     *maps_p = NULL;
     if (maps == NULL || (maps->base = calloc((size_t)m + 1, sizeof(void *))) == NULL ||
@@ -203,7 +204,8 @@ tc_status_t tc__cuda_ipc_open(int dev, const tc_cuda_ipc_t *h, int m, void **ptr
         snprintf(why, len, "out of memory");
         return TC_ERR_NOMEM;
     }
-    if ((st = tc__cuda_ctx(dev, NULL, &c, why, len)) != TC_OK) {
+    if ((st = tc__cuda_ctx(dev, &old, &c, why, len)) != TC_OK) {
+        tc__cuda_restore(dev, old);
         tc__cuda_ipc_close(dev, maps);
         return st;
     }
@@ -222,6 +224,7 @@ tc_status_t tc__cuda_ipc_open(int dev, const tc_cuda_ipc_t *h, int m, void **ptr
             e = cudaIpcOpenMemHandle(&base, mh, cudaIpcMemLazyEnablePeerAccess);
             if (e != cudaSuccess) {
                 tc__cuda_failed(TC_ERR_TRANSPORT, why, len, "cudaIpcOpenMemHandle", e);
+                tc__cuda_restore(dev, old);
                 tc__cuda_ipc_close(dev, maps);
                 return TC_ERR_TRANSPORT;
             }
@@ -231,6 +234,7 @@ tc_status_t tc__cuda_ipc_open(int dev, const tc_cuda_ipc_t *h, int m, void **ptr
         }
         ptrs[k] = (char *)base + h[k].offset;
     }
+    tc__cuda_restore(dev, old);
     *maps_p = maps;
     return TC_OK;
 }
