@@ -7,12 +7,19 @@
 #             (test_gpu_reduce), every kind on device tensors against the
 #             host path at 1, 2 and 4 ranks sharing the GPUs, under
 #             TCOLL_DETERMINISTIC=1 with random floats, and with the IPC path
-#             on (test_gpu_kinds), tcoll-perf --device cuda checked
+#             on (test_gpu_kinds), tcoll-perf --device cuda checked; the
+#             proxy and channels driven from kernels (test_gpu_chan: a
+#             million device pushes into a device proxy, memory and port
+#             channel ping-pong and bulk puts on device memory, host to
+#             device and back, across pretend nodes, a peer killed mid-put)
 #   torch2/4  tcoll.torch on CUDA tensors at 2 and 4 ranks
 #             (tests/gpu/test_torch_cuda.py)
 #   demo      the main job on the GPU: train_digits.py --device cuda, 2 ranks
 #   perf2/4   tcoll-perf --device cuda at 2 and 4 ranks (the table), staged
 #             through host memory and (-ipc) with TCOLL_CUDA_IPC=1
+#   chan-bench tcoll-chan-bench --device cuda -e 1G: device push latency and
+#             rate, kernel-to-kernel signal/wait, channel put bandwidth
+#             against the device-to-device copy
 #   torch2-ipc tcoll.torch on CUDA tensors with TCOLL_CUDA_IPC=1
 #   dist-cuda2 the torch.distributed backend on CUDA tensors, DDP on the GPU
 #             against Gloo (tests/gpu/test_dist_cuda.py)
@@ -119,6 +126,7 @@ step perf2 300 mpiexec -n 2 "$build/tools/tcoll-perf" --device cuda
 step perf4 400 mpiexec -n 4 "$build/tools/tcoll-perf" --device cuda
 step perf2-ipc 300 env TCOLL_CUDA_IPC=1 mpiexec -n 2 "$build/tools/tcoll-perf" --device cuda
 step perf4-ipc 300 env TCOLL_CUDA_IPC=1 mpiexec -n 4 "$build/tools/tcoll-perf" --device cuda
+step chan-bench 300 mpiexec -n 2 "$build/tools/tcoll-chan-bench" --device cuda -e 1G
 
 echo
 echo "test_gpu.sh: SUMMARY: $([ "$failed" -eq 0 ] && echo PASS || echo FAIL) in" \

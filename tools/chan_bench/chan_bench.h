@@ -15,6 +15,8 @@
  *   latency.c     the ping-pong rows
  *   bandwidth.c   the one-way and two-way rounds, runs, checks and ratios
  *   output.c      the tables, the goals and --json
+ *   device.cu     --device cuda: the channels driven from kernels (or, in a
+ *                 build without a CUDA compiler, device_none.c saying so)
  *
  * The program uses only tcoll's public headers; nothing here may reach into
  * the library's internals.
@@ -58,6 +60,7 @@ typedef struct {
     int lat_warmup;
     int64_t spin_ns; /* < 0: the library's default */
     const char *json;
+    int device; /* --device cuda: device.cu's tables instead */
 } cb_opts_t;
 
 void cb_usage(FILE *f);
@@ -252,5 +255,19 @@ void cb_print_goals(const cb_lat_row_t *lat, const cb_bw_row_t *one, const cb_bw
                     int nsizes);
 void cb_write_json(FILE *f, const cb_opts_t *o, const cb_lat_row_t *lat, const cb_bw_row_t *one,
                    const cb_bw_row_t *two, int nsizes);
+
+/* ------------------------------------------------------------------------ */
+/* device.cu (device_none.c without a CUDA compiler)                         */
+/* ------------------------------------------------------------------------ */
+
+#define CB_EXIT_SKIP 77 /* --device cuda without a GPU or without the kernels */
+
+/* --device cuda, after tc_init (both ranks): the whole run; returns the
+ * exit status. sizes[0..nsizes) as for the host tables. */
+#ifdef __cplusplus
+extern "C"
+#endif
+    int
+    cb_device_main(const cb_opts_t *o, const uint64_t *sizes, int nsizes);
 
 #endif /* TCOLL_CHAN_BENCH_H */

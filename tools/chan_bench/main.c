@@ -68,6 +68,9 @@
  * port channel rows then time how the two take turns: the header lists the
  * CPUs each rank may use.
  *
+ * With --device cuda the run is another one (device.cu): the channels
+ * driven from GPU kernels on device memory, against the GPU's own copy.
+ *
  * The sources: chan_bench.h says which file does what.
  */
 #define _GNU_SOURCE
@@ -157,6 +160,13 @@ int main(int argc, char **argv)
     }
 
     cb_chk(tc_init(), "tc_init");
+    if (o.device) {
+        exit_code = cb_device_main(&o, sizes, nsizes);
+        cb_chk(tc_shutdown(), "tc_shutdown");
+        MPI_Comm_free(&cb_comm);
+        MPI_Finalize();
+        return exit_code;
+    }
     cb_nodes = tc_local_size() == 1; /* the same on both ranks: TCOLL_RANKS_PER_NODE must agree */
     cb_setup(&o);
     bw[0] = calloc((size_t)nsizes, sizeof(cb_bw_row_t));

@@ -40,11 +40,18 @@ void cb_usage(FILE *f)
                "      --spin-ns NS      how long channel waits poll before parking\n"
                "                        (tc_chan_opts_t.spin_ns; default: the library's)\n"
                "      --json FILE       also write every number to FILE as JSON\n"
+               "      --device cuda     the channels driven from GPU kernels on device memory\n"
+               "                        (tcoll_channel_device.h): device push to proxy\n"
+               "                        latency and rate, kernel-to-kernel signal/wait, memory\n"
+               "                        and port channel put bandwidth against the GPU's own\n"
+               "                        device-to-device copy (needs a CUDA build and a GPU;\n"
+               "                        -b, -e, -f, -n, -l apply; the other options do not)\n"
                "  -h, --help            this text\n"
                "\n"
                "SIZE: bytes with an optional K, M or G suffix (powers of 1024).\n"
                "Exit status: 0 every transfer right; 1 a call failed or a transfer delivered\n"
-               "wrong bytes; 2 bad options, or not 2 ranks.\n");
+               "wrong bytes; 2 bad options, or not 2 ranks; 77 --device cuda without a GPU\n"
+               "or in a build without CUDA kernels.\n");
 }
 
 static int parse_long(const char *s, long lo, long hi, long *v_p)
@@ -73,6 +80,7 @@ int cb_parse_options(int argc, char **argv, cb_opts_t *o, char *err, size_t len)
                                              {"warmup", required_argument, NULL, 'w'},
                                              {"spin-ns", required_argument, NULL, 'S'},
                                              {"json", required_argument, NULL, 'J'},
+                                             {"device", required_argument, NULL, 'D'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     long v;
@@ -145,6 +153,13 @@ int cb_parse_options(int argc, char **argv, cb_opts_t *o, char *err, size_t len)
             o->spin_ns = v;
             break;
         case 'J': o->json = optarg; break;
+        case 'D':
+            if (strcmp(optarg, "cuda") == 0) {
+                o->device = 1;
+            } else if (strcmp(optarg, "host") != 0) {
+                snprintf(err, len, "--device '%s': expected cuda or host", optarg);
+            }
+            break;
         case 'h': return 1;
         case ':': snprintf(err, len, "%s needs a value", argv[optind - 1]); break;
         default: snprintf(err, len, "unknown option '%s' (--help lists them)", argv[optind - 1]);
