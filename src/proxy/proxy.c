@@ -9,7 +9,9 @@
  *   step  who                        does
  *   ----  -------------------------  -------------------------------------------------
  *    1    tc_proxy_start             creates the thread (and, if blocking, waits for 4)
- *    2    proxy thread               runs the init hook (default: bind to TCOLL_PROXY_CPUS)
+ *    2    proxy thread               runs the init hook (default: bind to TCOLL_PROXY_CPUS);
+ *                                    a device proxy first makes its device current and
+ *                                    binds near it (proxy_bind.c), then runs the hook
  *    3    proxy thread               marks itself ready, wakes a blocking start
  *    4    proxy thread               loop: poll -> handler -> pop; when empty spin
  *                                    for PROXY_SPIN_NS (on one CPU: see

@@ -229,7 +229,8 @@ static const knob_t knobs[] = {
      NULL},
     {"TCOLL_PROXY_CPUS", KNOB_STRING, OFF(proxy_cpus), "", 0, FIELD_SIZE(proxy_cpus), KNOB_LOCAL,
      "CPUs the default proxy init hook binds its thread to (hwloc list syntax, "
-     "e.g. 0-3,8), or NUMA nodes as numa:<nodes>; empty binds nothing.",
+     "e.g. 0-3,8), or NUMA nodes as numa:<nodes>; empty binds nothing (a proxy "
+     "for a GPU then binds near the GPU).",
      NULL},
 };
 #define NKNOBS (sizeof(knobs) / sizeof(knobs[0]))
