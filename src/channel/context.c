@@ -374,6 +374,7 @@ tc_status_t tc_chan_ctx_create(const tc_chan_opts_t *opts, tc_chan_ctx_t **ctx_p
     pthread_mutex_init(&ctx->mu, NULL);
     ctx->rank = tc_rank();
     ctx->size = tc_size();
+    ctx->device = -1; /* until device.c says otherwise */
     ctx->sem_ids = o.sem_ids;
     ctx->spin_ns = o.spin_ns;
     ctx->index = atomic_fetch_add_explicit(&ctx_count, 1, memory_order_relaxed);

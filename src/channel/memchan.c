@@ -44,6 +44,12 @@ tc_status_t tc_memchan_create(tc_sem_t *sem, tc_mem_t *local, tc_rmem_t *remote,
                              remote->rank, sem->peer);
     }
     dst = tc__rmem_addr(remote);
+    if (dst == NULL && remote->device >= 0 && sem->ctx->peers[remote->rank].same_node) {
+        return tc__set_error(TC_ERR_ARG,
+                             "tc_memchan_create: rank %d's memory is CUDA device memory, which "
+                             "only a context made with TC_CHAN_CUDA maps",
+                             remote->rank);
+    }
     if (dst == NULL) {
         return tc__set_error(TC_ERR_ARG, "tc_memchan_create: rank %d's memory %s", remote->rank,
                              sem->ctx->peers[remote->rank].same_node

@@ -178,6 +178,7 @@ static void on_op(tc_chan_ctx_t *ctx, int r, const net_hdr_t *h, const char *pay
         src_fail(s, h->chan, "rank %d: out of memory receiving an operation", ctx->rank);
         return;
     }
+    it->chan = h->chan; /* a failure at completion is reported to this channel's flush */
     if ((h->type & TC_TRIG_PUT) != 0 && h->size > 0) {
         dst = dest(ctx, h->mem_id, h->dst_off, h->size, &device);
         if (dst == NULL) {
