@@ -396,6 +396,110 @@ TC_CASE(portchan)
     ring_close(&g);
 }
 
+/* FNV-1a 64, as the handle's checksum (regmem.c's layout). */
+static uint64_t fnv1a(const unsigned char *p, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        h = (h ^ p[i]) * 0x100000001b3ull;
+    }
+    return h;
+}
+
+static void put_le32(unsigned char *b, uint32_t v)
+{
+    int i;
+    for (i = 0; i < 4; i++) {
+        b[i] = (unsigned char)(v >> (8 * i));
+    }
+}
+
+static void put_le64(unsigned char *b, uint64_t v)
+{
+    int i;
+    for (i = 0; i < 8; i++) {
+        b[i] = (unsigned char)(v >> (8 * i));
+    }
+}
+
+/* The handle's device field (offset 72) set to dev, checksum made good. */
+static void with_device(const tc_mem_handle_t *h, int32_t dev, tc_mem_handle_t *out)
+{
+    *out = *h;
+    put_le32(out->bytes + 72, (uint32_t)dev);
+    put_le64(out->bytes + 184, fnv1a(out->bytes, 184));
+}
+
+/* Handles that say "device memory" (version 2, 192 bytes), checked on
+ * arrival: an impossible device, or device memory in a shared region, is
+ * refused; a well-formed one opens in a context for host threads, which
+ * cannot reach it: a memory channel to it is refused and a port channel's
+ * put to it fails at the proxy, reported by the flush, saying why. */
+TC_CASE(device_handles)
+{
+    tc_mem_handle_t h, bad;
+    tc_rmem_t *r = NULL;
+    tc_portchan_t *ch;
+    tc_memchan_t *mch = NULL;
+    char *priv = tt_xmalloc(4096);
+    tc_mem_t *pm;
+    ring_t g;
+
+    CHECK_EQ(TC_MEM_HANDLE_BYTES, 192);
+    if (tt_size < 2) {
+        free(priv);
+        return;
+    }
+    ring_open(&g);
+    CHECK_OK(tc_mem_register(g.ctx, priv, 4096, &pm)); /* private memory: no region */
+    CHECK_OK(tc_mem_handle(pm, &h));
+    CHECK_EQ(tc_mem_handle(g.mem, &bad), TC_OK);
+    with_device(&bad, 0, &bad); /* a shared region that says it is device memory */
+    CHECK_EQ(tc_mem_open(g.ctx, bad.bytes, sizeof(bad.bytes), &r), TC_ERR_ARG);
+    CHECK_STR_CONTAINS(tc_last_error(), "shared host region");
+    with_device(&h, -7, &bad);
+    CHECK_EQ(tc_mem_open(g.ctx, bad.bytes, sizeof(bad.bytes), &r), TC_ERR_ARG);
+    CHECK_STR_CONTAINS(tc_last_error(), "CUDA device -7");
+    bad = h;
+    bad.bytes[80] ^= 1; /* the IPC handle is under the checksum too */
+    CHECK_EQ(tc_mem_open(g.ctx, bad.bytes, sizeof(bad.bytes), &r), TC_ERR_ARG);
+    CHECK_STR_CONTAINS(tc_last_error(), "damaged");
+    CHECK(r == NULL);
+
+    /* this rank's own handle, sent to the right neighbour as device memory */
+    with_device(&h, 0, &bad);
+    {
+        tc_request_t *req;
+        tc_tensor_t t = {bad.bytes, TC_UINT8, 1, {TC_MEM_HANDLE_BYTES}}, all;
+        CHECK_OK(tc_allgather("devhandles", &t, &req));
+        CHECK_OK(tc_wait(req));
+        CHECK_OK(tc_request_output(req, &all));
+        CHECK_EQ(all.shape[0], (int64_t)tt_size * TC_MEM_HANDLE_BYTES);
+        CHECK_OK(tc_mem_open(
+            g.ctx, (const unsigned char *)all.data + (size_t)right() * TC_MEM_HANDLE_BYTES,
+            TC_MEM_HANDLE_BYTES, &r));
+        tc_request_free(req);
+    }
+    CHECK_EQ(tc_rmem_rank(r), right());
+    if (!other_node(right())) {
+        CHECK_EQ(tc_memchan_create(g.data_r, g.mem, r, &mch), TC_ERR_ARG);
+        CHECK_STR_CONTAINS(tc_last_error(), "TC_CHAN_CUDA");
+        CHECK_OK(tc_portchan_create(g.data_r, g.mem, r, &ch));
+        CHECK_OK(tc_portchan_put(ch, 0, 0, 64));
+        CHECK_EQ(tc_portchan_flush(ch, 30 * SEC), TC_ERR_TRANSPORT);
+        CHECK_STR_CONTAINS(tc_last_error(), "CUDA device memory that this context cannot reach");
+        CHECK_OK(tc_portchan_flush(ch, 30 * SEC)); /* reported once */
+        CHECK_OK(tc_portchan_destroy(ch));
+    }
+    tc_mem_close(r);
+    barrier();
+    tc_mem_deregister(pm);
+    free(priv);
+    ring_close(&g);
+}
+
 int main(int argc, char **argv)
 {
     return tt_mpi_main(argc, argv, &(tt_program_t){0});
