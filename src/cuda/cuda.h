@@ -139,8 +139,8 @@ int tc__cuda_host_native_atomics(int dev);
 /* The device whose memory (device or managed) [p, p + bytes) is, when it
  * lies in one such allocation: TC_OK and *dev_p; host memory (or no CUDA
  * here): TC_OK and *dev_p = -1; device memory that runs past its
- * allocation: TC_ERR_ARG (why). Asks CUDA only in a process where it is
- * available. */
+ * allocation: TC_ERR_ARG (why). Asks CUDA only in a process where a
+ * device's context is active already (so a host-only job makes none). */
 tc_status_t tc__cuda_ptr_device(const void *p, size_t bytes, int *dev_p, char *why, size_t len);
 
 /* A stream of a host thread's own on dev for copies between any memories

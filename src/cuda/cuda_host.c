@@ -115,7 +115,9 @@ tc_status_t tc__cuda_ptr_device(const void *p, size_t bytes, int *dev_p, char *w
     size_t size = 0;
 
     *dev_p = -1;
-    if (!tc__cuda_available(NULL)) {
+    /* No active context: p cannot be device memory (cudaMalloc makes the
+     * device's primary context), and asking would make one here. */
+    if (!tc__cuda_available(NULL) || !tc__cuda_any_context()) {
         return TC_OK;
     }
     if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {

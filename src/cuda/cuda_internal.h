@@ -32,6 +32,12 @@ tc_status_t tc__cuda_failed(tc_status_t st, char *why, size_t len, const char *w
  * driver does not say. */
 int tc__cuda_alloc_range(const void *ptr, void **base_p, size_t *size_p);
 
+/* 1 when some device's primary context is active in this process (device
+ * memory can only exist then; a driver-API context of the application's
+ * own is not seen), or when the driver cannot say; 0 without CUDA. Creates
+ * no context. */
+int tc__cuda_any_context(void);
+
 /* The kernels' fatbin (kernels.cu), embedded by the build. */
 extern const unsigned char tc__cuda_kernels_image[];
 extern const size_t tc__cuda_kernels_image_len;

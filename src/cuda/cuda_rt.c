@@ -41,12 +41,14 @@ struct tc_cuda_mark {
 };
 
 typedef CUresult (*range_fn_t)(CUdeviceptr *base, size_t *size, CUdeviceptr ptr);
+typedef CUresult (*state_fn_t)(CUdevice dev, unsigned int *flags, int *active);
 
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static int ndev;         /* > 0 once available */
 static char no_why[256]; /* why not, when ndev is 0 */
 static devctx_t *devs;   /* [ndev] */
 static range_fn_t range_fn;
+static state_fn_t state_fn; /* cuDevicePrimaryCtxGetState */
 
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static tc_cuda_mark_t *marks; /* free marks, any device */
@@ -81,8 +83,33 @@ static void probe(void)
         q == cudaDriverEntryPointSuccess) {
         range_fn = (range_fn_t)fn;
     }
+    fn = NULL;
+    if (cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &fn, 12000,
+                                         cudaEnableDefault, &q) == cudaSuccess &&
+        q == cudaDriverEntryPointSuccess) {
+        state_fn = (state_fn_t)fn;
+    }
     (void)cudaGetLastError();
     ndev = n;
+}
+
+int tc__cuda_any_context(void)
+{
+    unsigned int flags = 0;
+    int i, active = 0;
+
+    if (!tc__cuda_available(NULL)) {
+        return 0;
+    }
+    if (state_fn == NULL) {
+        return 1; /* cannot tell: assume one */
+    }
+    for (i = 0; i < ndev; i++) {
+        if (state_fn((CUdevice)i, &flags, &active) == CUDA_SUCCESS && active) {
+            return 1;
+        }
+    }
+    return 0;
 }
 
 int tc__cuda_alloc_range(const void *ptr, void **base_p, size_t *size_p)
