@@ -37,8 +37,9 @@
  * counter in host memory. It is atomic against the CPU's signals (and so
  * may share a semaphore with host signallers) only where the device has
  * cudaDevAttrHostNativeAtomicSupported; elsewhere signal one semaphore from
- * the device or from the host, not both at once. Waits are plain loads and
- * work everywhere.
+ * the device or from the host, not both at once (a port channel's signal
+ * is the proxy's: a host signal; a memory channel's from a kernel is the
+ * device's). Waits are plain loads and work everywhere.
  *
  * Time limits: a device wait takes timeout_ns (< 0: none), measured with
  * the GPU's global timer; it cannot see a peer's process exit, so give
