@@ -1,9 +1,15 @@
 /*
  * consumer.c - a program built against an installed tcoll (CMake package or
  * pkg-config), knowing nothing of MPI: one allreduce and a clean shutdown.
+ * Every public header is included, so each must be installed and compile
+ * as a strict C11 user's.
  */
 #include <stdio.h>
 #include <tcoll.h>
+#include <tcoll_channel.h>
+#include <tcoll_channel_device.h>
+#include <tcoll_fifo_device.h>
+#include <tcoll_trigger.h>
 
 int main(void)
 {
