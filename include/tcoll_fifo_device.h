@@ -92,8 +92,12 @@ typedef struct {
     void *map_base;               /* start of the FIFO's pages (head, slots and the rest) */
     size_t map_bytes;             /* their length (whole pages): what to register */
     size_t slots_bytes;           /* size * sizeof(tc_fifo_device_slot_t) */
-    uint64_t *tail;               /* positions below it have been handled (read only) */
 } tc_fifo_device_t;
+
+/* Where the FIFO's tail counter (positions below it have been handled) is:
+ * this many bytes into the pages at map_base (checked where the FIFO is
+ * built). Read only, by tc_fifo_device_sync. */
+#define TC_FIFO_DEVICE_TAIL_OFFSET 128u
 
 /*
  * Fills *view_p with host pointers to fifo's head and slots, and puts the
@@ -124,7 +128,6 @@ static inline void tc_fifo_device_rebase(const tc_fifo_device_t *view, void *bas
 
     v.slots = (tc_fifo_device_slot_t *)(to + ((const char *)view->slots - from));
     v.head = (uint64_t *)(to + ((const char *)view->head - from));
-    v.tail = (uint64_t *)(to + ((const char *)view->tail - from));
     v.map_base = base;
     *view_p = v;
 }
@@ -233,10 +236,11 @@ static inline TC_HOST_DEVICE uint64_t tc_fifo_device_push(const tc_fifo_device_t
  */
 static inline TC_HOST_DEVICE void tc_fifo_device_sync(const tc_fifo_device_t *v, uint64_t pos)
 {
+    uint64_t *tail = (uint64_t *)(void *)((char *)v->map_base + TC_FIFO_DEVICE_TAIL_OFFSET);
 #if defined(__CUDA_ARCH__)
     unsigned int ns = TC_FIFO_DEVICE_SLEEP_MIN_NS;
 
-    while (*(volatile uint64_t *)v->tail <= pos) {
+    while (*(volatile uint64_t *)tail <= pos) {
         __nanosleep(ns);
         if (ns < TC_FIFO_DEVICE_SLEEP_MAX_NS) {
             ns *= 2u;
@@ -247,7 +251,7 @@ static inline TC_HOST_DEVICE void tc_fifo_device_sync(const tc_fifo_device_t *v,
     uint32_t round = 0;
 
     /* acquire: pairs with the pop's release store of tail. */
-    while (__atomic_load_n(v->tail, __ATOMIC_ACQUIRE) <= pos) {
+    while (__atomic_load_n(tail, __ATOMIC_ACQUIRE) <= pos) {
         tc__fifo_device_host_wait(&round);
     }
 #endif

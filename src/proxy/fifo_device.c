@@ -20,6 +20,9 @@ _Static_assert(offsetof(tc_fifo_device_slot_t, waiters) == offsetof(tc__fifo_slo
                "waiters");
 _Static_assert(offsetof(tc_fifo_device_slot_t, fst) == offsetof(tc__fifo_slot_t, fst), "fst");
 _Static_assert(offsetof(tc_fifo_device_slot_t, snd) == offsetof(tc__fifo_slot_t, snd), "snd");
+/* tc_fifo_device_sync finds the tail at a fixed place in the pages. */
+_Static_assert(offsetof(struct tc_fifo, tail) == TC_FIFO_DEVICE_TAIL_OFFSET, "tail offset");
+_Static_assert(offsetof(struct tc_fifo, head) < TC_FIFO_DEVICE_TAIL_OFFSET, "head first");
 _Static_assert(sizeof(_Atomic uint32_t) == sizeof(uint32_t) &&
                    _Alignof(_Atomic uint32_t) == _Alignof(uint32_t),
                "an atomic u32 is a plain u32 in memory");
@@ -37,7 +40,6 @@ tc_status_t tc_fifo_device_view(tc_fifo_t *fifo, tc_fifo_device_t *view_p)
     }
     v.slots = (tc_fifo_device_slot_t *)(void *)fifo->slots;
     v.head = (uint64_t *)(void *)&fifo->head;
-    v.tail = (uint64_t *)(void *)&fifo->tail;
     v.size = fifo->size;
     v.mask = fifo->mask;
     v.map_base = fifo;
