@@ -233,6 +233,23 @@ static inline TC_HOST_DEVICE int tc__dev_fits(uint64_t off, uint64_t size, uint6
     return off <= len && size <= len - off;
 }
 
+/* A checked copy between a memory channel's two sides: 1 (and nothing
+ * copied) when a range is outside its memory or the thread is none of
+ * nthreads, else this thread's share copied and 0. */
+static inline TC_HOST_DEVICE int tc__dev_copy_checked(char *dst, uint64_t dst_size,
+                                                      uint64_t dst_offset, const char *src,
+                                                      uint64_t src_size, uint64_t src_offset,
+                                                      uint64_t size, uint32_t tid,
+                                                      uint32_t nthreads)
+{
+    if (!tc__dev_fits(src_offset, size, src_size) || !tc__dev_fits(dst_offset, size, dst_size) ||
+        nthreads == 0 || tid >= nthreads) {
+        return 1;
+    }
+    tc__dev_copy(dst + dst_offset, src + src_offset, size, tid, nthreads);
+    return 0;
+}
+
 /* Copies size bytes from this rank's memory at src_offset to the peer's at
  * dst_offset: done when every participating thread has returned. 1 (and
  * nothing copied) when a range is outside either memory, else 0. */
@@ -241,12 +258,8 @@ static inline TC_HOST_DEVICE int tc_memchan_device_put(const tc_memchan_device_t
                                                        uint64_t size, uint32_t tid,
                                                        uint32_t nthreads)
 {
-    if (!tc__dev_fits(src_offset, size, h->src_size) ||
-        !tc__dev_fits(dst_offset, size, h->dst_size) || nthreads == 0 || tid >= nthreads) {
-        return 1;
-    }
-    tc__dev_copy(h->dst + dst_offset, h->src + src_offset, size, tid, nthreads);
-    return 0;
+    return tc__dev_copy_checked(h->dst, h->dst_size, dst_offset, h->src, h->src_size, src_offset,
+                                size, tid, nthreads);
 }
 
 /* Copies size bytes from the peer's memory at src_offset to this rank's at
@@ -256,12 +269,8 @@ static inline TC_HOST_DEVICE int tc_memchan_device_get(const tc_memchan_device_t
                                                        uint64_t size, uint32_t tid,
                                                        uint32_t nthreads)
 {
-    if (!tc__dev_fits(src_offset, size, h->dst_size) ||
-        !tc__dev_fits(dst_offset, size, h->src_size) || nthreads == 0 || tid >= nthreads) {
-        return 1;
-    }
-    tc__dev_copy(h->src + dst_offset, h->dst + src_offset, size, tid, nthreads);
-    return 0;
+    return tc__dev_copy_checked(h->src, h->src_size, dst_offset, h->dst, h->dst_size, src_offset,
+                                size, tid, nthreads);
 }
 
 static inline TC_HOST_DEVICE void tc_memchan_device_signal(tc_memchan_device_t *h)

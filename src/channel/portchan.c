@@ -64,6 +64,26 @@ static int write_peer(pid_t pid, uint64_t addr, const char *src, uint64_t size)
     return 0;
 }
 
+/* Proxy thread: write_peer of len bytes of src to dst_offset of the
+ * channel's peer, part of the put f; 1, or 0 after recording the failure
+ * (a peer that has exited is marked gone). */
+static int write_peer_or_fail(tc_portchan_t *ch, const tc_trigger_fields_t *f, uint64_t dst_offset,
+                              const char *src, uint64_t len)
+{
+    int err = write_peer(ch->remote->pid, ch->remote->base + dst_offset, src, len);
+
+    if (err == 0) {
+        return 1;
+    }
+    if (err == ESRCH) {
+        atomic_store_explicit(&ch->peer_gone, 1, memory_order_relaxed);
+    }
+    tc__portchan_fail(ch, "a put of %llu bytes to rank %d (pid %d) failed: %s",
+                      (unsigned long long)f->size, ch->remote->rank, (int)ch->remote->pid,
+                      err == ESRCH ? "the process has exited" : strerror(err));
+    return 0;
+}
+
 /* Proxy thread: a put that reads or writes CUDA device memory, on this
  * node: one copy on the proxy's stream into the peer's memory mapped here
  * (its device memory opened with CUDA IPC, or its shared region), or, into
@@ -74,7 +94,6 @@ static void device_put(tc_portchan_t *ch, const tc_trigger_fields_t *f)
     const char *src = ch->local->base + f->src_offset;
     char why[256], *bounce;
     uint64_t off, len;
-    int err;
 
     if (ch->dst == NULL && ch->remote->device >= 0) {
         tc__portchan_fail(ch,
@@ -103,14 +122,7 @@ static void device_put(tc_portchan_t *ch, const tc_trigger_fields_t *f)
                               (unsigned long long)f->size, ch->remote->rank, why);
             return;
         }
-        err = write_peer(ch->remote->pid, ch->remote->base + f->dst_offset + off, bounce, len);
-        if (err != 0) {
-            if (err == ESRCH) {
-                atomic_store_explicit(&ch->peer_gone, 1, memory_order_relaxed);
-            }
-            tc__portchan_fail(ch, "a put of %llu bytes to rank %d (pid %d) failed: %s",
-                              (unsigned long long)f->size, ch->remote->rank, (int)ch->remote->pid,
-                              err == ESRCH ? "the process has exited" : strerror(err));
+        if (!write_peer_or_fail(ch, f, f->dst_offset + off, bounce, len)) {
             return;
         }
     }
@@ -118,8 +130,6 @@ static void device_put(tc_portchan_t *ch, const tc_trigger_fields_t *f)
 
 static void do_put(tc_portchan_t *ch, const tc_trigger_fields_t *f)
 {
-    int err;
-
     if (!tc__chan_fits(f->src_offset, f->size, ch->local->size) ||
         !tc__chan_fits(f->dst_offset, f->size, ch->remote->size)) {
         tc__portchan_fail(ch,
@@ -143,16 +153,7 @@ static void do_put(tc_portchan_t *ch, const tc_trigger_fields_t *f)
         memcpy(ch->dst + f->dst_offset, ch->local->base + f->src_offset, (size_t)f->size);
         return;
     }
-    err = write_peer(ch->remote->pid, ch->remote->base + f->dst_offset,
-                     ch->local->base + f->src_offset, f->size);
-    if (err != 0) {
-        if (err == ESRCH) {
-            atomic_store_explicit(&ch->peer_gone, 1, memory_order_relaxed);
-        }
-        tc__portchan_fail(ch, "a put of %llu bytes to rank %d (pid %d) failed: %s",
-                          (unsigned long long)f->size, ch->remote->rank, (int)ch->remote->pid,
-                          err == ESRCH ? "the process has exited" : strerror(err));
-    }
+    (void)write_peer_or_fail(ch, f, f->dst_offset, ch->local->base + f->src_offset, f->size);
 }
 
 static void carry_out(tc_portchan_t *ch, const tc_trigger_fields_t *f)

@@ -23,92 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mpi_common.h"
+#include "chan_ring.h"
 
-#define REGION (1u << 20)
 #define HALF (REGION / 2)
-#define SEC 1000000000ll
-
-static int right(void)
-{
-    return (tt_rank + 1) % tt_size;
-}
-
-static int left(void)
-{
-    return (tt_rank + tt_size - 1) % tt_size;
-}
-
-static int other_node(int r)
-{
-    const char *env = getenv("TCOLL_RANKS_PER_NODE");
-    int per = env != NULL && atoi(env) > 0 ? atoi(env) : tt_size;
-
-    return r / per != tt_rank / per;
-}
-
-static void barrier(void)
-{
-    tc_request_t *req;
-    CHECK_OK(tc_barrier(&req));
-    CHECK_OK(tc_wait(req));
-    tc_request_free(req);
-}
-
-static unsigned char pattern(int r, int k, uint64_t i)
-{
-    return (unsigned char)(tt_key((uint64_t)r, (uint64_t)k, i) & 0xff);
-}
-
-/* A context, one shared region per rank (first half sent from, second
- * half received into), every rank's handle, and semaphores with the
- * neighbours: id 0 "data is there", id 1 "done with it". */
-typedef struct {
-    tc_chan_ctx_t *ctx;
-    char *buf;
-    tc_mem_t *mem;
-    tc_rmem_t **rmems;
-    tc_sem_t *data_r, *data_l, *ack_r, *ack_l;
-} ring_t;
-
-static void ring_open(ring_t *g)
-{
-    memset(g, 0, sizeof(*g));
-    CHECK_OK(tc_chan_ctx_create(NULL, &g->ctx));
-    CHECK_OK(tc_mem_alloc(REGION, (void **)&g->buf));
-    CHECK_OK(tc_mem_register(g->ctx, g->buf, REGION, &g->mem));
-    g->rmems = calloc((size_t)tt_size, sizeof(*g->rmems));
-    CHECK_OK(tc_mem_exchange(g->ctx, NULL, g->mem, g->rmems));
-    CHECK_OK(tc_sem_create(g->ctx, right(), 0, &g->data_r));
-    CHECK_OK(tc_sem_create(g->ctx, right(), 1, &g->ack_r));
-    if (left() != right()) {
-        CHECK_OK(tc_sem_create(g->ctx, left(), 0, &g->data_l));
-        CHECK_OK(tc_sem_create(g->ctx, left(), 1, &g->ack_l));
-    } else {
-        g->data_l = g->data_r;
-        g->ack_l = g->ack_r;
-    }
-}
-
-static void ring_close(ring_t *g)
-{
-    int r;
-
-    barrier();
-    if (g->data_l != g->data_r) {
-        tc_sem_destroy(g->data_l);
-        tc_sem_destroy(g->ack_l);
-    }
-    tc_sem_destroy(g->data_r);
-    tc_sem_destroy(g->ack_r);
-    for (r = 0; r < tt_size; r++) {
-        tc_mem_close(g->rmems[r]);
-    }
-    free(g->rmems);
-    tc_mem_deregister(g->mem);
-    CHECK_OK(tc_chan_ctx_destroy(g->ctx));
-    CHECK_OK(tc_mem_free(g->buf));
-}
 
 /* The handles refuse NULLs; TC_CHAN_CUDA is checked, and refused on every
  * rank alike where no GPU can be used. */
@@ -167,7 +84,7 @@ TC_CASE(sem_rounds)
     if (tt_size < 2) {
         return;
     }
-    ring_open(&g);
+    ring_open(&g, 1);
     CHECK_OK(tc_sem_device_handle(g.data_r, &to_r));
     CHECK_OK(tc_sem_device_handle(g.data_l, &from_l));
     CHECK_EQ(tc_sem_device_poll(&from_l), 0);
@@ -249,28 +166,6 @@ static void put_by_block(tc_memchan_device_t *h, uint64_t dst, uint64_t src, uin
     pthread_barrier_destroy(&meet);
 }
 
-static void fill(char *p, int k, uint64_t off, uint64_t size)
-{
-    uint64_t i;
-    for (i = 0; i < size; i++) {
-        p[off + i] = (char)pattern(tt_rank, k, off + i);
-    }
-}
-
-static void check_from_left(const char *buf, int k, uint64_t dst, uint64_t src, uint64_t size)
-{
-    const unsigned char *p = (const unsigned char *)buf + HALF + dst;
-    uint64_t i;
-
-    for (i = 0; i < size; i++) {
-        if (p[i] != pattern(left(), k, src + i)) {
-            CHECK_MSG(0, "round %d: byte %llu of %llu from rank %d is 0x%02x, want 0x%02x", k,
-                      (unsigned long long)i, (unsigned long long)size, left(), p[i],
-                      pattern(left(), k, src + i));
-        }
-    }
-}
-
 static const uint64_t sizes[] = {0, 1, 15, 16, 4097, 65536 + 3, HALF - 64};
 
 /* Memory channels through handles: puts by 1, 3 and 8 threads, each byte
@@ -289,7 +184,7 @@ TC_CASE(memchan)
     if (tt_size < 2 || other_node(right()) || other_node(left())) {
         return; /* memory channels stay within a node */
     }
-    ring_open(&g);
+    ring_open(&g, 1);
     CHECK_OK(tc_memchan_create(g.data_r, g.mem, g.rmems[right()], &ch));
     CHECK_OK(tc_memchan_device_handle(ch, &h));
     CHECK_OK(tc_sem_device_handle(g.ack_r, &ack_in));
@@ -301,20 +196,20 @@ TC_CASE(memchan)
         if (src + size > HALF || dst + size > HALF) {
             continue;
         }
-        fill(g.buf, k, src, size);
+        fill_send(&g, k, src, size);
         put_by_block(&h, HALF + dst, src, size, n);
         CHECK_EQ(tc_sem_device_wait(&back, 30 * SEC), 0);
-        check_from_left(g.buf, k, dst, src, size);
+        check_received(&g, k, dst, src, size);
         CHECK_OK(tc_sem_signal(g.ack_l));
         CHECK_EQ(tc_sem_device_wait(&ack_in, 30 * SEC), 0);
         k++;
     }
     /* one thread: put_with_signal */
-    fill(g.buf, k, 100, 5000);
+    fill_send(&g, k, 100, 5000);
     CHECK_EQ(tc_memchan_device_put_with_signal(&h, HALF + 200, 100, 5000), 0);
     tc_memchan_device_flush(&h);
     CHECK_EQ(tc_sem_device_wait(&back, 30 * SEC), 0);
-    check_from_left(g.buf, k, 200, 100, 5000);
+    check_received(&g, k, 200, 100, 5000);
     barrier();
     /* get: the right neighbour's bytes it received (from this rank) */
     memset(g.buf + 1000, 0, 5000);
@@ -354,7 +249,7 @@ TC_CASE(portchan)
     if (tt_size < 2) {
         return;
     }
-    ring_open(&g);
+    ring_open(&g, 1);
     CHECK_OK(tc_portchan_create(g.data_r, g.mem, g.rmems[right()], &ch));
     CHECK_OK(tc_portchan_device_handle(ch, &h));
     CHECK_EQ(h.chan, tc_portchan_id(ch));
@@ -366,7 +261,7 @@ TC_CASE(portchan)
         if (src + size > HALF || dst + size > HALF) {
             continue;
         }
-        fill(g.buf, k, src, size);
+        fill_send(&g, k, src, size);
         if (si % 2 == 0) {
             CHECK_EQ(tc_portchan_device_put_with_signal(&h, HALF + dst, src, size), 0);
         } else {
@@ -379,7 +274,7 @@ TC_CASE(portchan)
         CHECK_EQ(tc_portchan_device_flush(&h), 0);
         memset(g.buf + src, 0x5a, size); /* the source is free after the flush */
         CHECK_EQ(tc_sem_device_wait(&from_l, 30 * SEC), 0);
-        check_from_left(g.buf, k, dst, src, size);
+        check_received(&g, k, dst, src, size);
         CHECK_OK(tc_sem_signal(g.ack_l));
         CHECK_EQ(tc_sem_device_wait(&ack_in, 30 * SEC), 0);
         k++;
@@ -452,7 +347,7 @@ TC_CASE(device_handles)
         free(priv);
         return;
     }
-    ring_open(&g);
+    ring_open(&g, 1);
     CHECK_OK(tc_mem_register(g.ctx, priv, 4096, &pm)); /* private memory: no region */
     CHECK_OK(tc_mem_handle(pm, &h));
     CHECK_EQ(tc_mem_handle(g.mem, &bad), TC_OK);
