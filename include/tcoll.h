@@ -98,6 +98,17 @@ size_t tc_dtype_size(tc_dtype_t dtype);
 const char *tc_dtype_name(tc_dtype_t dtype);
 const char *tc_op_name(tc_op_t op);
 
+/* inout[i] = inout[i] op in[i] for i < count, with the kernel and rounding
+ * tcoll's collectives use (float16 and bfloat16 combine in float32 and
+ * round to nearest-even once per element; integers wrap; MIN and MAX
+ * propagate NaN): MPI_Reduce_local's counterpart. TC_AVG is refused (an
+ * average needs the number of contributions: sum, then divide). TC_ERR_ARG,
+ * touching nothing, for an unknown dtype or op, a NULL buffer with count >
+ * 0, or buffers that overlap without being the same one. No state: any
+ * thread, before or after tc_init. */
+tc_status_t tc_reduce_local(void *inout, const void *in, size_t count, tc_dtype_t dtype,
+                            tc_op_t op);
+
 typedef struct tc_request tc_request_t; /* opaque */
 
 /* ------------------------------------------------------------------------ */
@@ -381,6 +392,19 @@ tc_status_t tc_test(tc_request_t *req, int *done_p);
 
 /* Why the request failed: "" while pending or when it succeeded. */
 const char *tc_request_error(const tc_request_t *req);
+
+/* Which algorithm carried out a completed, successful request: the name
+ * tcoll's selector gave it, as the timeline and TCOLL_LOG_LEVEL=debug show
+ * it ("cma", "shm", "ring", "hier", "ordered", "binomial tree", "pairwise
+ * exchange", "cuda ipc", ...), ending in ", fused" when the tensor went
+ * through the fusion buffer with others, "shm, fast" for the
+ * small-message path, or "eager (inputs in the cycle messages)" for a tiny
+ * allreduce whose inputs travelled with the negotiation; for a barrier, a join or a process set change, the
+ * step that completed it ("negotiation (every rank reached it)", ...).
+ * NULL while pending and after a failure. The string is static (it
+ * outlives the request). For benchmarks and diagnostics: the names may
+ * grow between versions. */
+const char *tc_request_algorithm(const tc_request_t *req);
 
 /* The result of a completed, successful request: for allgather the tensor
  * tcoll allocated; for allreduce the recv buffer; for broadcast the buffer.

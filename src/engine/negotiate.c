@@ -195,6 +195,7 @@ static void finish_eager(engine_t *e, const tc_neg_item_t *it)
         memcpy(req->recv, it->result, it->result_len);
     }
     tc__request_set_output(req, req->recv, -1);
+    req->label = TC_ALGO_EAGER_NAME;
     if (tc__tl_active()) {
         tc__exec_tl_tensor(&e->x, req, TC_ALGO_EAGER_NAME, e->x.run.ready_ns, tc__now_ns(), 1,
                            TC_OK);

@@ -238,6 +238,7 @@ tc_status_t tc__exec_run(tc_exec_t *e, const tc_wire_response_t *resps, tc_reque
                          uint32_t n, uint32_t *failed_p, char *msg, size_t len)
 {
     const tc_algo_t *algo;
+    const char *label;
     uint32_t i, j, k;
     uint64_t t0;
     int oom = 0;
@@ -295,9 +296,9 @@ tc_status_t tc__exec_run(tc_exec_t *e, const tc_wire_response_t *resps, tc_reque
                      tc__kind_of(reqs[i])->name, j - i >= 2 ? ", fused with others" : "",
                      algo->name, j - i >= 2 ? ", fused" : "");
         }
+        label = algo == NULL ? "none" : j - i >= 2 ? algo->fused : algo->name;
         if (t0 != 0) {
             uint64_t t1 = tc__now_ns();
-            const char *label = algo == NULL ? "none" : j - i >= 2 ? algo->fused : algo->name;
             for (k = i; k < j; k++) {
                 tc__exec_tl_tensor(e, reqs[k], label, t0, t1, (int)(j - i), st);
             }
@@ -316,6 +317,7 @@ tc_status_t tc__exec_run(tc_exec_t *e, const tc_wire_response_t *resps, tc_reque
             tc__fast_flip(e, reqs[k], &resps[k]);
         }
         for (k = i; k < j; k++) {
+            reqs[k]->label = algo != NULL ? label : NULL;
             exec_finish(e, reqs[k], TC_OK, NULL);
         }
     }

@@ -63,6 +63,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/algo.h"
 #include "exec/exec.h"
 #include "kind/kind.h"
 #include "neg/neg.h"
@@ -506,6 +507,7 @@ static void complete_claimed(tc_request_t *req, int state)
         }
     }
     tc__request_set_output(req, req->recv, -1);
+    req->label = TC_ALGO_FAST_NAME;
     if (t0 != 0) {
         tc__exec_tl_fast(req, t0, tc__now_ns(), TC_OK);
     }

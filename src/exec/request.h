@@ -66,6 +66,9 @@ struct tc_request {
     uint64_t fast_epoch;        /* this rank's joins submitted (global set) when it was */
     const struct tc_algo *algo; /* the algorithm record its run chose (algo.h): the
                                  * timeline's label; NULL before it ran */
+    const char *label;          /* what carried it out, once it ran (the record's name, its
+                                 * fused name, or the small-message path's): a static string,
+                                 * read by tc_request_algorithm; NULL until then */
     _Atomic int done;           /* 0 -> 1 once, release by the engine (tc__request_complete),
                          * acquire by tc_test/tc_wait before reading the result */
 };

@@ -67,6 +67,14 @@ const char *tc_request_error(const tc_request_t *req)
     return req->error;
 }
 
+const char *tc_request_algorithm(const tc_request_t *req)
+{
+    if (req == NULL || !is_done(req) || req->status != TC_OK) {
+        return NULL;
+    }
+    return req->label;
+}
+
 tc_status_t tc_request_output(const tc_request_t *req, tc_tensor_t *out_p)
 {
     if (req == NULL || out_p == NULL) {

@@ -68,6 +68,8 @@ static void call_prepare(call_t *c, const spec_t *s, int step, int rank)
     tt_fill(s->dt, s->op, c->salt, rank, c->send, s->count);
 }
 
+static int g_fast_calls; /* calls tc_request_algorithm says the small-message path ran */
+
 static tc_status_t call_submit(call_t *c)
 {
     tc_tensor_t t = {c->send, c->s.dt, 1, {c->s.count}};
@@ -87,6 +89,9 @@ static void call_finish(call_t *c)
     CHECK_MSG(st == TC_OK, "%s: %s (%s)", c->s.name, tc_status_string(st),
               tc_request_error(c->req));
     tt_check_allreduce(c->s.name, c->s.dt, c->s.op, c->salt, tt_size, c->recv, c->s.count);
+    /* which path carried it: the small-message path's name, or an engine record's */
+    CHECK(tc_request_algorithm(c->req) != NULL);
+    g_fast_calls += strcmp(tc_request_algorithm(c->req), "shm, fast") == 0;
     tc_request_free(c->req);
     free(c->send);
     free(c->recv);
@@ -134,8 +139,12 @@ static void one_step(int step)
 
 TC_CASE(steps)
 {
+    g_fast_calls = 0;
     for (int step = 0; step < 60; step++) {
         one_step(step);
+    }
+    if (tt_size > 1 && tc_local_size() == tt_size) { /* one node: the path is there */
+        CHECK_MSG(g_fast_calls > 0, "no call reported \"shm, fast\" by tc_request_algorithm");
     }
     tt_say("test_fast: 60 steps of %d names exact on %d ranks\n", NNAMES, tt_size);
 }
@@ -155,8 +164,11 @@ static void one_call(const char *name, tc_dtype_t dt, int64_t count, int step, t
               tc_request_error(c.req), tc_status_string(want));
     if (want == TC_OK) {
         tt_check_allreduce(name, dt, TC_SUM, c.salt, tt_size, c.recv, count);
-    } else if (text != NULL) {
-        CHECK_STR_CONTAINS(tc_request_error(c.req), text);
+    } else {
+        CHECK(tc_request_algorithm(c.req) == NULL); /* nothing carried out a failed call */
+        if (text != NULL) {
+            CHECK_STR_CONTAINS(tc_request_error(c.req), text);
+        }
     }
     tc_request_free(c.req);
     free(c.send);

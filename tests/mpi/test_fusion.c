@@ -30,6 +30,7 @@ typedef struct {
 static item_t items[NT];
 static char g_logpath[64];
 static int g_mismatches;
+static int g_fused_calls; /* calls tc_request_algorithm says were fused */
 
 /* The engine's debug log goes to a file of this process's own. */
 static void log_to_file(void)
@@ -96,11 +97,19 @@ TC_CASE(small_allreduces_in_runs)
         tc_status_t st = tc_wait(it->req);
         if (size > 1 && i == 100) {
             CHECK_STATUS(st, TC_ERR_MISMATCH);
+            CHECK(tc_request_algorithm(it->req) == NULL);
             CHECK_STR_CONTAINS(tc_request_error(it->req), "tensor 'fusion/100'");
             g_mismatches++;
         } else {
+            const char *algo = tc_request_algorithm(it->req);
             CHECK_MSG(st == TC_OK, "%s: %s", it->name, tc_request_error(it->req));
             tt_check_allreduce(it->name, it->dt, it->op, (uint64_t)i, size, it->recv, it->count);
+            CHECK_MSG(algo != NULL, "%s: no algorithm reported", it->name);
+            if (it->count == 100000) { /* above the threshold: never fused */
+                CHECK_MSG(strstr(algo, ", fused") == NULL, "%s ran alone, reported '%s'",
+                          it->name, algo);
+            }
+            g_fused_calls += strstr(algo, ", fused") != NULL;
         }
         tc_request_free(it->req);
         if (!it->in_place) {
@@ -130,8 +139,10 @@ static void check_fusion_logged(void)
     }
     if (expect_fused) {
         CHECK_MSG(fused > 0, "no fused allreduce in the debug log");
+        CHECK_MSG(g_fused_calls > 0, "tc_request_algorithm reported no fused call");
     } else {
         CHECK_EQ(fused, 0);
+        CHECK_EQ(g_fused_calls, 0);
     }
     tt_say("test_fusion: %d allreduces OK on %d ranks, %d fused groups on rank 0, "
            "%d mismatch\n",

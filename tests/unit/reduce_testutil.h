@@ -65,5 +65,6 @@ uint64_t ref_op(tc_dtype_t dt, tc_op_t op, uint64_t a, uint64_t b);
 void test_kernels(void);
 void test_int_edges(void);
 void test_invalid(void);
+void test_reduce_local(void);
 
 #endif

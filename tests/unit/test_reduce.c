@@ -490,6 +490,11 @@ TC_CASE(invalid)
     test_invalid();
 }
 
+TC_CASE(reduce_local)
+{
+    test_reduce_local();
+}
+
 TC_CASE(half_random)
 {
     test_half_random(); /* compares with the portable kernels itself */

@@ -266,3 +266,57 @@ void test_invalid(void)
     tc__reduce_avg_finish((tc_dtype_t)(TC_UINT16 + 1), dst, 4, 3);
     CHECK(memcmp(dst, copy, sizeof(dst)) == 0);
 }
+
+/* tc_reduce_local, the public face of the kernels: the bits of tc__reduce
+ * for every dtype and op it takes, and every refusal with a message and
+ * nothing touched. */
+void test_reduce_local(void)
+{
+    enum { N = 37 };
+    uint64_t state = 7;
+    unsigned char a[N * 8], b[N * 8], want[N * 8], keep[N * 8];
+
+    for (size_t d = 0; d < NELEMS(all_dtypes); d++) {
+        for (size_t o = 0; o < NELEMS(all_ops); o++) {
+            tc_dtype_t dt = all_dtypes[d];
+            tc_op_t op = all_ops[o];
+            for (size_t i = 0; i < sizeof(a); i++) {
+                a[i] = (unsigned char)splitmix64(&state);
+                b[i] = (unsigned char)splitmix64(&state);
+            }
+            memcpy(want, a, sizeof(a));
+            if (op == TC_AVG) {
+                CHECK_EQ(tc_reduce_local(a, b, N, dt, op), TC_ERR_ARG);
+                CHECK(strstr(tc_last_error(), "TC_SUM") != NULL);
+                CHECK(memcmp(a, want, sizeof(a)) == 0);
+                continue;
+            }
+            tc__reduce(dt, op, want, b, N);
+            CHECK_EQ(tc_reduce_local(a, b, N, dt, op), TC_OK);
+            CHECK_MSG(memcmp(a, want, sizeof(a)) == 0, "tc_reduce_local %s %s differs from "
+                      "the collectives' kernel", tc_dtype_name(dt), tc_op_name(op));
+            /* the same buffer on both sides: x op x */
+            memcpy(want, a, sizeof(a));
+            tc__reduce(dt, op, want, want, N);
+            CHECK_EQ(tc_reduce_local(a, a, N, dt, op), TC_OK);
+            CHECK(memcmp(a, want, sizeof(a)) == 0);
+        }
+    }
+    memcpy(keep, a, sizeof(a));
+    CHECK_EQ(tc_reduce_local(a, b, N, (tc_dtype_t)99, TC_SUM), TC_ERR_ARG);
+    CHECK(strstr(tc_last_error(), "dtype") != NULL);
+    CHECK_EQ(tc_reduce_local(a, b, N, TC_FLOAT32, (tc_op_t)99), TC_ERR_ARG);
+    CHECK(strstr(tc_last_error(), "op") != NULL);
+    CHECK_EQ(tc_reduce_local(NULL, b, N, TC_FLOAT32, TC_SUM), TC_ERR_ARG);
+    CHECK(strstr(tc_last_error(), "inout is NULL") != NULL);
+    CHECK_EQ(tc_reduce_local(a, NULL, N, TC_FLOAT32, TC_SUM), TC_ERR_ARG);
+    CHECK(strstr(tc_last_error(), "in is NULL") != NULL);
+    CHECK_EQ(tc_reduce_local(a, a + 4, N, TC_FLOAT32, TC_SUM), TC_ERR_ARG);
+    CHECK(strstr(tc_last_error(), "overlap") != NULL);
+    CHECK_EQ(tc_reduce_local(a + 4, a, N, TC_FLOAT32, TC_SUM), TC_ERR_ARG);
+    CHECK_EQ(tc_reduce_local(a, b, SIZE_MAX / 2, TC_FLOAT32, TC_SUM), TC_ERR_ARG);
+    CHECK(memcmp(a, keep, sizeof(a)) == 0);
+    CHECK_EQ(tc_reduce_local(NULL, NULL, 0, TC_FLOAT32, TC_SUM), TC_OK);
+    /* buffers side by side do not overlap */
+    CHECK_EQ(tc_reduce_local(a, a + 4 * 4, 4, TC_FLOAT32, TC_SUM), TC_OK);
+}
