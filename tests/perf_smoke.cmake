@@ -27,6 +27,31 @@ if(TCOLL_BUILD_TESTS AND TARGET tcoll-perf)
     PROGRAM $<TARGET_FILE:tcoll-perf> ARGS -m alltoall -b 12 -e 48K -f 8 -n 3 -w 1 -c 1)
   tc_mpi_run(mpi.tcoll_perf_barrier_smoke.np2 NP 2 TIMEOUT 120
     PROGRAM $<TARGET_FILE:tcoll-perf> ARGS -m barrier -n 20 -w 2 -c 1)
+  # The limit columns: this machine's rates measured in the run, the
+  # model's time for the algorithm tcoll reports, the fraction reached, on
+  # every row of a sweep (4 B .. 1 MiB: the small-message path, the slots
+  # and, where it works, the direct path) and of the workload.
+  set(_tc_lnum "[0-9][0-9.]*")
+  string(REPEAT " +${_tc_lnum}" 9 _tc_nine) # tcoll's and MPI's columns, the ratio
+  set(_tc_limit_expect "# limit: copy, reduce, 1copy = this machine's rates@@reached  algo\n")
+  foreach(size 4 64 1024 16384 262144 1048576)
+    list(APPEND _tc_limit_expect "\n +${size} +[0-9]+ +float32${_tc_nine} +${_tc_lnum} +${_tc_lnum} +(${_tc_lnum}|-) +${_tc_lnum} +${_tc_lnum}  [a-z]")
+  endforeach()
+  string(JOIN "@@" _tc_limit_expect ${_tc_limit_expect})
+  add_test(NAME mpi.tcoll_perf_limit.np2
+    COMMAND ${CMAKE_COMMAND} "-DEXPECT=${_tc_limit_expect}" -DSTDOUT_ONLY=ON
+            -P ${PROJECT_SOURCE_DIR}/cmake/run_expect.cmake --
+            ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 ${TCOLL_MPIEXEC_PREFLAGS}
+            ${MPIEXEC_PREFLAGS} $<TARGET_FILE:tcoll-perf> ${MPIEXEC_POSTFLAGS}
+            -b 4 -e 1M -f 16 -n 3 -w 1)
+  add_test(NAME mpi.tcoll_perf_workload_limit.np2
+    COMMAND ${CMAKE_COMMAND} "-DEXPECT=\n limit +${_tc_lnum} +${_tc_lnum} +- +-\n"
+            -DSTDOUT_ONLY=ON -P ${PROJECT_SOURCE_DIR}/cmake/run_expect.cmake --
+            ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 ${TCOLL_MPIEXEC_PREFLAGS}
+            ${MPIEXEC_PREFLAGS} $<TARGET_FILE:tcoll-perf> ${MPIEXEC_POSTFLAGS}
+            -m workload --workload ${CMAKE_CURRENT_LIST_DIR}/data/tiny_workload.tsv -n 2 -w 1)
+  set_tests_properties(mpi.tcoll_perf_limit.np2 mpi.tcoll_perf_workload_limit.np2 PROPERTIES
+    TIMEOUT 120 LABELS mpi ENVIRONMENT "${TCOLL_MPI_TEST_ENV}")
 endif()
 # tcoll-name-flood (tools/name_flood.c): a few thousand first-time names, the
 # other ranks in random orders; it checks every sum.
@@ -50,7 +75,7 @@ if(TCOLL_BUILD_TESTS AND TARGET tcoll-perf AND TCOLL_TEST_MAX_NP GREATER_EQUAL 2
   string(JOIN " " _tc_algos_flags ${TCOLL_MPIEXEC_PREFLAGS} ${MPIEXEC_PREFLAGS})
   set(_tc_num "[0-9][0-9.-]*")
   set(_tc_cells " +${_tc_num}")
-  string(REPEAT "${_tc_cells}" 13 _tc_cells) # 6 columns x (time, ratio), MPI
+  string(REPEAT "${_tc_cells}" 19 _tc_cells) # 6 columns x (time, ratio, lim), MPI
   set(_tc_algos_expect
     "\n#  +-+ auto -+  -+ ring -+  -+ shm -+  -+ cma -+  -+ auto@1 -+  -+ ring@1 -+\n")
   foreach(size "4 B" "64 B" "1 KiB" "16 KiB" "64 KiB" "tiny_workload \\(ms\\)")

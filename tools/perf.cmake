@@ -15,6 +15,8 @@ add_executable(tcoll-perf
   ${CMAKE_CURRENT_LIST_DIR}/perf/mode_copy.c
   ${CMAKE_CURRENT_LIST_DIR}/perf/mode_barrier.c
   ${CMAKE_CURRENT_LIST_DIR}/perf/workload.c
+  ${CMAKE_CURRENT_LIST_DIR}/perf/limit.c
+  ${CMAKE_CURRENT_LIST_DIR}/perf/limit_model.c
   ${CMAKE_CURRENT_LIST_DIR}/perf/output.c)
 target_sources(tcoll-perf PRIVATE ${CMAKE_CURRENT_LIST_DIR}/common/tool_util.c)
 target_include_directories(tcoll-perf PRIVATE ${CMAKE_CURRENT_LIST_DIR}/common)

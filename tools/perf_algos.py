@@ -84,13 +84,15 @@ def collect(runs):
         else:
             by_impl = {row["impl"]: row for row in r["rows"]}
             t, m = by_impl["tcoll"], by_impl["mpi-per-tensor"]
-            workload.setdefault(col, []).append((t["ms_per_step"], m["ms_per_step"]))
+            workload.setdefault(col, []).append((t["ms_per_step"], m["ms_per_step"],
+                                                 t.get("reached")))
             wl_info = (t["workload"], t["tensors"], t["bytes"])
     return sorted(sizes), cells, workload, ran_as, settings, wl_info
 
 
 def build_rows(columns, sizes, cells, workload, wl_info):
-    """Each row: (label, [(time text, ratio text) per column], MPI text)."""
+    """Each row: (label, [(time text, ratio text, limit text) per column],
+    MPI text)."""
     rows = []
     for size in sizes:
         cols, mpi = [], []
@@ -98,6 +100,8 @@ def build_rows(columns, sizes, cells, workload, wl_info):
             got = cells.get((col, size), [])
             cols.append((fmt_range([g["tcoll_time_us"] for g in got], fmt_time),
                          fmt_range([g["mpi_time_us"] / g["tcoll_time_us"] for g in got],
+                                   fmt_ratio),
+                         fmt_range([g["reached"] for g in got if g.get("reached")],
                                    fmt_ratio)))
             mpi += [g["mpi_time_us"] for g in got]
         rows.append((fmt_size(size), cols, fmt_range(mpi, fmt_time)))
@@ -106,9 +110,10 @@ def build_rows(columns, sizes, cells, workload, wl_info):
         cols, mpi = [], []
         for col in columns:
             got = workload.get(col, [])
-            cols.append((fmt_range([t for t, _ in got], fmt_time),
-                         fmt_range([m / t for t, m in got], fmt_ratio)))
-            mpi += [m for _, m in got]
+            cols.append((fmt_range([t for t, _, _ in got], fmt_time),
+                         fmt_range([m / t for t, m, _ in got], fmt_ratio),
+                         fmt_range([r for _, _, r in got if r], fmt_ratio)))
+            mpi += [m for _, m, _ in got]
         rows.append(("%s (ms)" % name, cols, fmt_range(mpi, fmt_time)))
     return rows
 
@@ -133,6 +138,9 @@ def legend(runs, columns, ran_as, settings, wl_info):
              "  time = tcoll's time in us (median over iterations of the slowest rank)",
              "  ratio = MPI_Allreduce's time / tcoll's time, both from that same run "
              "(= tcoll busbw / MPI busbw; > 1: tcoll is faster)",
+             "  lim = the fraction of this machine's limit tcoll reached: the time the bytes "
+             "the algorithm that ran must copy, reduce and read across processes take at the "
+             "rates tcoll-perf measured in that same run (docs/perf.md); 1 = at the limit",
              "  MPI = MPI_Allreduce's time in us, over every run of every column"]
     if nruns > 1:
         text.append("with several runs a cell is the range over the runs, lowest-highest")
@@ -157,23 +165,24 @@ def print_text(text, cols, columns, rows):
     print("#")
     tw = [max([len("time(us)")] + [len(r[1][i][0]) for r in rows]) for i in range(len(columns))]
     rw = [max([len("ratio")] + [len(r[1][i][1]) for r in rows]) for i in range(len(columns))]
+    xw = [max([len("lim")] + [len(r[1][i][2]) for r in rows]) for i in range(len(columns))]
     lw = max([len("size")] + [len(r[0]) for r in rows])
     mw = max([len("MPI(us)")] + [len(r[2]) for r in rows])
     head = " " * (lw + 1)
     for i, col in enumerate(columns):
-        span = tw[i] + rw[i] + 2
+        span = tw[i] + rw[i] + xw[i] + 4
         name = " %s " % col
         left = (span - len(name)) // 2
         head += "  " + ("-" * left + name + "-" * span)[:span]
     print("#" + head[1:])
     line = "#" + " " * (lw - len("size") - 1) + " size"
     for i in range(len(columns)):
-        line += "  %*s  %*s" % (tw[i], "time(us)", rw[i], "ratio")
+        line += "  %*s  %*s  %*s" % (tw[i], "time(us)", rw[i], "ratio", xw[i], "lim")
     print(line + "  %*s" % (mw, "MPI(us)"))
     for label, cells, mpi in rows:
         line = "%*s" % (lw + 1, label)
-        for i, (t, r) in enumerate(cells):
-            line += "  %*s  %*s" % (tw[i], t, rw[i], r)
+        for i, (t, r, x) in enumerate(cells):
+            line += "  %*s  %*s  %*s" % (tw[i], t, rw[i], r, xw[i], x)
         print(line + "  %*s" % (mw, mpi))
 
 
@@ -185,7 +194,7 @@ def print_markdown(text, cols, columns, rows):
     for col, settings, ran in cols:
         print("  - `%s`: `%s`, ran as %s" % (col, settings, ran))
     print()
-    head = ["size"] + ["%s %s" % (c, h) for c in columns for h in ("us", "ratio")] + ["MPI us"]
+    head = ["size"] + ["%s %s" % (c, h) for c in columns for h in ("us", "ratio", "lim")] + ["MPI us"]
     print("| " + " | ".join(head) + " |")
     print("|" + " ---: |" * len(head))
     for label, cells, mpi in rows:

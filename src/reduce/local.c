@@ -8,8 +8,7 @@
 
 #include <stdint.h>
 
-tc_status_t tc_reduce_local(void *inout, const void *in, size_t count, tc_dtype_t dtype,
-                            tc_op_t op)
+tc_status_t tc_reduce_local(void *inout, const void *in, size_t count, tc_dtype_t dtype, tc_op_t op)
 {
     size_t es = tc_dtype_size(dtype);
     uintptr_t a = (uintptr_t)inout, b = (uintptr_t)in;
@@ -33,8 +32,10 @@ tc_status_t tc_reduce_local(void *inout, const void *in, size_t count, tc_dtype_
                              inout == NULL ? "inout" : "in", count);
     }
     if (count > SIZE_MAX / es || a > UINTPTR_MAX - count * es || b > UINTPTR_MAX - count * es) {
-        return tc__set_error(TC_ERR_ARG, "tc_reduce_local: count %zu of %s overflows the address "
-                                         "space", count, tc_dtype_name(dtype));
+        return tc__set_error(TC_ERR_ARG,
+                             "tc_reduce_local: count %zu of %s overflows the address "
+                             "space",
+                             count, tc_dtype_name(dtype));
     }
     if (a != b && a < b + count * es && b < a + count * es) {
         return tc__set_error(TC_ERR_ARG,

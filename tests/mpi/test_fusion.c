@@ -106,8 +106,8 @@ TC_CASE(small_allreduces_in_runs)
             tt_check_allreduce(it->name, it->dt, it->op, (uint64_t)i, size, it->recv, it->count);
             CHECK_MSG(algo != NULL, "%s: no algorithm reported", it->name);
             if (it->count == 100000) { /* above the threshold: never fused */
-                CHECK_MSG(strstr(algo, ", fused") == NULL, "%s ran alone, reported '%s'",
-                          it->name, algo);
+                CHECK_MSG(strstr(algo, ", fused") == NULL, "%s ran alone, reported '%s'", it->name,
+                          algo);
             }
             g_fused_calls += strstr(algo, ", fused") != NULL;
         }

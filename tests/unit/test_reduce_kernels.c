@@ -293,8 +293,10 @@ void test_reduce_local(void)
             }
             tc__reduce(dt, op, want, b, N);
             CHECK_EQ(tc_reduce_local(a, b, N, dt, op), TC_OK);
-            CHECK_MSG(memcmp(a, want, sizeof(a)) == 0, "tc_reduce_local %s %s differs from "
-                      "the collectives' kernel", tc_dtype_name(dt), tc_op_name(op));
+            CHECK_MSG(memcmp(a, want, sizeof(a)) == 0,
+                      "tc_reduce_local %s %s differs from "
+                      "the collectives' kernel",
+                      tc_dtype_name(dt), tc_op_name(op));
             /* the same buffer on both sides: x op x */
             memcpy(want, a, sizeof(a));
             tc__reduce(dt, op, want, want, N);

@@ -124,7 +124,8 @@ static void print_barrier_header(const perf_opts_t *o, int iters, int warmup)
            "barrier, the last rank %d ms late)\n",
            BARRIER_LATE_MS);
     printf("# ratio = MPI time / tcoll time: > 1 means tcoll is faster\n");
-    perf_print_columns();
+    printf("# limit: none (a barrier moves no data)\n");
+    perf_print_columns(0);
 }
 
 perf_row_t *perf_run_barrier(const perf_opts_t *o, int *nrows_p, long long *wrong_p)

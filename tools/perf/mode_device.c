@@ -234,7 +234,12 @@ perf_row_t *perf_run_device(const perf_opts_t *o, int *nrows_p, long long *wrong
         *wrong_p += wrong;
         bw[0] = (double)bytes / (us[0] * 1e-6) * factor / 1e9;
         bw[1] = (double)bytes / (us[1] * 1e-6) * factor / 1e9;
-        rows[k] = (perf_row_t){bytes, count, iters, warmup, {us[0], us[1]}, {wrong, -1}};
+        rows[k] = (perf_row_t){.bytes = bytes,
+                               .count = count,
+                               .iters = iters,
+                               .warmup = warmup,
+                               .us = {us[0], us[1]},
+                               .wrong = {wrong, -1}};
         if (perf_rank == 0) {
             printf("%12llu %12.1f %10.2f %12.1f %10.2f %10.1f %8.3f %10.2f %7lld\n",
                    (unsigned long long)bytes, us[0], bw[0], us[1], bw[1], limit / 1e9,

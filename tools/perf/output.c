@@ -47,6 +47,16 @@ static void json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* v in fmt, or null for a value that was not measured (0). */
+static void json_number(FILE *f, double v, const char *fmt)
+{
+    if (v > 0) {
+        fprintf(f, fmt, v);
+    } else {
+        fputs("null", f);
+    }
+}
+
 static void json_wrong(FILE *f, long long w)
 {
     if (w < 0) {
@@ -93,7 +103,23 @@ int perf_write_json_sweep(FILE *f, const perf_opts_t *o, const perf_row_t *rows,
             fprintf(f, ", \"%s_wrong\": ", p);
             json_wrong(f, r->wrong[k]);
         }
-        fprintf(f, ", \"ratio\": %.4f}%s\n", r->us[1] / r->us[0], i + 1 < n ? "," : "");
+        fprintf(f, ", \"ratio\": %.4f, \"algo\": ", r->us[1] / r->us[0]);
+        if (r->algo != NULL) {
+            json_string(f, r->algo);
+        } else {
+            fputs("null", f);
+        }
+        fputs(", \"copy_gbs\": ", f);
+        json_number(f, r->lim.gbs[PERF_RATE_COPY], "%.4f");
+        fputs(", \"reduce_gbs\": ", f);
+        json_number(f, r->lim.gbs[PERF_RATE_REDUCE], "%.4f");
+        fputs(", \"single_copy_gbs\": ", f);
+        json_number(f, r->lim.gbs[PERF_RATE_1COPY], "%.4f");
+        fputs(", \"limit_us\": ", f);
+        json_number(f, r->lim.us, "%.3f");
+        fputs(", \"reached\": ", f);
+        json_number(f, r->lim.us / r->us[0], "%.4f");
+        fprintf(f, "}%s\n", i + 1 < n ? "," : "");
     }
     fputs("]\n", f);
     return ferror(f) ? -1 : 0;
@@ -120,6 +146,10 @@ int perf_write_json_workload(FILE *f, const perf_opts_t *o, const char *path,
         }
         fputs(", \"wrong\": ", f);
         json_wrong(f, res->wrong[m]);
+        fputs(", \"limit_ms\": ", f);
+        json_number(f, res->limit_ms, "%.4f");
+        fputs(", \"reached\": ", f);
+        json_number(f, res->limit_ms / res->ms[PERF_WL_TCOLL], "%.4f");
         fprintf(f, "}%s\n", m + 1 < PERF_WL_NMODES ? "," : "");
     }
     fputs("]\n", f);

@@ -11,6 +11,8 @@
  *   sweep.c       the sizes loop: timing, checking, the table
  *   mode_*.c      one collective family each, behind perf_sweep_ops_t
  *   workload.c    the workload mode (a list of tensors allreduced per step)
+ *   limit.c       the machine's rates, measured in the same run (the limit)
+ *   limit_model.c the bytes an algorithm moves per rank: the limit's model
  *   mode_device.c --device cuda: allreduce on device buffers (CUDA builds)
  *   output.c      --json and --plot
  *
@@ -71,12 +73,24 @@ typedef struct {
     int device;    /* --device cuda (mode_device.c) */
 } perf_opts_t;
 
+/* The three rates of the limit (limit.c), GB/s; 0: not measured. */
+typedef enum { PERF_RATE_COPY, PERF_RATE_REDUCE, PERF_RATE_1COPY, PERF_NRATES } perf_rate_t;
+
+/* A row's limit: the rates at its size and the model's time for the
+ * algorithm tcoll ran (us 0: no model for it). */
+typedef struct {
+    double gbs[PERF_NRATES];
+    double us;
+} perf_limit_t;
+
 /* One result row of a sweep. wrong < 0: not checked. */
 typedef struct {
     uint64_t bytes, count;
     int iters, warmup;
     double us[2]; /* [0] tcoll, [1] MPI */
     long long wrong[2];
+    const char *algo; /* tc_request_algorithm of tcoll's checked (or last) operation */
+    perf_limit_t lim;
 } perf_row_t;
 
 /* Job-wide state, set once by main before anything else runs. */
@@ -154,9 +168,10 @@ typedef struct perf_bench {
     uint64_t per;               /* count/n where blocks are per rank (allgather, reducescatter,
                         * alltoall) */
     uint64_t salt;
-    void *send;    /* the input; the broadcast buffer */
-    void *recv;    /* MPI's output, and tcoll's when the user provides it */
-    char name[64]; /* tcoll's tensor name for this size */
+    void *send;       /* the input; the broadcast buffer */
+    void *recv;       /* MPI's output, and tcoll's when the user provides it */
+    char name[64];    /* tcoll's tensor name for this size */
+    const char *algo; /* what tcoll reported for its last operation (perf_tc_wait) */
     tc_tensor_t tensor;
     MPI_Datatype mdt;
     MPI_Op mop;
@@ -209,8 +224,9 @@ long long perf_check_result(const perf_bench_t *b, const void *out, uint64_t n, 
                             const char *impl);
 /* The status of tc_<mode>(b->name, ...): dies with tcoll's message unless TC_OK. */
 void perf_tc_submit_ok(const perf_bench_t *b, tc_status_t st);
-/* tc_wait(req) for b->name: dies with the request's message unless TC_OK. */
-void perf_tc_wait(const perf_bench_t *b, tc_request_t *req);
+/* tc_wait(req) for b->name: dies with the request's message unless TC_OK;
+ * then b->algo := tc_request_algorithm(req). */
+void perf_tc_wait(perf_bench_t *b, tc_request_t *req);
 /* tcoll's output of a completed request: dies unless it is a 1-D tensor of
  * rows elements of the row's dtype. */
 void *perf_tc_output(const perf_bench_t *b, const tc_request_t *req, uint64_t rows);
@@ -229,7 +245,7 @@ double perf_time_side(const perf_sweep_ops_t *ops, perf_bench_t *b, int impl, in
 long long perf_check_side(const perf_sweep_ops_t *ops, perf_bench_t *b, int impl);
 /* The first header line (versions, ranks), and the two column lines. */
 void perf_print_banner(void);
-void perf_print_columns(void);
+void perf_print_columns(int with_limit);
 /* busbw / algbw for a mode at this rank count, and the factor as printed. */
 double perf_busbw_factor(perf_mode_t mode);
 const char *perf_busbw_text(perf_mode_t mode);
@@ -237,6 +253,42 @@ const char *perf_busbw_text(perf_mode_t mode);
 perf_row_t *perf_run_sweep(const perf_opts_t *o, int *nrows_p, long long *wrong_p);
 /* The barrier mode: one row, no sizes (mode_barrier.c). */
 perf_row_t *perf_run_barrier(const perf_opts_t *o, int *nrows_p, long long *wrong_p);
+
+/* ------------------------------------------------------------------------ */
+/* limit.c and limit_model.c                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Collective: buffers of max_bytes for the rates, and the rank of this
+ * node to read from (none: 1copy is not measured). */
+void perf_limit_init(size_t max_bytes);
+void perf_limit_free(void);
+int perf_limit_has_1copy(void);
+/* Collective: the rates at one size (reduce only when reduces: dtype dt, op
+ * op), each timed like a row, every rank at once. */
+void perf_limit_measure(size_t bytes, tc_dtype_t dt, tc_op_t op, int reduces, int iters, int warmup,
+                        perf_limit_t *lim);
+/* Collective: each kernel over n consecutive pieces of bytes[j], each piece
+ * timed alone, reps passes; sec[k x n + j]: the median of piece j under
+ * kernel k, the slowest rank's. */
+void perf_limit_measure_each(const size_t *bytes, int n, tc_dtype_t dt, tc_op_t op, int reps,
+                             double *sec);
+/* The bytes one rank copies, reduces and reads across processes in one
+ * operation: serial[rate] one after the other, and one phase in which a
+ * read from another process (ov_1copy) and the reduction of what it read
+ * (ov_reduce) overlap. */
+typedef struct {
+    double serial[PERF_NRATES];
+    double ov_1copy, ov_reduce;
+} perf_limit_bytes_t;
+
+/* Those bytes for one operation of mode on s bytes at n ranks, by
+ * algorithm algo (a tc_request_algorithm name); 0 (all 0) when there is no
+ * model for it. */
+int perf_limit_bytes(perf_mode_t mode, const char *algo, double s, int n, perf_limit_bytes_t *lb);
+/* The time of those bytes at those rates (GB/s), seconds: the serial ones
+ * added, the overlapping phase the longer of its two; 0 if a needed rate
+ * is missing. 1copy unmeasured: its bytes count as two copies. */
+double perf_limit_seconds(const perf_limit_bytes_t *lb, const double gbs[PERF_NRATES]);
 
 /* ------------------------------------------------------------------------ */
 /* workload.c                                                                */
@@ -248,6 +300,7 @@ typedef struct {
     size_t count, off; /* elements; offset in the send/recv blocks */
     size_t packoff;    /* offset in the packed buffer (backprop order) */
     int line;
+    const char *algo; /* tc_request_algorithm in the last tcoll step */
 } perf_wl_tensor_t;
 
 typedef struct {
@@ -261,6 +314,8 @@ extern const char *const perf_wl_mode_names[PERF_WL_NMODES];
 
 typedef struct {
     double ms[PERF_WL_NMODES], copy_ms;
+    double limit_ms;             /* the step's limit (0: none) */
+    double sec_all[PERF_NRATES]; /* each kernel over every tensor once, seconds */
     long long wrong[PERF_WL_NMODES];
     int steps, warmup;
 } perf_wl_result_t;

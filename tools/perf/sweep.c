@@ -57,13 +57,14 @@ void perf_tc_submit_ok(const perf_bench_t *b, tc_status_t st)
     }
 }
 
-void perf_tc_wait(const perf_bench_t *b, tc_request_t *req)
+void perf_tc_wait(perf_bench_t *b, tc_request_t *req)
 {
     tc_status_t st = tc_wait(req);
     if (st != TC_OK) {
         perf_die("tc_wait('%s') failed: %s: %s", b->name, tc_status_string(st),
                  tc_request_error(req));
     }
+    b->algo = tc_request_algorithm(req);
 }
 
 void *perf_tc_output(const perf_bench_t *b, const tc_request_t *req, uint64_t rows)
@@ -128,19 +129,53 @@ static int default_warmup(int iters)
     return w < 2 ? 2 : w;
 }
 
+/* "12.34", or "-" for a rate that was not measured. */
+static void fmt_rate(char *buf, size_t len, double gbs)
+{
+    if (gbs > 0) {
+        snprintf(buf, len, "%.2f", gbs);
+    } else {
+        snprintf(buf, len, "-");
+    }
+}
+
+/* The label tcoll reported, without a parenthesis ("eager (...)": "eager"). */
+static void fmt_algo(char *buf, size_t len, const char *algo)
+{
+    const char *paren = algo != NULL ? strstr(algo, " (") : NULL;
+    if (algo == NULL) {
+        snprintf(buf, len, "-");
+    } else {
+        snprintf(buf, len, "%.*s", paren != NULL ? (int)(paren - algo) : (int)strlen(algo), algo);
+    }
+}
+
 static void print_row(const perf_opts_t *o, const perf_row_t *r)
 {
     double f = perf_busbw_factor(o->mode), alg[2];
-    char w0[24], w1[24];
+    char w0[24], w1[24], rate[PERF_NRATES][24], lim[24], reached[24], algo[64];
     for (int k = 0; k < 2; k++) {
         alg[k] = (double)r->bytes / r->us[k] / 1e3;
     }
     perf_fmt_wrong(w0, sizeof w0, r->wrong[0]);
     perf_fmt_wrong(w1, sizeof w1, r->wrong[1]);
+    for (int k = 0; k < PERF_NRATES; k++) {
+        fmt_rate(rate[k], sizeof rate[k], r->lim.gbs[k]);
+    }
+    if (r->lim.us > 0) {
+        snprintf(lim, sizeof lim, "%.2f", r->lim.us);
+        snprintf(reached, sizeof reached, "%.2f", r->lim.us / r->us[0]);
+    } else {
+        snprintf(lim, sizeof lim, "-");
+        snprintf(reached, sizeof reached, "-");
+    }
+    fmt_algo(algo, sizeof algo, r->algo);
     perf_progress_clear();
-    printf("%12llu %12llu %8s  %10.2f %7.2f %7.2f %6s  %10.2f %7.2f %7.2f %6s  %6.2f\n",
+    printf("%12llu %12llu %8s  %10.2f %7.2f %7.2f %6s  %10.2f %7.2f %7.2f %6s  %6.2f"
+           "  %6s %6s %6s %10s %7s  %s\n",
            (unsigned long long)r->bytes, (unsigned long long)r->count, tc_dtype_name(o->dtype),
-           r->us[0], alg[0], alg[0] * f, w0, r->us[1], alg[1], alg[1] * f, w1, r->us[1] / r->us[0]);
+           r->us[0], alg[0], alg[0] * f, w0, r->us[1], alg[1], alg[1] * f, w1, r->us[1] / r->us[0],
+           rate[PERF_RATE_COPY], rate[PERF_RATE_REDUCE], rate[PERF_RATE_1COPY], lim, reached, algo);
     fflush(stdout);
 }
 
@@ -152,13 +187,33 @@ void perf_print_banner(void)
            perf_size, tc_local_size());
 }
 
-void perf_print_columns(void)
+void perf_print_columns(int with_limit)
 {
-    printf("#%35s%s  %s\n", "", "------------- tcoll -------------",
-           "-------------- MPI --------------");
-    printf("#%11s %12s %8s  %10s %7s %7s %6s  %10s %7s %7s %6s  %6s\n", "size(B)", "count", "type",
+    printf("#%35s%s  %s%s\n", "", "------------- tcoll -------------",
+           "-------------- MPI --------------",
+           with_limit ? "          ----------------- limit -----------------" : "");
+    printf("#%11s %12s %8s  %10s %7s %7s %6s  %10s %7s %7s %6s  %6s", "size(B)", "count", "type",
            "time(us)", "algbw", "busbw", "wrong", "time(us)", "algbw", "busbw", "wrong", "ratio");
+    if (with_limit) {
+        printf("  %6s %6s %6s %10s %7s  %s", "copy", "reduce", "1copy", "limit(us)", "reached",
+               "algo");
+    }
+    printf("\n");
     fflush(stdout);
+}
+
+/* What the limit columns are, under the header. */
+static void print_limit_note(void)
+{
+    printf("# limit: copy, reduce, 1copy = this machine's rates in this run at this size, every "
+           "rank at once (GB/s): memcpy,\n"
+           "#   tc_reduce_local (the collectives' kernel), process_vm_readv from the next rank of "
+           "the node%s;\n"
+           "#   limit(us) = the bytes tcoll's algorithm (algo, as tc_request_algorithm names it) "
+           "must copy, reduce and read\n"
+           "#   across processes per rank, at those rates (docs/perf.md); reached = limit / "
+           "tcoll's time (1 = at the limit)\n",
+           perf_limit_has_1copy() ? "" : " (not measured here: counted as two copies)");
 }
 
 static void print_sweep_header(const perf_opts_t *o, const perf_sweep_ops_t *ops, int sizes)
@@ -189,7 +244,8 @@ static void print_sweep_header(const perf_opts_t *o, const perf_sweep_ops_t *ops
         printf("# size and count: %s\n", ops->size_note);
     }
     printf("# ratio = tcoll busbw / MPI busbw: > 1 means tcoll is faster\n");
-    perf_print_columns();
+    print_limit_note();
+    perf_print_columns(1);
 }
 
 perf_row_t *perf_run_sweep(const perf_opts_t *o, int *nrows_p, long long *wrong_p)
@@ -245,6 +301,7 @@ perf_row_t *perf_run_sweep(const perf_opts_t *o, int *nrows_p, long long *wrong_
     b.counts = perf_alloc(sizeof *b.counts * (size_t)perf_size, "counts");
     b.displs = perf_alloc(sizeof *b.displs * (size_t)perf_size, "displacements");
 
+    perf_limit_init(max_count * es);
     if (perf_rank == 0) {
         print_sweep_header(o, ops, nsizes);
     }
@@ -280,6 +337,17 @@ perf_row_t *perf_run_sweep(const perf_opts_t *o, int *nrows_p, long long *wrong_
             if (r->wrong[impl] > 0) {
                 *wrong_p += r->wrong[impl];
             }
+            if (impl == 0) {
+                r->algo = b.algo;
+            }
+        }
+        perf_progress("[%d/%d] %llu bytes: the limit", n + 1, nsizes, (unsigned long long)r->bytes);
+        perf_limit_measure(r->bytes, o->dtype, o->op, ops->takes_op, r->iters, r->warmup, &r->lim);
+        {
+            perf_limit_bytes_t lb;
+            if (perf_limit_bytes(o->mode, r->algo, (double)r->bytes, perf_size, &lb)) {
+                r->lim.us = perf_limit_seconds(&lb, r->lim.gbs) * 1e6;
+            }
         }
         if (perf_rank == 0) {
             print_row(o, r);
@@ -289,6 +357,7 @@ perf_row_t *perf_run_sweep(const perf_opts_t *o, int *nrows_p, long long *wrong_
     if (created) {
         MPI_Op_free(&b.mop);
     }
+    perf_limit_free();
     free(b.displs);
     free(b.counts);
     free(ar);

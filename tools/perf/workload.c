@@ -259,6 +259,7 @@ static double workload_step(const perf_workload_t *w, int mode, tc_op_t op, floa
                 perf_die("tc_wait('%s') failed: %s: %s", w->t[k].name, tc_status_string(st),
                          tc_request_error(reqs[k]));
             }
+            w->t[k].algo = tc_request_algorithm(reqs[k]);
             tc_request_free(reqs[k]);
         }
         break;
@@ -289,6 +290,48 @@ static double workload_step(const perf_workload_t *w, int mode, tc_op_t op, floa
         break;
     }
     return copy;
+}
+
+/* The step's limit (limit.c, limit_model.c): every tensor through each
+ * kernel at its own size, in backprop order through buffers of the step's
+ * size (as cold in cache as the step's own), and each tensor's bytes by the
+ * algorithm tcoll ran it with in the last step. res->limit_ms 0 if some
+ * tensor's algorithm has no model. */
+static void workload_limit(const perf_opts_t *o, const perf_workload_t *w, perf_wl_result_t *res)
+{
+    size_t *bytes = perf_alloc(sizeof *bytes * (size_t)w->n, "the tensors' sizes");
+    double *sec = perf_alloc(sizeof *sec * PERF_NRATES * (size_t)w->n, "the limit's timings");
+    double total = 0;
+    int j, k, modeled = 1;
+
+    for (j = 0; j < w->n; j++) {
+        bytes[j] = w->t[w->n - 1 - j].count * sizeof(float);
+    }
+    perf_limit_init(w->total * sizeof(float));
+    perf_limit_measure_each(bytes, w->n, TC_FLOAT32, o->op, 5, sec);
+    for (k = 0; k < PERF_NRATES; k++) {
+        res->sec_all[k] = 0;
+        for (j = 0; j < w->n; j++) {
+            res->sec_all[k] += sec[(size_t)k * (size_t)w->n + (size_t)j];
+        }
+    }
+    for (j = 0; j < w->n && modeled; j++) {
+        perf_limit_bytes_t b;
+        double gbs[PERF_NRATES], t;
+        for (k = 0; k < PERF_NRATES; k++) {
+            double s = sec[(size_t)k * (size_t)w->n + (size_t)j];
+            gbs[k] = s > 0 ? (double)bytes[j] / s / 1e9 : 0;
+        }
+        modeled = perf_limit_bytes(PERF_MODE_WORKLOAD, w->t[w->n - 1 - j].algo, (double)bytes[j],
+                                   perf_size, &b);
+        t = perf_limit_seconds(&b, gbs);
+        modeled = modeled && (t > 0 || bytes[j] == 0);
+        total += t;
+    }
+    res->limit_ms = modeled ? total * 1e3 : 0;
+    perf_limit_free();
+    free(sec);
+    free(bytes);
 }
 
 void perf_run_workload(const perf_opts_t *o, const char *path, perf_workload_t *w,
@@ -343,6 +386,13 @@ void perf_run_workload(const perf_opts_t *o, const char *path, perf_workload_t *
         printf("# ms/step: median over %d steps (after %d warmup) of the slowest rank; "
                "ratio = ms/step / tcoll's ms/step (> 1: tcoll is faster)\n",
                steps, warmup);
+        printf("# limit: the time the bytes each tensor's algorithm (as tc_request_algorithm "
+               "names it in tcoll's last step)\n"
+               "#   must copy, reduce and read across processes per rank would take at this "
+               "machine's rates, measured\n"
+               "#   in this run on each tensor's size, every rank at once (docs/perf.md); its "
+               "ratio = limit / tcoll's ms/step:\n"
+               "#   the fraction of the limit tcoll reached\n");
         printf("#\n#%-17s %10s %8s %9s %8s\n", "mode", "ms/step", "ratio", "copy(ms)", "wrong");
         fflush(stdout);
     }
@@ -368,6 +418,8 @@ void perf_run_workload(const perf_opts_t *o, const char *path, perf_workload_t *
         }
         res->wrong[m] = o->check ? workload_check(w, recv, ar, perf_wl_mode_names[m]) : -1;
     }
+    perf_progress("workload: the limit");
+    workload_limit(o, w, res);
     perf_progress_clear();
     res->steps = steps;
     res->warmup = warmup;
@@ -382,6 +434,22 @@ void perf_run_workload(const perf_opts_t *o, const char *path, perf_workload_t *
             }
             printf(" %-17s %10.3f %8.2f %9s %8s\n", perf_wl_mode_names[m], res->ms[m],
                    res->ms[m] / res->ms[PERF_WL_TCOLL], cp, wr);
+        }
+        if (res->limit_ms > 0) {
+            printf(" %-17s %10.3f %8.2f %9s %8s\n", "limit", res->limit_ms,
+                   res->limit_ms / res->ms[PERF_WL_TCOLL], "-", "-");
+        } else {
+            printf(" %-17s %10s %8s %9s %8s\n", "limit", "-", "-", "-", "-");
+        }
+        printf("# the limit's rates, each kernel over every tensor once: copy %.2f GB/s, "
+               "reduce %.2f GB/s, 1copy ",
+               (double)(w->total * sizeof(float)) / res->sec_all[PERF_RATE_COPY] / 1e9,
+               (double)(w->total * sizeof(float)) / res->sec_all[PERF_RATE_REDUCE] / 1e9);
+        if (res->sec_all[PERF_RATE_1COPY] > 0) {
+            printf("%.2f GB/s\n",
+                   (double)(w->total * sizeof(float)) / res->sec_all[PERF_RATE_1COPY] / 1e9);
+        } else {
+            printf("- (not measured here: counted as two copies)\n");
         }
         fflush(stdout);
     }
