@@ -8,14 +8,16 @@
  * The files call downward only, top first: context.c (a context's life) >
  * portchan.c > remote.c (operations to other nodes) > remote_recv.c (what
  * comes from them) > remote_send.c; mailbox.c > memchan.c, regmem.c >
- * semaphore.c > shmem.c; and at the bottom device.c (handles for GPU
+ * semaphore.c; and at the bottom device.c (handles for GPU
  * kernels, and what they map), portchan_err.c and peers.c
- * (whether a peer is gone; the context's collectives).
+ * (whether a peer is gone; the context's collectives). The shared
+ * allocator (tc_mem_alloc) is the transport layer's (transport/shmem.h).
  */
 #ifndef TC_CHANNEL_INTERNAL_H
 #define TC_CHANNEL_INTERNAL_H
 
 #include "cuda/cuda.h"
+#include "transport/shmem.h"
 #include "tcoll.h"
 #include "tcoll_channel.h"
 #include "tcoll_trigger.h"
@@ -38,20 +40,6 @@
 #define TC_CHAN_KICK_NS 10000000ull
 /* How often a parked waiter looks whether its peer still runs. */
 #define TC_CHAN_PEER_CHECK_NS 100000000ull
-
-/* ------------------------------------------------------------------------ */
-/* shmem.c: the shared allocator                                             */
-/* ------------------------------------------------------------------------ */
-
-/* Where [ptr, ptr + size) lies in a region of tc_mem_alloc: 1 and the
- * region's memory file, the offset of ptr in it and the region's length;
- * 0 when it is not inside one region. */
-int tc__shmem_find(const void *ptr, size_t size, int *fd_p, uint64_t *off_p, uint64_t *len_p);
-/* Maps len bytes of process pid's memory file fd (read-write, shared).
- * TC_OK and *addr_p, or an error with why written. */
-tc_status_t tc__shmem_map_peer(pid_t pid, int fd, uint64_t len, void **addr_p, char *why,
-                               size_t why_len);
-void tc__shmem_unmap(void *addr, uint64_t len);
 
 /* ------------------------------------------------------------------------ */
 /* A semaphore's counter: one line of a rank's semaphore area                */

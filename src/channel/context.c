@@ -139,7 +139,7 @@ static int peers_setup(tc_chan_ctx_t *ctx, const ctx_record_t *recs, char *why, 
         if (!p->same_node) {
             continue;
         }
-        if (tc__shmem_map_peer(p->pid, recs[r].area_fd, recs[r].area_len, &addr, why, len) !=
+        if (tc__shmem_map_peer(p->pid, recs[r].area_fd, recs[r].area_len, 0, &addr, why, len) !=
             TC_OK) {
             return 0;
         }

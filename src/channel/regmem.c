@@ -274,7 +274,7 @@ static tc_status_t attach(tc_rmem_t *r)
     if (r->fd < 0) {
         return TC_OK;
     }
-    if (tc__shmem_map_peer(r->pid, r->fd, r->region_len, &addr, why, sizeof(why)) != TC_OK) {
+    if (tc__shmem_map_peer(r->pid, r->fd, r->region_len, 0, &addr, why, sizeof(why)) != TC_OK) {
         return tc__set_error(TC_ERR_TRANSPORT, "tc_mem_open: rank %d's memory: %s", r->rank, why);
     }
     r->mapped = addr;

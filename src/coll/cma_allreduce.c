@@ -38,6 +38,7 @@
  * done step 5's reads before any rank lets its buffers go.
  */
 #define _GNU_SOURCE
+#include "coll/shm_steps.h"
 #include "coll/shm_sync.h"
 #include "reduce/reduce.h"
 
@@ -87,6 +88,7 @@ tc_status_t tc__cma_allreduce(tc_shm_coll_t *c, const void *src, void *buf, size
     char *out = buf;
     tc_shm_ctl_t *mine = tc__shm_ctl(s, me);
     char *bounce, *saved;
+    const char **peer_in;
     size_t off, len, at;
     uint64_t g;
     tc_status_t st;
@@ -98,19 +100,29 @@ tc_status_t tc__cma_allreduce(tc_shm_coll_t *c, const void *src, void *buf, size
         }
         return TC_OK;
     }
-    if (tc__scratch_reserve(&c->bounce, 2 * BOUNCE_BYTES) != TC_OK) {
+    if (tc__scratch_reserve(&c->bounce, 2 * BOUNCE_BYTES + (size_t)n * sizeof(*peer_in)) != TC_OK) {
         return TC_ERR_NOMEM; /* before the step: the other ranks fail the same way or wait */
     }
     bounce = c->bounce.data;
     saved = bounce + BOUNCE_BYTES;
+    peer_in = (const char **)(void *)(bounce + 2 * BOUNCE_BYTES);
     g = ++c->seq;
     mine->in_addr = (uint64_t)(uintptr_t)in;
     mine->out_addr = (uint64_t)(uintptr_t)out;
+    (void)tc__shmem_ref(in, count * es, &mine->in_ref);
+    (void)tc__shmem_ref(out, count * es, &mine->out_ref);
+    c->loads = c->readvs = 0;
     tc__shm_publish(s, TC_SHM_ARRIVED, g);
     if ((st = tc__shm_wait_all(c, TC_SHM_ARRIVED, g)) != TC_OK) {
         return st;
     }
     tc__segment(count, n, me, &off, &len);
+    for (p = 0; p < n; p++) { /* the peers' inputs where they are mapped here, else NULL */
+        peer_in[p] =
+            p == me || len == 0
+                ? NULL
+                : tc__shm_direct_map(c, p, tc__shm_ctl(s, p)->in_addr + off * es, len * es);
+    }
     for (at = off; at < off + len; at += block) {
         size_t k = off + len - at < block ? off + len - at : block;
         const char *own = in + at * es;
@@ -120,17 +132,21 @@ tc_status_t tc__cma_allreduce(tc_shm_coll_t *c, const void *src, void *buf, size
         }
         for (p = 0; p < n; p++) {
             const char *x = own;
-            if (p != me) {
+            if (p != me && peer_in[p] != NULL) { /* mapped: read where it lies */
+                c->loads++;
+                x = peer_in[p] + (at - off) * es;
+            } else if (p != me) {
+                c->readvs++;
                 /* rank 0's input straight into the output, the others' into the bounce */
                 if (tc__shm_peer_read(s, p, p == 0 ? out + at * es : bounce,
                                       tc__shm_ctl(s, p)->in_addr + at * es, k * es) != 0) {
                     return read_failed(c, p, g, errno);
                 }
-                x = bounce;
+                x = p == 0 ? out + at * es : bounce;
             }
             if (p == 0) {
-                if (me == 0 && in != out) {
-                    memcpy(out + at * es, own, k * es);
+                if (x != out + at * es) {
+                    memcpy(out + at * es, x, k * es);
                 }
             } else {
                 tc__reduce(dtype, op, out + at * es, x, k);
@@ -145,13 +161,21 @@ tc_status_t tc__cma_allreduce(tc_shm_coll_t *c, const void *src, void *buf, size
         return st;
     }
     for (p = 0; p < n; p++) {
+        const char *q;
+        uint64_t from;
         if (p == me) {
             continue;
         }
         tc__segment(count, n, p, &off, &len);
-        if (len > 0 && tc__shm_peer_read(s, p, out + off * es,
-                                         tc__shm_ctl(s, p)->out_addr + off * es, len * es) != 0) {
-            return read_failed(c, p, g, errno);
+        from = tc__shm_ctl(s, p)->out_addr + off * es;
+        if (len > 0 && (q = tc__shm_direct_map(c, p, from, len * es)) != NULL) {
+            c->loads++;
+            memcpy(out + off * es, q, len * es);
+        } else if (len > 0) {
+            c->readvs++;
+            if (tc__shm_peer_read(s, p, out + off * es, from, len * es) != 0) {
+                return read_failed(c, p, g, errno);
+            }
         }
     }
     tc__shm_publish(s, TC_SHM_DONE, g);

@@ -14,6 +14,7 @@
 
 #include "reduce/reduce.h"
 #include "tcoll.h"
+#include "transport/peer_map.h"
 #include "transport/shm_seg.h"
 #include "util/status.h"
 #include "transport/transport.h"
@@ -121,7 +122,11 @@ typedef struct {
     tc_scratch_t bounce; /* the direct algorithms' cache-sized buffer (the owner frees it) */
     size_t cma_from;     /* buffers of at least this many bytes go direct (cma_allreduce.c)
                        * where the segment allows it; SIZE_MAX: never */
-    char err[256];       /* the reason for the last TC_ERR_TRANSPORT */
+    tc_peer_maps_t maps; /* the peers' tc_mem_alloc regions mapped here: the direct
+                          * algorithms read buffers in them with loads (the owner frees) */
+    uint32_t loads, readvs; /* the last direct collective's reads of peers' buffers: with
+                             * loads (mapped here), through process_vm_readv */
+    char err[256];          /* the reason for the last TC_ERR_TRANSPORT */
 } tc_shm_coll_t;
 
 /* Allreduce of count elements of dtype among the node's ranks (every rank

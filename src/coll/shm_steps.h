@@ -17,8 +17,9 @@
  *   tc__shm_slot_close   done = g (no wait: the next writer waits for it)
  *
  * A direct step reads the other ranks' own buffers with process_vm_readv
- * (where the segment says it works: tc_shm_seg_t.cma), one step per
- * collective, as cma_allreduce.c does:
+ * (where the segment says it works: tc_shm_seg_t.cma), or with loads where
+ * they lie in the owner's tc_mem_alloc regions (mapped here once and kept:
+ * transport/peer_map.h), one step per collective, as cma_allreduce.c does:
  *
  *   tc__shm_direct_open   g = ++seq; this rank's buffer addresses into its
  *                         control block, then arrived = g; waits for every
@@ -69,10 +70,16 @@ tc_status_t tc__shm_direct_open(tc_shm_coll_t *c, const void *in, const void *ou
  * current direct step. */
 uint64_t tc__shm_direct_addr(const tc_shm_coll_t *c, int p, int out);
 
+/* Where [from, from + bytes) of local rank p's buffers of the current
+ * direct step is mapped here (it lies in one of p's tc_mem_alloc regions,
+ * transport/peer_map.h), or NULL: read it with tc__shm_direct_read. */
+const char *tc__shm_direct_map(tc_shm_coll_t *c, int p, uint64_t from, size_t bytes);
+
 /* Reads bytes at address from in local rank p's process into to, in
- * direct step g of the collective named by what ("allgather"). TC_OK, or
- * TC_ERR_TRANSPORT with c->err naming the lost rank, the abort, or, when
- * neither comes, why the read failed. */
+ * direct step g of the collective named by what ("allgather"): with loads
+ * where it is mapped here (tc__shm_direct_map), else process_vm_readv.
+ * TC_OK, or TC_ERR_TRANSPORT with c->err naming the lost rank, the abort,
+ * or, when neither comes, why the read failed. */
 tc_status_t tc__shm_direct_read(tc_shm_coll_t *c, int p, uint64_t g, void *to, uint64_t from,
                                 size_t bytes, const char *what);
 

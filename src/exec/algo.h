@@ -181,6 +181,13 @@ void tc__algo_describe(const tc_algo_ctx_t *x, tc_kind_t kind, tc_dtype_t dtype,
 /* The reason text of a failed run of record a (what it runs over). */
 const char *tc__algo_err(const tc_algo_ctx_t *x, const tc_algo_t *a);
 
+/* What ran, as tc_request_algorithm and the timeline name it: the record's
+ * name (fused: its fused name), and for "cma" whose last collective read
+ * peers' buffers, every one with loads (shm->loads, shm->readvs), "cma,
+ * mapped" (", fused").
+ * "none" for NULL. */
+const char *tc__algo_label(const tc_algo_t *a, int fused, const tc_shm_coll_t *shm);
+
 /* The timeline's label of a small allreduce completed by the negotiation
  * (its inputs rode in the cycle messages). */
 #define TC_ALGO_EAGER_NAME "eager (inputs in the cycle messages)"

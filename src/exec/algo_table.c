@@ -7,6 +7,7 @@
 #include "exec/algo.h"
 
 #include <stdio.h>
+#include <string.h>
 
 /* One row per entry of TC_KIND_MAP (wire/wire.h): a kind without its
  * tc__exec_<kind> does not link. */
@@ -77,4 +78,15 @@ void tc__algo_describe(const tc_algo_ctx_t *x, tc_kind_t kind, tc_dtype_t dtype,
         }
         lo = c.bytes;
     }
+}
+
+const char *tc__algo_label(const tc_algo_t *a, int fused, const tc_shm_coll_t *shm)
+{
+    if (a == NULL) {
+        return "none";
+    }
+    if (shm != NULL && shm->loads > 0 && shm->readvs == 0 && strcmp(a->name, "cma") == 0) {
+        return fused ? "cma, mapped, fused" : "cma, mapped";
+    }
+    return fused && a->fused != NULL ? a->fused : a->name;
 }

@@ -296,7 +296,7 @@ tc_status_t tc__exec_run(tc_exec_t *e, const tc_wire_response_t *resps, tc_reque
                      tc__kind_of(reqs[i])->name, j - i >= 2 ? ", fused with others" : "",
                      algo->name, j - i >= 2 ? ", fused" : "");
         }
-        label = algo == NULL ? "none" : j - i >= 2 ? algo->fused : algo->name;
+        label = tc__algo_label(algo, j - i >= 2, tc__shm_for(e, reqs[i]->pset));
         if (t0 != 0) {
             uint64_t t1 = tc__now_ns();
             for (k = i; k < j; k++) {

@@ -199,6 +199,7 @@ void tc__shm_teardown(tc_exec_t *e, int broken)
     l->ranks = NULL;
     tc__shm_seg_close(&e->shm.seg); /* local: safe after a failure too */
     tc__scratch_free(&e->shm.coll.bounce);
+    tc__peer_maps_free(&e->shm.coll.maps); /* after the segment: no step reads them */
     free(e->shm.local_ranks);
     e->shm.local_ranks = NULL;
 }

@@ -40,6 +40,7 @@
 #include <sys/types.h>
 
 #include "tcoll.h"
+#include "transport/shmem.h"
 
 #define TC_SHM_LINE 128 /* two cache lines: no false sharing, even with adjacent-line prefetch */
 
@@ -63,7 +64,11 @@ typedef struct {
      * set that rank 0's negotiation has taken, stored by rank 0's engine
      * (release) and read by this rank's (acquire) */
     _Atomic uint64_t joins_taken;
-    char pad[TC_SHM_LINE - 4 * sizeof(uint64_t)];
+    /* with in_addr and out_addr: the tc_mem_alloc regions they lie in (fd
+     * -1: none), so that the others can map them and read with loads
+     * (transport/peer_map.h) */
+    tc_shmem_ref_t in_ref, out_ref;
+    char pad[TC_SHM_LINE - 4 * sizeof(uint64_t) - 2 * sizeof(tc_shmem_ref_t)];
 } tc_shm_ctl_t;
 
 /* One rank's contribution to one use of a small-message name (exec/fast.c):

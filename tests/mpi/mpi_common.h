@@ -32,6 +32,7 @@
 #include "check.h"
 #include "tc_test.h"
 #include "tcoll.h"
+#include "tcoll_channel.h" /* tc_mem_alloc */
 
 #define TT_NDTYPES 10
 #define TT_NOPS 5
@@ -540,6 +541,35 @@ static inline void *tt_xmalloc(size_t n)
     void *p = malloc(n ? n : 1);
     CHECK_MSG(p != NULL, "malloc(%zu) failed", n);
     return p;
+}
+
+/* The data buffers a test hands to tcoll: from tc_mem_alloc (memory the
+ * node's ranks map, read by the direct algorithms with loads) when the
+ * environment has TT_MEM=shared, else malloc. Free with tt_data_free. */
+static inline int tt_data_shared(void)
+{
+    const char *v = getenv("TT_MEM");
+    return v != NULL && strcmp(v, "shared") == 0;
+}
+
+static inline void *tt_data_alloc(size_t n)
+{
+    void *p = NULL;
+    if (!tt_data_shared()) {
+        return tt_xmalloc(n);
+    }
+    CHECK_MSG(tc_mem_alloc(n ? n : 1, &p) == TC_OK, "tc_mem_alloc(%zu) failed: %s", n,
+              tc_last_error());
+    return p;
+}
+
+static inline void tt_data_free(void *p)
+{
+    if (tt_data_shared()) {
+        CHECK_OK(tc_mem_free(p));
+    } else {
+        free(p);
+    }
 }
 
 /* The collectives a test that mixes them submits by kind. */

@@ -109,9 +109,9 @@ TC_CASE(agrees_with_ring_bit_for_bit)
                 double pre = scaled ? 0.5 : 1.0, post = scaled ? 3.0 : 1.0;
                 char name[128];
                 uint64_t salt;
-                unsigned char *in = tt_xmalloc((size_t)count * es);
-                unsigned char *a = tt_xmalloc((size_t)count * es);
-                unsigned char *b = tt_xmalloc((size_t)count * es);
+                unsigned char *in = tt_data_alloc((size_t)count * es);
+                unsigned char *a = tt_data_alloc((size_t)count * es);
+                unsigned char *b = tt_data_alloc((size_t)count * es);
 
                 snprintf(name, sizeof(name), "shm/%s/%s/%lld/%d%d%d", tt_dtype_str(dt),
                          tt_op_str(op), (long long)count, inplace, scaled, frac);
@@ -155,9 +155,9 @@ TC_CASE(agrees_with_ring_bit_for_bit)
                     tt_check_allreduce(name, dt, op, salt, n, a, count);
                 }
                 check_same_everywhere(name, a, (size_t)count * es);
-                free(in);
-                free(a);
-                free(b);
+                tt_data_free(in);
+                tt_data_free(a);
+                tt_data_free(b);
                 checked++;
             }
         }
@@ -167,6 +167,89 @@ TC_CASE(agrees_with_ring_bit_for_bit)
     tt_say("test_shm: %d allreduces %s match the ring %s (np %d)\n", checked,
            hier ? "across pretend nodes" : "through shared memory",
            hier ? "(exact data bit for bit)" : "bit for bit", n);
+}
+
+/* Buffers in tc_mem_alloc memory, which the direct allreduce maps and
+ * reads with loads: rounds that free their regions and allocate new ones
+ * (the same file descriptors come back with other contents: a stale
+ * mapping would give old bytes), more regions than a peer keeps mapped,
+ * regions kept across rounds, in place and not, and rounds where rank 0's
+ * buffers are private (read through process_vm_readv). Exact sums, and
+ * tc_request_algorithm says "cma, mapped" when every rank's buffers were
+ * mapped. */
+TC_CASE(mapped_regions)
+{
+    enum { ROUNDS = 3 * 8 + 5 };
+    const int64_t base = 300 * 1024 / 4; /* past the direct path's default threshold */
+    float *kept = NULL;
+    int round, mapped = 0;
+
+    for (round = 0; round < ROUNDS; round++) {
+        const int priv = round % 7 == 6 && tt_rank == 0; /* rank 0's buffers private */
+        const int in_place = round % 3 == 0;
+        const int64_t count = base + (round % 4) * 1021;
+        const size_t bytes = (size_t)count * sizeof(float);
+        float *in, *out;
+        tc_tensor_t t;
+        tc_request_t *req = NULL;
+        const char *algo;
+        char name[64];
+        uint64_t salt;
+
+        snprintf(name, sizeof(name), "shm/mapped/%d", round);
+        salt = tt_hash_str(name);
+        if (round % 8 == 2 && kept == NULL) { /* a region that stays for later rounds */
+            CHECK_OK(tc_mem_alloc((size_t)(base + 3 * 1021) * sizeof(float), (void **)&kept));
+        }
+        if (kept != NULL && round % 8 >= 3 && !priv) {
+            in = kept;
+        } else if (priv) {
+            in = tt_xmalloc(bytes);
+        } else {
+            CHECK_OK(tc_mem_alloc(bytes, (void **)&in));
+        }
+        out = in;
+        if (!in_place) {
+            if (priv) {
+                out = tt_xmalloc(bytes);
+            } else {
+                CHECK_OK(tc_mem_alloc(bytes, (void **)&out));
+            }
+        }
+        tt_fill(TC_FLOAT32, TC_SUM, salt, tt_rank, in, count);
+        t = (tc_tensor_t){in, TC_FLOAT32, 1, {count}};
+        CHECK_OK(tc_allreduce(name, &t, out, TC_SUM, &req));
+        CHECK_OK(tc_wait(req));
+        tt_check_allreduce(name, TC_FLOAT32, TC_SUM, salt, tt_size, out, count);
+        algo = tc_request_algorithm(req);
+        CHECK(algo != NULL);
+        if (strncmp(algo, "cma", 3) == 0 && round % 7 != 6) { /* every rank's buffers shared */
+            CHECK_MSG(strcmp(algo, "cma, mapped") == 0, "%s ran as '%s'", name, algo);
+            mapped++;
+        }
+        tc_request_free(req);
+        if (out != in) {
+            if (priv) {
+                free(out);
+            } else {
+                CHECK_OK(tc_mem_free(out));
+            }
+        }
+        if (priv) {
+            free(in);
+        } else if (in != kept) {
+            CHECK_OK(tc_mem_free(in));
+        }
+        if (round % 8 == 7 && kept != NULL) {
+            CHECK_OK(tc_mem_free(kept));
+            kept = NULL;
+        }
+    }
+    if (kept != NULL) {
+        CHECK_OK(tc_mem_free(kept));
+    }
+    tt_say("test_shm: %d allreduces on tc_mem_alloc buffers exact, %d read with loads (np %d)\n",
+           ROUNDS, mapped, tt_size);
 }
 
 int main(int argc, char **argv)

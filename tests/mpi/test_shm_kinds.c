@@ -162,7 +162,7 @@ static void allgather_one(int ps, int p, tc_dtype_t dt, int64_t row)
     for (q = 0; q < tt_size; q++) {
         total += ag_rows(p, q, row * (int64_t)es);
     }
-    in = tt_xmalloc((size_t)(rows * row) * es + 1);
+    in = tt_data_alloc((size_t)(rows * row) * es + 1);
     want = tt_xmalloc((size_t)(total * row) * es + 1);
     fill(dt, TC_MAX, salt, tt_rank, in, rows * row, 0);
     for (q = 0; q < tt_size; q++) { /* rank q's rows, exactly */
@@ -191,7 +191,7 @@ static void allgather_one(int ps, int p, tc_dtype_t dt, int64_t row)
     }
     tc_request_free(ra);
     tc_request_free(rb);
-    free(in);
+    tt_data_free(in);
     free(want);
 }
 
@@ -223,7 +223,8 @@ static void broadcast_one(int ps, int root, tc_dtype_t dt, int64_t count)
     const size_t es = tt_dtype_bytes(dt);
     tc_opts_t o = in_set(ps);
     tc_request_t *req = NULL;
-    unsigned char *a = tt_xmalloc((size_t)count * es + 1), *b = tt_xmalloc((size_t)count * es + 1);
+    unsigned char *a = tt_data_alloc((size_t)count * es + 1),
+                  *b = tt_data_alloc((size_t)count * es + 1);
     unsigned char *want = tt_xmalloc((size_t)count * es + 1);
     tc_tensor_t ta = {a, dt, 1, {count}}, tb = {b, dt, 1, {count}};
     char name[128], mpi_name[144];
@@ -246,8 +247,8 @@ static void broadcast_one(int ps, int root, tc_dtype_t dt, int64_t count)
     if (count * (int64_t)es < LARGE_BYTES) {
         same_everywhere(name, a, (size_t)count * es);
     }
-    free(a);
-    free(b);
+    tt_data_free(a);
+    tt_data_free(b);
     free(want);
 }
 
@@ -312,7 +313,7 @@ static void reducescatter_one(int ps, tc_dtype_t dt, tc_op_t op, int64_t rows, i
     const int64_t my_rows = rows / n + (tt_rank < rows % n),
                   off = (rows / n * tt_rank + (tt_rank < rows % n ? tt_rank : rows % n)) * row;
     const double pre = scaled ? 0.5 : 1.0, post = scaled ? 3.0 : 1.0;
-    unsigned char *in = tt_xmalloc((size_t)(rows * row) * es + 1);
+    unsigned char *in = tt_data_alloc((size_t)(rows * row) * es + 1);
     tc_request_t *ra, *rb;
     tc_tensor_t a, b;
     char name[128], mpi_name[144];
@@ -340,7 +341,7 @@ static void reducescatter_one(int ps, tc_dtype_t dt, tc_op_t op, int64_t rows, i
     }
     tc_request_free(ra);
     tc_request_free(rb);
-    free(in);
+    tt_data_free(in);
 }
 
 TC_CASE(reducescatter_matches_ring)
@@ -430,7 +431,7 @@ static void alltoall_one(int ps, int p, tc_dtype_t dt, int64_t row)
         rows += splits[j];
         got_rows += a2a_rows(p, j, tt_rank, rb);
     }
-    in = tt_xmalloc((size_t)(rows * row) * es + 1);
+    in = tt_data_alloc((size_t)(rows * row) * es + 1);
     want = tt_xmalloc((size_t)(got_rows * row) * es + 1);
     fill(dt, TC_MAX, salt, tt_rank, in, rows * row, 0);
     for (q = 0; q < tt_size; q++) { /* rank q's rows for this rank, in q's input */
@@ -464,7 +465,7 @@ static void alltoall_one(int ps, int p, tc_dtype_t dt, int64_t row)
     same_bits(name, "exact", dt, a.data, want, got_rows * row);
     tc_request_free(ra);
     tc_request_free(rq);
-    free(in);
+    tt_data_free(in);
     free(want);
     free(splits);
 }

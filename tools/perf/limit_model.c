@@ -12,8 +12,17 @@
  * reduction runs on data just read, so that phase takes the longer of its
  * read and its reduction, written [1copy X | reduce X] below.
  *
+ * Where the peers' buffers are mapped here ("cma, mapped": they lie in
+ * tc_mem_alloc memory), no byte goes through the kernel: a rank reads the
+ * inputs of its share where they lie and reduces them into its output,
+ * then copies the others' shares of the result, so its memory reads every
+ * input share (S) and the others' results (P) and writes its output (S):
+ * 2S + P bytes of traffic, a memcpy's worth of (2S + P)/2, which the
+ * reduction's arithmetic overlaps.
+ *
  *   allreduce (S: the tensor, P = (n-1)/n S, the others' shares)
  *     cma               [1copy P | reduce P] + 1copy P + copy S/n
+ *     cma, mapped       [copy (2S + P)/2 | reduce P]
  *     ring, ordered,    [1copy P | reduce P] + 1copy P (the bytes a rank
  *     hier              receives, at the single-copy rate: what MPI's best
  *                       path within a node costs)
@@ -23,16 +32,19 @@
  *     ", fused"         copy 2S more (into the fusion buffer and out)
  *   allgather (S: the whole output)
  *     cma, ring allgatherv   1copy P + copy S/n (its own block)
+ *     cma, mapped            copy S
  *     shm                    copy S + S/n
  *   broadcast (S: the buffer)
  *     cma                    1copy S
- *     shm                    copy S
+ *     shm, cma, mapped       copy S
  *     binomial tree          1copy S x ceil(log2 n)
  *   reducescatter (S: the whole input)
  *     cma, ring/ordered reduce-scatter   [1copy P | reduce P] + copy S/n
+ *     cma, mapped                        [copy P | reduce P] + copy S/n
  *     shm                                copy S + reduce P
  *   alltoall (S: what a rank sends)
  *     cma, pairwise exchange   1copy P + copy S/n
+ *     cma, mapped              copy S
  *     shm                      copy 2P + S/n
  *
  * Where the single-copy rate could not be measured, a byte of 1copy counts
@@ -67,6 +79,9 @@ int perf_limit_bytes(perf_mode_t mode, const char *algo, double s, int n, perf_l
             lb->ov_1copy = lb->ov_reduce = part;
             b[PERF_RATE_1COPY] = part;
             b[PERF_RATE_COPY] = own;
+        } else if (is(algo, len, "cma, mapped")) {
+            lb->ov_copy = (2 * s + part) / 2;
+            lb->ov_reduce = part;
         } else if (is(algo, len, "shm")) {
             b[PERF_RATE_COPY] = 2 * s;
             b[PERF_RATE_REDUCE] = part;
@@ -87,6 +102,8 @@ int perf_limit_bytes(perf_mode_t mode, const char *algo, double s, int n, perf_l
         if (is(algo, len, "cma") || is(algo, len, "ring allgatherv")) {
             b[PERF_RATE_1COPY] = part;
             b[PERF_RATE_COPY] = own;
+        } else if (is(algo, len, "cma, mapped")) {
+            b[PERF_RATE_COPY] = s;
         } else if (is(algo, len, "shm")) {
             b[PERF_RATE_COPY] = s + own;
         } else {
@@ -96,7 +113,7 @@ int perf_limit_bytes(perf_mode_t mode, const char *algo, double s, int n, perf_l
     case PERF_MODE_BROADCAST:
         if (is(algo, len, "cma")) {
             b[PERF_RATE_1COPY] = s;
-        } else if (is(algo, len, "shm")) {
+        } else if (is(algo, len, "shm") || is(algo, len, "cma, mapped")) {
             b[PERF_RATE_COPY] = s;
         } else if (is(algo, len, "binomial tree")) {
             int steps = 0;
@@ -113,6 +130,9 @@ int perf_limit_bytes(perf_mode_t mode, const char *algo, double s, int n, perf_l
             is(algo, len, "ordered reduce-scatter")) {
             lb->ov_1copy = lb->ov_reduce = part;
             b[PERF_RATE_COPY] = own;
+        } else if (is(algo, len, "cma, mapped")) {
+            lb->ov_copy = lb->ov_reduce = part;
+            b[PERF_RATE_COPY] = own;
         } else if (is(algo, len, "shm")) {
             b[PERF_RATE_COPY] = s;
             b[PERF_RATE_REDUCE] = part;
@@ -124,6 +144,8 @@ int perf_limit_bytes(perf_mode_t mode, const char *algo, double s, int n, perf_l
         if (is(algo, len, "cma") || is(algo, len, "pairwise exchange")) {
             b[PERF_RATE_1COPY] = part;
             b[PERF_RATE_COPY] = own;
+        } else if (is(algo, len, "cma, mapped")) {
+            b[PERF_RATE_COPY] = s;
         } else if (is(algo, len, "shm")) {
             b[PERF_RATE_COPY] = 2 * part + own;
         } else {
@@ -153,12 +175,13 @@ static double kernel_s(int k, double bytes, const double gbs[PERF_NRATES])
 double perf_limit_seconds(const perf_limit_bytes_t *lb, const double gbs[PERF_NRATES])
 {
     double t = 0, r = kernel_s(PERF_RATE_1COPY, lb->ov_1copy, gbs),
+           c = kernel_s(PERF_RATE_COPY, lb->ov_copy, gbs),
            x = kernel_s(PERF_RATE_REDUCE, lb->ov_reduce, gbs);
 
-    if (r < 0 || x < 0) {
+    if (r < 0 || c < 0 || x < 0) {
         return 0; /* a rate the row needs is missing: no limit */
     }
-    t = r > x ? r : x;
+    t = r + c > x ? r + c : x;
     for (int k = 0; k < PERF_NRATES; k++) {
         double s = kernel_s(k, lb->serial[k], gbs);
         if (s < 0) {

@@ -52,6 +52,11 @@ void perf_usage(FILE *f)
                "                        'conv1.weight<TAB>9408<TAB>64x3x7x7'; '#' starts a\n"
                "                        comment. Default: ResNet-50's 161 gradients\n"
                "                        (resnet50.tsv, installed under share/tcoll)\n"
+               "      --mem shared|malloc  the user buffers (both sides use the same): shared\n"
+               "                        = tc_mem_alloc, memory the node's ranks can map, so\n"
+               "                        tcoll reads the peers' buffers with loads; malloc =\n"
+               "                        private memory, read through process_vm_readv\n"
+               "                        (default shared)\n"
                "      --json FILE       also write every row to FILE as a JSON array\n"
                "      --device cpu|cuda cuda: float32 sum allreduce on CUDA device buffers\n"
                "                        (a CUDA build; default sizes 4, 1M, 64M, 1G) against\n"
@@ -125,15 +130,23 @@ int perf_parse_options(int argc, char **argv, perf_opts_t *o)
                                            "bfloat16", "float32", "float64", "int16", "uint16"};
     static const tc_dtype_t dts[] = {TC_UINT8,    TC_INT8,    TC_INT32,   TC_INT64, TC_FLOAT16,
                                      TC_BFLOAT16, TC_FLOAT32, TC_FLOAT64, TC_INT16, TC_UINT16};
-    static const struct option longopts[] = {
-        {"mode", required_argument, NULL, 'm'},     {"minbytes", required_argument, NULL, 'b'},
-        {"maxbytes", required_argument, NULL, 'e'}, {"stepfactor", required_argument, NULL, 'f'},
-        {"op", required_argument, NULL, 'o'},       {"datatype", required_argument, NULL, 'd'},
-        {"root", required_argument, NULL, 'r'},     {"check", required_argument, NULL, 'c'},
-        {"iters", required_argument, NULL, 'n'},    {"warmup", required_argument, NULL, 'w'},
-        {"workload", required_argument, NULL, 'W'}, {"json", required_argument, NULL, 'J'},
-        {"plot", required_argument, NULL, 'P'},     {"device", required_argument, NULL, 'D'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"mode", required_argument, NULL, 'm'},
+                                             {"minbytes", required_argument, NULL, 'b'},
+                                             {"maxbytes", required_argument, NULL, 'e'},
+                                             {"stepfactor", required_argument, NULL, 'f'},
+                                             {"op", required_argument, NULL, 'o'},
+                                             {"datatype", required_argument, NULL, 'd'},
+                                             {"root", required_argument, NULL, 'r'},
+                                             {"check", required_argument, NULL, 'c'},
+                                             {"iters", required_argument, NULL, 'n'},
+                                             {"warmup", required_argument, NULL, 'w'},
+                                             {"workload", required_argument, NULL, 'W'},
+                                             {"json", required_argument, NULL, 'J'},
+                                             {"plot", required_argument, NULL, 'P'},
+                                             {"device", required_argument, NULL, 'D'},
+                                             {"mem", required_argument, NULL, 'M'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
     char err[512] = "";
     int c, i;
 
@@ -225,6 +238,12 @@ int perf_parse_options(int argc, char **argv, perf_opts_t *o)
                 snprintf(err, sizeof err, "--device '%s': expected cpu or cuda", optarg);
             }
             o->device = strcmp(optarg, "cuda") == 0;
+            break;
+        case 'M':
+            if (strcmp(optarg, "shared") != 0 && strcmp(optarg, "malloc") != 0) {
+                snprintf(err, sizeof err, "--mem '%s': expected shared or malloc", optarg);
+            }
+            o->mem_malloc = strcmp(optarg, "malloc") == 0;
             break;
         case 'h': return 1;
         case ':': snprintf(err, sizeof err, "option '%s' needs a value", argv[optind - 1]); break;

@@ -69,8 +69,9 @@ typedef struct {
     int root;
     const char *workload, *json, *plot;
     int mode_set, op_set, dtype_set;
-    int sizes_set; /* -b, -e or -f given */
-    int device;    /* --device cuda (mode_device.c) */
+    int sizes_set;  /* -b, -e or -f given */
+    int device;     /* --device cuda (mode_device.c) */
+    int mem_malloc; /* --mem malloc: the user buffers from malloc, not tc_mem_alloc */
 } perf_opts_t;
 
 /* The three rates of the limit (limit.c), GB/s; 0: not measured. */
@@ -111,6 +112,10 @@ void perf_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void perf_progress_clear(void);
 int perf_stderr_is_terminal(void);
 void *perf_alloc(size_t bytes, const char *what);
+/* The user buffers (--mem): tc_mem_alloc, or malloc with shared 0 or where
+ * tc_mem_alloc fails (then *shared_p is 0; rank 0 says why once). */
+void *perf_alloc_data(size_t bytes, int shared, int *shared_p, const char *what);
+void perf_free_data(void *p, int shared);
 /* Sorts v. */
 double perf_median(double *v, int n);
 /* "-" for w < 0 (not checked), else the count. */
@@ -246,6 +251,8 @@ long long perf_check_side(const perf_sweep_ops_t *ops, perf_bench_t *b, int impl
 /* The first header line (versions, ranks), and the two column lines. */
 void perf_print_banner(void);
 void perf_print_columns(int with_limit);
+/* The header line saying where the user buffers are (--mem). */
+void perf_print_mem(int shared);
 /* busbw / algbw for a mode at this rank count, and the factor as printed. */
 double perf_busbw_factor(perf_mode_t mode);
 const char *perf_busbw_text(perf_mode_t mode);
@@ -273,12 +280,12 @@ void perf_limit_measure(size_t bytes, tc_dtype_t dt, tc_op_t op, int reduces, in
 void perf_limit_measure_each(const size_t *bytes, int n, tc_dtype_t dt, tc_op_t op, int reps,
                              double *sec);
 /* The bytes one rank copies, reduces and reads across processes in one
- * operation: serial[rate] one after the other, and one phase in which a
- * read from another process (ov_1copy) and the reduction of what it read
- * (ov_reduce) overlap. */
+ * operation: serial[rate] one after the other, and one phase in which
+ * reads (ov_1copy from another process, ov_copy of memory) and the
+ * reduction of what they read (ov_reduce) overlap. */
 typedef struct {
     double serial[PERF_NRATES];
-    double ov_1copy, ov_reduce;
+    double ov_1copy, ov_copy, ov_reduce;
 } perf_limit_bytes_t;
 
 /* Those bytes for one operation of mode on s bytes at n ranks, by

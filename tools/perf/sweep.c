@@ -202,6 +202,15 @@ void perf_print_columns(int with_limit)
     fflush(stdout);
 }
 
+void perf_print_mem(int shared)
+{
+    printf("# buffers (both sides): %s\n",
+           shared ? "tc_mem_alloc (--mem shared): the node's ranks map each other's, tcoll "
+                    "reads them with loads"
+                  : "malloc (--mem malloc): private, tcoll reads the peers' through "
+                    "process_vm_readv");
+}
+
 /* What the limit columns are, under the header. */
 static void print_limit_note(void)
 {
@@ -216,7 +225,8 @@ static void print_limit_note(void)
            perf_limit_has_1copy() ? "" : " (not measured here: counted as two copies)");
 }
 
-static void print_sweep_header(const perf_opts_t *o, const perf_sweep_ops_t *ops, int sizes)
+static void print_sweep_header(const perf_opts_t *o, const perf_sweep_ops_t *ops, int sizes,
+                               int shared)
 {
     perf_print_banner();
     printf("# %s", perf_mode_names[o->mode]);
@@ -244,6 +254,7 @@ static void print_sweep_header(const perf_opts_t *o, const perf_sweep_ops_t *ops
         printf("# size and count: %s\n", ops->size_note);
     }
     printf("# ratio = tcoll busbw / MPI busbw: > 1 means tcoll is faster\n");
+    perf_print_mem(shared);
     print_limit_note();
     perf_print_columns(1);
 }
@@ -259,6 +270,7 @@ perf_row_t *perf_run_sweep(const perf_opts_t *o, int *nrows_p, long long *wrong_
     double *times;
     perf_bench_t b;
     void *send, *recv;
+    int shared[2];
 
     /* -b, -b*f, -b*f^2, ... up to -e, and -e itself last if the steps miss it. */
     sizes = perf_alloc(sizeof *sizes * 66, "sizes"); /* f >= 2: at most 64 steps + 1 */
@@ -280,8 +292,9 @@ perf_row_t *perf_run_sweep(const perf_opts_t *o, int *nrows_p, long long *wrong_
 
     /* One set of buffers for every size, touched now so that neither side
      * pays the first-touch page faults. */
-    send = perf_alloc(max_count * es, "the send buffer");
-    recv = perf_alloc(ops->needs_recv ? max_count * es : 0, "the receive buffer");
+    send = perf_alloc_data(max_count * es, !o->mem_malloc, &shared[0], "the send buffer");
+    recv = perf_alloc_data(ops->needs_recv ? max_count * es : 0, !o->mem_malloc, &shared[1],
+                           "the receive buffer");
     memset(send, 0, max_count * es);
     if (ops->needs_recv) {
         memset(recv, 0, max_count * es);
@@ -303,7 +316,7 @@ perf_row_t *perf_run_sweep(const perf_opts_t *o, int *nrows_p, long long *wrong_
 
     perf_limit_init(max_count * es);
     if (perf_rank == 0) {
-        print_sweep_header(o, ops, nsizes);
+        print_sweep_header(o, ops, nsizes, shared[0] && shared[1]);
     }
     *wrong_p = 0;
     for (n = 0; n < nsizes; n++) {
@@ -361,8 +374,8 @@ perf_row_t *perf_run_sweep(const perf_opts_t *o, int *nrows_p, long long *wrong_
     free(b.displs);
     free(b.counts);
     free(ar);
-    free(send);
-    free(recv);
+    perf_free_data(send, shared[0]);
+    perf_free_data(recv, shared[1]);
     free(times);
     free(sizes);
     *nrows_p = nsizes;

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include "perf.h"
+#include "tcoll_channel.h" /* tc_mem_alloc */
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -115,6 +116,30 @@ void *perf_alloc(size_t bytes, const char *what)
         perf_die("cannot allocate %zu bytes for %s", bytes, what);
     }
     return p;
+}
+
+void *perf_alloc_data(size_t bytes, int shared, int *shared_p, const char *what)
+{
+    void *p = NULL;
+    if (shared && tc_mem_alloc(bytes ? bytes : 1, &p) == TC_OK) {
+        *shared_p = 1;
+        return p;
+    }
+    if (shared) {
+        fprintf(stderr, "tcoll-perf: rank %d: tc_mem_alloc for %s failed (%s): malloc instead\n",
+                perf_rank, what, tc_last_error());
+    }
+    *shared_p = 0;
+    return perf_alloc(bytes, what);
+}
+
+void perf_free_data(void *p, int shared)
+{
+    if (shared) {
+        (void)tc_mem_free(p);
+    } else {
+        free(p);
+    }
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -343,12 +343,15 @@ void perf_run_workload(const perf_opts_t *o, const char *path, perf_workload_t *
     perf_ar_scheme_t *ar;
     double *times, *copies;
     size_t p = 0;
+    int shared[2];
 
     if (w->total > INT_MAX) {
         perf_die("the workload has %zu elements, more than one MPI_Allreduce can take", w->total);
     }
-    send = perf_alloc(w->span * sizeof(float), "the workload send block");
-    recv = perf_alloc(w->span * sizeof(float), "the workload receive block");
+    send = perf_alloc_data(w->span * sizeof(float), !o->mem_malloc, &shared[0],
+                           "the workload send block");
+    recv = perf_alloc_data(w->span * sizeof(float), !o->mem_malloc, &shared[1],
+                           "the workload receive block");
     pack = perf_alloc(w->total * sizeof(float), "the packed buffer");
     reqs = perf_alloc(sizeof *reqs * (size_t)w->n, "requests");
     times = perf_alloc(sizeof *times * (size_t)steps, "timings");
@@ -376,6 +379,7 @@ void perf_run_workload(const perf_opts_t *o, const char *path, perf_workload_t *
                perf_size, tc_local_size());
         printf("# workload %s: %d tensors, %zu float32 elements (%zu bytes), op %s\n", path, w->n,
                w->total, w->total * sizeof(float), tc_op_name(o->op));
+        perf_print_mem(shared[0] && shared[1]);
         printf("# one step: every tensor allreduced once, submitted in backprop order (last line "
                "first), then all waited for\n");
         printf("#   tcoll           tc_allreduce by name for each, then tc_wait + tc_request_free "
@@ -458,8 +462,8 @@ void perf_run_workload(const perf_opts_t *o, const char *path, perf_workload_t *
     free(times);
     free(reqs);
     free(pack);
-    free(recv);
-    free(send);
+    perf_free_data(recv, shared[1]);
+    perf_free_data(send, shared[0]);
 }
 
 /* The default workload file: next to an installed executable, else in the

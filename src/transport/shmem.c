@@ -1,6 +1,9 @@
 /*
  * shmem.c - the allocator of memory that other processes on the node can
- * map (tc_mem_alloc, tc_mem_free), and mapping a peer's region.
+ * map (tc_mem_alloc, tc_mem_free), and mapping a peer's region. Channels
+ * (src/channel) map registered memory through it, and the node's direct
+ * collectives (src/coll) read the peers' buffers that lie in such regions
+ * with loads instead of process_vm_readv (peer_map.c).
  *
  * Each allocation is an anonymous memory file (memfd_create): it has no name
  * anywhere, so nothing is ever left behind in /dev/shm, not even after a
@@ -10,10 +13,14 @@
  * instead of killing the process with SIGBUS at first touch.
  *
  * The process's regions are kept in a list under a mutex (allocations are
- * rare and few); lookups by address serve tc_mem_register.
+ * rare and few); lookups by address serve tc_mem_register and the
+ * collectives. Each region has a serial number, unique in the process, so
+ * that a peer that mapped a region can tell it from a later one that got
+ * the same file descriptor.
  */
 #define _GNU_SOURCE
-#include "channel/channel_internal.h"
+#include "transport/shmem.h"
+#include "tcoll_channel.h" /* tc_mem_alloc, tc_mem_free */
 #include "util/log.h"
 #include "util/status.h"
 
@@ -29,12 +36,14 @@
 typedef struct region {
     char *base;
     uint64_t len;
+    uint64_t serial;
     int fd;
     struct region *next;
 } region_t;
 
 static pthread_mutex_t regions_mu = PTHREAD_MUTEX_INITIALIZER;
 static region_t *regions;
+static uint64_t last_serial;
 
 tc_status_t tc_mem_alloc(size_t size, void **ptr_p)
 {
@@ -85,6 +94,7 @@ tc_status_t tc_mem_alloc(size_t size, void **ptr_p)
     r->len = len;
     r->fd = fd;
     pthread_mutex_lock(&regions_mu);
+    r->serial = ++last_serial;
     r->next = regions;
     regions = r;
     pthread_mutex_unlock(&regions_mu);
@@ -119,17 +129,36 @@ tc_status_t tc_mem_free(void *ptr)
 
 int tc__shmem_find(const void *ptr, size_t size, int *fd_p, uint64_t *off_p, uint64_t *len_p)
 {
+    tc_shmem_ref_t ref;
+
+    if (!tc__shmem_ref(ptr, size, &ref)) {
+        return 0;
+    }
+    *fd_p = ref.fd;
+    *off_p = (uint64_t)(uintptr_t)ptr - ref.base;
+    *len_p = ref.len;
+    return 1;
+}
+
+int tc__shmem_ref(const void *ptr, size_t size, tc_shmem_ref_t *ref)
+{
     const char *p = ptr;
     region_t *r;
     int found = 0;
 
+    memset(ref, 0, sizeof(*ref));
+    ref->fd = -1;
+    if (ptr == NULL) {
+        return 0;
+    }
     pthread_mutex_lock(&regions_mu);
     for (r = regions; r != NULL; r = r->next) {
-        if (p >= r->base && p <= r->base + r->len &&
-            tc__chan_fits((uint64_t)(p - r->base), size, r->len)) {
-            *fd_p = r->fd;
-            *off_p = (uint64_t)(p - r->base);
-            *len_p = r->len;
+        if (p >= r->base && p <= r->base + r->len && (uint64_t)(p - r->base) <= r->len &&
+            size <= r->len - (uint64_t)(p - r->base)) {
+            ref->base = (uint64_t)(uintptr_t)r->base;
+            ref->len = r->len;
+            ref->serial = r->serial;
+            ref->fd = r->fd;
             found = 1;
             break;
         }
@@ -138,8 +167,8 @@ int tc__shmem_find(const void *ptr, size_t size, int *fd_p, uint64_t *off_p, uin
     return found;
 }
 
-tc_status_t tc__shmem_map_peer(pid_t pid, int fd, uint64_t len, void **addr_p, char *why,
-                               size_t why_len)
+tc_status_t tc__shmem_map_peer(pid_t pid, int fd, uint64_t len, int populate, void **addr_p,
+                               char *why, size_t why_len)
 {
     char path[64];
     void *addr;
@@ -151,7 +180,8 @@ tc_status_t tc__shmem_map_peer(pid_t pid, int fd, uint64_t len, void **addr_p, c
         snprintf(why, why_len, "opening %s: %s", path, strerror(errno));
         return TC_ERR_TRANSPORT;
     }
-    addr = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE, MAP_SHARED, pfd, 0);
+    addr = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE,
+                MAP_SHARED | (populate ? MAP_POPULATE : 0), pfd, 0);
     if (addr == MAP_FAILED) {
         snprintf(why, why_len, "mapping %llu bytes of %s: %s", (unsigned long long)len, path,
                  strerror(errno));
