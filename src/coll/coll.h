@@ -25,10 +25,17 @@ struct tc_wait_policy; /* transport/wait.h */
 typedef struct {
     void *data;
     size_t cap;
+    int shared; /* data is tc_mem_alloc memory (tc__scratch_reserve_shared) */
 } tc_scratch_t;
 
 /* Ensures s holds at least bytes; TC_OK or TC_ERR_NOMEM (s unchanged). */
 tc_status_t tc__scratch_reserve(tc_scratch_t *s, size_t bytes);
+
+/* The same in memory the node's ranks can map (tc_mem_alloc: the direct
+ * algorithms read such buffers with loads), grown to a power of two so
+ * that it seldom moves, its contents not kept when it does; private
+ * memory where that fails. TC_OK or TC_ERR_NOMEM (s unchanged). */
+tc_status_t tc__scratch_reserve_shared(tc_scratch_t *s, size_t bytes);
 void tc__scratch_free(tc_scratch_t *s);
 
 /* Split count elements into n segments as evenly as possible: the first

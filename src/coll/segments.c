@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include "coll/coll.h"
+#include "tcoll_channel.h" /* tc_mem_alloc: the transport layer's */
 
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,9 @@ tc_status_t tc__scratch_reserve(tc_scratch_t *s, size_t bytes)
     if (bytes <= s->cap) {
         return TC_OK;
     }
+    if (s->shared) { /* from the shared reserve: private from now on */
+        tc__scratch_free(s);
+    }
     p = realloc(s->data, bytes);
     if (p == NULL) {
         return TC_ERR_NOMEM;
@@ -45,9 +49,36 @@ tc_status_t tc__scratch_reserve(tc_scratch_t *s, size_t bytes)
     return TC_OK;
 }
 
+tc_status_t tc__scratch_reserve_shared(tc_scratch_t *s, size_t bytes)
+{
+    size_t cap = 4096;
+    void *p = NULL;
+
+    if (bytes <= s->cap) {
+        return TC_OK;
+    }
+    while (cap < bytes && cap <= SIZE_MAX / 2) {
+        cap *= 2;
+    }
+    if (cap < bytes || tc_mem_alloc(cap, &p) != TC_OK) {
+        return tc__scratch_reserve(s, bytes); /* private memory will do */
+    }
+    tc__scratch_free(s);
+    memset(p, 0, cap); /* fault the pages in now, not in the middle of a step */
+    s->data = p;
+    s->cap = cap;
+    s->shared = 1;
+    return TC_OK;
+}
+
 void tc__scratch_free(tc_scratch_t *s)
 {
-    free(s->data);
+    if (s->shared) {
+        (void)tc_mem_free(s->data);
+    } else {
+        free(s->data);
+    }
     s->data = NULL;
     s->cap = 0;
+    s->shared = 0;
 }

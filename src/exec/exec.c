@@ -71,7 +71,7 @@ static tc_status_t run_fused(tc_exec_t *e, tc_request_t **reqs, uint32_t n, size
     tc_status_t st;
     uint32_t k;
 
-    st = tc__scratch_reserve(&e->run.fusion, total);
+    st = tc__scratch_reserve_shared(&e->run.fusion, total); /* the peers map it (cma, mapped) */
     if (st != TC_OK) {
         snprintf(msg, msglen, "out of memory for a %zu-byte fusion buffer", total);
         return st;

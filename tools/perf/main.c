@@ -38,7 +38,10 @@
  * (2), so CTest can run it as a correctness smoke test. Only rank 0 prints,
  * except a rank that meets an error, which says so before aborting the job.
  * It initializes MPI itself (MPI_THREAD_MULTIPLE), then tcoll, which works
- * on its own duplicates of MPI_COMM_WORLD while the program uses a third.
+ * on its own duplicates of MPI_COMM_WORLD while the program uses a third;
+ * with --mpi-owner tcoll, tc_init comes first and initializes MPI (at
+ * MPI_THREAD_MULTIPLE: TCOLL_MPI_THREAD=multiple unless set), as in a
+ * Horovod-style program, and tcoll finalizes it at exit.
  */
 #define _GNU_SOURCE
 #include "perf.h"
@@ -47,6 +50,33 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* --mpi-owner tcoll anywhere on the command line (looked for before MPI
+ * starts; perf_parse_options checks it again with the rest). */
+/* MPI_Finalize, unless tcoll initialized MPI (its exit handler finalizes
+ * it; after tc_shutdown, or with tcoll still running on an early exit). */
+static int tcoll_owner, tcoll_shut;
+
+static void perf_finalize(void)
+{
+    if (!tcoll_owner) {
+        MPI_Finalize();
+    } else if (!tcoll_shut) {
+        (void)tc_shutdown();
+    }
+}
+
+static int tcoll_owns_mpi(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--mpi-owner=tcoll") == 0 ||
+            (strcmp(argv[i], "--mpi-owner") == 0 && i + 1 < argc &&
+             strcmp(argv[i + 1], "tcoll") == 0)) {
+            return 1;
+        }
+    }
+    return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -62,7 +92,19 @@ int main(int argc, char **argv)
 
     memset(&wl, 0, sizeof wl);
     memset(&wres, 0, sizeof wres);
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    tcoll_owner = tcoll_owns_mpi(argc, argv);
+    if (tcoll_owner) {
+        setenv("TCOLL_MPI_THREAD", "multiple", 0); /* this program calls MPI too */
+        st = tc_init();
+        if (st != TC_OK) {
+            fprintf(stderr, "tcoll-perf: tc_init failed: %s: %s\n", tc_status_string(st),
+                    tc_last_error());
+            return PERF_EXIT_FAIL;
+        }
+        MPI_Query_thread(&provided);
+    } else {
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &perf_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &perf_size);
 
@@ -71,7 +113,7 @@ int main(int argc, char **argv)
         if (rc > 0 && perf_rank == 0) {
             perf_usage(stdout);
         }
-        MPI_Finalize();
+        perf_finalize();
         return rc > 0 ? 0 : PERF_EXIT_USAGE;
     }
     if (provided < MPI_THREAD_MULTIPLE) {
@@ -82,7 +124,7 @@ int main(int argc, char **argv)
                     "engine thread runs\n",
                     provided);
         }
-        MPI_Finalize();
+        perf_finalize();
         return PERF_EXIT_FAIL;
     }
     MPI_Comm_dup(MPI_COMM_WORLD, &perf_comm);
@@ -126,12 +168,11 @@ int main(int argc, char **argv)
             fclose(json);
         }
         MPI_Comm_free(&perf_comm);
-        MPI_Finalize();
+        perf_finalize();
         return PERF_EXIT_USAGE;
     }
 
-    st = tc_init();
-    if (st != TC_OK) {
+    if (!tcoll_owner && (st = tc_init()) != TC_OK) {
         perf_die("tc_init failed: %s: %s", tc_status_string(st), tc_last_error());
     }
 
@@ -154,8 +195,9 @@ int main(int argc, char **argv)
     if (st != TC_OK) {
         perf_die("tc_shutdown failed: %s: %s", tc_status_string(st), tc_last_error());
     }
+    tcoll_shut = 1;
     MPI_Comm_free(&perf_comm);
-    MPI_Finalize();
+    perf_finalize();
 
     if (wrong > 0) {
         if (perf_rank == 0) {

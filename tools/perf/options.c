@@ -57,6 +57,10 @@ void perf_usage(FILE *f)
                "                        tcoll reads the peers' buffers with loads; malloc =\n"
                "                        private memory, read through process_vm_readv\n"
                "                        (default shared)\n"
+               "      --mpi-owner app|tcoll  app: this program initializes MPI\n"
+               "                        (MPI_THREAD_MULTIPLE), then tc_init; tcoll: tc_init\n"
+               "                        initializes MPI (TCOLL_MPI_THREAD=multiple unless\n"
+               "                        set), as a Horovod-style program (default app)\n"
                "      --json FILE       also write every row to FILE as a JSON array\n"
                "      --device cpu|cuda cuda: float32 sum allreduce on CUDA device buffers\n"
                "                        (a CUDA build; default sizes 4, 1M, 64M, 1G) against\n"
@@ -144,7 +148,7 @@ int perf_parse_options(int argc, char **argv, perf_opts_t *o)
                                              {"json", required_argument, NULL, 'J'},
                                              {"plot", required_argument, NULL, 'P'},
                                              {"device", required_argument, NULL, 'D'},
-                                             {"mem", required_argument, NULL, 'M'},
+                                             {"mem", required_argument, NULL, 'M'},      {"mpi-owner", required_argument, NULL, 'O'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     char err[512] = "";
@@ -244,6 +248,12 @@ int perf_parse_options(int argc, char **argv, perf_opts_t *o)
                 snprintf(err, sizeof err, "--mem '%s': expected shared or malloc", optarg);
             }
             o->mem_malloc = strcmp(optarg, "malloc") == 0;
+            break;
+        case 'O':
+            if (strcmp(optarg, "app") != 0 && strcmp(optarg, "tcoll") != 0) {
+                snprintf(err, sizeof err, "--mpi-owner '%s': expected app or tcoll", optarg);
+            }
+            o->tcoll_owns_mpi = strcmp(optarg, "tcoll") == 0;
             break;
         case 'h': return 1;
         case ':': snprintf(err, sizeof err, "option '%s' needs a value", argv[optind - 1]); break;

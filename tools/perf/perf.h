@@ -72,6 +72,7 @@ typedef struct {
     int sizes_set;  /* -b, -e or -f given */
     int device;     /* --device cuda (mode_device.c) */
     int mem_malloc; /* --mem malloc: the user buffers from malloc, not tc_mem_alloc */
+    int tcoll_owns_mpi; /* --mpi-owner tcoll: tc_init initialized MPI */
 } perf_opts_t;
 
 /* The three rates of the limit (limit.c), GB/s; 0: not measured. */

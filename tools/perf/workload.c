@@ -292,6 +292,36 @@ static double workload_step(const perf_workload_t *w, int mode, tc_op_t op, floa
     return copy;
 }
 
+/* Rank 0: "# tcoll's algorithms in its last step: cma, mapped 53 tensors
+ * (96.1 MB), shm, fused 108 (6.1 MB)", in the order first met. */
+static void print_algos(const perf_workload_t *w)
+{
+    const char *seen[16];
+    int nseen = 0, k, j;
+
+    printf("# tcoll's algorithms in its last step:");
+    for (k = 0; k < w->n; k++) {
+        const char *a = w->t[k].algo != NULL ? w->t[k].algo : "?";
+        int tensors = 0;
+        size_t bytes = 0;
+        for (j = 0; j < nseen && strcmp(seen[j], a) != 0; j++) {
+        }
+        if (j < nseen || nseen == 16) {
+            continue;
+        }
+        seen[nseen++] = a;
+        for (j = 0; j < w->n; j++) {
+            if (strcmp(w->t[j].algo != NULL ? w->t[j].algo : "?", a) == 0) {
+                tensors++;
+                bytes += w->t[j].count * sizeof(float);
+            }
+        }
+        printf("%s %s %d tensor%s (%.1f MB)", nseen > 1 ? ";" : "", a, tensors,
+               tensors == 1 ? "" : "s", (double)bytes / 1e6);
+    }
+    printf("\n");
+}
+
 /* The step's limit (limit.c, limit_model.c): every tensor through each
  * kernel at its own size, in backprop order through buffers of the step's
  * size (as cold in cache as the step's own), and each tensor's bytes by the
@@ -445,6 +475,7 @@ void perf_run_workload(const perf_opts_t *o, const char *path, perf_workload_t *
         } else {
             printf(" %-17s %10s %8s %9s %8s\n", "limit", "-", "-", "-", "-");
         }
+        print_algos(w);
         printf("# the limit's rates, each kernel over every tensor once: copy %.2f GB/s, "
                "reduce %.2f GB/s, 1copy ",
                (double)(w->total * sizeof(float)) / res->sec_all[PERF_RATE_COPY] / 1e9,
