@@ -56,6 +56,10 @@ void tcx_orphans_release_all(void);
  * device whose memory the view is over), 0 (not a torch tensor: view
  * untouched), -1 (a tensor tcoll cannot take as memory: ValueError set). */
 PyObject *tcx_register_torch(PyObject *self, PyObject *args);
+
+/* shared.c: SharedBuffer, and mem_alloc(nbytes) making one. */
+extern PyTypeObject TcShared_Type;
+PyObject *tcx_mem_alloc(PyObject *self, PyObject *arg);
 int tcx_tensor_buffer(const char *what, PyObject *obj, Py_buffer *view, int *device_p);
 
 /* submit.c: the module's collective calls. */

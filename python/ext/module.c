@@ -261,6 +261,9 @@ static PyMethodDef module_methods[] = {
      "process_set_size(id) -> int (-1: no such set)"},
     {"process_set_ranks", tcx_process_set_ranks, METH_O, "process_set_ranks(id) -> [int]"},
     {"version", tcx_version, METH_NOARGS, "version() -> str: libtcoll's version"},
+    {"mem_alloc", tcx_mem_alloc, METH_O,
+     "mem_alloc(nbytes) -> SharedBuffer: memory the node's ranks can map (tc_mem_alloc), "
+     "as a writable buffer; freed with its last reference"},
     {"timeline_start", tcx_timeline_start, METH_O,
      "timeline_start(path)\n\nStarts recording this rank's timeline (a Chrome trace); local."},
     {"timeline_stop", tcx_timeline_stop, METH_NOARGS,
@@ -312,7 +315,7 @@ PyMODINIT_FUNC PyInit__tcoll(void)
 {
     PyObject *m;
 
-    if (PyType_Ready(&TcRequest_Type) < 0) {
+    if (PyType_Ready(&TcRequest_Type) < 0 || PyType_Ready(&TcShared_Type) < 0) {
         return NULL;
     }
     m = PyModule_Create(&module_def);
@@ -322,7 +325,8 @@ PyMODINIT_FUNC PyInit__tcoll(void)
     if (PyModule_AddFunctions(m, module_methods) < 0 ||
         PyModule_AddFunctions(m, tcx_submit_methods) < 0 || add_constants(m) < 0 ||
         tcx_errors_init(m) < 0 ||
-        PyModule_AddObjectRef(m, "Request", (PyObject *)&TcRequest_Type) < 0) {
+        PyModule_AddObjectRef(m, "Request", (PyObject *)&TcRequest_Type) < 0 ||
+        PyModule_AddObjectRef(m, "SharedBuffer", (PyObject *)&TcShared_Type) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -47,12 +47,30 @@ the same names, or no entries for a parameter whose gradient was sparse
 before; at a parameter's first reduction a rank cannot know that, so a
 gradient sparse on some ranks and missing on others then goes under other
 names on each (tcoll's stall check reports it; Horovod has the same limit).
+
+Shared gradients (``shared_gradients=True``, the default; tcoll's own, not
+Horovod's): after the first ``synchronize()``, the dense CPU gradients are
+moved, values and all, into one buffer of memory the node's ranks can map
+(``tc_mem_alloc``), each ``p.grad`` a view of it, 64-byte aligned. Autograd
+accumulates into an existing ``.grad`` in place, so the gradients stay
+there, and from then on the direct allreduce inside a node reads the other
+ranks' gradients with loads instead of ``process_vm_readv`` (``cma,
+mapped``); small ones fuse through a shared fusion buffer alike. To keep
+them there, ``zero_grad()`` zeroes those gradients in place (they are zero
+tensors afterwards, not None, whatever ``set_to_none`` says; for the step
+this changes nothing, since every trainable parameter gets a gradient at
+each synchronize). A gradient replaced from elsewhere (``model.zero_grad()``
+with ``set_to_none``, an assignment) simply leaves the buffer: still
+reduced, through the usual path. Sparse and GPU gradients, and jobs with
+one rank per node, never use it. ``shared_gradients=False`` turns it off.
 """
 
 import warnings
 from contextlib import contextmanager
 
 import torch
+
+from tcoll import _tcoll
 
 from . import handles as _h
 from . import mpi_ops as _ops
@@ -67,7 +85,10 @@ class _DistributedOptimizer:
     class (placed before it in the MRO)."""
 
     def _tc_setup(self, named_parameters, compression, backward_passes_per_step, op,
-                  gradient_predivide_factor, groups, sparse_as_dense, process_set):
+                  gradient_predivide_factor, groups, sparse_as_dense, process_set,
+                  shared_gradients=True):
+        self._arena_wanted = bool(shared_gradients)
+        self._arena = None  # (SharedBuffer, its uint8 tensor, {param: view})
         self._compression = compression
         self.op = op
         self.gradient_predivide_factor = gradient_predivide_factor
@@ -312,6 +333,45 @@ class _DistributedOptimizer:
         self._synchronized = True
         if first is not None:
             raise first
+        if self._arena_wanted and self._arena is None:
+            self._arena_attach()
+
+    def _arena_attach(self):
+        """Once: moves the dense CPU gradients into one buffer the node's
+        ranks can map (see the module docstring), values and all."""
+        self._arena = (None, None, {})
+        if _tcoll.local_size() < 2:
+            return
+        layout, total = [], 0
+        for p in self._requires_update:
+            g = p.grad
+            if (g is None or g.is_sparse or g.device.type != "cpu" or not g.is_contiguous()
+                    or g.numel() == 0 or p in self._sparse_dims or g.shape != p.shape):
+                continue
+            total = (total + 63) // 64 * 64
+            layout.append((p, total, g.numel() * g.element_size()))
+            total += layout[-1][2]
+        if total == 0:
+            return
+        try:
+            buf = _tcoll.mem_alloc(total)
+        except Exception as e:  # no shared memory: the usual path, said once
+            warnings.warn("tcoll.torch: gradients stay in private memory (%s)" % e)
+            return
+        flat = torch.frombuffer(buf, dtype=torch.uint8)
+        views = {}
+        for p, off, nbytes in layout:
+            view = flat[off:off + nbytes].view(p.grad.dtype).view(p.grad.shape)
+            view.copy_(p.grad)
+            p.grad = view
+            views[p] = view
+        self._arena = (buf, flat, views)
+
+    def _arena_kept(self):
+        """The parameters whose gradient is still their view of the buffer."""
+        views = self._arena[2] if self._arena is not None else {}
+        return [(p, v) for p, v in views.items()
+                if p.grad is not None and p.grad.data_ptr() == v.data_ptr()]
 
     @contextmanager
     def skip_synchronize(self):
@@ -344,7 +404,14 @@ class _DistributedOptimizer:
             raise AssertionError("optimizer.zero_grad() was called after loss.backward() but "
                                  "before optimizer.step() or optimizer.synchronize(). This is "
                                  "prohibited as it can cause a race condition.")
-        return super().zero_grad(*args, **kwargs)
+        kept = self._arena_kept()
+        for _, v in kept:
+            v.zero_()
+        result = super().zero_grad(*args, **kwargs)
+        for p, v in kept:  # set_to_none would have let them go: they stay, zeroed
+            if p.grad is None:
+                p.grad = v
+        return result
 
     def set_backward_passes_per_step(self, passes):
         """Changes backward_passes_per_step (resetting the local counts)."""
@@ -361,7 +428,7 @@ _classes = {}
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
                          backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0,
                          num_groups=0, groups=None, sparse_as_dense=False,
-                         process_set=global_process_set):
+                         process_set=global_process_set, shared_gradients=True):
     """Wraps a torch.optim.Optimizer so that gradients are averaged (op)
     across the process set before each step; see the module docstring."""
     if not isinstance(optimizer, torch.optim.Optimizer):
@@ -393,5 +460,6 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     wrapped = cls.__new__(cls)
     wrapped.__dict__.update(optimizer.__dict__)
     wrapped._tc_setup(named_parameters, compression, backward_passes_per_step, op,
-                      float(gradient_predivide_factor), groups, sparse_as_dense, process_set)
+                      float(gradient_predivide_factor), groups, sparse_as_dense, process_set,
+                      shared_gradients)
     return wrapped

@@ -423,3 +423,56 @@ def test_broadcast_optimizer_state_sparse_adam():
     assert torch.equal(embs[1].weight, frozen)
     assert_same_everywhere(embs)
     assert_same_object_everywhere(wrapped.state_dict())
+
+
+def _in_arena(opt, p):
+    """Whether p's gradient lies in the optimizer's shared gradient buffer."""
+    if opt._arena is None or opt._arena[1] is None or p.grad is None:
+        return False
+    flat = opt._arena[1]
+    lo = flat.data_ptr()
+    return lo <= p.grad.data_ptr() < lo + flat.numel()
+
+
+@pytest.mark.parametrize("set_to_none", [False, True])
+def test_shared_gradients_same_weights_and_stay_shared(set_to_none):
+    """Gradients moved into tcoll's shared buffer after the first step: the
+    same weights bit for bit as without it, every rank the same, and the
+    gradients stay in the buffer through zero_grad (zeroed in place)."""
+    results = {}
+    for shared in (False, True):
+        model = make_net()
+        opt = hvd.DistributedOptimizer(sgd(model.parameters()),
+                                       named_parameters=model.named_parameters(),
+                                       shared_gradients=shared)
+        for s in range(4):
+            opt.zero_grad(set_to_none=set_to_none)
+            if shared and s > 0 and hvd.local_size() > 1:
+                for p in model.parameters():
+                    assert _in_arena(opt, p), "zero_grad let a shared gradient go"
+                    assert torch.count_nonzero(p.grad) == 0
+            loss_of(model, s, hvd.rank()).backward()
+            opt.step()
+        if shared and hvd.local_size() > 1:
+            assert all(_in_arena(opt, p) for p in model.parameters())
+        elif shared:
+            assert not any(_in_arena(opt, p) for p in model.parameters())
+        assert_same_everywhere(model)
+        results[shared] = [p.detach().clone() for p in model.parameters()]
+    for a, b in zip(results[False], results[True]):
+        assert torch.equal(a, b)
+    assert_matches(model, reference(4, sgd))
+
+
+def test_shared_gradients_replaced_from_elsewhere():
+    """A gradient replaced behind the optimizer's back (model.zero_grad with
+    set_to_none) leaves the shared buffer and is still reduced right."""
+    model = make_net()
+    opt = hvd.DistributedOptimizer(sgd(model.parameters()),
+                                   named_parameters=model.named_parameters())
+    for s in range(3):
+        model.zero_grad(set_to_none=True)
+        loss_of(model, s, hvd.rank()).backward()
+        opt.step()
+    assert_same_everywhere(model)
+    assert_matches(model, reference(3, sgd))
