@@ -317,7 +317,9 @@ typedef struct {
     size_t total, span; /* elements; elements of the blocks incl. alignment */
 } perf_workload_t;
 
-enum { PERF_WL_TCOLL, PERF_WL_MPI_EACH, PERF_WL_MPI_PACKED, PERF_WL_NMODES };
+/* mpi-private: mpi-per-tensor on private (malloc) copies of the buffers,
+ * MPI's best case where --mem shared puts the others in shared memory */
+enum { PERF_WL_TCOLL, PERF_WL_MPI_EACH, PERF_WL_MPI_PRIVATE, PERF_WL_MPI_PACKED, PERF_WL_NMODES };
 extern const char *const perf_wl_mode_names[PERF_WL_NMODES];
 
 typedef struct {

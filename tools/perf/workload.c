@@ -235,7 +235,8 @@ static long long workload_check(const perf_workload_t *w, const float *recv,
     return wrong;
 }
 
-const char *const perf_wl_mode_names[PERF_WL_NMODES] = {"tcoll", "mpi-per-tensor", "mpi-packed"};
+const char *const perf_wl_mode_names[PERF_WL_NMODES] = {"tcoll", "mpi-per-tensor", "mpi-private",
+                                                         "mpi-packed"};
 
 /* One step of one mode. Returns the time spent copying (packed mode). */
 static double workload_step(const perf_workload_t *w, int mode, tc_op_t op, float *send,
@@ -368,7 +369,7 @@ void perf_run_workload(const perf_opts_t *o, const char *path, perf_workload_t *
                        perf_wl_result_t *res)
 {
     int steps = o->iters ? o->iters : 20, warmup = o->warmup >= 0 ? o->warmup : 3;
-    float *send, *recv, *pack;
+    float *send, *recv, *pack, *psend, *precv;
     tc_request_t **reqs;
     perf_ar_scheme_t *ar;
     double *times, *copies;
@@ -383,6 +384,8 @@ void perf_run_workload(const perf_opts_t *o, const char *path, perf_workload_t *
     recv = perf_alloc_data(w->span * sizeof(float), !o->mem_malloc, &shared[1],
                            "the workload receive block");
     pack = perf_alloc(w->total * sizeof(float), "the packed buffer");
+    psend = perf_alloc(w->span * sizeof(float), "the private send block");
+    precv = perf_alloc(w->span * sizeof(float), "the private receive block");
     reqs = perf_alloc(sizeof *reqs * (size_t)w->n, "requests");
     times = perf_alloc(sizeof *times * (size_t)steps, "timings");
     copies = perf_alloc(sizeof *copies * (size_t)steps, "timings");
@@ -401,6 +404,8 @@ void perf_run_workload(const perf_opts_t *o, const char *path, perf_workload_t *
                          perf_ar_value(ar, perf_rank, perf_hbucket(t->off + i, 0)));
         }
     }
+    memcpy(psend, send, w->span * sizeof(float));
+    memset(precv, 0, w->span * sizeof(float));
 
     if (perf_rank == 0) {
         char lib[128];
@@ -415,6 +420,7 @@ void perf_run_workload(const perf_opts_t *o, const char *path, perf_workload_t *
         printf("#   tcoll           tc_allreduce by name for each, then tc_wait + tc_request_free "
                "each\n");
         printf("#   mpi-per-tensor  one blocking MPI_Allreduce per tensor, same order\n");
+        printf("#   mpi-private     the same on private copies of the buffers (malloc)\n");
         printf("#   mpi-packed      copy all into one buffer, one MPI_Allreduce (in place), copy "
                "back; copy(ms) is the copies' share\n");
         printf("# ms/step: median over %d steps (after %d warmup) of the slowest rank; "
@@ -432,13 +438,15 @@ void perf_run_workload(const perf_opts_t *o, const char *path, perf_workload_t *
     }
 
     for (int m = 0; m < PERF_WL_NMODES; m++) {
-        memset(recv, 0xa5, w->span * sizeof(float));
+        const int priv = m == PERF_WL_MPI_PRIVATE;
+        float *in = priv ? psend : send, *out = priv ? precv : recv;
+        memset(out, 0xa5, w->span * sizeof(float));
         for (int s = 0; s < warmup + steps; s++) {
             double t0, c;
             perf_progress("workload: %s, step %d/%d", perf_wl_mode_names[m], s + 1, warmup + steps);
             MPI_Barrier(perf_comm);
             t0 = perf_now_s();
-            c = workload_step(w, m, o->op, send, recv, pack, reqs);
+            c = workload_step(w, priv ? PERF_WL_MPI_EACH : m, o->op, in, out, pack, reqs);
             if (s >= warmup) {
                 times[s - warmup] = perf_now_s() - t0;
                 copies[s - warmup] = c;
@@ -450,7 +458,7 @@ void perf_run_workload(const perf_opts_t *o, const char *path, perf_workload_t *
         if (m == PERF_WL_MPI_PACKED) {
             res->copy_ms = perf_median(copies, steps) * 1e3;
         }
-        res->wrong[m] = o->check ? workload_check(w, recv, ar, perf_wl_mode_names[m]) : -1;
+        res->wrong[m] = o->check ? workload_check(w, out, ar, perf_wl_mode_names[m]) : -1;
     }
     perf_progress("workload: the limit");
     workload_limit(o, w, res);
@@ -493,6 +501,8 @@ void perf_run_workload(const perf_opts_t *o, const char *path, perf_workload_t *
     free(times);
     free(reqs);
     free(pack);
+    free(psend);
+    free(precv);
     perf_free_data(recv, shared[1]);
     perf_free_data(send, shared[0]);
 }
