@@ -61,7 +61,8 @@ def read_manifest(path):
                 out = o.read()
             with open(base + ".err", errors="replace") as e:
                 err = e.read()
-            ran = re.findall(r"\[0\] shm INFO: allreduce of the global set: (.*)", err)
+            ran = re.findall(r"\[0\] shm INFO: allreduce of the global set(?: \([^)]*\))?: (.*)",
+                             err)
             runs.append({"col": col, "run": int(run), "kind": kind, "rows": rows,
                          "out": out, "settings": settings, "ran": ran[0] if ran else None})
     return runs

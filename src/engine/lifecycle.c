@@ -235,8 +235,8 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
     atomic_store_explicit(&tc__engine_shared.thread_multiple, provided >= MPI_THREAD_MULTIPLE,
                           memory_order_relaxed);
     atomic_store_explicit(&tc__log_rank, e->rank, memory_order_relaxed);
-    TC_INFO("engine", "rank %d of %d (local %d of %d), MPI %s by tcoll", e->rank, e->size, lrank,
-            lsize, e->mpi.own ? "initialized" : "initialized by the application");
+    TC_INFO("engine", "rank %d of %d (local %d of %d), MPI %s", e->rank, e->size, lrank, lsize,
+            e->mpi.own ? "initialized by tcoll" : "initialized by the application");
     tc__shm_setup(&e->x, lrank, lsize); /* never fails: without it, MPI */
     if (e->rank == 0) {                 /* what the selector picks for it (exec/algo.h) */
         tc_algo_ctx_t x = {&e->x.mpi.tp,
