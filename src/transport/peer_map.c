@@ -74,7 +74,8 @@ const char *tc__peer_map(tc_peer_maps_t *m, int n, int p, pid_t pid, const tc_sh
         }
     }
     drop(slot);
-    if (tc__shmem_map_peer(pid, ref->fd, ref->len, 1, &mapped, why, sizeof(why)) != TC_OK) {
+    if (tc__shmem_map_peer(pid, ref->fd, ref->len, TC_SHMEM_READONLY | TC_SHMEM_POPULATE, &mapped,
+                           why, sizeof(why)) != TC_OK) {
         m->refused[p] = 1; /* the same next time: process_vm_readv from now on */
         TC_DEBUG("shm",
                  "local rank %d's memory stays unmapped (reads go through "

@@ -2,7 +2,8 @@
  * peer_map.h - the regions of the node's other processes (tc_mem_alloc
  * memory, transport/shmem.h) mapped into this one, kept for reuse: the
  * direct collectives (src/coll) read a peer's buffer that lies in such a
- * region with loads instead of process_vm_readv. One cache per user
+ * region with loads instead of process_vm_readv. Mapped read-only: a
+ * collective never writes into another rank's memory. One cache per user
  * (one thread at a time).
  *
  * A region is known by the owner's (fd, serial): a region freed and a

@@ -167,21 +167,21 @@ int tc__shmem_ref(const void *ptr, size_t size, tc_shmem_ref_t *ref)
     return found;
 }
 
-tc_status_t tc__shmem_map_peer(pid_t pid, int fd, uint64_t len, int populate, void **addr_p,
-                               char *why, size_t why_len)
+tc_status_t tc__shmem_map_peer(pid_t pid, int fd, uint64_t len, int flags, void **addr_p, char *why,
+                               size_t why_len)
 {
     char path[64];
     void *addr;
     int pfd;
 
     snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
-    pfd = open(path, O_RDWR | O_CLOEXEC);
+    pfd = open(path, ((flags & TC_SHMEM_READONLY) ? O_RDONLY : O_RDWR) | O_CLOEXEC);
     if (pfd < 0) {
         snprintf(why, why_len, "opening %s: %s", path, strerror(errno));
         return TC_ERR_TRANSPORT;
     }
-    addr = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE,
-                MAP_SHARED | (populate ? MAP_POPULATE : 0), pfd, 0);
+    addr = mmap(NULL, (size_t)len, PROT_READ | ((flags & TC_SHMEM_READONLY) ? 0 : PROT_WRITE),
+                MAP_SHARED | ((flags & TC_SHMEM_POPULATE) ? MAP_POPULATE : 0), pfd, 0);
     if (addr == MAP_FAILED) {
         snprintf(why, why_len, "mapping %llu bytes of %s: %s", (unsigned long long)len, path,
                  strerror(errno));

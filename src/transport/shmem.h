@@ -27,11 +27,16 @@ typedef struct {
 int tc__shmem_find(const void *ptr, size_t size, int *fd_p, uint64_t *off_p, uint64_t *len_p);
 /* The same lookup as a reference: 1 and *ref; 0 and ref->fd = -1. */
 int tc__shmem_ref(const void *ptr, size_t size, tc_shmem_ref_t *ref);
-/* Maps len bytes of process pid's memory file fd (read-write, shared;
- * with populate, every page table entry at once). TC_OK and *addr_p, or an
- * error with why written. */
-tc_status_t tc__shmem_map_peer(pid_t pid, int fd, uint64_t len, int populate, void **addr_p,
-                               char *why, size_t why_len);
+/* How tc__shmem_map_peer maps. */
+enum {
+    TC_SHMEM_READONLY = 1, /* read only (else read-write) */
+    TC_SHMEM_POPULATE = 2  /* every page table entry at once */
+};
+
+/* Maps len bytes of process pid's memory file fd (shared; flags above).
+ * TC_OK and *addr_p, or an error with why written. */
+tc_status_t tc__shmem_map_peer(pid_t pid, int fd, uint64_t len, int flags, void **addr_p, char *why,
+                               size_t why_len);
 void tc__shmem_unmap(void *addr, uint64_t len);
 
 #endif
