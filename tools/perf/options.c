@@ -134,23 +134,16 @@ int perf_parse_options(int argc, char **argv, perf_opts_t *o)
                                            "bfloat16", "float32", "float64", "int16", "uint16"};
     static const tc_dtype_t dts[] = {TC_UINT8,    TC_INT8,    TC_INT32,   TC_INT64, TC_FLOAT16,
                                      TC_BFLOAT16, TC_FLOAT32, TC_FLOAT64, TC_INT16, TC_UINT16};
-    static const struct option longopts[] = {{"mode", required_argument, NULL, 'm'},
-                                             {"minbytes", required_argument, NULL, 'b'},
-                                             {"maxbytes", required_argument, NULL, 'e'},
-                                             {"stepfactor", required_argument, NULL, 'f'},
-                                             {"op", required_argument, NULL, 'o'},
-                                             {"datatype", required_argument, NULL, 'd'},
-                                             {"root", required_argument, NULL, 'r'},
-                                             {"check", required_argument, NULL, 'c'},
-                                             {"iters", required_argument, NULL, 'n'},
-                                             {"warmup", required_argument, NULL, 'w'},
-                                             {"workload", required_argument, NULL, 'W'},
-                                             {"json", required_argument, NULL, 'J'},
-                                             {"plot", required_argument, NULL, 'P'},
-                                             {"device", required_argument, NULL, 'D'},
-                                             {"mem", required_argument, NULL, 'M'},      {"mpi-owner", required_argument, NULL, 'O'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {
+        {"mode", required_argument, NULL, 'm'},     {"minbytes", required_argument, NULL, 'b'},
+        {"maxbytes", required_argument, NULL, 'e'}, {"stepfactor", required_argument, NULL, 'f'},
+        {"op", required_argument, NULL, 'o'},       {"datatype", required_argument, NULL, 'd'},
+        {"root", required_argument, NULL, 'r'},     {"check", required_argument, NULL, 'c'},
+        {"iters", required_argument, NULL, 'n'},    {"warmup", required_argument, NULL, 'w'},
+        {"workload", required_argument, NULL, 'W'}, {"json", required_argument, NULL, 'J'},
+        {"plot", required_argument, NULL, 'P'},     {"device", required_argument, NULL, 'D'},
+        {"mem", required_argument, NULL, 'M'},      {"mpi-owner", required_argument, NULL, 'O'},
+        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
     char err[512] = "";
     int c, i;
 

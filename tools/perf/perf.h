@@ -69,9 +69,9 @@ typedef struct {
     int root;
     const char *workload, *json, *plot;
     int mode_set, op_set, dtype_set;
-    int sizes_set;  /* -b, -e or -f given */
-    int device;     /* --device cuda (mode_device.c) */
-    int mem_malloc; /* --mem malloc: the user buffers from malloc, not tc_mem_alloc */
+    int sizes_set;      /* -b, -e or -f given */
+    int device;         /* --device cuda (mode_device.c) */
+    int mem_malloc;     /* --mem malloc: the user buffers from malloc, not tc_mem_alloc */
     int tcoll_owns_mpi; /* --mpi-owner tcoll: tc_init initialized MPI */
 } perf_opts_t;
 

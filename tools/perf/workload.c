@@ -236,7 +236,7 @@ static long long workload_check(const perf_workload_t *w, const float *recv,
 }
 
 const char *const perf_wl_mode_names[PERF_WL_NMODES] = {"tcoll", "mpi-per-tensor", "mpi-private",
-                                                         "mpi-packed"};
+                                                        "mpi-packed"};
 
 /* One step of one mode. Returns the time spent copying (packed mode). */
 static double workload_step(const perf_workload_t *w, int mode, tc_op_t op, float *send,
