@@ -9,6 +9,8 @@
 
 #include "util/log.h"
 
+#define POPULATE_MAX ((uint64_t)1 << 30) /* larger regions fault their pages in as read */
+
 static int setup(tc_peer_maps_t *m, int n)
 {
     int i;
@@ -74,8 +76,11 @@ const char *tc__peer_map(tc_peer_maps_t *m, int n, int p, pid_t pid, const tc_sh
         }
     }
     drop(slot);
-    if (tc__shmem_map_peer(pid, ref->fd, ref->len, TC_SHMEM_READONLY | TC_SHMEM_POPULATE, &mapped,
-                           why, sizeof(why)) != TC_OK) {
+    /* page tables filled at once (no fault per page on first read), unless
+     * the region is so large that most of it may never be read from here */
+    if (tc__shmem_map_peer(pid, ref->fd, ref->len,
+                           TC_SHMEM_READONLY | (ref->len <= POPULATE_MAX ? TC_SHMEM_POPULATE : 0),
+                           &mapped, why, sizeof(why)) != TC_OK) {
         m->refused[p] = 1; /* the same next time: process_vm_readv from now on */
         TC_DEBUG("shm",
                  "local rank %d's memory stays unmapped (reads go through "
