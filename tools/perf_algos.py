@@ -104,8 +104,8 @@ def build_rows(columns, sizes, cells, workload, wl_info):
             cols.append((fmt_range([g["tcoll_time_us"] for g in got], fmt_time),
                          fmt_range([g["mpi_time_us"] / g["tcoll_time_us"] for g in got],
                                    fmt_ratio),
-                         fmt_range([g["reached"] for g in got if g.get("reached")],
-                                   fmt_ratio)))
+                         fmt_range([g["reached"] for g in got
+                                    if g.get("reached") is not None], fmt_ratio)))
             mpi += [g["mpi_time_us"] for g in got]
         rows.append((fmt_size(size), cols, fmt_range(mpi, fmt_time)))
     if workload:
@@ -115,7 +115,7 @@ def build_rows(columns, sizes, cells, workload, wl_info):
             got = workload.get(col, [])
             cols.append((fmt_range([t for t, _, _ in got], fmt_time),
                          fmt_range([m / t for t, m, _ in got], fmt_ratio),
-                         fmt_range([r for _, _, r in got if r], fmt_ratio)))
+                         fmt_range([r for _, _, r in got if r is not None], fmt_ratio)))
             mpi += [m for _, m, _ in got]
         rows.append(("%s (ms)" % name, cols, fmt_range(mpi, fmt_time)))
     return rows
