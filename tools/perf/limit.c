@@ -18,6 +18,7 @@
 #include "perf.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -100,17 +101,51 @@ static void fill_ones(tc_dtype_t dt, size_t bytes)
     }
 }
 
-/* One kernel over [off, off + bytes) of the buffers; 0, or -1 if the read failed. */
+/* Why this rank's first failed kernel failed ("" while none did). */
+static char kernel_err[256];
+
+/* One kernel over [off, off + bytes) of the buffers; 0, or -1 (the reason
+ * in kernel_err) if it failed. */
 static int kernel(perf_rate_t k, size_t off, size_t bytes, tc_dtype_t dt, tc_op_t op)
 {
+    int rc = 0;
+
     switch (k) {
-    case PERF_RATE_COPY: memcpy(L.dst + off, L.src + off, bytes); return 0;
+    case PERF_RATE_COPY: memcpy(L.dst + off, L.src + off, bytes); break;
     case PERF_RATE_REDUCE:
-        return tc_reduce_local(L.dst + off, L.src + off, bytes / tc_dtype_size(dt), dt,
-                               op == TC_AVG ? TC_SUM : op) == TC_OK
-                   ? 0
-                   : -1;
-    default: return read_peer(off, bytes);
+        if (tc_reduce_local(L.dst + off, L.src + off, bytes / tc_dtype_size(dt), dt,
+                            op == TC_AVG ? TC_SUM : op) != TC_OK) {
+            rc = -1;
+            if (kernel_err[0] == '\0') {
+                snprintf(kernel_err, sizeof kernel_err, "tc_reduce_local: %s", tc_last_error());
+            }
+        }
+        break;
+    default:
+        if ((rc = read_peer(off, bytes)) != 0 && kernel_err[0] == '\0') {
+            snprintf(kernel_err, sizeof kernel_err, "process_vm_readv: %s", strerror(errno));
+        }
+        break;
+    }
+    return rc;
+}
+
+/* Collective, after the kernels: ends the job if any rank's kernel failed,
+ * with this rank's reason where it was this one. */
+static void kernels_succeeded(int failed)
+{
+    MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, perf_comm);
+    if (failed) {
+        perf_die("limit: a kernel failed while measuring the rates (%s)",
+                 kernel_err[0] != '\0' ? kernel_err : "on another rank");
+    }
+}
+
+/* Dies unless the buffers of perf_limit_init hold bytes. */
+static void check_room(size_t bytes)
+{
+    if (bytes > L.cap) {
+        perf_die("limit: %zu bytes, more than the %zu prepared", bytes, L.cap);
     }
 }
 
@@ -121,9 +156,7 @@ void perf_limit_measure(size_t bytes, tc_dtype_t dt, tc_op_t op, int reduces, in
     int failed = 0;
 
     memset(lim, 0, sizeof *lim);
-    if (bytes > L.cap) {
-        perf_die("limit: %zu bytes, more than the %zu prepared", bytes, L.cap);
-    }
+    check_room(bytes);
     if (reduces) {
         fill_ones(dt, bytes);
     }
@@ -144,12 +177,7 @@ void perf_limit_measure(size_t bytes, tc_dtype_t dt, tc_op_t op, int reduces, in
         MPI_Allreduce(MPI_IN_PLACE, times, iters, MPI_DOUBLE, MPI_MAX, perf_comm);
         lim->gbs[k] = (double)bytes / perf_median(times, iters) / 1e9;
     }
-    MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, perf_comm);
-    if (failed) {
-        perf_die("limit: a copy, reduction or process_vm_readv failed while measuring the "
-                 "rates: %s",
-                 strerror(errno));
-    }
+    kernels_succeeded(failed);
     free(times);
 }
 
@@ -163,9 +191,7 @@ void perf_limit_measure_each(const size_t *bytes, int n, tc_dtype_t dt, tc_op_t 
     for (int j = 0; j < n; j++) {
         total += bytes[j];
     }
-    if (total > L.cap) {
-        perf_die("limit: %zu bytes, more than the %zu prepared", total, L.cap);
-    }
+    check_room(total);
     fill_ones(dt, total);
     for (int k = 0; k < PERF_NRATES; k++) {
         if (k == PERF_RATE_1COPY && !L.has_peer) {
@@ -192,11 +218,6 @@ void perf_limit_measure_each(const size_t *bytes, int n, tc_dtype_t dt, tc_op_t 
         }
         MPI_Allreduce(MPI_IN_PLACE, sec + (size_t)k * (size_t)n, n, MPI_DOUBLE, MPI_MAX, perf_comm);
     }
-    MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, perf_comm);
-    if (failed) {
-        perf_die("limit: a copy, reduction or process_vm_readv failed while measuring the "
-                 "rates: %s",
-                 strerror(errno));
-    }
+    kernels_succeeded(failed);
     free(t);
 }
