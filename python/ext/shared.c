@@ -12,23 +12,12 @@
 typedef struct {
     PyObject_HEAD void *data;
     Py_ssize_t size;
-    Py_ssize_t exports; /* buffer views alive */
 } TcShared;
 
 static int shared_getbuffer(PyObject *self, Py_buffer *view, int flags)
 {
     TcShared *s = (TcShared *)self;
-    if (PyBuffer_FillInfo(view, self, s->data, s->size, 0, flags) < 0) {
-        return -1;
-    }
-    s->exports++;
-    return 0;
-}
-
-static void shared_releasebuffer(PyObject *self, Py_buffer *view)
-{
-    (void)view;
-    ((TcShared *)self)->exports--;
+    return PyBuffer_FillInfo(view, self, s->data, s->size, 0, flags);
 }
 
 static void shared_dealloc(PyObject *self)
@@ -46,7 +35,7 @@ static PyObject *shared_len(PyObject *self, void *closure)
     return PyLong_FromSsize_t(((TcShared *)self)->size);
 }
 
-static PyBufferProcs shared_as_buffer = {shared_getbuffer, shared_releasebuffer};
+static PyBufferProcs shared_as_buffer = {shared_getbuffer, NULL}; /* each view holds self */
 
 static PyGetSetDef shared_getset[] = {
     {"nbytes", shared_len, NULL, "bytes of the buffer", NULL},
@@ -90,6 +79,5 @@ PyObject *tcx_mem_alloc(PyObject *self, PyObject *arg)
     }
     s->data = p;
     s->size = size;
-    s->exports = 0;
     return (PyObject *)s;
 }
