@@ -89,6 +89,7 @@ static void print_allreduce(FILE *f, const info_t *in, int nodes, int all_ok, in
 void tc_info_print_shm(FILE *f, const info_t *in)
 {
     const tc_config_t *cfg = tc__config();
+    tc_shm_params_t p = tc__shm_params(cfg);
     int r, nodes = 0, all_ok = 1, hier_ok = cfg->shm != TC_SHM_OFF;
 
     fprintf(f, "shared memory (TCOLL_SHM=%s):\n",
@@ -107,12 +108,12 @@ void tc_info_print_shm(FILE *f, const info_t *in)
         if (rec->shm_ok == 1) {
             fprintf(f,
                     "  node %s: %s segment of %llu bytes (%d ranks x %d slots x %d KiB, "
-                    "small-message boxes for %d names, point-to-point mailboxes of %d x "
-                    "%llu bytes per pair of ranks, flags)\n",
+                    "small-message boxes for %d names of up to %d bytes and %d of up to %d, "
+                    "point-to-point mailboxes of %d x %llu bytes per pair of ranks, flags)\n",
                     rec->host, rec->shm_method, (unsigned long long)rec->shm_bytes, rec->local_size,
-                    cfg->shm_slots, cfg->shm_slot_kb,
-                    cfg->shm_fast_bytes > 0 ? cfg->shm_fast_names : 0,
-                    rec->shm_cell > 0 ? TC_SHM_P2P_CELLS : 0, (unsigned long long)rec->shm_cell);
+                    cfg->shm_slots, cfg->shm_slot_kb, p.fast_names, (int)p.fast_bytes,
+                    p.large_names, (int)p.large_bytes, rec->shm_cell > 0 ? TC_SHM_P2P_CELLS : 0,
+                    (unsigned long long)rec->shm_cell);
         } else {
             fprintf(f, "  node %s: none (%s)%s\n", rec->host, rec->shm_why,
                     rec->shm_ok == 0 ? ": collectives run over MPI" : "");

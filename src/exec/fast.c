@@ -7,7 +7,10 @@
  * Which calls: allreduces of the global process set, when every rank of the
  * job is on this node and the segment has boxes (TCOLL_SHM_FAST_BYTES,
  * TCOLL_SHM_FAST_NAMES), of a name that has run once through the engine and
- * was cached then, at most TCOLL_SHM_FAST_BYTES, not in a group.
+ * was cached then, at most TCOLL_SHM_FAST_BYTES, not in a group; and up to
+ * TCOLL_SHM_FAST_LARGE_BYTES in the segment's large boxes, for the first
+ * TCOLL_SHM_FAST_LARGE_NAMES such names (a name's id picks its box when it
+ * becomes fast; the id's verdict word is the same either way).
  *
  * Why every rank takes the same path for the same call: a name becomes
  * fast (gets an id, k) when the engine runs its first cached RUN, which
@@ -30,6 +33,8 @@
  *      fits in a box (every rank then hands its request to the engine);
  *      rank 0's engine may instead CAS it to (u, ABORTED) after
  *      TCOLL_STALL_ABORT_S: exactly one verdict wins;
+ *      (a thread that waits polls for TCOLL_SHM_FAST_SPIN_US before it
+ *      backs off, where every local rank has a CPU of its own);
  *   4. each rank claims its own request (removes it from the in-flight
  *      table under the mutex: the engine's failure path takes requests the
  *      same way, so a request is completed once), then on OK reduces the n
@@ -62,9 +67,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "exec/algo.h"
 #include "exec/exec.h"
+#include "exec/fast_boxes.h"
 #include "kind/kind.h"
 #include "neg/neg.h"
 #include "reduce/reduce.h"
@@ -88,6 +95,8 @@ enum { V_PENDING, V_OK, V_MISMATCH, V_ABORTED, V_ENGINE };
 static struct {
     const tc_shm_seg_t *seg; /* NULL: the path is off */
     int n, cap, nids;
+    int nsmall, nlarge;     /* small and large boxes handed out */
+    int *box;               /* [cap]: id -> its box (tc__shm_box) */
     tc_hmap_t names;        /* name (global set) -> id + 1, as a pointer */
     char **id_names;        /* [cap] */
     uint64_t *uses;         /* [cap]: this rank's last posted use */
@@ -99,6 +108,7 @@ static struct {
     _Atomic int users;  /* application threads inside the segment now */
     _Atomic int closed; /* set by tc__fast_stop: no one enters again */
     uint64_t next_poll_ns, next_pid_ns;
+    uint64_t spin_ns; /* tc__fast_wait's spin before backing off; 0: none */
 } F;
 
 /* ---- entering the segment ------------------------------------------------- */
@@ -121,29 +131,38 @@ static void leave(void)
     atomic_fetch_sub(&F.users, 1);
 }
 
+/* Local rank r's box of id k, parity b. */
+static tc_shm_box_t *box_of(const tc_shm_seg_t *s, int k, int r, int b)
+{
+    return tc__shm_box(s, F.box[k], r, b);
+}
+
 /* ---- start, stop, flip ------------------------------------------------------ */
 
 int tc__fast_start(tc_exec_t *e)
 {
     const tc_shm_seg_t *s = &e->shm.seg;
     size_t cap;
+    long ncpu;
 
-    if (s->base == NULL || s->fast_names == 0 || !e->shm.single_node ||
+    if (s->base == NULL || s->fast_names + s->large_names == 0 || !e->shm.single_node ||
         e->cfg->allreduce_algo == TC_ALGO_RING) {
         return 0;
     }
-    cap = (size_t)s->fast_names;
+    cap = (size_t)s->fast_names + (size_t)s->large_names;
     F.id_names = calloc(cap, sizeof(*F.id_names));
     F.uses = calloc(cap, sizeof(*F.uses));
     F.pending = calloc(cap, sizeof(*F.pending));
     F.dead = calloc(cap, 1);
+    F.box = calloc(cap, sizeof(*F.box));
     F.stall_use = calloc(cap * 3, sizeof(uint64_t));
     if (F.id_names == NULL || F.uses == NULL || F.pending == NULL || F.dead == NULL ||
-        F.stall_use == NULL) {
+        F.box == NULL || F.stall_use == NULL) {
         free(F.id_names);
         free(F.uses);
         free(F.pending);
         free(F.dead);
+        free(F.box);
         free(F.stall_use);
         memset(&F, 0, sizeof(F));
         return -1; /* every rank must agree: the caller turns the path off on all */
@@ -154,6 +173,13 @@ int tc__fast_start(tc_exec_t *e)
     F.n = s->n;
     F.cap = (int)cap;
     F.nids = 0;
+    F.nsmall = 0;
+    F.nlarge = 0;
+    F.spin_ns = 0;
+    ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu >= (long)s->n) {
+        F.spin_ns = (uint64_t)e->cfg->shm_fast_spin_us * 1000u;
+    }
     atomic_store(&F.closed, 0);
     F.seg = s;
     return 0;
@@ -183,6 +209,7 @@ void tc__fast_stop(tc_exec_t *e)
     free(F.uses);
     free(F.pending);
     free(F.dead);
+    free(F.box);
     free(F.stall_use);
     memset(&F, 0, sizeof(F)); /* users and closed are 0 again for a later tc_init */
 }
@@ -190,19 +217,33 @@ void tc__fast_stop(tc_exec_t *e)
 void tc__fast_flip(tc_exec_t *e, const tc_request_t *req, const tc_wire_response_t *r)
 {
     eng_shared_t *sh = &tc__engine_shared;
+    size_t bytes;
     char *name;
+    int box;
 
     (void)e;
     if (F.seg == NULL || r->cache_ref == 0 || req->synthetic || req->kind != TC_KIND_ALLREDUCE ||
-        req->pset != 0 || req->count * tc_dtype_size(req->dtype) > F.seg->fast_bytes ||
-        F.nids >= F.cap) {
+        req->pset != 0 || F.nids >= F.cap) {
+        return;
+    }
+    /* a small box while there are any, else a large one: the same choice
+     * on every rank (the count is the agreed one) */
+    bytes = req->count * tc_dtype_size(req->dtype);
+    if (bytes <= F.seg->fast_bytes && F.nsmall < F.seg->fast_names) {
+        box = F.nsmall;
+    } else if (bytes <= F.seg->large_bytes && F.nlarge < F.seg->large_names) {
+        box = F.seg->fast_names + F.nlarge;
+    } else {
         return;
     }
     pthread_mutex_lock(&sh->mu);
     if (tc__hmap_get(&F.names, req->name, req->name_len) == NULL &&
         (name = strdup(req->name)) != NULL &&
         tc__hmap_put(&F.names, req->name, req->name_len, (void *)(uintptr_t)(F.nids + 1)) == 0) {
-        TC_DEBUG("fast", "'%s' takes the small-message path as id %d", name, F.nids);
+        TC_DEBUG("fast", "'%s' takes the small-message path as id %d (box %d)", name, F.nids, box);
+        F.box[F.nids] = box;
+        F.nsmall += box < F.seg->fast_names;
+        F.nlarge += box >= F.seg->fast_names;
         F.id_names[F.nids++] = name; /* the same id on every rank (file comment) */
     }
     pthread_mutex_unlock(&sh->mu);
@@ -247,7 +288,7 @@ int tc__fast_take_locked(tc_request_t *req)
  * then seq with release. */
 static void post(const tc_shm_seg_t *s, int k, uint64_t u, const tc_request_t *req, int identity)
 {
-    tc_shm_box_t *b = tc__shm_box(s, k, s->me, (int)(u & 1));
+    tc_shm_box_t *b = box_of(s, k, s->me, (int)(u & 1));
     size_t bytes = req->count * tc_dtype_size(req->dtype);
     char *data = (char *)b + TC_SHM_BOX_DATA;
 
@@ -259,7 +300,7 @@ static void post(const tc_shm_seg_t *s, int k, uint64_t u, const tc_request_t *r
     b->prescale = req->prescale;
     b->postscale = req->postscale;
     b->epoch = req->fast_epoch;
-    b->fits = bytes <= s->fast_bytes;
+    b->fits = bytes <= tc__shm_box_cap(s, F.box[k]);
     if (b->fits && identity) {
         tc__reduce_identity(req->dtype, req->op, data, req->count);
     } else if (b->fits && req->prescale != 1.0) {
@@ -296,33 +337,25 @@ void tc__fast_post(tc_request_t *req)
 
 /* ---- verdicts and completion ------------------------------------------------ */
 
-/* Whether two boxes describe the same call. */
-static int same_call(const tc_shm_box_t *a, const tc_shm_box_t *b)
-{
-    return a->dtype == b->dtype && a->op == b->op && a->count == b->count && a->ndim == b->ndim &&
-           memcmp(a->shape, b->shape, sizeof(a->shape)) == 0 && a->prescale == b->prescale &&
-           a->postscale == b->postscale;
-}
-
 /* The verdict word of use u of id k once every rank has posted it (settling
  * it if no one has), or (u, PENDING) while some rank has not. */
 static uint64_t try_verdict(const tc_shm_seg_t *s, int k, uint64_t u)
 {
     _Atomic uint64_t *vp = tc__shm_verdict(s, k);
     uint64_t v = atomic_load_explicit(vp, memory_order_acquire);
-    const tc_shm_box_t *first = tc__shm_box(s, k, 0, (int)(u & 1));
+    const tc_shm_box_t *first = box_of(s, k, 0, (int)(u & 1));
     int r, st = V_OK;
 
     if (V_SEQ(v) != u || V_STATE(v) != V_PENDING) {
         return v; /* decided (or later: see decided()) */
     }
     for (r = 0; r < s->n; r++) {
-        const tc_shm_box_t *b = tc__shm_box(s, k, r, (int)(u & 1));
+        const tc_shm_box_t *b = box_of(s, k, r, (int)(u & 1));
         /* acquire: pairs with post()'s release; the box is then readable */
         if (atomic_load_explicit(&b->seq, memory_order_acquire) != u) {
             return v;
         }
-        if (!same_call(first, b)) {
+        if (!tc__fast_same_call(first, b)) {
             st = V_MISMATCH;
         }
     }
@@ -348,84 +381,17 @@ static int decided(uint64_t v, uint64_t u)
     return V_SEQ(v) == u && V_STATE(v) != V_PENDING ? V_STATE(v) : -1;
 }
 
-/* The first field in which boxes a and b differ ("dtype", "op", "shape",
- * "scaling factor"), or NULL; its values into va and vb. */
-static const char *differs(const tc_shm_box_t *a, const tc_shm_box_t *b, char *va, char *vb,
-                           size_t len)
-{
-    const tc_shm_box_t *x[2] = {a, b};
-    char *v[2] = {va, vb};
-    int i, d;
-
-    if (a->dtype != b->dtype) {
-        for (i = 0; i < 2; i++) {
-            snprintf(v[i], len, "%s", tc_dtype_name((tc_dtype_t)x[i]->dtype));
-        }
-        return "dtype";
-    }
-    if (a->op != b->op) {
-        for (i = 0; i < 2; i++) {
-            snprintf(v[i], len, "%s", tc_op_name((tc_op_t)x[i]->op));
-        }
-        return "op";
-    }
-    if (a->ndim != b->ndim || memcmp(a->shape, b->shape, sizeof(a->shape)) != 0) {
-        for (i = 0; i < 2; i++) {
-            size_t used = (size_t)snprintf(v[i], len, "[");
-            for (d = 0; d < x[i]->ndim && d < TC_MAX_DIMS && used < len; d++) {
-                used += (size_t)snprintf(v[i] + used, len - used, d ? ",%lld" : "%lld",
-                                         (long long)x[i]->shape[d]);
-            }
-            if (used < len) {
-                snprintf(v[i] + used, len - used, "]");
-            }
-        }
-        return "shape";
-    }
-    if (a->prescale != b->prescale || a->postscale != b->postscale) {
-        for (i = 0; i < 2; i++) {
-            snprintf(v[i], len, "prescale %g, postscale %g", x[i]->prescale, x[i]->postscale);
-        }
-        return "scaling factor";
-    }
-    return NULL;
-}
-
 /* The text of a failed use: which ranks gave what, or who was missing. */
 static void failure_text(const tc_shm_seg_t *s, int k, uint64_t u, int state,
                          const tc_request_t *req, char *msg, size_t len)
 {
-    size_t used;
-    int r;
-
     if (state == V_ABORTED) { /* rank 0 wrote why before the verdict (acquired) */
         size_t nlen;
         const char *note = tc__shm_verdict_note(s, k, &nlen);
         snprintf(msg, len, "%.*s", (int)strnlen(note, nlen), note);
         return;
     }
-    /* as the coordinator words it: the first field that differs from rank
-     * 0's, and every rank that differs there */
-    {
-        const tc_shm_box_t *b0 = tc__shm_box(s, k, 0, (int)(u & 1));
-        const char *field = NULL;
-        char v0[160], vr[160];
-        for (r = 1; r < s->n && field == NULL; r++) {
-            field = differs(b0, tc__shm_box(s, k, r, (int)(u & 1)), v0, vr, sizeof(v0));
-        }
-        if (field == NULL) {
-            snprintf(msg, len, "tensor '%s': allreduce mismatch", req->name);
-            return;
-        }
-        used = (size_t)snprintf(msg, len, "tensor '%s': allreduce %s mismatch: rank 0 has %s",
-                                req->name, field, v0);
-        for (r = 1; r < s->n && used < len; r++) {
-            const char *f = differs(b0, tc__shm_box(s, k, r, (int)(u & 1)), v0, vr, sizeof(v0));
-            if (f != NULL && strcmp(f, field) == 0) {
-                used += (size_t)snprintf(msg + used, len - used, ", rank %d has %s", r, vr);
-            }
-        }
-    }
+    tc__fast_mismatch_text(s, F.box[k], (int)(u & 1), req->name, msg, len);
 }
 
 /* Takes req for this thread to complete if it is still this rank's request
@@ -493,11 +459,11 @@ static void complete_claimed(tc_request_t *req, int state)
         return;
     }
     if (req->count > 0) {
-        memcpy(req->recv, (char *)tc__shm_box(s, k, 0, b) + TC_SHM_BOX_DATA,
+        memcpy(req->recv, (char *)box_of(s, k, 0, b) + TC_SHM_BOX_DATA,
                req->count * tc_dtype_size(req->dtype));
         for (r = 1; r < s->n; r++) {
-            tc__reduce(req->dtype, req->op, req->recv,
-                       (char *)tc__shm_box(s, k, r, b) + TC_SHM_BOX_DATA, req->count);
+            tc__reduce(req->dtype, req->op, req->recv, (char *)box_of(s, k, r, b) + TC_SHM_BOX_DATA,
+                       req->count);
         }
         if (req->op == TC_AVG) {
             tc__reduce_avg_finish(req->dtype, req->recv, req->count, s->n);
@@ -538,6 +504,19 @@ void tc__fast_wait(tc_request_t *req)
 {
     tc_backoff_t bo;
 
+    /* The other ranks post within microseconds when each has a CPU: poll
+     * for that long before the backoff's first yield, a system call that
+     * alone costs about as much as the whole call here (4 B at np=2 under
+     * KVM: 2.2 us yielding at once, 1.3 us with this spin). */
+    if (F.spin_ns != 0) {
+        uint64_t end = tc__now_ns() + F.spin_ns;
+        unsigned polls = 0;
+        while (!tc__fast_progress(req)) {
+            if ((++polls & 15u) == 0 && tc__now_ns() > end) {
+                break;
+            }
+        }
+    }
     tc__backoff_init(&bo, (uint32_t)tc__config()->spin, (uint32_t)tc__config()->backoff_max_us);
     while (!tc__fast_progress(req)) {
         tc__backoff_wait(&bo); /* spin, yield, then sleeps up to a park: ~0 CPU when long */
@@ -607,7 +586,7 @@ static void join_contribute(void)
             continue;
         }
         for (r = 0; r < s->n; r++) {
-            const tc_shm_box_t *b = tc__shm_box(s, k, r, (int)(u & 1));
+            const tc_shm_box_t *b = box_of(s, k, r, (int)(u & 1));
             if (r != s->me && atomic_load_explicit(&b->seq, memory_order_acquire) == u &&
                 b->epoch == epoch) {
                 memset(&like, 0, sizeof(like));
@@ -648,8 +627,8 @@ static int rank_list(const tc_shm_seg_t *s, int k, uint64_t u, int posted, char 
     int r, n = s->n < 4096 ? s->n : 4096;
 
     for (r = 0; r < n; r++) {
-        has[r] = atomic_load_explicit(&tc__shm_box(s, k, r, (int)(u & 1))->seq,
-                                      memory_order_acquire) == u;
+        has[r] =
+            atomic_load_explicit(&box_of(s, k, r, (int)(u & 1))->seq, memory_order_acquire) == u;
     }
     return tc__format_ranks(has, n, posted, out, len);
 }

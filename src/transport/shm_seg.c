@@ -55,20 +55,29 @@ size_t tc__shm_seg_layout(int n, const tc_shm_params_t *p, tc_shm_seg_t *seg)
     size_t ctl_off = round_up(sizeof(seg_hdr_t), TC_SHM_LINE);
     size_t stage_off = round_up(ctl_off + (size_t)n * sizeof(tc_shm_ctl_t), 4096);
     size_t per_rank = (size_t)p->nslots * p->slot_bytes, verdict_off, box_off, box_bytes, boxes;
-    size_t mbox_off, cell, cell_bytes, mbox_bytes;
+    size_t lbox_off, lbox_bytes, lboxes, mbox_off, cell, cell_bytes, mbox_bytes;
 
     if (per_rank / (size_t)p->nslots != p->slot_bytes ||
-        per_rank > (SIZE_MAX / 2 - stage_off) / (size_t)n || p->fast_bytes > (1u << 30)) {
+        per_rank > (SIZE_MAX / 2 - stage_off) / (size_t)n || p->fast_bytes > (1u << 30) ||
+        p->large_bytes > (1u << 30)) {
         return 0;
     }
     verdict_off = round_up(stage_off + per_rank * (size_t)n, 4096);
-    box_off = round_up(verdict_off + (size_t)p->fast_names * TC_SHM_VERDICT_STRIDE, 4096);
+    box_off = round_up(verdict_off +
+                           ((size_t)p->fast_names + (size_t)p->large_names) * TC_SHM_VERDICT_STRIDE,
+                       4096);
     box_bytes = round_up(TC_SHM_BOX_DATA + p->fast_bytes, TC_SHM_LINE);
     boxes = (size_t)p->fast_names * (size_t)n * 2;
-    if (p->fast_names > 0 && box_bytes > (SIZE_MAX / 2 - box_off) / boxes) {
+    if (p->fast_names > 0 && box_bytes > (SIZE_MAX / 4 - box_off) / boxes) {
         return 0;
     }
-    mbox_off = round_up(box_off + boxes * box_bytes, 4096);
+    lbox_off = round_up(box_off + boxes * box_bytes, 4096);
+    lbox_bytes = round_up(TC_SHM_BOX_DATA + p->large_bytes, TC_SHM_LINE);
+    lboxes = (size_t)p->large_names * (size_t)n * 2;
+    if (p->large_names > 0 && lbox_bytes > (SIZE_MAX / 4 - lbox_off) / lboxes) {
+        return 0;
+    }
+    mbox_off = round_up(lbox_off + lboxes * lbox_bytes, 4096);
     /* cells are capped so that the mailboxes (n * n of them) take at most
      * TC_SHM_P2P_MAX_BYTES, with at least TC_SHM_P2P_MIN_CELL of data each */
     cell = TC_SHM_P2P_MAX_BYTES / ((size_t)n * (size_t)n * TC_SHM_P2P_CELLS);
@@ -87,6 +96,10 @@ size_t tc__shm_seg_layout(int n, const tc_shm_params_t *p, tc_shm_seg_t *seg)
     seg->box_bytes = box_bytes;
     seg->fast_names = p->fast_names;
     seg->fast_bytes = p->fast_bytes;
+    seg->lbox_off = lbox_off;
+    seg->lbox_bytes = lbox_bytes;
+    seg->large_names = p->large_names;
+    seg->large_bytes = p->large_bytes;
     seg->cell_bytes = cell_bytes;
     seg->mbox_off = mbox_off;
     seg->mbox_bytes = mbox_bytes;
@@ -354,9 +367,11 @@ err_unlink:
     memset(tc__shm_ctl(seg, me), 0, sizeof(tc_shm_ctl_t));
     tc__shm_ctl(seg, me)->pid = (int32_t)getpid();
     memset(tc__shm_slot(seg, me, 0), 0, (size_t)nslots * slot_bytes);
-    for (r = 0; r < seg->fast_names; r++) { /* this rank's boxes (the verdicts stay 0) */
-        memset(tc__shm_box(seg, r, me, 0), 0, seg->box_bytes);
-        memset(tc__shm_box(seg, r, me, 1), 0, seg->box_bytes);
+    for (r = 0; r < seg->fast_names + seg->large_names; r++) {
+        /* this rank's boxes (the verdicts stay 0) */
+        size_t bytes1 = r < seg->fast_names ? seg->box_bytes : seg->lbox_bytes;
+        memset(tc__shm_box(seg, r, me, 0), 0, bytes1);
+        memset(tc__shm_box(seg, r, me, 1), 0, bytes1);
     }
     for (r = 0; r < n && seg->mbox_bytes > 0; r++) { /* the mailboxes to this rank */
         memset(tc__shm_mbox(seg, r, me), 0, seg->mbox_bytes);
@@ -379,12 +394,16 @@ err_unlink:
 
 tc_shm_params_t tc__shm_params(const tc_config_t *cfg)
 {
+    int small = cfg->shm_fast_bytes > 0;
+    int large = cfg->shm_fast_large_bytes > cfg->shm_fast_bytes && small;
     tc_shm_params_t p = {cfg->shm,
                          (size_t)cfg->shm_slot_kb * 1024,
                          cfg->shm_slots,
-                         cfg->shm_fast_bytes > 0 ? cfg->shm_fast_names : 0,
+                         small ? cfg->shm_fast_names : 0,
                          (size_t)cfg->shm_fast_bytes,
-                         (size_t)cfg->shm_p2p_cell_kb * 1024};
+                         (size_t)cfg->shm_p2p_cell_kb * 1024,
+                         large ? cfg->shm_fast_large_names : 0,
+                         large ? (size_t)cfg->shm_fast_large_bytes : 0};
     return p;
 }
 

@@ -88,12 +88,14 @@ typedef struct {
 
 /* What a segment is made with (the knobs). */
 typedef struct {
-    int mode;          /* TC_SHM_AUTO, _MEMFD or _POSIX (config.h) */
-    size_t slot_bytes; /* TCOLL_SHM_SLOT_KB */
-    int nslots;        /* TCOLL_SHM_SLOTS */
-    int fast_names;    /* TCOLL_SHM_FAST_NAMES (0: no boxes) */
-    size_t fast_bytes; /* TCOLL_SHM_FAST_BYTES */
-    size_t cell_bytes; /* TCOLL_SHM_P2P_CELL_KB (0: no mailboxes) */
+    int mode;           /* TC_SHM_AUTO, _MEMFD or _POSIX (config.h) */
+    size_t slot_bytes;  /* TCOLL_SHM_SLOT_KB */
+    int nslots;         /* TCOLL_SHM_SLOTS */
+    int fast_names;     /* TCOLL_SHM_FAST_NAMES (0: no small boxes) */
+    size_t fast_bytes;  /* TCOLL_SHM_FAST_BYTES */
+    size_t cell_bytes;  /* TCOLL_SHM_P2P_CELL_KB (0: no mailboxes) */
+    int large_names;    /* TCOLL_SHM_FAST_LARGE_NAMES (0: no large boxes) */
+    size_t large_bytes; /* TCOLL_SHM_FAST_LARGE_BYTES */
 } tc_shm_params_t;
 
 #define TC_SHM_P2P_CELLS 4 /* cells in one mailbox */
@@ -118,11 +120,14 @@ typedef struct {
     int nslots;        /* staging slots per rank */
     size_t slot_bytes; /* bytes per slot */
     size_t ctl_off, stage_off;
-    int fast_names;    /* ids with boxes */
-    size_t fast_bytes; /* input bytes a box holds */
-    size_t box_bytes;  /* one box, header and data */
-    size_t verdict_off, box_off;
-    size_t cell_bytes; /* one mailbox cell, header and data; 0: no mailboxes */
+    int fast_names;                        /* small boxes (per rank and parity) */
+    size_t fast_bytes;                     /* input bytes a small box holds */
+    size_t box_bytes;                      /* one small box, header and data */
+    int large_names;                       /* large boxes, after the small ones */
+    size_t large_bytes;                    /* input bytes a large box holds */
+    size_t lbox_bytes;                     /* one large box, header and data */
+    size_t verdict_off, box_off, lbox_off; /* a verdict per box of either size */
+    size_t cell_bytes;                     /* one mailbox cell, header and data; 0: no mailboxes */
     size_t mbox_off, mbox_bytes;
     int pids_visible;   /* every peer's pid exists in this pid namespace */
     int cma;            /* every local rank can read the others' memory with
@@ -157,12 +162,23 @@ static inline char *tc__shm_verdict_note(const tc_shm_seg_t *s, int k, size_t *l
     return s->base + s->verdict_off + (size_t)k * TC_SHM_VERDICT_STRIDE + TC_SHM_LINE;
 }
 
-/* Local rank r's box for id k and parity b (0 or 1). */
+/* Local rank r's box k and parity b (0 or 1): boxes 0 .. fast_names - 1
+ * are small, the large_names after them large. exec/fast.c gives each id
+ * its box; the verdicts are per id, one for each box of either size. */
 static inline tc_shm_box_t *tc__shm_box(const tc_shm_seg_t *s, int k, int r, int b)
 {
-    return (tc_shm_box_t *)(s->base + s->box_off +
-                            (((size_t)k * (size_t)s->n + (size_t)r) * 2 + (size_t)b) *
-                                s->box_bytes);
+    int large = k >= s->fast_names;
+    size_t i = (size_t)(large ? k - s->fast_names : k);
+    size_t slot = (i * (size_t)s->n + (size_t)r) * 2 + (size_t)b;
+
+    return (tc_shm_box_t *)(s->base + (large ? s->lbox_off + slot * s->lbox_bytes
+                                             : s->box_off + slot * s->box_bytes));
+}
+
+/* The input bytes box k holds. */
+static inline size_t tc__shm_box_cap(const tc_shm_seg_t *s, int k)
+{
+    return k < s->fast_names ? s->fast_bytes : s->large_bytes;
 }
 
 /* The mailbox from local rank `from` to local rank `to`: its counters,

@@ -174,6 +174,24 @@ static const knob_t knobs[] = {
      "holds two boxes of TCOLL_SHM_FAST_BYTES per name and local rank: 4 MiB "
      "per local rank by default); later ones go through the engine.",
      NULL},
+    {"TCOLL_SHM_FAST_LARGE_BYTES", KNOB_INT, OFF(shm_fast_large_bytes), "131072", 0, 1048576,
+     KNOB_AGREE,
+     "Larger allreduces, up to this many bytes, take that path too, in boxes "
+     "of this size for TCOLL_SHM_FAST_LARGE_NAMES names (the first such names "
+     "to run; a name of at most TCOLL_SHM_FAST_BYTES takes one when the small "
+     "boxes are all taken). At most TCOLL_SHM_FAST_BYTES (or 0): none.",
+     NULL},
+    {"TCOLL_SHM_FAST_LARGE_NAMES", KNOB_INT, OFF(shm_fast_large_names), "32", 0, 4096, KNOB_AGREE,
+     "Names that can take the large boxes (two per name and local rank: 8 "
+     "MiB per local rank by default).",
+     NULL},
+    {"TCOLL_SHM_FAST_SPIN_US", KNOB_INT, OFF(shm_fast_spin_us), "5", 0, 1000, KNOB_LOCAL,
+     "A thread waiting for an allreduce of that path polls without yielding "
+     "for up to this long (us) before it backs off as every waiter does, "
+     "when the node has at least as many online CPUs as local ranks (with "
+     "fewer, a spinning rank would hold back the rank it waits for). 0 turns "
+     "it off.",
+     NULL},
     {"TCOLL_SHM_P2P_CELL_KB", KNOB_INT, OFF(shm_p2p_cell_kb), "16", 0, 16384, KNOB_AGREE,
      "Size (KiB) of one cell of the segment's point-to-point mailboxes: "
      "every ordered pair of local ranks has a mailbox of 4 cells, through "

@@ -13,36 +13,39 @@
 #include <stdio.h>
 
 typedef struct tc_config {
-    int log_level;           /* TCOLL_LOG_LEVEL */
-    int idle_poll_ms;        /* TCOLL_IDLE_POLL_MS */
-    int spin;                /* TCOLL_SPIN */
-    int backoff_max_us;      /* TCOLL_BACKOFF_MAX_US */
-    int yield_us;            /* TCOLL_YIELD_US */
-    int ring_chunk_kb;       /* TCOLL_RING_CHUNK_KB */
-    int output_pool_mb;      /* TCOLL_OUTPUT_POOL_MB */
-    int fusion_threshold_kb; /* TCOLL_FUSION_THRESHOLD_KB */
-    int fusion_buffer_kb;    /* TCOLL_FUSION_BUFFER_KB */
-    int cache_capacity;      /* TCOLL_CACHE_CAPACITY */
-    int eager_bytes;         /* TCOLL_EAGER_BYTES */
-    int stall_warn_s;        /* TCOLL_STALL_WARN_S */
-    int stall_abort_s;       /* TCOLL_STALL_ABORT_S */
-    int peer_timeout_s;      /* TCOLL_PEER_TIMEOUT_S */
-    int shutdown_timeout_s;  /* TCOLL_SHUTDOWN_TIMEOUT_S */
-    int shm;                 /* TCOLL_SHM: tc_shm_mode_t */
-    int shm_slot_kb;         /* TCOLL_SHM_SLOT_KB */
-    int shm_slots;           /* TCOLL_SHM_SLOTS */
-    int allreduce_algo;      /* TCOLL_ALLREDUCE_ALGO: tc_algo_choice_t */
-    int shm_direct_kb;       /* TCOLL_SHM_DIRECT_KB */
-    int ranks_per_node;      /* TCOLL_RANKS_PER_NODE */
-    int deterministic;       /* TCOLL_DETERMINISTIC */
-    int shm_fast_bytes;      /* TCOLL_SHM_FAST_BYTES */
-    int shm_fast_names;      /* TCOLL_SHM_FAST_NAMES */
-    int shm_p2p_cell_kb;     /* TCOLL_SHM_P2P_CELL_KB */
-    int mpi_thread;          /* TCOLL_MPI_THREAD: 0 funneled, 1 multiple */
-    int cuda_ipc;            /* TCOLL_CUDA_IPC */
-    int cuda_ipc_min_kb;     /* TCOLL_CUDA_IPC_MIN_KB */
-    char timeline[1024];     /* TCOLL_TIMELINE */
-    char proxy_cpus[256];    /* TCOLL_PROXY_CPUS */
+    int log_level;            /* TCOLL_LOG_LEVEL */
+    int idle_poll_ms;         /* TCOLL_IDLE_POLL_MS */
+    int spin;                 /* TCOLL_SPIN */
+    int backoff_max_us;       /* TCOLL_BACKOFF_MAX_US */
+    int yield_us;             /* TCOLL_YIELD_US */
+    int ring_chunk_kb;        /* TCOLL_RING_CHUNK_KB */
+    int output_pool_mb;       /* TCOLL_OUTPUT_POOL_MB */
+    int fusion_threshold_kb;  /* TCOLL_FUSION_THRESHOLD_KB */
+    int fusion_buffer_kb;     /* TCOLL_FUSION_BUFFER_KB */
+    int cache_capacity;       /* TCOLL_CACHE_CAPACITY */
+    int eager_bytes;          /* TCOLL_EAGER_BYTES */
+    int stall_warn_s;         /* TCOLL_STALL_WARN_S */
+    int stall_abort_s;        /* TCOLL_STALL_ABORT_S */
+    int peer_timeout_s;       /* TCOLL_PEER_TIMEOUT_S */
+    int shutdown_timeout_s;   /* TCOLL_SHUTDOWN_TIMEOUT_S */
+    int shm;                  /* TCOLL_SHM: tc_shm_mode_t */
+    int shm_slot_kb;          /* TCOLL_SHM_SLOT_KB */
+    int shm_slots;            /* TCOLL_SHM_SLOTS */
+    int allreduce_algo;       /* TCOLL_ALLREDUCE_ALGO: tc_algo_choice_t */
+    int shm_direct_kb;        /* TCOLL_SHM_DIRECT_KB */
+    int ranks_per_node;       /* TCOLL_RANKS_PER_NODE */
+    int deterministic;        /* TCOLL_DETERMINISTIC */
+    int shm_fast_bytes;       /* TCOLL_SHM_FAST_BYTES */
+    int shm_fast_names;       /* TCOLL_SHM_FAST_NAMES */
+    int shm_fast_large_bytes; /* TCOLL_SHM_FAST_LARGE_BYTES */
+    int shm_fast_large_names; /* TCOLL_SHM_FAST_LARGE_NAMES */
+    int shm_fast_spin_us;     /* TCOLL_SHM_FAST_SPIN_US */
+    int shm_p2p_cell_kb;      /* TCOLL_SHM_P2P_CELL_KB */
+    int mpi_thread;           /* TCOLL_MPI_THREAD: 0 funneled, 1 multiple */
+    int cuda_ipc;             /* TCOLL_CUDA_IPC */
+    int cuda_ipc_min_kb;      /* TCOLL_CUDA_IPC_MIN_KB */
+    char timeline[1024];      /* TCOLL_TIMELINE */
+    char proxy_cpus[256];     /* TCOLL_PROXY_CPUS */
 } tc_config_t;
 
 /* TCOLL_SHM's values, in the order of its names in config.c. */
@@ -76,7 +79,7 @@ void tc__config_print(FILE *out, const tc_config_t *cfg);
 /* Where each value came from                                                */
 /* ------------------------------------------------------------------------ */
 
-#define TC_CONFIG_MAX_KNOBS 32     /* room in tc_config_state_t (the table has fewer) */
+#define TC_CONFIG_MAX_KNOBS 48     /* room in tc_config_state_t (the table has fewer) */
 #define TC_CONFIG_REJECTED_MAX 256 /* bytes kept of a rejected value, NUL included */
 #define TC_CONFIG_TEXT_MAX 1024    /* any knob's value as text, NUL included */
 

@@ -12,6 +12,11 @@
  *              then runs through the engine, right again;
  *   grow       every rank grows a fast name past the box: legal, it runs
  *              through the engine, right;
+ *   large      names of 8 KiB to 128 KiB take the large boxes
+ *              (TCOLL_SHM_FAST_LARGE_BYTES), exact, and one grown past them
+ *              runs through the engine; with TCOLL_SHM_FAST_NAMES=2 (its own
+ *              CTest) the steps' small names take large boxes too, every
+ *              name still reaching the path;
  *   barrier    a fast allreduce nobody waits for, then a barrier: the barrier
  *              completes (the engine completes the allreduce);
  *   join       ranks run 0..3 extra steps of a fast name, then join: the
@@ -68,7 +73,8 @@ static void call_prepare(call_t *c, const spec_t *s, int step, int rank)
     tt_fill(s->dt, s->op, c->salt, rank, c->send, s->count);
 }
 
-static int g_fast_calls; /* calls tc_request_algorithm says the small-message path ran */
+static int g_fast_calls;      /* calls tc_request_algorithm says the small-message path ran */
+static unsigned g_fast_specs; /* bit i: a call of specs[i] took that path */
 
 static tc_status_t call_submit(call_t *c)
 {
@@ -91,7 +97,12 @@ static void call_finish(call_t *c)
     tt_check_allreduce(c->s.name, c->s.dt, c->s.op, c->salt, tt_size, c->recv, c->s.count);
     /* which path carried it: the small-message path's name, or an engine record's */
     CHECK(tc_request_algorithm(c->req) != NULL);
-    g_fast_calls += strcmp(tc_request_algorithm(c->req), "shm, fast") == 0;
+    if (strcmp(tc_request_algorithm(c->req), "shm, fast") == 0) {
+        g_fast_calls++;
+        for (int i = 0; i < NNAMES; i++) {
+            g_fast_specs |= strcmp(c->s.name, specs[i].name) == 0 ? 1u << i : 0u;
+        }
+    }
     tc_request_free(c->req);
     free(c->send);
     free(c->recv);
@@ -140,11 +151,16 @@ static void one_step(int step)
 TC_CASE(steps)
 {
     g_fast_calls = 0;
+    g_fast_specs = 0;
     for (int step = 0; step < 60; step++) {
         one_step(step);
     }
     if (tt_size > 1 && tc_local_size() == tt_size) { /* one node: the path is there */
         CHECK_MSG(g_fast_calls > 0, "no call reported \"shm, fast\" by tc_request_algorithm");
+        /* every name has a box: 8 small ones, or (TCOLL_SHM_FAST_NAMES=2)
+         * 2 small and 6 large */
+        CHECK_MSG(g_fast_specs == (1u << NNAMES) - 1, "names that took the path: mask %#x",
+                  g_fast_specs);
     }
     tt_say("test_fast: 60 steps of %d names exact on %d ranks\n", NNAMES, tt_size);
 }
@@ -209,6 +225,39 @@ TC_CASE(grow)
     }
     one_call("fast/grow", TC_FLOAT64, 100, 7, TC_OK, NULL);
     tt_say("test_fast: a fast name grown past its box runs through the engine\n");
+}
+
+TC_CASE(large)
+{
+    /* 80 000 B, 128 KiB (a large box's size exactly), 72 000 B averaged */
+    static const spec_t big[3] = {
+        {"fast/large.f32", TC_FLOAT32, TC_SUM, 20000, 1.0, 1.0},
+        {"fast/large.i8", TC_INT8, TC_MAX, 131072, 1.0, 1.0},
+        {"fast/large.f64", TC_FLOAT64, TC_AVG, 9000, 1.0, 1.0},
+    };
+    int fast = 0;
+
+    for (int step = 0; step < 8; step++) {
+        call_t c[3];
+        for (int i = 0; i < 3; i++) {
+            call_prepare(&c[i], &big[i], step, tt_rank);
+            CHECK_OK(call_submit(&c[i]));
+        }
+        for (int i = 2; i >= 0; i--) {
+            int before = g_fast_calls;
+            call_finish(&c[i]);
+            fast += step >= 3 && g_fast_calls > before;
+        }
+    }
+    if (tt_size > 1 && tc_local_size() == tt_size) {
+        CHECK_MSG(fast == 15, "%d of the 15 calls after the third step took the path", fast);
+    }
+    /* past the large box (160 000 B), on every rank: through the engine */
+    for (int step = 8; step < 11; step++) {
+        one_call("fast/large.f32", TC_FLOAT32, 40000, step, TC_OK, NULL);
+    }
+    one_call("fast/large.f32", TC_FLOAT32, 20000, 11, TC_OK, NULL);
+    tt_say("test_fast: 8 KiB .. 128 KiB names take the large boxes, exact\n");
 }
 
 TC_CASE(barrier_after_unwaited)

@@ -15,7 +15,9 @@
  *
  * Also: many transfers queued before the peer looks, in order; a size or
  * process-set mismatch is an error naming the sender; peers not reached;
- * an abandoned transfer leaves the transport refusing new ones.
+ * an abandoned transfer leaves the transport refusing new ones; the
+ * small-message boxes of both sizes laid out apart from each other and from
+ * the verdicts and mailboxes.
  */
 #define _GNU_SOURCE
 #include "check.h"
@@ -465,6 +467,55 @@ TC_CASE(abandon_breaks)
     CHECK_STATUS(tc__send(&pr.t[0], buf, 4, 1), TC_ERR_TRANSPORT);
     CHECK_STR_CONTAINS(pr.t[0].err, "unusable after an abandoned transfer");
     pair_close(&pr);
+}
+
+/* Every box (small and large, every rank and parity) holds its header and
+ * its capacity, 64-byte aligned, after the verdicts of every id and before
+ * the mailboxes, and no two overlap. */
+TC_CASE(box_layout)
+{
+    static const int larges[] = {0, 3};
+
+    for (int n = 1; n <= 5; n++) {
+        for (int l = 0; l < 2; l++) {
+            tc_shm_params_t p = {0};
+            tc_shm_seg_t seg = {0};
+            size_t lo[128], hi[128], bytes;
+            int nb = 0;
+
+            p.nslots = 2;
+            p.slot_bytes = 4096;
+            p.cell_bytes = CELL;
+            p.fast_names = 4;
+            p.fast_bytes = 100;
+            p.large_names = larges[l];
+            p.large_bytes = p.large_names > 0 ? 5000 : 0;
+            bytes = tc__shm_seg_layout(n, &p, &seg);
+            CHECK(bytes > 0 && seg.fast_names == 4 && seg.large_names == larges[l]);
+            seg.n = n;
+            for (int k = 0; k < seg.fast_names + seg.large_names; k++) {
+                for (int r = 0; r < n; r++) {
+                    for (int b = 0; b < 2; b++) {
+                        size_t off = (size_t)((char *)tc__shm_box(&seg, k, r, b) - seg.base);
+                        CHECK(nb < 128);
+                        lo[nb] = off;
+                        hi[nb] = off + TC_SHM_BOX_DATA + tc__shm_box_cap(&seg, k);
+                        CHECK(off % 64 == 0);
+                        CHECK(off >= seg.verdict_off + (size_t)(seg.fast_names + seg.large_names) *
+                                                           TC_SHM_VERDICT_STRIDE);
+                        CHECK(hi[nb] <= seg.mbox_off);
+                        CHECK(tc__shm_box_cap(&seg, k) == (k < 4 ? 100u : 5000u));
+                        for (int j = 0; j < nb; j++) {
+                            CHECK_MSG(hi[nb] <= lo[j] || hi[j] <= lo[nb],
+                                      "n %d: box %d of rank %d parity %d overlaps another", n, k, r,
+                                      b);
+                        }
+                        nb++;
+                    }
+                }
+            }
+        }
+    }
 }
 
 int main(int argc, char **argv)
