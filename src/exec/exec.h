@@ -11,6 +11,7 @@
  *   algo.h       how each kind runs: algorithm records, one selector
  *   exec.c       running a decided list in order, fusion, deferred completion
  *   fast.c       small allreduces inside a node without the engine thread
+ *                (fast_boxes.c compares the ranks' boxes of one use)
  *   device.c     how a device tensor runs: a device record, else staged.c
  *                (through host memory); device_node.c the in-node records
  *   exec_tl.c    the timeline events of what ran
