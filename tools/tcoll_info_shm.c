@@ -106,13 +106,15 @@ void tc_info_print_shm(FILE *f, const info_t *in)
         all_ok = all_ok && rec->shm_ok == 1;
         hier_ok = hier_ok && (rec->shm_ok == 1 || rec->local_size < 2);
         if (rec->shm_ok == 1) {
+            tc_shm_seg_t lay = {0};
+            tc__shm_seg_layout(rec->local_size, &p, &lay);
             fprintf(f,
                     "  node %s: %s segment of %llu bytes (%d ranks x %d slots x %d KiB, "
                     "small-message boxes for %d names of up to %d bytes and %d of up to %d, "
                     "point-to-point mailboxes of %d x %llu bytes per pair of ranks, flags)\n",
                     rec->host, rec->shm_method, (unsigned long long)rec->shm_bytes, rec->local_size,
-                    cfg->shm_slots, cfg->shm_slot_kb, p.fast_names, (int)p.fast_bytes,
-                    p.large_names, (int)p.large_bytes, rec->shm_cell > 0 ? TC_SHM_P2P_CELLS : 0,
+                    cfg->shm_slots, cfg->shm_slot_kb, lay.fast_names, (int)lay.fast_bytes,
+                    lay.large_names, (int)lay.large_bytes, rec->shm_cell > 0 ? TC_SHM_P2P_CELLS : 0,
                     (unsigned long long)rec->shm_cell);
         } else {
             fprintf(f, "  node %s: none (%s)%s\n", rec->host, rec->shm_why,

@@ -55,26 +55,33 @@ size_t tc__shm_seg_layout(int n, const tc_shm_params_t *p, tc_shm_seg_t *seg)
     size_t ctl_off = round_up(sizeof(seg_hdr_t), TC_SHM_LINE);
     size_t stage_off = round_up(ctl_off + (size_t)n * sizeof(tc_shm_ctl_t), 4096);
     size_t per_rank = (size_t)p->nslots * p->slot_bytes, verdict_off, box_off, box_bytes, boxes;
-    size_t lbox_off, lbox_bytes, lboxes, mbox_off, cell, cell_bytes, mbox_bytes;
+    size_t lbox_off, lbox_bytes, lboxes, large_bytes, mbox_off, cell, cell_bytes, mbox_bytes;
+    int large_names;
 
     if (per_rank / (size_t)p->nslots != p->slot_bytes ||
         per_rank > (SIZE_MAX / 2 - stage_off) / (size_t)n || p->fast_bytes > (1u << 30) ||
         p->large_bytes > (1u << 30)) {
         return 0;
     }
+    /* every rank reduces every rank's input on that path: the large boxes
+     * shrink as the node's ranks grow (and go when no larger than small) */
+    large_bytes = p->large_bytes < TC_SHM_FAST_WORK / (size_t)n
+                      ? p->large_bytes
+                      : TC_SHM_FAST_WORK / (size_t)n / 64 * 64;
+    large_names = large_bytes > p->fast_bytes ? p->large_names : 0;
+    large_bytes = large_names > 0 ? large_bytes : 0;
     verdict_off = round_up(stage_off + per_rank * (size_t)n, 4096);
-    box_off = round_up(verdict_off +
-                           ((size_t)p->fast_names + (size_t)p->large_names) * TC_SHM_VERDICT_STRIDE,
-                       4096);
+    box_off = round_up(
+        verdict_off + ((size_t)p->fast_names + (size_t)large_names) * TC_SHM_VERDICT_STRIDE, 4096);
     box_bytes = round_up(TC_SHM_BOX_DATA + p->fast_bytes, TC_SHM_LINE);
     boxes = (size_t)p->fast_names * (size_t)n * 2;
     if (p->fast_names > 0 && box_bytes > (SIZE_MAX / 4 - box_off) / boxes) {
         return 0;
     }
     lbox_off = round_up(box_off + boxes * box_bytes, 4096);
-    lbox_bytes = round_up(TC_SHM_BOX_DATA + p->large_bytes, TC_SHM_LINE);
-    lboxes = (size_t)p->large_names * (size_t)n * 2;
-    if (p->large_names > 0 && lbox_bytes > (SIZE_MAX / 4 - lbox_off) / lboxes) {
+    lbox_bytes = round_up(TC_SHM_BOX_DATA + large_bytes, TC_SHM_LINE);
+    lboxes = (size_t)large_names * (size_t)n * 2;
+    if (large_names > 0 && lbox_bytes > (SIZE_MAX / 4 - lbox_off) / lboxes) {
         return 0;
     }
     mbox_off = round_up(lbox_off + lboxes * lbox_bytes, 4096);
@@ -98,8 +105,8 @@ size_t tc__shm_seg_layout(int n, const tc_shm_params_t *p, tc_shm_seg_t *seg)
     seg->fast_bytes = p->fast_bytes;
     seg->lbox_off = lbox_off;
     seg->lbox_bytes = lbox_bytes;
-    seg->large_names = p->large_names;
-    seg->large_bytes = p->large_bytes;
+    seg->large_names = large_names;
+    seg->large_bytes = large_bytes;
     seg->cell_bytes = cell_bytes;
     seg->mbox_off = mbox_off;
     seg->mbox_bytes = mbox_bytes;

@@ -98,6 +98,10 @@ typedef struct {
     size_t large_bytes; /* TCOLL_SHM_FAST_LARGE_BYTES */
 } tc_shm_params_t;
 
+/* The large boxes hold at most this many bytes divided by the local ranks
+ * (each rank reduces every rank's input on the small-message path). */
+#define TC_SHM_FAST_WORK ((size_t)512 << 10)
+
 #define TC_SHM_P2P_CELLS 4 /* cells in one mailbox */
 #define TC_SHM_CELL_HDR 64 /* a cell's header (transport_shm.c), before its data */
 /* TCOLL_SHM_P2P_CELL_KB is a most: on a node with many ranks the cells

@@ -179,11 +179,13 @@ static const knob_t knobs[] = {
      "Larger allreduces, up to this many bytes, take that path too, in boxes "
      "of this size for TCOLL_SHM_FAST_LARGE_NAMES names (the first such names "
      "to run; a name of at most TCOLL_SHM_FAST_BYTES takes one when the small "
-     "boxes are all taken). At most TCOLL_SHM_FAST_BYTES (or 0): none.",
+     "boxes are all taken). Every rank reduces every rank's input there, so "
+     "the boxes hold at most 512 KiB divided by the local ranks (64 KiB at 8). "
+     "At most TCOLL_SHM_FAST_BYTES (or 0): none.",
      NULL},
     {"TCOLL_SHM_FAST_LARGE_NAMES", KNOB_INT, OFF(shm_fast_large_names), "32", 0, 4096, KNOB_AGREE,
-     "Names that can take the large boxes (two per name and local rank: 8 "
-     "MiB per local rank by default).",
+     "Names that can take the large boxes (two per name and local rank: at "
+     "most 8 MiB per local rank by default).",
      NULL},
     {"TCOLL_SHM_FAST_SPIN_US", KNOB_INT, OFF(shm_fast_spin_us), "5", 0, 1000, KNOB_LOCAL,
      "A thread waiting for an allreduce of that path polls without yielding "

@@ -518,6 +518,36 @@ TC_CASE(box_layout)
     }
 }
 
+/* The large boxes shrink with the node's ranks (TC_SHM_FAST_WORK / n) and
+ * go when they would be no larger than the small ones. */
+TC_CASE(large_boxes_shrink)
+{
+    static const struct {
+        int n;
+        size_t bytes;
+        int names;
+    } want[] = {{1, 131072, 32}, {2, 131072, 32}, {4, 131072, 32}, {5, 104832, 32},
+                {8, 65536, 32},  {64, 0, 0},      {100, 0, 0}};
+
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        tc_shm_params_t p = {0};
+        tc_shm_seg_t seg = {0};
+
+        p.nslots = 1;
+        p.slot_bytes = 4096;
+        p.fast_names = 8;
+        p.fast_bytes = 8192;
+        p.large_names = 32;
+        p.large_bytes = 131072;
+        CHECK(tc__shm_seg_layout(want[i].n, &p, &seg) > 0);
+        CHECK_MSG(seg.large_bytes == want[i].bytes && seg.large_names == want[i].names,
+                  "n %d: large boxes %zu bytes x %d names", want[i].n, seg.large_bytes,
+                  seg.large_names);
+        CHECK(seg.lbox_off + (size_t)seg.large_names * (size_t)want[i].n * 2 * seg.lbox_bytes <=
+              seg.mbox_off);
+    }
+}
+
 int main(int argc, char **argv)
 {
     static volatile int word = 42;
