@@ -149,6 +149,7 @@ int tc__mpi_thread_run(void (*fn)(void *), void *arg)
     if (T.alive) {
         pthread_cond_broadcast(&T.cv); /* parked: it holds MPI */
     } else if ((rc = pthread_create(&T.thread, NULL, thread_main, NULL)) == 0) {
+        (void)pthread_setname_np(T.thread, "tcoll-engine"); /* top -H, perf, gdb */
         T.alive = 1;
     } else {
         T.has_run = 0;
