@@ -10,11 +10,12 @@ TCOLL_DEBIAN_PACKAGES="build-essential cmake pkg-config libopenmpi-dev openmpi-b
 # results with it), python3-torch (the PyTorch API's tests; with what it
 # pulls in, about 140 MiB to download and 620 MiB installed on Debian 12)
 # and python3-torchvision (the smoke test of
-# tools/python/bench_synthetic.py, skipped without it; 1 MiB more), and
-# python3-sklearn and python3-tqdm (the short run of the demo, python.demo.np2).
+# tools/python/bench_synthetic.py, skipped without it; 1 MiB more),
+# python3-sklearn and python3-tqdm (the short run of the demo, python.demo.np2),
+# and iproute2 and nftables (the emulated cluster, tools/cluster/emu.sh).
 # shellcheck disable=SC2034 # used by the scripts that source this file
 TCOLL_DEBIAN_TEST_PACKAGES="python3 python3-dev python3-numpy python3-pytest python3-mpi4py
-python3-torch python3-torchvision python3-sklearn python3-tqdm"
+python3-torch python3-torchvision python3-sklearn python3-tqdm iproute2 nftables"
 tc_src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # tc_install_deps [package...]: the packages above and the ones given.
@@ -69,8 +70,9 @@ tc_mpi_env() {
 
 # tc_build_and_test DIR [cmake-arg...] [-- ctest-arg...]: configures tcoll in
 # DIR with -Werror and the CMake arguments, builds it, then runs the unit tests
-# (in parallel), the multi-rank tests and the Python package's tests (one at a
-# time; none in a build without the package) with CTest.
+# (in parallel), the multi-rank tests, the Python package's tests (one at a
+# time; none in a build without the package) and, as root, the multi-rank
+# tests across an emulated cluster (skipped otherwise) with CTest.
 tc_build_and_test() {
     local build=$1 cmake_args=()
     shift
@@ -85,5 +87,6 @@ tc_build_and_test() {
         ctest -L unit -j"$(nproc)" --output-on-failure "$@"
         ctest -L mpi --output-on-failure "$@"
         ctest -L python --output-on-failure "$@"
+        ctest -L cluster --output-on-failure "$@"
     )
 }

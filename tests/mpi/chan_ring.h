@@ -1,7 +1,7 @@
 /*
  * chan_ring.h - what the channel tests share (test_channel.c,
  * test_channel_device.c): the neighbours of a ring, whether a rank is on
- * another (pretend) node, a barrier, the bytes each rank sends, and a ring
+ * another (pretend or real) node, a barrier, the bytes each rank sends, and a ring
  * of channel resources: a REGION of memory per rank (first half sent from,
  * second half received into), every rank's handle, and semaphores with
  * both neighbours.
@@ -11,8 +11,10 @@
 
 #include "tcoll_channel.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mpi_common.h"
 
@@ -31,13 +33,37 @@ static inline int left(void)
 
 /* Whether rank r is on another node than this rank: pretend nodes of
  * TCOLL_RANKS_PER_NODE ranks (with TCOLL_MPI_THREAD=multiple, port channels
- * and semaphores then go over MPI; memory channels are refused). */
+ * and semaphores then go over MPI; memory channels are refused), else the
+ * hosts the ranks run on (every rank's host name, gathered once through
+ * tcoll: an emulated cluster's hosts, or real ones). */
 static inline int other_node(int r)
 {
+    static uint64_t *host; /* [tt_size]: a hash of each rank's host name */
     const char *env = getenv("TCOLL_RANKS_PER_NODE");
-    int per = env != NULL && atoi(env) > 0 ? atoi(env) : tt_size;
 
-    return r / per != tt_rank / per;
+    if (env != NULL && atoi(env) > 0) {
+        return r / atoi(env) != tt_rank / atoi(env);
+    }
+    if (host == NULL) {
+        char name[256] = "";
+        uint64_t h = 1469598103934665603ull;
+        tc_tensor_t t = {&h, TC_UINT8, 1, {8}};
+        tc_tensor_t out;
+        tc_request_t *req;
+
+        CHECK_EQ(gethostname(name, sizeof(name) - 1), 0);
+        for (const char *c = name; *c != '\0'; c++) {
+            h = (h ^ (unsigned char)*c) * 1099511628211ull;
+        }
+        CHECK_OK(tc_allgather("chan_ring/hosts", &t, &req));
+        CHECK_OK(tc_wait(req));
+        CHECK_OK(tc_request_output(req, &out));
+        CHECK(out.shape[0] == 8 * (int64_t)tt_size);
+        host = tt_xmalloc(8 * (size_t)tt_size);
+        memcpy(host, out.data, 8 * (size_t)tt_size);
+        tc_request_free(req);
+    }
+    return host[r] != host[tt_rank];
 }
 
 static inline void barrier(void)

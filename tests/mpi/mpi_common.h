@@ -34,6 +34,10 @@
 #include "tcoll.h"
 #include "tcoll_channel.h" /* tc_mem_alloc */
 
+/* This process's rank and the job's size; set by tt_mpi_main before the
+ * first case (from tcoll, or from MPI where tcoll does not start). */
+extern int tt_rank, tt_size;
+
 #define TT_NDTYPES 10
 #define TT_NOPS 5
 
@@ -385,9 +389,11 @@ static inline uint64_t tt_hash_str(const char *s)
  * Element i of rank's input for an allreduce with (dt, op), an integer:
  *  - integer dtypes: 64 random bits (stored truncated), so SUM and PROD wrap
  *    and MIN/MAX see the whole signed/unsigned range;
- *  - floating PROD: one of {1, 2, -1, -2, 3} (|product| <= 81 over 4 ranks);
+ *  - floating PROD: one of {1, 2, -1, -2, 3} (|product| <= 81 over 4 ranks;
+ *    over more, {1, 2, -1, -2}: every product a power of two);
  *  - floating SUM/AVG: small enough that every partial sum over 4 ranks is
- *    exact (float16: |v| <= 500, bfloat16: |v| <= 60);
+ *    exact (float16: |v| <= 500, bfloat16: |v| <= 60; over n > 4 ranks
+ *    these times 4 / n);
  *  - floating MIN/MAX (also used as "any exact value" for copies): the whole
  *    exact-integer range of the dtype (float16 2048, bfloat16 256).
  */
@@ -398,14 +404,14 @@ static inline int64_t tt_value(tc_dtype_t dt, tc_op_t op, uint64_t salt, int ran
         return (int64_t)h;
     }
     if (op == TC_PROD) {
-        static const int64_t v[5] = {1, 2, -1, -2, 3};
-        return v[h % 5];
+        static const int64_t v[5] = {1, 2, -1, -2, 3}, v8[4] = {1, 2, -1, -2};
+        return tt_size > 4 ? v8[h % 4] : v[h % 5];
     }
-    int sum = (op == TC_SUM || op == TC_AVG);
+    int sum = (op == TC_SUM || op == TC_AVG), many = tt_size > 4 ? tt_size : 4;
     int64_t lim;
     switch (dt) {
-    case TC_FLOAT16: lim = sum ? 500 : 2048; break;
-    case TC_BFLOAT16: lim = sum ? 60 : 256; break;
+    case TC_FLOAT16: lim = sum ? 500 * 4 / many : 2048; break;
+    case TC_BFLOAT16: lim = sum ? 60 * 4 / many : 256; break;
     case TC_FLOAT32: lim = sum ? (1 << 20) : (1 << 24); break;
     default: lim = sum ? (1ll << 40) : (1ll << 52); break;
     }
@@ -743,9 +749,6 @@ typedef struct {
     void (*after_shutdown)(void);
 } tt_program_t;
 
-/* This process's rank and the job's size; set by tt_mpi_main before the
- * first case (from tcoll, or from MPI where tcoll does not start). */
-extern int tt_rank, tt_size;
 
 int tt_mpi_main(int argc, char **argv, const tt_program_t *prog);
 
