@@ -39,7 +39,8 @@
 #   emu.sh down                        remove everything (also after a
 #                                      failed run or a failed up)
 #   emu.sh agent HOST CMD...           (Open MPI's launch agent, internal)
-# State lives in TCOLL_EMU_STATE (default /run/tcoll-emu).
+# State lives in TCOLL_EMU_STATE (default /run/tcoll-emu); TCOLL_EMU_MPIRUN
+# is Open MPI's launcher (default mpirun).
 set -euo pipefail
 
 STATE=${TCOLL_EMU_STATE:-/run/tcoll-emu}
@@ -292,7 +293,7 @@ cmd_run() {
     # environment (no ssh in between), and the daemons pass it to the ranks.
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     # shellcheck disable=SC2054 # the commas are in Open MPI's arguments
-    local cmd=(mpirun --oversubscribe --bind-to none -np "$np" --host "$list" --wdir "$PWD"
+    local cmd=("${TCOLL_EMU_MPIRUN:-mpirun}" --oversubscribe --bind-to none -np "$np" --host "$list" --wdir "$PWD"
         --mca plm_rsh_agent "$SELF agent" --mca plm_rsh_no_tree_spawn 1
         --mca btl self,vader,tcp --mca btl_tcp_if_include eth0
         --mca oob_tcp_if_include eth0 --mca orte_keep_fqdn_hostnames 1)
@@ -359,8 +360,8 @@ cmd_status() {
     done
 }
 
-[ $# -ge 1 ] || sed -n '2,40p' "$SELF" | sed 's/^# \{0,1\}//'
-[ $# -ge 1 ] || exit 2
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$SELF"; }
+[ $# -ge 1 ] || { usage; exit 2; }
 sub=$1
 shift
 case $sub in
@@ -373,6 +374,6 @@ kill) [ $# -eq 1 ] || die "kill HOST"; cmd_kill "$1" ;;
 exec) [ $# -ge 2 ] || die "exec HOST CMD..."; need_root; h=$1; shift; in_host "$h" "$@" ;;
 status) cmd_status ;;
 agent) [ $# -ge 2 ] || die "agent HOST CMD..."; cmd_agent "$@" ;;
--h | --help | help) sed -n '2,40p' "$SELF" | sed 's/^# \{0,1\}//' ;;
+-h | --help | help) usage ;;
 *) die "unknown command '$sub' (emu.sh --help)" ;;
 esac
