@@ -749,7 +749,6 @@ typedef struct {
     void (*after_shutdown)(void);
 } tt_program_t;
 
-
 int tt_mpi_main(int argc, char **argv, const tt_program_t *prog);
 
 /* printf on rank 0 only (then flushed): a case's summary line. */
