@@ -35,7 +35,7 @@ for spec in "$@"; do
     start=$(date +%s)
     log=$(mktemp)
     # shellcheck disable=SC2086 # the ENV=V list splits on commas
-    env ${envs//,/ } "$emu" run -np $((hosts * per)) --per-host "$per" --timeout 300 \
+    env ${envs//,/ } "$emu" run -np $((hosts * per)) --per-host "$per" --timeout 150 \
         "$build/tests/mpi/$prog" "${args[@]+"${args[@]}"}" >"$log" 2>&1
     rc=$?
     if [ $rc = 0 ]; then

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "tc_test.h"
@@ -540,6 +541,17 @@ static inline double tt_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A file name of this process's own in /tmp: "/tmp/STEM.HOST.PID.log"
+ * (the host too: processes of different hosts of a cluster may have the
+ * same pid and see the same /tmp). */
+static inline void tt_own_log_path(char *buf, size_t len, const char *stem)
+{
+    char host[64] = "";
+
+    (void)gethostname(host, sizeof(host) - 1);
+    snprintf(buf, len, "/tmp/%s.%s.%d.log", stem, host, (int)getpid());
 }
 
 static inline void *tt_xmalloc(size_t n)

@@ -35,7 +35,7 @@ static int g_fused_calls; /* calls tc_request_algorithm says were fused */
 /* The engine's debug log goes to a file of this process's own. */
 static void log_to_file(void)
 {
-    snprintf(g_logpath, sizeof(g_logpath), "/tmp/tcoll_test_fusion_%d.log", (int)getpid());
+    tt_own_log_path(g_logpath, sizeof(g_logpath), "tcoll_test_fusion");
     setenv("TCOLL_LOG_LEVEL", "debug", 1);
     CHECK(freopen(g_logpath, "w", stderr) != NULL);
 }

@@ -567,7 +567,7 @@ static void before_init(void)
     if (getenv("TCOLL_STALL_ABORT_S") == NULL || r == NULL || atoi(r) != 0) {
         return;
     }
-    snprintf(g_log, sizeof(g_log), "/tmp/tcoll-test-pset.%d.log", (int)getpid());
+    tt_own_log_path(g_log, sizeof(g_log), "tcoll-test-pset");
     fd = open(g_log, O_CREAT | O_TRUNC | O_WRONLY | O_APPEND, 0600);
     CHECK(fd >= 0);
     fflush(stderr);

@@ -54,7 +54,7 @@ static void capture_stderr(void)
 {
     int fd;
 
-    snprintf(g_log, sizeof g_log, "/tmp/tcoll-test-stall.%d.log", (int)getpid());
+    tt_own_log_path(g_log, sizeof g_log, "tcoll-test-stall");
     fd = open(g_log, O_CREAT | O_TRUNC | O_WRONLY | O_APPEND, 0600);
     CHECK(fd >= 0);
     fflush(stderr);

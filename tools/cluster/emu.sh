@@ -5,8 +5,9 @@
 # Each host is a set of namespaces held open by one process (its PID 1):
 #   network  its own stack: lo and eth0, a veth to the cluster's bridge,
 #            address 10.77.0.<i>/24 (TCOLL_EMU_NET changes the prefix)
-#   mount    its own /dev/shm and /tmp (tmpfs) and /etc/hosts (the
-#            cluster's names); the rest of the file system is the machine's
+#   mount    its own /dev/shm (a tmpfs) and /etc/hosts (the cluster's
+#            names); the rest of the file system, /tmp included, is the
+#            machine's, as a cluster's shared file system
 #   PID      its processes see only each other (pids, /proc, pidfds)
 #   UTS      its hostname, h<i>
 # The bridge lives in a namespace of its own (the switch), so no traffic
@@ -192,7 +193,6 @@ cmd_up() {
         h=h$i
         p=$(start_holder "--net --mount --uts --pid --mount-proc --propagation private" \
             "hostname $h && mount -t tmpfs -o mode=1777 tmpfs /dev/shm &&
-             mount -t tmpfs -o mode=1777 tmpfs /tmp &&
              mount --bind $STATE/etc_hosts /etc/hosts && ip link set lo up")
         echo "$p" >"$STATE/$h.pid"
         connect "$h" "$p" "$NET.$i"
@@ -288,6 +288,8 @@ cmd_run() {
     prog=$(command -v "$1" || true)
     [ -n "$prog" ] || die "run: '$1' not found"
     prog=$(readlink -f "$prog")
+    in_host h1 test -x "$prog" || die "run: $prog cannot be run inside the hosts"
+    in_host h1 test -d "$PWD" || die "run: the working directory $PWD is not there inside the hosts"
     shift
     # Environment: the agent starts each host's daemon with this process's
     # environment (no ssh in between), and the daemons pass it to the ranks.
