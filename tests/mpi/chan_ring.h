@@ -46,15 +46,13 @@ static inline int other_node(int r)
     }
     if (host == NULL) {
         char name[256] = "";
-        uint64_t h = 1469598103934665603ull;
+        uint64_t h;
         tc_tensor_t t = {&h, TC_UINT8, 1, {8}};
         tc_tensor_t out;
         tc_request_t *req;
 
         CHECK_EQ(gethostname(name, sizeof(name) - 1), 0);
-        for (const char *c = name; *c != '\0'; c++) {
-            h = (h ^ (unsigned char)*c) * 1099511628211ull;
-        }
+        h = tt_hash_str(name);
         CHECK_OK(tc_allgather("chan_ring/hosts", &t, &req));
         CHECK_OK(tc_wait(req));
         CHECK_OK(tc_request_output(req, &out));
