@@ -72,9 +72,10 @@ tc_mpi_env() {
 # DIR with -Werror and the CMake arguments, builds it, then runs the unit tests
 # (in parallel), the multi-rank tests, the Python package's tests (one at a
 # time; none in a build without the package) and, as root, the multi-rank
-# tests across an emulated cluster (skipped otherwise) with CTest.
+# tests across an emulated cluster (skipped otherwise) with CTest; of those
+# only the ones matching TCOLL_TEST_CLUSTER (a CTest -R regex) if it is set.
 tc_build_and_test() {
-    local build=$1 cmake_args=()
+    local build=$1 cmake_args=() cluster_re=${TCOLL_TEST_CLUSTER:-}
     shift
     while [ $# -gt 0 ] && [ "$1" != -- ]; do cmake_args+=("$1"); shift; done
     [ $# -gt 0 ] && shift
@@ -82,11 +83,11 @@ tc_build_and_test() {
     cmake --build "$build" -j"$(nproc)"
     (
         # The scripts' own TCOLL_* settings are no knobs: tcoll would warn.
-        unset TCOLL_CMAKE_ARGS TCOLL_TEST_MAX_NP
+        unset TCOLL_CMAKE_ARGS TCOLL_TEST_MAX_NP TCOLL_TEST_CLUSTER
         cd "$build" || exit
         ctest -L unit -j"$(nproc)" --output-on-failure "$@"
         ctest -L mpi --output-on-failure "$@"
         ctest -L python --output-on-failure "$@"
-        ctest -L cluster --output-on-failure "$@"
+        ctest -L cluster ${cluster_re:+-R "$cluster_re"} --output-on-failure "$@"
     )
 }

@@ -24,6 +24,7 @@
 
 #include "engine/engine_internal.h"
 #include "util/log.h"
+#include "util/ranks.h"
 
 /* Looks for another rank's abort. Returns 1 when one arrived (RUNNING ->
  * ABORTED, with that rank's reason; during the shutdown TERMINATING ->
@@ -87,44 +88,73 @@ static int exec_interrupt(void *arg, char *why, size_t len)
 }
 
 /* Before a rank is declared lost: does its engine still answer? A rank
- * waiting for a third, dead one looks silent but is not lost. Returns 1
- * (alive), 0 (no answer within the grace time), -1 (an abort arrived, or
- * this rank failed). The grace covers an idle engine's poll interval. */
-static int probe_peer(engine_t *e, int peer)
+ * waiting for a third, dead one looks silent but is not lost. Every other
+ * rank is asked at the same time, so that a loss names every lost rank (a
+ * host that went down takes all of its ranks with it). Returns 1 (peer
+ * alive), 0 (no answer within the grace time: why gets the ranks that did
+ * not answer, as "2-3"), -1 (an abort arrived, or this rank failed). The
+ * grace covers an idle engine's poll interval. */
+static int probe_peer(engine_t *e, int peer, char *why, size_t len)
 {
     tc_wire_msg_t ping = {0}, msg;
     tc_backoff_t bo;
     uint64_t deadline = tc__now_ns() + eng_probe_grace_ns(e->cfg);
-    int src;
+    uint8_t *answered = calloc((size_t)e->size, 1);
+    int src, waiting = e->size - 1, alive = 0;
 
+    if (answered == NULL) {
+        snprintf(why, len, "%d", peer); /* the peer alone, then */
+    } else {
+        answered[e->rank] = 1;
+    }
+    while (tc__ctrl_recv(e, MPI_ANY_SOURCE, ENG_TAG_XPONG, &msg, &src) == 1) {
+        tc__wire_msg_free(&msg); /* late answers to an earlier probe */
+    }
     ping.type = TC_WIRE_REQUESTS;
-    tc__ctrl_send(e, &ping, peer, peer, -1, ENG_TAG_XPING);
+    if (answered != NULL) {
+        tc__ctrl_send(e, &ping, 0, e->size - 1, e->rank, ENG_TAG_XPING);
+    } else {
+        tc__ctrl_send(e, &ping, peer, peer, -1, ENG_TAG_XPING);
+    }
     tc__backoff_init(&bo, 0, 1000);
-    while (tc__now_ns() < deadline) {
+    while (tc__now_ns() < deadline && waiting > 0) {
         if (tc__fail_poll_abort(e) || eng_broken()) {
+            snprintf(why, len, "%s", e->life.msg);
+            free(answered);
             return -1;
         }
         tc__fail_answer_pings(e);
         tc__ctrl_progress(e);
-        if (tc__ctrl_recv(e, peer, ENG_TAG_XPONG, &msg, &src) == 1) {
+        while (tc__ctrl_recv(e, MPI_ANY_SOURCE, ENG_TAG_XPONG, &msg, &src) == 1) {
             tc__wire_msg_free(&msg);
-            return 1;
+            alive |= src == peer;
+            if (answered != NULL && src >= 0 && src < e->size && !answered[src]) {
+                answered[src] = 1;
+                waiting--;
+            }
+        }
+        if (alive) {
+            break; /* the others' answers are taken by a later probe */
         }
         tc__backoff_wait(&bo);
     }
-    return 0;
+    if (!alive && answered != NULL) {
+        tc__format_ranks(answered, e->size, 0, why, len);
+    }
+    free(answered);
+    return alive;
 }
 
 /* peer: a global rank (the executor maps a set's ranks). */
 static int exec_peer_alive(void *arg, int peer, char *why, size_t len)
 {
     engine_t *e = arg;
-    int alive = peer >= 0 && peer < e->size ? probe_peer(e, peer) : 0;
 
-    if (alive < 0) {
-        snprintf(why, len, "%s", e->life.msg);
+    if (peer < 0 || peer >= e->size) {
+        snprintf(why, len, "%d", peer);
+        return 0;
     }
-    return alive;
+    return probe_peer(e, peer, why, len);
 }
 
 void tc__fail_hooks(engine_t *e, tc_exec_hooks_t *hooks)

@@ -131,6 +131,7 @@ void tc__neg_destroy(tc_neg_t *n)
     tc__cache_destroy(&n->cache);
     neg_exch_free(n);
     free(n->drops);
+    free(n->roll);
     tc__coord_destroy(n->coord);
     free(n->bye_req);
     free(n);

@@ -138,6 +138,10 @@ struct tc_neg {
     uint64_t probe_deadline[NEG_MAX_CHILDREN + 1]; /* 0: not waiting */
     int nprobe_nb;
     int spread_from; /* a SPREAD probe arrived from this rank: probe on (-2: none) */
+    /* The roll call once a neighbour is silent: every rank is asked, and the
+     * lost ones are named together ([size], 1 = answered; NULL: none). */
+    uint8_t *roll;
+    uint64_t roll_deadline;
 
     /* Outputs, until tc__neg_clear. */
     tc_neg_send_t *sends;

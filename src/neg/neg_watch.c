@@ -226,39 +226,110 @@ void neg_receive_pong(tc_neg_t *n, int src)
             n->probe_deadline[i] = 0;
         }
     }
+    if (n->roll != NULL && src >= 0 && src < n->p.size) {
+        n->roll[src] = 1;
+    }
+}
+
+/* Neighbours were silent for the whole timeout: asks every other rank at
+ * once, so that the failure names every lost rank (a host that went down
+ * takes all of its ranks with it), not only the neighbours that found out.
+ * roll[q]: 0 not answered yet, 1 answered, 2 a silent neighbour (not waited
+ * for: it had its time). */
+static void start_roll_call(tc_neg_t *n, uint64_t now, const uint8_t *silent)
+{
+    tc_wire_msg_t ping = {.type = TC_WIRE_REQUESTS};
+    tc_neg_send_t *s = NULL;
+    int q, i;
+
+    if ((n->roll = calloc((size_t)n->p.size, 1)) == NULL) {
+        neg_fail(n, TC_ERR_NOMEM, "out of memory naming lost ranks");
+        return;
+    }
+    n->roll[n->p.rank] = 1;
+    for (i = 0; i < n->nprobe_nb; i++) {
+        if (silent[i]) {
+            n->roll[n->probe_nb[i]] = 2;
+        }
+    }
+    n->roll_deadline = now + n->p.probe_grace_ns;
+    for (q = 0; q < n->p.size; q++) {
+        if (n->roll[q] != 0) {
+            continue;
+        }
+        if ((s == NULL || s->ndst == TC_NEG_MAX_DST) &&
+            (s = neg_send(n, &ping, TC_NEG_TAG_PING)) == NULL) {
+            return; /* neg_send failed this rank */
+        }
+        s->dst[s->ndst++] = q;
+    }
+}
+
+/* The roll call's verdict, once every rank asked answered or the grace time
+ * is over. A silent neighbour that answered after all (its link came back)
+ * is not lost; if every rank did, the wait goes on. */
+static void end_roll_call(tc_neg_t *n, uint64_t now)
+{
+    char ranks[256];
+    int q, waiting = 0, nlost = 0;
+
+    for (q = 0; q < n->p.size; q++) {
+        waiting += n->roll[q] == 0;
+    }
+    if (waiting > 0 && now < n->roll_deadline) {
+        return;
+    }
+    for (q = 0; q < n->p.size; q++) {
+        n->roll[q] = n->roll[q] != 1;
+        nlost += n->roll[q];
+    }
+    if (nlost == 0) {
+        free(n->roll);
+        n->roll = NULL;
+        n->last_progress_ns = now;
+        n->last_probe_ns = 0;
+        return;
+    }
+    tc__format_ranks(n->roll, n->p.size, 1, ranks, sizeof(ranks));
+    neg_fail(n, TC_ERR_TRANSPORT,
+             "lost rank%s %s: no answer to a liveness probe, after %.1f s without progress "
+             "(the process died, its host or its link is down, or its engine thread is stuck; "
+             "TCOLL_PEER_TIMEOUT_S); tcoll stops on this rank",
+             nlost > 1 ? "s" : "", ranks, (double)(now - n->last_progress_ns) / 1e9);
+    free(n->roll);
+    n->roll = NULL;
 }
 
 /* A rank that has waited half of TCOLL_PEER_TIMEOUT_S without progress, or
  * that a neighbour asked, asks its tree neighbours whether they are alive;
  * each passes the question on, so it reaches every rank in O(log n) hops.
- * A neighbour that does not answer within the grace time is lost. */
+ * A neighbour has the other half of the timeout (at least the grace time) to
+ * answer: a rank is lost only after the whole timeout without a word, so a
+ * link that is down for less comes back in time. Then the roll call. */
 void neg_probe_step(tc_neg_t *n, uint64_t now)
 {
     const uint64_t half = n->p.peer_timeout_ns / 2;
-    uint8_t *lost = NULL;
+    const uint64_t answer = half > n->p.probe_grace_ns ? half : n->p.probe_grace_ns;
     tc_neg_send_t *s = NULL;
-    int i, nlost = 0;
+    uint8_t silent[NEG_MAX_CHILDREN + 1] = {0};
+    int i, nsilent = 0;
 
+    if (n->roll != NULL) {
+        end_roll_call(n, now);
+        return;
+    }
     for (i = 0; i < n->nprobe_nb; i++) {
         if (n->probe_deadline[i] != 0 && now > n->probe_deadline[i]) {
-            if (lost == NULL && (lost = calloc((size_t)n->p.size, 1)) == NULL) {
-                neg_fail(n, TC_ERR_NOMEM, "out of memory naming lost ranks");
-                return;
-            }
-            lost[n->probe_nb[i]] = 1;
-            nlost++;
+            silent[i] = 1;
+            nsilent++;
+            n->probe_deadline[i] = 0;
         }
     }
-    if (nlost > 0) {
-        char ranks[256];
-        tc__format_ranks(lost, n->p.size, 1, ranks, sizeof(ranks));
-        neg_fail(n, TC_ERR_TRANSPORT,
-                 "lost rank%s %s: no answer to a liveness probe within %.1f s, after %.1f s "
-                 "without progress (the process died, or its engine thread is stuck; "
-                 "TCOLL_PEER_TIMEOUT_S); tcoll stops on this rank",
-                 nlost > 1 ? "s" : "", ranks, (double)n->p.probe_grace_ns / 1e9,
-                 (double)half / 1e9);
-        free(lost);
+    if (nsilent > 0) {
+        start_roll_call(n, now, silent);
+        if (n->roll != NULL) {
+            end_roll_call(n, now); /* nobody else to ask: one rank, or two */
+        }
         return;
     }
     if (n->spread_from == -2 && !(neg_has_work(n) && now - n->last_progress_ns >= half)) {
@@ -277,7 +348,7 @@ void neg_probe_step(tc_neg_t *n, uint64_t now)
             return;
         }
         s->dst[s->ndst++] = n->probe_nb[i];
-        n->probe_deadline[i] = now + n->p.probe_grace_ns;
+        n->probe_deadline[i] = now + answer;
     }
     n->last_probe_ns = now;
     n->spread_from = -2;

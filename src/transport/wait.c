@@ -6,6 +6,7 @@
 #include "transport/wait.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #define CHECK_NS 1000000u /* how often the hooks are asked */
 
@@ -58,9 +59,15 @@ int tc__waiter_timeout(tc_waiter_t *w, int peer, char *why, size_t len)
     const tc_wait_policy_t *p = w->p;
 
     /* That peer may itself be waiting for a dead rank: if its engine still
-     * answers, keep waiting (it will report the real loss). */
+     * answers, keep waiting (it will report the real loss). The probe may
+     * name every rank that did not answer (a whole host, say). */
+    char lost[160] = "";
+    int peer_g = p->rank_of != NULL ? p->rank_of(p->arg, peer) : peer;
+
     if (p->peer_alive != NULL) {
-        int alive = p->peer_alive(p->arg, peer, why, len);
+        int alive;
+        why[0] = '\0';
+        alive = p->peer_alive(p->arg, peer, why, len);
         if (alive < 0) {
             return -1;
         }
@@ -68,12 +75,21 @@ int tc__waiter_timeout(tc_waiter_t *w, int peer, char *why, size_t len)
             w->start = tc__now_ns();
             return 0;
         }
+        snprintf(lost, sizeof(lost), "%s", why);
+    }
+    if (lost[0] != '\0' && strpbrk(lost, ",-") != NULL) {
+        snprintf(why, len,
+                 "lost ranks %s: no data from rank %d for %llu s in a collective every rank "
+                 "agreed to run and no answer to a probe (the processes died, their host or its "
+                 "link is down, or their engine threads are stuck)",
+                 lost, peer_g, (unsigned long long)(p->timeout_ns / 1000000000u));
+        return -1;
     }
     snprintf(why, len,
              "lost rank %d: no data from it for %llu s in a collective every rank agreed to "
-             "run%s (the process died, or its engine thread is stuck)",
-             p->rank_of != NULL ? p->rank_of(p->arg, peer) : peer,
-             (unsigned long long)(p->timeout_ns / 1000000000u),
+             "run%s (the process died, its host or its link is down, or its engine thread is "
+             "stuck)",
+             peer_g, (unsigned long long)(p->timeout_ns / 1000000000u),
              p->peer_alive != NULL ? " and no answer to a probe" : "");
     return -1;
 }

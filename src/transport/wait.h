@@ -36,8 +36,9 @@ typedef struct tc_wait_policy {
      * rank's abort here). NULL: none. */
     int (*interrupt)(void *arg, char *why, size_t len);
     /* Asked, at a timeout, whether the silent peer (a rank of the waiting
-     * group) still answers: 1 yes (the wait goes on), 0 no (it is lost), -1
-     * the wait must end with why. NULL: a timeout always means lost. */
+     * group) still answers: 1 yes (the wait goes on), 0 no (it is lost; why
+     * may get every job-wide rank that did not answer, as "2-3"), -1 the wait
+     * must end with why. NULL: a timeout always means lost. */
     int (*peer_alive)(void *arg, int peer, char *why, size_t len);
     /* The job-wide rank of the group's peer, for messages. NULL: the same. */
     int (*rank_of)(void *arg, int peer);

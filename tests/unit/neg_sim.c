@@ -262,9 +262,12 @@ static void check_send(sim_t *s, int r, const tc_neg_send_t *x)
         break;
     case TC_NEG_TAG_CYCLE: check_cycle_send(s, r, x, &m); break;
     case TC_NEG_TAG_PING:
-        CHECK_MSG(m.type == TC_WIRE_REQUESTS && m.count == 0 && m.flags == TC_WIRE_F_SPREAD,
+        /* SPREAD: a probe of the tree neighbours; none: the roll call that
+         * names every lost rank, to anyone */
+        CHECK_MSG(m.type == TC_WIRE_REQUESTS && m.count == 0 &&
+                      (m.flags == TC_WIRE_F_SPREAD || m.flags == 0),
                   "rank %d: a ping of type %d, count %u, flags %d", r, m.type, m.count, m.flags);
-        for (d = 0; d < x->ndst; d++) {
+        for (d = 0; d < x->ndst && m.flags != 0; d++) {
             CHECK_MSG(is_neighbour(s->size, r, x->dst[d]), "rank %d pings rank %d", r, x->dst[d]);
         }
         break;

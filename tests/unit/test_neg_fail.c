@@ -393,17 +393,18 @@ static int any_failed(const sim_t *s)
     return 0;
 }
 
-/* Rank `dead` stops; `workers` (a bit set) then submit a first-time name.
- * A neighbour of the dead rank must find it lost within half the peer
- * timeout and a few grace periods, and nobody may blame a live rank. */
-static void lost_case(int size, int dead, unsigned workers, uint64_t seed)
+/* Ranks dead..dead+ndead-1 stop (a host that went down); `workers` (a bit
+ * set) then submit a first-time name. A neighbour of a dead rank must find
+ * them lost within the peer timeout and a few grace periods, the roll call
+ * must name every one of them, and nobody may blame a live rank. */
+static void lost_case_n(int size, int dead, int ndead, unsigned workers, uint64_t seed)
 {
     const uint64_t tick = 100 * MS;
     tc_neg_params_t p = lost_params(size);
     sim_t *s = sim_new(&p, seed);
     uint64_t t_sub, limit;
     char want[64];
-    int r, nfailed = 0;
+    int r, d, nfailed = 0;
 
     s->specs = lost_specs;
     s->nspecs = 2;
@@ -413,16 +414,18 @@ static void lost_case(int size, int dead, unsigned workers, uint64_t seed)
     run(s);
     check_settled(s);
     s->now += tick;
-    s->frozen[dead] = 1;
+    for (d = dead; d < dead + ndead; d++) {
+        s->frozen[d] = 1;
+    }
     for (r = 0; r < size; r++) {
         if (workers & (1u << r)) {
-            CHECK_NE(r, dead);
+            CHECK(r < dead || r >= dead + ndead);
             mkplan(s, r, 1, 0, 0);
         }
     }
     t_sub = s->now;
     run(s);
-    limit = t_sub + p.peer_timeout_ns / 2 + 3 * p.probe_grace_ns + 2 * tick;
+    limit = t_sub + p.peer_timeout_ns + 3 * p.probe_grace_ns + 2 * tick;
     while (!any_failed(s) && s->now < t_sub + 100 * SEC) {
         s->now += tick;
         run(s);
@@ -432,17 +435,26 @@ static void lost_case(int size, int dead, unsigned workers, uint64_t seed)
               "size %d: rank %d found lost %.1f s after the submission, want "
               "at most %.1f s",
               size, dead, (double)(s->now - t_sub) / 1e9, (double)(limit - t_sub) / 1e9);
-    snprintf(want, sizeof(want), "lost rank %d:", dead);
+    CHECK_MSG(s->now >= t_sub + p.peer_timeout_ns,
+              "size %d: rank %d found lost %.1f s after the submission, before the peer "
+              "timeout",
+              size, dead, (double)(s->now - t_sub) / 1e9);
+    if (ndead == 1) {
+        snprintf(want, sizeof(want), "lost rank %d:", dead);
+    } else {
+        snprintf(want, sizeof(want), "lost ranks %d-%d:", dead, dead + ndead - 1);
+    }
     for (r = 0; r < size; r++) {
-        if (r != dead && tc__neg_state(s->neg[r]) == TC_NEG_FAILED) {
+        if ((r < dead || r >= dead + ndead) && tc__neg_state(s->neg[r]) == TC_NEG_FAILED) {
             const char *text;
+            int near = 0;
             CHECK_STATUS(tc__neg_status(s->neg[r], &text), TC_ERR_TRANSPORT);
             CHECK_STR_CONTAINS(text, want);
+            for (d = dead; d < dead + ndead; d++) {
+                near |= is_neighbour(size, r, d);
+            }
             if (tc__neg_failed_here(s->neg[r])) { /* the others heard it from that rank */
-                CHECK_MSG(is_neighbour(size, r, dead),
-                          "rank %d blames rank %d, not a "
-                          "neighbour",
-                          r, dead);
+                CHECK_MSG(near, "rank %d blames rank %d, not a neighbour", r, dead);
                 nfailed++;
             }
         }
@@ -455,12 +467,17 @@ static void lost_case(int size, int dead, unsigned workers, uint64_t seed)
     }
     for (r = 0; r < size; r++) {
         const char *text;
-        if (r != dead && tc__neg_state(s->neg[r]) == TC_NEG_FAILED) {
+        if ((r < dead || r >= dead + ndead) && tc__neg_state(s->neg[r]) == TC_NEG_FAILED) {
             tc__neg_status(s->neg[r], &text);
             CHECK_STR_CONTAINS(text, want);
         }
     }
     sim_free(s);
+}
+
+static void lost_case(int size, int dead, unsigned workers, uint64_t seed)
+{
+    lost_case_n(size, dead, 1, workers, seed);
 }
 
 TC_CASE(lost_peers)
@@ -477,6 +494,43 @@ TC_CASE(lost_peers)
         lost_case(8, 4, 1u << 7, seed); /* an inner node, work two levels down */
         lost_case(8, 6, (1u << 1) | (1u << 2) | (1u << 7), seed);
         lost_case(2, 1, 1u << 0, seed); /* only rank 0 waits */
+        /* a host of two ranks, or four: each failure names all of them */
+        lost_case_n(8, 4, 2, 1u << 0, seed);
+        lost_case_n(8, 6, 2, (1u << 1) | (1u << 5), seed);
+        lost_case_n(8, 0, 2, 1u << 3, seed);
+        lost_case_n(8, 4, 4, 1u << 2, seed);
+    }
+    /* a rank cut off for 0.9 of the peer timeout, then back (a link that was
+     * down): never lost, and the name runs everywhere */
+    for (seed = 0; seed <= 2; seed++) {
+        tc_neg_params_t p = lost_params(4);
+        sim_t *s = sim_new(&p, seed);
+        plan_t *late;
+        int t, r;
+        s->specs = lost_specs;
+        s->nspecs = 2;
+        for (r = 0; r < 4; r++) {
+            mkplan(s, r, 0, 0, 0);
+        }
+        run(s);
+        s->frozen[3] = 1;
+        for (r = 0; r < 3; r++) {
+            mkplan(s, r, 1, 0, 0);
+        }
+        for (t = 0; t < 90; t++) { /* 9 s of a 10 s timeout */
+            s->now += 100 * MS;
+            run(s);
+            CHECK_MSG(!any_failed(s), "seed %llu: rank 3 lost after %.1f s cut off",
+                      (unsigned long long)seed, (double)(t + 1) / 10);
+        }
+        CHECK_GT(s->ntag[TC_NEG_TAG_PING], 0);
+        s->frozen[3] = 0;
+        late = mkplan(s, 3, 1, 0, 0);
+        run(s);
+        check_settled(s);
+        check_agreement(s);
+        CHECK_EQ(rec_of(s, late)->action, TC_NEG_RUN);
+        sim_free(s);
     }
     /* everyone alive, one rank slow to submit and one slow to answer (its
      * answers take up to half the grace period): no alarm for ten peer
