@@ -30,6 +30,9 @@
 #                                      hosts; the launch agent enters each
 #                                      host's namespaces); exit status of
 #                                      the job; S: kill it after S seconds
+#   emu.sh -n N [run's options] PROGRAM [ARGS...]
+#                                      the same as run: emu.sh can stand
+#                                      where a script expects mpiexec
 #   emu.sh shape [--rate R] [--loss HOST:PCT]...
 #                                      change the links (loss 0: none)
 #   emu.sh link HOST down|up           cut or restore a host's link
@@ -299,6 +302,12 @@ cmd_run() {
         --mca plm_rsh_agent "$SELF agent" --mca plm_rsh_no_tree_spawn 1
         --mca btl self,vader,tcp --mca btl_tcp_if_include eth0
         --mca oob_tcp_if_include eth0 --mca orte_keep_fqdn_hostnames 1)
+    if [ "$np" -gt "$(nproc)" ]; then
+        # the hosts share this machine's CPUs: more ranks than CPUs, and
+        # Open MPI's ranks must yield when idle (each host thinks it has a
+        # core per rank, so Open MPI would not see it by itself)
+        cmd+=(--mca mpi_yield_when_idle 1)
+    fi
     if [ "$timeout" != 0 ]; then
         cmd+=(--timeout "$timeout")
     fi
@@ -370,6 +379,7 @@ case $sub in
 up) cmd_up "$@" ;;
 down) need_root; cmd_down ;;
 run) cmd_run "$@" ;;
+-n | -np) cmd_run "$sub" "$@" ;; # as a launcher in mpiexec's place
 shape) cmd_shape "$@" ;;
 link) [ $# -eq 2 ] || die "link HOST down|up"; cmd_link "$@" ;;
 kill) [ $# -eq 1 ] || die "kill HOST"; cmd_kill "$1" ;;
