@@ -25,13 +25,9 @@ set -uo pipefail
 emu=$1 build=$2 scenario=$3
 prog=$build/tests/cluster/test_faults
 
-if [ "$(id -u)" != 0 ] || ! unshare --net --mount --pid --fork true 2>/dev/null; then
-    echo "cluster fault tests: need root and network, mount and PID namespaces: skipped"
-    exit 77
-fi
-for cmd in ip tc nsenter; do
-    command -v "$cmd" >/dev/null || { echo "cluster fault tests: no $cmd here: skipped"; exit 77; }
-done
+# shellcheck source=tests/cluster/need_cluster.sh
+. "$(dirname "$0")/need_cluster.sh"
+need_cluster "cluster fault tests"
 
 export TCOLL_EMU_STATE=/run/tcoll-emu-fault-$$
 work=$(mktemp -d /tmp/tcoll-fault.XXXXXX)
@@ -46,25 +42,19 @@ fail() {
     exit 1
 }
 
-# Waits up to $2 s for file $1; 0 if it appeared.
-wait_file() {
-    local _
-    for _ in $(seq 1 $(($2 * 10))); do
-        [ -e "$1" ] && return 0
+# wait_until S CMD...: polls CMD every 0.1 s for up to S s; 0 once it held.
+wait_until() {
+    local s=$1 _
+    shift
+    for _ in $(seq 1 $((s * 10))); do
+        "$@" && return 0
         sleep 0.1
     done
     return 1
 }
 
-# Waits up to $2 s for $1 "survived" lines in the log.
-wait_survived() {
-    local _
-    for _ in $(seq 1 $(($2 * 10))); do
-        [ "$(grep -c 'survived' "$log")" -ge "$1" ] && return 0
-        sleep 0.1
-    done
-    return 1
-}
+# At least $1 "survived" lines in the log.
+survived_at_least() { [ "$(grep -c 'survived' "$log")" -ge "$1" ]; }
 
 # start HOSTS PER CASE [ENV=V...]: the job in the background; $job its pid.
 start() {
@@ -75,7 +65,7 @@ start() {
         --mpirun-arg --enable-recovery "$prog" --case "$case" "$marker" "${gone:-0}" \
         "${steps:-10}" >"$log" 2>&1 &
     job=$!
-    wait_file "$marker.steps" 120 || fail "the job did not reach its fourth step"
+    wait_until 120 test -e "$marker.steps" || fail "the job did not reach its fourth step"
     t_fault=$(date +%s.%N)
 }
 
@@ -88,18 +78,16 @@ ranks_left() {
     echo "$n"
 }
 
+no_ranks_left() { [ "$(ranks_left)" -eq 0 ]; }
+
 # check_survivors N PATTERN...: N ranks must report, each within the bound
 # (the program checks its own), and then exit; every PATTERN must be in a
 # report. Under --enable-recovery, mpirun does not end by itself once a
 # host's daemon is gone: it is stopped here after the survivors have exited.
 check_survivors() {
     local want=$1 named=$2 n
-    wait_survived "$want" 60 || true
-    for _ in $(seq 1 300); do
-        [ "$(ranks_left)" -eq 0 ] && break
-        sleep 0.1
-    done
-    [ "$(ranks_left)" -eq 0 ] || fail "$(ranks_left) ranks did not exit after the failure"
+    wait_until 60 survived_at_least "$want" || true
+    wait_until 30 no_ranks_left || fail "$(ranks_left) ranks did not exit after the failure"
     pkill -KILL -f "mpirun.*$marker" || true
     wait "$job" 2>/dev/null
     grep -q "CHECK FAILED" "$log" && fail "a check failed"
@@ -130,7 +118,7 @@ cut)
     # h1's ranks report through mpirun on the head (its link is up); h2's
     # only once the link is back, which must wait until they have failed
     # too: they are on the same clock as h1's
-    wait_survived 2 60 || fail "ranks 0-1 did not fail within 60 s of the cut"
+    wait_until 60 survived_at_least 2 || fail "ranks 0-1 did not fail within 60 s of the cut"
     echo "    ranks 0-1 failed $(elapsed) s after the cut"
     sleep 8
     "$emu" link h2 up

@@ -12,13 +12,9 @@ set -uo pipefail
 emu=$1 build=$2 hosts=$3 per=$4
 shift 4
 
-if [ "$(id -u)" != 0 ] || ! unshare --net --mount --pid --fork true 2>/dev/null; then
-    echo "cluster tests: need root and network, mount and PID namespaces: skipped"
-    exit 77
-fi
-for cmd in ip tc nsenter; do
-    command -v "$cmd" >/dev/null || { echo "cluster tests: no $cmd here: skipped"; exit 77; }
-done
+# shellcheck source=tests/cluster/need_cluster.sh
+. "$(dirname "$0")/need_cluster.sh"
+need_cluster "cluster tests"
 
 export TCOLL_EMU_STATE=/run/tcoll-emu-test-$$
 trap '"$emu" down' EXIT

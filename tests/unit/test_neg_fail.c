@@ -381,6 +381,30 @@ static tc_neg_params_t lost_params(int size)
     return p;
 }
 
+/* A simulation of size ranks with the lost-peer timings and tensors. */
+static sim_t *lost_sim(int size, uint64_t seed)
+{
+    tc_neg_params_t p = lost_params(size);
+    sim_t *s = sim_new(&p, seed);
+
+    s->specs = lost_specs;
+    s->nspecs = 2;
+    return s;
+}
+
+/* Rank `late` submits the name the others are waiting with: it must run on
+ * every rank, in one order. Frees s. */
+static void late_name_runs(sim_t *s, int late)
+{
+    plan_t *pl = mkplan(s, late, 1, 0, 0);
+
+    run(s);
+    check_settled(s);
+    check_agreement(s);
+    CHECK_EQ(rec_of(s, pl)->action, TC_NEG_RUN);
+    sim_free(s);
+}
+
 static int any_failed(const sim_t *s)
 {
     int r;
@@ -400,14 +424,12 @@ static int any_failed(const sim_t *s)
 static void lost_case_n(int size, int dead, int ndead, unsigned workers, uint64_t seed)
 {
     const uint64_t tick = 100 * MS;
-    tc_neg_params_t p = lost_params(size);
-    sim_t *s = sim_new(&p, seed);
+    sim_t *s = lost_sim(size, seed);
+    const tc_neg_params_t p = s->p;
     uint64_t t_sub, limit;
     char want[64];
     int r, d, nfailed = 0;
 
-    s->specs = lost_specs;
-    s->nspecs = 2;
     for (r = 0; r < size; r++) {
         mkplan(s, r, 0, 0, 0);
     }
@@ -503,12 +525,8 @@ TC_CASE(lost_peers)
     /* a rank cut off for 0.9 of the peer timeout, then back (a link that was
      * down): never lost, and the name runs everywhere */
     for (seed = 0; seed <= 2; seed++) {
-        tc_neg_params_t p = lost_params(4);
-        sim_t *s = sim_new(&p, seed);
-        plan_t *late;
+        sim_t *s = lost_sim(4, seed);
         int t, r;
-        s->specs = lost_specs;
-        s->nspecs = 2;
         for (r = 0; r < 4; r++) {
             mkplan(s, r, 0, 0, 0);
         }
@@ -525,23 +543,14 @@ TC_CASE(lost_peers)
         }
         CHECK_GT(s->ntag[TC_NEG_TAG_PING], 0);
         s->frozen[3] = 0;
-        late = mkplan(s, 3, 1, 0, 0);
-        run(s);
-        check_settled(s);
-        check_agreement(s);
-        CHECK_EQ(rec_of(s, late)->action, TC_NEG_RUN);
-        sim_free(s);
+        late_name_runs(s, 3);
     }
     /* everyone alive, one rank slow to submit and one slow to answer (its
      * answers take up to half the grace period): no alarm for ten peer
      * timeouts, then the name runs everywhere */
     for (seed = 0; seed <= 2; seed++) {
-        tc_neg_params_t p = lost_params(5);
-        sim_t *s = sim_new(&p, seed);
-        plan_t *late;
+        sim_t *s = lost_sim(5, seed);
         int t, r;
-        s->specs = lost_specs;
-        s->nspecs = 2;
         for (r = 0; r < 4; r++) {
             mkplan(s, r, 1, 0, 0);
         }
@@ -555,12 +564,7 @@ TC_CASE(lost_peers)
         CHECK_GT(s->ntag[TC_NEG_TAG_PING], 0);
         CHECK_GT(s->ntag[TC_NEG_TAG_PONG], 0);
         s->frozen[2] = 0;
-        late = mkplan(s, 4, 1, 0, 0);
-        run(s);
-        check_settled(s);
-        check_agreement(s);
-        CHECK_EQ(rec_of(s, late)->action, TC_NEG_RUN);
-        sim_free(s);
+        late_name_runs(s, 4);
     }
 }
 
