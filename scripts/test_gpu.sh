@@ -6,8 +6,8 @@
 #             (test_gpu_fifo), the combine kernel against the host reduction
 #             (test_gpu_reduce), every kind on device tensors against the
 #             host path at 1, 2 and 4 ranks sharing the GPUs, under
-#             TCOLL_DETERMINISTIC=1 with random floats, and with the IPC path
-#             on (test_gpu_kinds), tcoll-perf --device cuda checked; the
+#             TCOLL_DETERMINISTIC=1 with random floats, with the IPC path
+#             on, and staged in small chunks (test_gpu_kinds), tcoll-perf --device cuda checked; the
 #             proxy and channels driven from kernels (test_gpu_chan: a
 #             million device pushes into a device proxy, memory and port
 #             channel ping-pong and bulk puts on device memory, host to
@@ -17,6 +17,9 @@
 #   demo      the main job on the GPU: train_digits.py --device cuda, 2 ranks
 #   perf2/4   tcoll-perf --device cuda at 2 and 4 ranks (the table), staged
 #             through host memory and (-ipc) with TCOLL_CUDA_IPC=1
+#   perf2-nodes tcoll-perf --device cuda at 2 pretend nodes of one rank, 64 MiB
+#             to 1 GiB: staged in chunks (the default), then (-whole) with
+#             TCOLL_CUDA_STAGE_CHUNK_KB=0, staged whole
 #   chan-bench tcoll-chan-bench --device cuda -e 1G: device push latency and
 #             rate, kernel-to-kernel signal/wait, channel put bandwidth
 #             against the device-to-device copy
@@ -126,6 +129,10 @@ step perf2 300 mpiexec -n 2 "$build/tools/tcoll-perf" --device cuda
 step perf4 400 mpiexec -n 4 "$build/tools/tcoll-perf" --device cuda
 step perf2-ipc 300 env TCOLL_CUDA_IPC=1 mpiexec -n 2 "$build/tools/tcoll-perf" --device cuda
 step perf4-ipc 300 env TCOLL_CUDA_IPC=1 mpiexec -n 4 "$build/tools/tcoll-perf" --device cuda
+step perf2-nodes 240 env TCOLL_RANKS_PER_NODE=1 mpiexec -n 2 "$build/tools/tcoll-perf" \
+    --device cuda -b 64M -e 1G -f 4
+step perf2-nodes-whole 240 env TCOLL_RANKS_PER_NODE=1 TCOLL_CUDA_STAGE_CHUNK_KB=0 mpiexec -n 2 \
+    "$build/tools/tcoll-perf" --device cuda -b 64M -e 1G -f 4
 step chan-bench 300 mpiexec -n 2 "$build/tools/tcoll-chan-bench" --device cuda -e 1G
 
 echo

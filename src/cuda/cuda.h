@@ -77,6 +77,20 @@ void tc__cuda_free(int dev, void *p);
 void *tc__cuda_host_alloc(size_t bytes);
 void tc__cuda_host_free(void *p);
 
+/* ---- copies in flight: the chunked staging (cuda_pipe.c) ----------------- */
+
+/* A copy of bytes between host memory and dev's memory (to_device: host to
+ * device, else device to host), queued on one of tcoll's two copy streams
+ * for dev (one each way, so both directions run at once), and marked as the
+ * last copy of slot (0..TC_CUDA_PIPE_SLOTS-1) that way; returns without
+ * waiting. tc__cuda_pipe_wait sleeps until the last copy queued for slot
+ * that way is done (at once when none was). The engine thread, which keeps
+ * dev current. TC_ERR_TRANSPORT (why) when CUDA fails. */
+#define TC_CUDA_PIPE_SLOTS 4
+tc_status_t tc__cuda_pipe_copy(int dev, int slot, int to_device, void *dst, const void *src,
+                               size_t bytes, char *why, size_t len);
+tc_status_t tc__cuda_pipe_wait(int dev, int slot, int to_device, char *why, size_t len);
+
 /* ---- the in-node device path (cuda_path.c) -------------------------------- */
 
 /* Where a buffer of device memory is, for the other processes of the node:

@@ -216,3 +216,16 @@ void tc__cuda_copier_destroy(tc_cuda_copier_t *c)
 {
     (void)c;
 }
+
+tc_status_t tc__cuda_pipe_copy(int dev, int slot, int to_device, void *dst, const void *src,
+                               size_t bytes, char *why, size_t len)
+{
+    (void)dev, (void)slot, (void)to_device, (void)dst, (void)src, (void)bytes;
+    return refuse(why, len);
+}
+
+tc_status_t tc__cuda_pipe_wait(int dev, int slot, int to_device, char *why, size_t len)
+{
+    (void)dev, (void)slot, (void)to_device;
+    return refuse(why, len);
+}

@@ -247,6 +247,7 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
                            tc__hier_for(&e->x, 0),
                            e->cfg->deterministic,
                            e->x.mpi.node_of,
+                           0,
                            0};
         char what[256];
         tc__algo_describe(&x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, what, sizeof(what));

@@ -71,6 +71,9 @@ typedef struct {
     size_t cuda_ipc_bytes; /* TCOLL_CUDA_IPC: device allreduces of at least this many
                             * bytes may share device memory inside the node (0:
                             * never; device_node.c) */
+    size_t stage_chunk;    /* TCOLL_CUDA_STAGE_CHUNK_KB in bytes: device allreduces and
+                            * broadcasts larger than this stage in chunks of it
+                            * (device_pipe.c; 0: never) */
 } tc_algo_ctx_t;
 
 /* What the selector decides on: the same on every rank of the set. */
@@ -96,8 +99,12 @@ typedef struct {
 } tc_allreduce_job_t;
 
 /* What a record of device memory is given beside the job (device.c). */
+struct tc_kind_exec;
 typedef struct tc_device_job {
-    int device;                 /* the CUDA device of every buffer */
+    int device; /* the CUDA device of every buffer */
+    /* the kind's records (a record that runs parts of the tensor on the
+     * host picks from them) */
+    const struct tc_kind_exec *kind;
     double prescale, postscale; /* applied by the record itself */
     int declined;               /* set by a record that did not run (the data untouched:
                                  * the caller takes another path) */
@@ -155,7 +162,7 @@ typedef struct tc_algo {
 typedef tc_status_t (*tc_kind_run_t)(const tc_algo_ctx_t *x, tc_request_t *req,
                                      const tc_wire_response_t *r, char *msg, size_t len);
 
-typedef struct {
+typedef struct tc_kind_exec {
     tc_kind_run_t run;
     const tc_algo_t *const *algos; /* the kind's records, in the order they are tried */
     size_t nalgos;
@@ -235,6 +242,14 @@ tc_status_t tc__device_node_allreduce(const tc_algo_ctx_t *x, const tc_allreduce
 /* The in-node device broadcast: the others copy the root's buffer, opened
  * through CUDA IPC, into theirs (the same rule). */
 tc_status_t tc__device_node_broadcast(const tc_algo_ctx_t *x, const tc_broadcast_job_t *j);
+
+/* The chunked staging records (device_pipe.c): a device tensor larger than
+ * x->stage_chunk goes through page-locked host memory in chunks of it,
+ * each chunk run by the host record the selector picks for its size, the
+ * copies of the other chunks overlapping it (stage_pipe.h). */
+int tc__device_pipe_applies(const tc_algo_ctx_t *x, const tc_algo_call_t *c);
+tc_status_t tc__device_pipe_allreduce(const tc_algo_ctx_t *x, const tc_allreduce_job_t *j);
+tc_status_t tc__device_pipe_broadcast(const tc_algo_ctx_t *x, const tc_broadcast_job_t *j);
 
 /* The records and runs of each kind (algo_<kind>.c), for the table in algo.c. */
 extern const tc_kind_exec_t tc__exec_allreduce, tc__exec_allgather, tc__exec_broadcast,

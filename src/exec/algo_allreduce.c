@@ -6,6 +6,11 @@
  *            TCOLL_CUDA_IPC: every rank's device memory through CUDA IPC,
  *            the combine kernel in the documented order (device_node.c;
  *            device.c runs it, outside the kind's run)
+ *   staged, pipelined
+ *            device tensors only, larger than TCOLL_CUDA_STAGE_CHUNK_KB:
+ *            through page-locked host memory in chunks, each chunk by the
+ *            host record below that its size picks, the copies overlapping
+ *            the chunks' collectives (device_pipe.c; device.c runs it)
  *   hier     several nodes, each node's segment usable by every rank:
  *            inside each node, then among the nodes' leaders, then back
  *            (coll/hier_allreduce.c)
@@ -96,7 +101,16 @@ static const tc_algo_t cuda_ipc_algo = {"cuda ipc",
                                         tc__device_node_applies,
                                         {.allreduce = cuda_ipc_run}};
 
-static const tc_algo_t *const records[] = {&cuda_ipc_algo, &hier_algo,    &cma_algo,
+static tc_status_t pipe_run(const tc_algo_ctx_t *x, const tc_allreduce_job_t *j)
+{
+    return tc__device_pipe_allreduce(x, j);
+}
+
+static const tc_algo_t pipe_algo = {
+    "staged, pipelined",    NULL, TC_MEM_CUDA, TC_ALGO_OVER_TP, tc__device_pipe_applies,
+    {.allreduce = pipe_run}};
+
+static const tc_algo_t *const records[] = {&cuda_ipc_algo, &pipe_algo,    &hier_algo, &cma_algo,
                                            &shm_algo,      &ordered_algo, &ring_algo};
 
 /* A prescaled input goes to recv first, and the algorithm runs in place there. */

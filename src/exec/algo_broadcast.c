@@ -5,6 +5,10 @@
  *   cuda ipc       device tensors only (TC_MEM_CUDA), the set on one node,
  *                  TCOLL_CUDA_IPC: the others copy the root's device buffer
  *                  through CUDA IPC (device_node.c; device.c runs it)
+ *   staged, pipelined
+ *                  device tensors only, larger than TCOLL_CUDA_STAGE_CHUNK_KB:
+ *                  through page-locked host memory in chunks, each by the host
+ *                  record below its size picks (device_pipe.c)
  *   cma            the global set on one node, from TCOLL_SHM_DIRECT_KB up:
  *                  every rank reads the root's buffer directly
  *                  (coll/shm_bcast.c)
@@ -53,7 +57,17 @@ static const tc_algo_t cuda_ipc_algo = {"cuda ipc",
                                         tc__device_node_applies,
                                         {.broadcast = cuda_ipc_run}};
 
-static const tc_algo_t *const records[] = {&cuda_ipc_algo, &cma_algo, &shm_algo, &tree_algo};
+static tc_status_t pipe_run(const tc_algo_ctx_t *x, const tc_broadcast_job_t *j)
+{
+    return tc__device_pipe_broadcast(x, j);
+}
+
+static const tc_algo_t pipe_algo = {
+    "staged, pipelined",    NULL, TC_MEM_CUDA, TC_ALGO_OVER_TP, tc__device_pipe_applies,
+    {.broadcast = pipe_run}};
+
+static const tc_algo_t *const records[] = {&cuda_ipc_algo, &pipe_algo, &cma_algo, &shm_algo,
+                                           &tree_algo};
 
 static tc_status_t broadcast_run(const tc_algo_ctx_t *x, tc_request_t *req,
                                  const tc_wire_response_t *r, char *msg, size_t len)

@@ -39,7 +39,8 @@ static tc_algo_ctx_t algo_ctx(tc_exec_t *e, uint32_t pset)
                        tc__hier_for(e, pset),
                        e->cfg->deterministic,
                        tc__pset_node_table(e, pset),
-                       0};
+                       0,
+                       (size_t)e->cfg->cuda_stage_chunk_kb * 1024};
     if (e->cfg->cuda_ipc) {
         x.cuda_ipc_bytes = e->cfg->cuda_ipc_min_kb > 0 ? (size_t)e->cfg->cuda_ipc_min_kb * 1024 : 1;
     }

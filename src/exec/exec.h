@@ -56,6 +56,12 @@ typedef struct {
     uint64_t timeout_ns; /* TCOLL_PEER_TIMEOUT_S: a silent peer is probed after it */
 } tc_exec_hooks_t;
 
+/* A staging buffer of device tensors (staged.c). */
+typedef struct {
+    tc_scratch_t mem;
+    int registered; /* page-locked with CUDA (tc__cuda_host_map) */
+} tc_stage_buf_t;
+
 /* What runs collectives, the engine thread's alone. */
 typedef struct tc_exec {
     const tc_config_t *cfg;
@@ -79,11 +85,11 @@ typedef struct tc_exec {
         uint64_t ready_ns;       /* when that cycle became complete */
         tc_request_t **deferred; /* ran, waiting for this rank's earlier requests */
         size_t ndeferred, capdeferred;
-        void *stage; /* staged.c: host memory device tensors run through */
-        size_t stage_cap;
-        int stage_pinned; /* page-locked (cuda.h), else malloc'd */
-        int stage_said;   /* the path was logged (TC_INFO, once) */
-        int ipc_said;     /* device_node.c: a refusal of CUDA IPC was logged (once) */
+        tc_stage_buf_t stage; /* staged.c: host memory device tensors run through whole */
+        int stage_said;       /* the path was logged (TC_INFO, once) */
+        int ipc_said;         /* device_node.c: a refusal of CUDA IPC was logged (once) */
+        tc_stage_buf_t pipe;  /* device_pipe.c: TC_STAGE_SLOTS chunks */
+        int pipe_said;        /* the chunked staging was logged (TC_INFO, once) */
     } run;
 
     struct {                /* shm.c: the node's shared-memory segment and its collectives */
@@ -132,7 +138,16 @@ int tc__exec_deferred(tc_exec_t *x);
 /* ---- staged.c: device tensors through host memory ------------------------------ */
 
 /* tc__exec_staged: algo.h. */
-/* Frees the staging buffer (tc__exec_free). */
+/* Host memory a device tensor is staged through: memory the node's ranks
+ * can map (tc_mem_alloc, so the host algorithms read it with loads),
+ * page-locked for the device copies (registered with CUDA; where CUDA
+ * refuses, the copies go from pageable memory), kept and reused. reserve
+ * gives at least bytes of it (its contents are not kept when it grows),
+ * NULL when out of memory; release gives it back. */
+void *tc__exec_stage_reserve(tc_stage_buf_t *b, size_t bytes);
+void tc__exec_stage_release(tc_stage_buf_t *b);
+/* Frees the staging buffers, whole (staged.c) and in chunks (device_pipe.c)
+ * (tc__exec_free). */
 void tc__exec_stage_free(tc_exec_t *x);
 
 /* ---- shm.c: the data path inside and across nodes ------------------------------ */

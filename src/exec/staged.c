@@ -3,7 +3,7 @@
  * has for CUDA memory today (docs/gpu.md, "Data paths").
  *
  * The engine thread copies the input from the device into a page-locked
- * staging buffer (after the event the submission recorded on the caller's
+ * staging buffer (memory the node's ranks can map, registered with CUDA) (after the event the submission recorded on the caller's
  * stream: what the stream had queued by then), runs the kind's own run over
  * the staging buffers (the host records: the same selector, the same
  * reduction order, the same bits as a host tensor), and copies the result
@@ -27,41 +27,38 @@
 #include "exec/exec.h"
 #include "util/log.h"
 
-/* The staging buffer holds at least bytes (grown, kept for the next run;
- * ordinary memory when page-locked memory cannot be had). */
-static void *stage(tc_exec_t *e, size_t bytes)
+void *tc__exec_stage_reserve(tc_stage_buf_t *b, size_t bytes)
 {
-    void *p;
+    void *dev;
+    char why[256];
 
-    if (bytes <= e->run.stage_cap && e->run.stage != NULL) {
-        return e->run.stage;
+    if (b->mem.data != NULL && bytes <= b->mem.cap) {
+        return b->mem.data;
     }
-    tc__exec_stage_free(e);
-    if ((p = tc__cuda_host_alloc(bytes)) != NULL) {
-        e->run.stage_pinned = 1;
-    } else if ((p = malloc(bytes > 0 ? bytes : 1)) != NULL) {
-        e->run.stage_pinned = 0;
-        TC_DEBUG("cuda", "staging %zu bytes through ordinary memory (no page-locked memory)",
-                 bytes);
-    } else {
+    tc__exec_stage_release(b);
+    if (tc__scratch_reserve_shared(&b->mem, bytes > 0 ? bytes : 1) != TC_OK) {
         return NULL;
     }
-    e->run.stage = p;
-    e->run.stage_cap = bytes;
-    return p;
+    b->registered = tc__cuda_host_map(b->mem.data, b->mem.cap, &dev, why, sizeof(why)) == TC_OK;
+    if (!b->registered) {
+        TC_DEBUG("cuda", "staging %zu bytes through pageable memory (%s)", b->mem.cap, why);
+    }
+    return b->mem.data;
+}
+
+void tc__exec_stage_release(tc_stage_buf_t *b)
+{
+    if (b->registered) {
+        tc__cuda_host_unmap(b->mem.data);
+    }
+    b->registered = 0;
+    tc__scratch_free(&b->mem);
 }
 
 void tc__exec_stage_free(tc_exec_t *e)
 {
-    if (e->run.stage != NULL) {
-        if (e->run.stage_pinned) {
-            tc__cuda_host_free(e->run.stage);
-        } else {
-            free(e->run.stage);
-        }
-    }
-    e->run.stage = NULL;
-    e->run.stage_cap = 0;
+    tc__exec_stage_release(&e->run.stage);
+    tc__exec_stage_release(&e->run.pipe);
 }
 
 static size_t out_bytes(const tc_request_t *req)
@@ -118,7 +115,7 @@ tc_status_t tc__exec_staged(tc_kind_run_t run, const tc_algo_ctx_t *x, tc_reques
                 "first tensor '%s')",
                 req->cuda.dev, req->name);
     }
-    if ((h = stage(x->exec, apart ? 2 * bytes : bytes)) == NULL) {
+    if ((h = tc__exec_stage_reserve(&x->exec->run.stage, apart ? 2 * bytes : bytes)) == NULL) {
         return tc__algo_failed(req, TC_ERR_NOMEM, "out of memory for the staging buffer", msg, len);
     }
     /* a broadcast's receivers read nothing, but still wait for the stream:

@@ -247,6 +247,15 @@ static const knob_t knobs[] = {
      "that takes the IPC path; smaller ones are staged through host memory, "
      "where opening the peers' memory would cost more than the copies.",
      NULL},
+    {"TCOLL_CUDA_STAGE_CHUNK_KB", KNOB_INT, OFF(cuda_stage_chunk_kb), "4096", 0, 1048576,
+     KNOB_AGREE,
+     "A CUDA device allreduce or broadcast larger than this (KiB) that is "
+     "staged through host memory goes in chunks of this size, pipelined: the "
+     "device-to-host copies of the next chunks and the host-to-device copy of "
+     "the last one run while the host collective runs this one, through 4 "
+     "page-locked buffers of one chunk (docs/gpu.md). The results are the "
+     "same bits. 0: one copy in, the collective, one copy back.",
+     NULL},
     {"TCOLL_PROXY_CPUS", KNOB_STRING, OFF(proxy_cpus), "", 0, FIELD_SIZE(proxy_cpus), KNOB_LOCAL,
      "CPUs the default proxy init hook binds its thread to (hwloc list syntax, "
      "e.g. 0-3,8), or NUMA nodes as numa:<nodes>; empty binds nothing (a proxy "

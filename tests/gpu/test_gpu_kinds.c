@@ -13,7 +13,9 @@
  *    behind a host function that sleeps, and tcoll reads it only after that;
  *    the legacy default stream too;
  *  - a name that is a host tensor on rank 0 and a device tensor elsewhere
- *    fails on every rank with TC_ERR_MISMATCH, "memory mismatch".
+ *    fails on every rank with TC_ERR_MISMATCH, "memory mismatch";
+ *  - with TCOLL_CUDA_STAGE_CHUNK_KB small (and IPC off), the allreduces and
+ *    broadcasts larger than a chunk say they ran "staged, pipelined".
  * The data are small integers (exact in every dtype, so any reduction order
  * gives the same bits) or, with TCOLL_DETERMINISTIC=1, random floats (the
  * documented order must then give the host path's bits).
@@ -136,6 +138,26 @@ static void check_device_output(const tc_tensor_t *out, const tc_tensor_t *host,
     free(h);
 }
 
+/* Whether a device allreduce or broadcast of bytes must have run in chunks
+ * (TCOLL_CUDA_STAGE_CHUNK_KB set, smaller than bytes, IPC off): then
+ * tc_request_algorithm says "staged, pipelined". */
+static int want_pipelined(size_t bytes)
+{
+    const char *chunk = getenv("TCOLL_CUDA_STAGE_CHUNK_KB"), *ipc = getenv("TCOLL_CUDA_IPC");
+    long kb = chunk != NULL ? atol(chunk) : 0;
+
+    return kb > 0 && bytes > (size_t)kb * 1024 && (ipc == NULL || strcmp(ipc, "1") != 0);
+}
+
+static void check_path(tc_request_t *dr, size_t bytes, const char *name)
+{
+    const char *a = tc_request_algorithm(dr);
+
+    if (want_pipelined(bytes)) {
+        CHECK_MSG(strcmp(a, "staged, pipelined") == 0, "%s (%zu bytes) ran '%s'", name, bytes, a);
+    }
+}
+
 static void allreduce_one(tc_dtype_t dt, tc_op_t op, size_t count, int scaled, int in_place)
 {
     size_t bytes = count * tt_dtype_bytes(dt);
@@ -162,6 +184,7 @@ static void allreduce_one(tc_dtype_t dt, tc_op_t op, size_t count, int scaled, i
     CHECK_OK(tc_allreduce_ex(name, &ht, hout, op, &ho, &hr));
     done(hr, name);
     done(dr, name);
+    check_path(dr, bytes, name);
     back = hcopy_of(dout, bytes);
     CHECK_MSG(memcmp(back, hout, bytes) == 0, "%s: device result differs from the host's", name);
     tc_request_free(hr);
@@ -241,6 +264,7 @@ TC_CASE(allgather_broadcast)
         CHECK_OK(tc_broadcast(name, &hb_t, root, &hr));
         done(hr, name);
         done(dr, name);
+        check_path(dr, n * 2, name);
         back = hcopy_of(db, n * 2);
         CHECK_MSG(memcmp(back, hb, n * 2) == 0, "broadcast from %d differs", root);
         free(back);

@@ -195,7 +195,23 @@ TC_CASE(selector)
         static const int two_nodes[2] = {0, 1};
         x.node = two_nodes;
         CHECK_PICK("(none)", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA);
+        /* the chunked staging: allreduce and broadcast larger than one chunk
+         * (whole elements of at least one), on any set, after the IPC record */
+        x.stage_chunk = 4096;
+        CHECK_PICK("staged, pipelined", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 4097,
+                   TC_MEM_CUDA);
+        CHECK_PICK("(none)", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 4096, TC_MEM_CUDA);
+        CHECK_PICK("staged, pipelined", &x, TC_KIND_BROADCAST, TC_FLOAT32, TC_SUM, big,
+                   TC_MEM_CUDA);
+        CHECK_PICK("(none)", &x, TC_KIND_ALLGATHER, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA);
+        CHECK_PICK("(none)", &x, TC_KIND_REDUCESCATTER, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA);
+        CHECK_PICK("(none)", &x, TC_KIND_ALLTOALL, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA);
+        x.stage_chunk = 6; /* 8-byte elements: one element a chunk */
+        CHECK_PICK("staged, pipelined", &x, TC_KIND_ALLREDUCE, TC_FLOAT64, TC_SUM, 16, TC_MEM_CUDA);
+        CHECK_PICK("(none)", &x, TC_KIND_ALLREDUCE, TC_FLOAT64, TC_SUM, 8, TC_MEM_CUDA);
         x.node = NULL;
+        CHECK_PICK("cuda ipc", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA);
+        x.stage_chunk = 0;
     }
 }
 

@@ -13,7 +13,9 @@
  * copied per second. Columns: time = median over iterations of the slowest
  * rank's time; busbw = size/time x 2(n-1)/n; ratio = tcoll busbw / the copy
  * bandwidth (the fraction of the limit reached), and tcoll busbw / MPI's.
- * Each result is checked (exact integers) once after the timed loop.
+ * Each result is checked (exact integers) once after the timed loop; path
+ * is the algorithm tcoll ran (tc_request_algorithm: "staged, pipelined",
+ * "cuda ipc", or the host record a tensor staged whole took).
  * Without a usable device every rank exits with status 77 (skipped).
  */
 #include "perf.h"
@@ -118,6 +120,7 @@ typedef struct {
     float *pinned; /* MPI's staging */
     uint64_t count;
     const char *name;
+    const char *algo; /* what tcoll ran (tc_request_algorithm) the last time */
 } job_t;
 
 static void tcoll_once(void *arg)
@@ -134,6 +137,7 @@ static void tcoll_once(void *arg)
         perf_die("tcoll allreduce of %llu device bytes: %s: %s", (unsigned long long)(j->count * 4),
                  tc_status_string(st), tc_last_error());
     }
+    j->algo = tc_request_algorithm(req); /* static text */
     tc_request_free(req);
 }
 
@@ -195,8 +199,8 @@ perf_row_t *perf_run_device(const perf_opts_t *o, int *nrows_p, long long *wrong
         printf("# %s\n", tc_cuda_info());
         printf("# MPI = copy to page-locked host memory, MPI_Allreduce in place, copy back\n");
         printf("# limit = device-to-device cudaMemcpy bandwidth measured now (GB/s)\n");
-        printf("%12s %12s %10s %12s %10s %10s %8s %10s %7s\n", "size", "tcoll_us", "busbw",
-               "MPI_us", "busbw", "limit", "of_limit", "tcoll/MPI", "wrong");
+        printf("%12s %12s %10s %12s %10s %10s %8s %10s %7s  %s\n", "size", "tcoll_us", "busbw",
+               "MPI_us", "busbw", "limit", "of_limit", "tcoll/MPI", "wrong", "path");
         fflush(stdout);
     }
     *wrong_p = 0;
@@ -208,7 +212,7 @@ perf_row_t *perf_run_device(const perf_opts_t *o, int *nrows_p, long long *wrong
                                             : 10;
         int warmup = o->warmup >= 0 ? o->warmup : 2;
         float *host = perf_alloc(bytes, "host data");
-        job_t j = {NULL, NULL, count, NULL};
+        job_t j = {NULL, NULL, count, NULL, "none"};
         char name[64];
         double limit, us[2], bw[2];
         long long wrong = 0;
@@ -241,9 +245,9 @@ perf_row_t *perf_run_device(const perf_opts_t *o, int *nrows_p, long long *wrong
                                .us = {us[0], us[1]},
                                .wrong = {wrong, -1}};
         if (perf_rank == 0) {
-            printf("%12llu %12.1f %10.2f %12.1f %10.2f %10.1f %8.3f %10.2f %7lld\n",
+            printf("%12llu %12.1f %10.2f %12.1f %10.2f %10.1f %8.3f %10.2f %7lld  %s\n",
                    (unsigned long long)bytes, us[0], bw[0], us[1], bw[1], limit / 1e9,
-                   bw[0] / (limit / 1e9), bw[0] / bw[1], wrong);
+                   bw[0] / (limit / 1e9), bw[0] / bw[1], wrong, j.algo);
             fflush(stdout);
         }
         CU(cudaFreeHost(j.pinned));
