@@ -112,8 +112,11 @@ typedef struct tc_device_job {
 } tc_device_job_t;
 
 typedef struct {
-    void *buf;                    /* every rank's block, this rank's filled */
+    void *buf;                    /* every rank's block, this rank's filled (a device
+                                   * record: filled by the record, from src) */
     const size_t *bytes, *displs; /* [set size] */
+    const void *src;              /* a device record: this rank's input; else NULL */
+    struct tc_device_job *dev;    /* device memory (a TC_MEM_CUDA record); else NULL */
 } tc_allgather_job_t;
 
 typedef struct {
@@ -129,6 +132,8 @@ typedef struct {
     size_t rows, row_elems;
     tc_dtype_t dtype;
     tc_op_t op;
+    struct tc_device_job *dev; /* device memory (a TC_MEM_CUDA record, which applies the
+                                * scaling factors itself); else NULL */
 } tc_reducescatter_job_t;
 
 typedef struct {
@@ -242,6 +247,29 @@ tc_status_t tc__device_node_allreduce(const tc_algo_ctx_t *x, const tc_allreduce
 /* The in-node device broadcast: the others copy the root's buffer, opened
  * through CUDA IPC, into theirs (the same rule). */
 tc_status_t tc__device_node_broadcast(const tc_algo_ctx_t *x, const tc_broadcast_job_t *j);
+/* The in-node device allgather: each rank copies every rank's input,
+ * opened through CUDA IPC, to its place in its own output (the same rule,
+ * on the output's bytes). */
+tc_status_t tc__device_node_allgather(const tc_algo_ctx_t *x, const tc_allgather_job_t *j);
+/* The in-node device reducescatter: each rank combines its block of every
+ * rank's input, opened through CUDA IPC, into its output with the combine
+ * kernel (the same rule). */
+tc_status_t tc__device_node_reducescatter(const tc_algo_ctx_t *x, const tc_reducescatter_job_t *j);
+
+/* What the kinds' runs and device.c share about an output tcoll allocates:
+ * an allgather's blocks from rank 0's plan r (bytes and displs, [set size]
+ * each; the total bytes and rows), TC_OK or a status with msg naming the
+ * tensor; a reducescatter's block of this rank (its first element, its
+ * elements, its rows). */
+tc_status_t tc__allgather_layout(const tc_algo_ctx_t *x, const tc_request_t *req,
+                                 const tc_wire_response_t *r, size_t *bytes, size_t *displs,
+                                 size_t *total_p, int64_t *rows_p, char *msg, size_t len);
+void tc__reducescatter_block(const tc_algo_ctx_t *x, const tc_request_t *req, size_t *off_p,
+                             size_t *elems_p, int64_t *rows_p);
+/* An allgather's output set: data with rows rows, and the ranks' dim 0s as
+ * its splits (tc_request_splits). */
+void tc__allgather_output(tc_request_t *req, const tc_wire_response_t *r, int size, void *data,
+                          int64_t rows);
 
 /* The chunked staging records (device_pipe.c): a device tensor larger than
  * x->stage_chunk goes through page-locked host memory in chunks of it,

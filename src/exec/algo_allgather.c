@@ -2,6 +2,10 @@
  * algo_allgather.c - allgather's records, in the order the selector tries
  * them, and its run (algo.h):
  *
+ *   cuda ipc         device tensors only (TC_MEM_CUDA), the set on one node,
+ *                    TCOLL_CUDA_IPC: each rank copies every rank's input,
+ *                    opened through CUDA IPC (device_node.c; device.c runs
+ *                    it, outside the kind's run)
  *   cma              the global set on one node, from TCOLL_SHM_DIRECT_KB of
  *                    output up: every rank reads the others' blocks directly
  *                    (coll/shm_allgather.c)
@@ -38,7 +42,62 @@ static const tc_algo_t shm_algo = {
 static const tc_algo_t ring_algo = {"ring allgatherv", NULL, TC_MEM_HOST,
                                     TC_ALGO_OVER_TP,   NULL, {.allgather = ring_run}};
 
-static const tc_algo_t *const records[] = {&cma_algo, &shm_algo, &ring_algo};
+static tc_status_t cuda_ipc_run(const tc_algo_ctx_t *x, const tc_allgather_job_t *j)
+{
+    return tc__device_node_allgather(x, j);
+}
+
+/* device memory only: the kind's run never picks it for host memory */
+static const tc_algo_t cuda_ipc_algo = {"cuda ipc",
+                                        NULL,
+                                        TC_MEM_CUDA,
+                                        TC_ALGO_OVER_TP,
+                                        tc__device_node_applies,
+                                        {.allgather = cuda_ipc_run}};
+
+static const tc_algo_t *const records[] = {&cuda_ipc_algo, &cma_algo, &shm_algo, &ring_algo};
+
+tc_status_t tc__allgather_layout(const tc_algo_ctx_t *x, const tc_request_t *req,
+                                 const tc_wire_response_t *r, size_t *bytes, size_t *displs,
+                                 size_t *total_p, int64_t *rows_p, char *msg, size_t len)
+{
+    const int size = x->tp->size;
+    size_t row = tc_dtype_size(req->dtype) * tc__algo_row_elems(req), total = 0;
+    int64_t rows = 0;
+    int q;
+
+    if (r->ndim0 != (uint32_t)size || r->dim0[x->tp->rank] != req->shape[0]) {
+        snprintf(msg, len,
+                 "tensor '%s': rank 0 sent an allgather plan that does not match this "
+                 "rank's submission (internal error)",
+                 req->name);
+        return TC_ERR_TRANSPORT;
+    }
+    for (q = 0; q < size; q++) {
+        if (r->dim0[q] < 0 || (row != 0 && (uint64_t)r->dim0[q] > (SIZE_MAX - total) / row)) {
+            snprintf(msg, len, "tensor '%s': allgather output does not fit in memory", req->name);
+            return TC_ERR_NOMEM;
+        }
+        displs[q] = total;
+        bytes[q] = (size_t)r->dim0[q] * row;
+        total += bytes[q];
+        rows += r->dim0[q];
+    }
+    *total_p = total;
+    *rows_p = rows;
+    return TC_OK;
+}
+
+void tc__allgather_output(tc_request_t *req, const tc_wire_response_t *r, int size, void *data,
+                          int64_t rows)
+{
+    req->out_splits = malloc((size_t)size * sizeof(*req->out_splits));
+    if (req->out_splits != NULL) { /* without it, tc_request_splits says none: not fatal */
+        memcpy(req->out_splits, r->dim0, (size_t)size * sizeof(*req->out_splits));
+        req->nout_splits = size;
+    }
+    tc__request_set_output(req, data, rows);
+}
 
 /* Each rank's block is its dim 0 (from rank 0's response) times the row
  * size; the output holds every block in rank order. */
@@ -46,36 +105,20 @@ static tc_status_t allgather_run(const tc_algo_ctx_t *x, tc_request_t *req,
                                  const tc_wire_response_t *r, char *msg, size_t len)
 {
     const int rank = x->tp->rank, size = x->tp->size;
-    size_t row = tc_dtype_size(req->dtype) * tc__algo_row_elems(req), total = 0;
-    size_t *bytes, *displs;
+    size_t *bytes, *displs, total = 0;
     const tc_algo_t *a;
     int64_t rows = 0;
     tc_status_t st;
-    int q;
 
-    if (r->ndim0 != (uint32_t)size || r->dim0[rank] != req->shape[0]) {
-        snprintf(msg, len,
-                 "tensor '%s': rank 0 sent an allgather plan that does not match this "
-                 "rank's submission (internal error)",
-                 req->name);
-        return TC_ERR_TRANSPORT;
-    }
     bytes = malloc(2 * (size_t)size * sizeof(*bytes));
     if (bytes == NULL) {
         snprintf(msg, len, "tensor '%s': out of memory", req->name);
         return TC_ERR_NOMEM;
     }
     displs = bytes + size;
-    for (q = 0; q < size; q++) {
-        if (r->dim0[q] < 0 || (row != 0 && (uint64_t)r->dim0[q] > (SIZE_MAX - total) / row)) {
-            snprintf(msg, len, "tensor '%s': allgather output does not fit in memory", req->name);
-            st = TC_ERR_NOMEM;
-            goto err_free_bytes;
-        }
-        displs[q] = total;
-        bytes[q] = (size_t)r->dim0[q] * row;
-        total += bytes[q];
-        rows += r->dim0[q];
+    st = tc__allgather_layout(x, req, r, bytes, displs, &total, &rows, msg, len);
+    if (st != TC_OK) {
+        goto err_free_bytes;
     }
     req->owned_output = tc__output_alloc(total, &req->owned_cap);
     if (req->owned_output == NULL) {
@@ -89,7 +132,7 @@ static tc_status_t allgather_run(const tc_algo_ctx_t *x, tc_request_t *req,
     }
     {
         tc_algo_call_t c = {TC_KIND_ALLGATHER, req->dtype, req->op, total, TC_MEM_HOST, 0};
-        tc_allgather_job_t j = {req->owned_output, bytes, displs};
+        tc_allgather_job_t j = {req->owned_output, bytes, displs, NULL, NULL};
         a = tc__algo_pick(&tc__exec_allgather, x, &c);
         req->algo = a;
         st = a->run.allgather(x, &j);
@@ -99,12 +142,7 @@ static tc_status_t allgather_run(const tc_algo_ctx_t *x, tc_request_t *req,
         goto err_free_bytes;
     }
     free(bytes);
-    req->out_splits = malloc((size_t)size * sizeof(*req->out_splits));
-    if (req->out_splits != NULL) { /* without it, tc_request_splits says none: not fatal */
-        memcpy(req->out_splits, r->dim0, (size_t)size * sizeof(*req->out_splits));
-        req->nout_splits = size;
-    }
-    tc__request_set_output(req, req->owned_output, rows);
+    tc__allgather_output(req, r, size, req->owned_output, rows);
     return TC_OK;
 
 err_free_bytes:

@@ -2,6 +2,11 @@
  * algo_reducescatter.c - reducescatter's records, in the order the
  * selector tries them, and its run (algo.h):
  *
+ *   cuda ipc                device tensors only (TC_MEM_CUDA), the set on
+ *                           one node, TCOLL_CUDA_IPC: each rank combines its
+ *                           block of every rank's input, opened through CUDA
+ *                           IPC, with the combine kernel (device_node.c;
+ *                           device.c runs it, outside the kind's run)
  *   cma                     the global set on one node, from
  *                           TCOLL_SHM_DIRECT_KB up: every rank reads its
  *                           block of the others' inputs directly
@@ -55,20 +60,39 @@ static const tc_algo_t ordered_algo = {
 static const tc_algo_t ring_algo = {"ring reduce-scatter", NULL, TC_MEM_HOST,
                                     TC_ALGO_OVER_TP,       NULL, {.reducescatter = ring_run}};
 
-static const tc_algo_t *const records[] = {&cma_algo, &shm_algo, &ordered_algo, &ring_algo};
-
-/* Rows of block i when rows are cut into n blocks (tc__row_block's rule). */
-static size_t block_rows(size_t rows, int n, int i)
+static tc_status_t cuda_ipc_run(const tc_algo_ctx_t *x, const tc_reducescatter_job_t *j)
 {
-    return rows / (size_t)n + ((size_t)i < rows % (size_t)n);
+    return tc__device_node_reducescatter(x, j);
+}
+
+/* device memory only: the kind's run never picks it for host memory */
+static const tc_algo_t cuda_ipc_algo = {"cuda ipc",
+                                        NULL,
+                                        TC_MEM_CUDA,
+                                        TC_ALGO_OVER_TP,
+                                        tc__device_node_applies,
+                                        {.reducescatter = cuda_ipc_run}};
+
+static const tc_algo_t *const records[] = {&cuda_ipc_algo, &cma_algo, &shm_algo, &ordered_algo,
+                                           &ring_algo};
+
+void tc__reducescatter_block(const tc_algo_ctx_t *x, const tc_request_t *req, size_t *off_p,
+                             size_t *elems_p, int64_t *rows_p)
+{
+    size_t rows = (size_t)req->shape[0];
+    int n = x->tp->size, i = x->tp->rank;
+
+    tc__row_block(rows, tc__algo_row_elems(req), n, i, off_p, elems_p);
+    /* block i's rows (tc__row_block's rule) */
+    *rows_p = (int64_t)(rows / (size_t)n + ((size_t)i < rows % (size_t)n));
 }
 
 static tc_status_t reducescatter_run(const tc_algo_ctx_t *x, tc_request_t *req,
                                      const tc_wire_response_t *r, char *msg, size_t len)
 {
-    const int rank = x->tp->rank, size = x->tp->size;
     const size_t es = tc_dtype_size(req->dtype);
     size_t rows = (size_t)req->shape[0], row = tc__algo_row_elems(req), off, elems;
+    int64_t mine;
     tc_algo_call_t c = {TC_KIND_REDUCESCATTER, req->dtype,  req->op,
                         req->count * es,       TC_MEM_HOST, 0};
     const tc_algo_t *a = tc__algo_pick(&tc__exec_reducescatter, x, &c);
@@ -76,7 +100,7 @@ static tc_status_t reducescatter_run(const tc_algo_ctx_t *x, tc_request_t *req,
     tc_status_t st;
 
     (void)r;
-    tc__row_block(rows, row, size, rank, &off, &elems);
+    tc__reducescatter_block(x, req, &off, &elems, &mine);
     req->owned_output = tc__output_alloc(elems * es, &req->owned_cap);
     if (req->owned_output == NULL) {
         snprintf(msg, len, "tensor '%s': cannot allocate %zu bytes for the reducescatter output",
@@ -91,8 +115,13 @@ static tc_status_t reducescatter_run(const tc_algo_ctx_t *x, tc_request_t *req,
         tc__scale(req->dtype, scaled, req->send, req->count, req->prescale);
     }
     {
-        tc_reducescatter_job_t j = {
-            scaled != NULL ? scaled : req->send, req->owned_output, rows, row, req->dtype, req->op};
+        tc_reducescatter_job_t j = {scaled != NULL ? scaled : req->send,
+                                    req->owned_output,
+                                    rows,
+                                    row,
+                                    req->dtype,
+                                    req->op,
+                                    NULL};
         req->algo = a;
         st = a->run.reducescatter(x, &j);
     }
@@ -103,7 +132,7 @@ static tc_status_t reducescatter_run(const tc_algo_ctx_t *x, tc_request_t *req,
     if (req->postscale != 1.0) {
         tc__scale(req->dtype, req->owned_output, req->owned_output, elems, req->postscale);
     }
-    tc__request_set_output(req, req->owned_output, (int64_t)block_rows(rows, size, rank));
+    tc__request_set_output(req, req->owned_output, mine);
     return TC_OK;
 }
 

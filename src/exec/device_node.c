@@ -1,8 +1,8 @@
 /*
- * device_node.c - the in-node allreduce of device tensors (algo.h,
+ * device_node.c - the in-node records of device tensors (algo.h,
  * docs/gpu.md "Data paths"): every rank of the process set on this node
  * (which every rank knows alike: the set's node table), TCOLL_CUDA_IPC on,
- * no joined rank, and at least TCOLL_CUDA_IPC_MIN_KB.
+ * no joined rank, and at least TCOLL_CUDA_IPC_MIN_KB. Allreduce:
  *
  *   1. each rank gives the CUDA IPC handles of its input and output
  *      buffers (an allgather over the set's transport: once it is over,
@@ -23,6 +23,10 @@
  *      owners' outputs;
  *   5. after another barrier (no one still reads this rank's buffers), the
  *      handles are closed and the request may complete.
+ * Reducescatter is steps 1-3 (only the inputs shared; block r is rank r's
+ * rows, its output tcoll's) and 5; allgather shares the inputs, and each
+ * rank copies every rank's input to its place in its own output, then 5;
+ * broadcast shares the root's buffer, which the others copy, then 5.
  * A barrier here is an allgather of each rank's status, so a rank whose
  * kernel or copies failed stops every rank of the set at the same step.
  */
@@ -37,8 +41,8 @@
 #include "util/log.h"
 
 typedef struct {
-    tc_cuda_ipc_t send, recv;
-    int32_t ok; /* both exported */
+    tc_cuda_ipc_t h[2]; /* the buffers a rank shares: input, output */
+    int32_t ok;         /* all exported */
     int32_t pad;
 } rec_t;
 
@@ -114,6 +118,52 @@ static tc_status_t step_failed(tc_device_job_t *d, tc_cuda_ipc_maps_t *maps, tc_
     return st != TC_OK ? st : TC_ERR_TRANSPORT;
 }
 
+/* Steps 1 and 2 for nb (1 or 2) buffers of each rank, bufs[] here: on
+ * TC_OK either peer[(nb * m) + b] is buffer b of the m-th other rank (in
+ * rank order) and *maps_p holds them open, or every rank declined
+ * (d->declined); another status when an exchange failed. */
+static tc_status_t share(const tc_algo_ctx_t *x, tc_device_job_t *d, const void *const *bufs,
+                         int nb, void **peer, tc_cuda_ipc_maps_t **maps_p)
+{
+    tc_transport_t *tp = x->tp;
+    int n = tp->size, me = tp->rank, k, b, m = 0, bad = -1, ok = 1;
+    rec_t recs[TC_CUDA_MAX_COMBINE];
+    tc_cuda_ipc_t hs[2 * TC_CUDA_MAX_COMBINE];
+    char why[256] = "";
+    tc_status_t st;
+
+    *maps_p = NULL;
+    memset(recs, 0, sizeof(recs));
+    for (b = 0; b < nb && ok; b++) {
+        if (b > 0 && bufs[b] == bufs[b - 1]) {
+            recs[me].h[b] = recs[me].h[b - 1];
+        } else {
+            ok = tc__cuda_ipc_export(d->device, bufs[b], &recs[me].h[b], why, sizeof(why)) == TC_OK;
+        }
+    }
+    recs[me].ok = ok;
+    if ((st = allgather(tp, recs, sizeof(rec_t))) != TC_OK) {
+        return st;
+    }
+    for (k = 0; k < n; k++) {
+        ok = ok && recs[k].ok;
+        for (b = 0; k != me && b < nb; b++) {
+            hs[m++] = recs[k].h[b];
+        }
+    }
+    if (ok) {
+        ok = tc__cuda_ipc_open(d->device, hs, m, peer, maps_p, why, sizeof(why)) == TC_OK;
+    }
+    if ((st = agree(tp, ok, &bad)) != TC_OK || bad >= 0) {
+        tc__cuda_ipc_close(d->device, *maps_p);
+        *maps_p = NULL;
+        if (st == TC_OK) {
+            declined(x, d, ok, bad, why);
+        }
+    }
+    return st;
+}
+
 static size_t block_lo(size_t count, int n, int k)
 {
     size_t base = count / (size_t)n, rem = count % (size_t)n;
@@ -126,8 +176,7 @@ tc_status_t tc__device_node_allreduce(const tc_algo_ctx_t *x, const tc_allreduce
     int n = tp->size, me = tp->rank, k, m = 0, bad = -1;
     size_t es = tc_dtype_size(j->dtype);
     const void *src = j->src != NULL ? j->src : j->buf;
-    rec_t recs[TC_CUDA_MAX_COMBINE];
-    tc_cuda_ipc_t hs[2 * TC_CUDA_MAX_COMBINE];
+    const void *bufs[2] = {src, j->buf};
     void *peer[2 * TC_CUDA_MAX_COMBINE];
     const void *xs[TC_CUDA_MAX_COMBINE];
     void *dsts[TC_CUDA_MAX_COMBINE];
@@ -136,49 +185,16 @@ tc_status_t tc__device_node_allreduce(const tc_algo_ctx_t *x, const tc_allreduce
     tc_cuda_ipc_maps_t *maps = NULL;
     char why[256] = "";
     tc_status_t st;
-    int ok;
 
-    /* 1. the handles, exchanged: also the sign that every input is ready */
-    memset(recs, 0, sizeof(recs));
-    ok = tc__cuda_ipc_export(j->dev->device, src, &recs[me].send, why, sizeof(why)) == TC_OK;
-    if (ok && src == j->buf) {
-        recs[me].recv = recs[me].send;
-    } else if (ok) {
-        ok = tc__cuda_ipc_export(j->dev->device, j->buf, &recs[me].recv, why, sizeof(why)) == TC_OK;
-    }
-    recs[me].ok = ok;
-    if ((st = allgather(tp, recs, sizeof(rec_t))) != TC_OK) {
+    /* 1-2. the inputs and outputs shared, or every rank declines */
+    if ((st = share(x, j->dev, bufs, 2, peer, &maps)) != TC_OK || j->dev->declined) {
         return st;
-    }
-    /* 2. the others' buffers opened, or every rank declines */
-    for (k = 0; k < n; k++) {
-        ok = ok && recs[k].ok;
-        if (k != me) {
-            hs[m++] = recs[k].send;
-            hs[m++] = recs[k].recv;
-        }
-    }
-    if (ok) {
-        ok = tc__cuda_ipc_open(j->dev->device, hs, m, peer, &maps, why, sizeof(why)) == TC_OK;
-    }
-    if ((st = agree(tp, ok, &bad)) != TC_OK) {
-        tc__cuda_ipc_close(j->dev->device, maps);
-        return st;
-    }
-    if (bad >= 0) {
-        tc__cuda_ipc_close(j->dev->device, maps);
-        declined(x, j->dev, ok, bad, why);
-        return TC_OK;
     }
     /* 3. this rank's block of every input */
     lo = block_lo(j->count, n, me);
     hi = block_lo(j->count, n, me + 1);
     for (k = 0, m = 0; k < n; k++) {
-        const char *base = k == me ? (const char *)src : (const char *)peer[m];
-        if (k != me) {
-            m += 2;
-        }
-        xs[k] = base + lo * es;
+        xs[k] = (k == me ? (const char *)src : (const char *)peer[2 * m++]) + lo * es;
     }
     st = tc__cuda_combine(j->dev->device, j->dtype, j->op, n, xs, (char *)j->buf + lo * es, hi - lo,
                           j->dev->prescale, j->dev->postscale, why, sizeof(why));
@@ -205,6 +221,66 @@ tc_status_t tc__device_node_allreduce(const tc_algo_ctx_t *x, const tc_allreduce
     return TC_OK;
 }
 
+tc_status_t tc__device_node_reducescatter(const tc_algo_ctx_t *x, const tc_reducescatter_job_t *j)
+{
+    tc_transport_t *tp = x->tp;
+    int n = tp->size, me = tp->rank, k, m = 0, bad = -1;
+    size_t es = tc_dtype_size(j->dtype), off, elems;
+    void *peer[TC_CUDA_MAX_COMBINE];
+    const void *xs[TC_CUDA_MAX_COMBINE];
+    tc_cuda_ipc_maps_t *maps = NULL;
+    char why[256] = "";
+    tc_status_t st;
+
+    /* 1-2. the inputs shared, or every rank declines */
+    if ((st = share(x, j->dev, &j->src, 1, peer, &maps)) != TC_OK || j->dev->declined) {
+        return st;
+    }
+    /* 3. this rank's rows of every input, combined into its output */
+    tc__row_block(j->rows, j->row_elems, n, me, &off, &elems);
+    for (k = 0, m = 0; k < n; k++) {
+        xs[k] = (k == me ? (const char *)j->src : (const char *)peer[m++]) + off * es;
+    }
+    st = tc__cuda_combine(j->dev->device, j->dtype, j->op, n, xs, j->out, elems, j->dev->prescale,
+                          j->dev->postscale, why, sizeof(why));
+    /* 5. no one reads this rank's input any more */
+    if ((st = agree(tp, st == TC_OK, &bad)) != TC_OK || bad >= 0) {
+        return step_failed(j->dev, maps, st, bad, me, "the combine kernel", why);
+    }
+    tc__cuda_ipc_close(j->dev->device, maps);
+    return TC_OK;
+}
+
+tc_status_t tc__device_node_allgather(const tc_algo_ctx_t *x, const tc_allgather_job_t *j)
+{
+    tc_transport_t *tp = x->tp;
+    int n = tp->size, me = tp->rank, k, m = 0, bad = -1;
+    void *peer[TC_CUDA_MAX_COMBINE], *dsts[TC_CUDA_MAX_COMBINE];
+    const void *srcs[TC_CUDA_MAX_COMBINE];
+    size_t bytes[TC_CUDA_MAX_COMBINE];
+    tc_cuda_ipc_maps_t *maps = NULL;
+    char why[256] = "";
+    tc_status_t st;
+
+    /* 1-2. the inputs shared, or every rank declines */
+    if ((st = share(x, j->dev, &j->src, 1, peer, &maps)) != TC_OK || j->dev->declined) {
+        return st;
+    }
+    /* 3. every rank's input to its place in this rank's output */
+    for (k = 0, m = 0; k < n; k++) {
+        dsts[k] = (char *)j->buf + j->displs[k];
+        srcs[k] = k == me ? j->src : peer[m++];
+        bytes[k] = j->bytes[k];
+    }
+    st = tc__cuda_copy_many(j->dev->device, n, dsts, srcs, bytes, why, sizeof(why));
+    /* 5. no one reads this rank's input any more */
+    if ((st = agree(tp, st == TC_OK, &bad)) != TC_OK || bad >= 0) {
+        return step_failed(j->dev, maps, st, bad, me, "copying the blocks", why);
+    }
+    tc__cuda_ipc_close(j->dev->device, maps);
+    return TC_OK;
+}
+
 tc_status_t tc__device_node_broadcast(const tc_algo_ctx_t *x, const tc_broadcast_job_t *j)
 {
     tc_transport_t *tp = x->tp;
@@ -220,7 +296,7 @@ tc_status_t tc__device_node_broadcast(const tc_algo_ctx_t *x, const tc_broadcast
      * ready (the root's input, the others' earlier work on theirs) */
     memset(recs, 0, sizeof(recs));
     if (me == j->root) {
-        ok = tc__cuda_ipc_export(j->dev->device, j->buf, &recs[me].send, why, sizeof(why)) == TC_OK;
+        ok = tc__cuda_ipc_export(j->dev->device, j->buf, &recs[me].h[0], why, sizeof(why)) == TC_OK;
     }
     recs[me].ok = ok;
     if ((st = allgather(tp, recs, sizeof(rec_t))) != TC_OK) {
@@ -229,7 +305,7 @@ tc_status_t tc__device_node_broadcast(const tc_algo_ctx_t *x, const tc_broadcast
     /* 2. the root's buffer opened on every other rank, or all decline */
     ok = ok && recs[j->root].ok;
     if (ok && me != j->root) {
-        ok = tc__cuda_ipc_open(j->dev->device, &recs[j->root].send, 1, &root_buf, &maps, why,
+        ok = tc__cuda_ipc_open(j->dev->device, &recs[j->root].h[0], 1, &root_buf, &maps, why,
                                sizeof(why)) == TC_OK;
     }
     if ((st = agree(tp, ok, &bad)) != TC_OK) {

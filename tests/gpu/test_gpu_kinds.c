@@ -226,10 +226,12 @@ TC_CASE(allreduce_every_dtype_and_op)
 TC_CASE(allgather_broadcast)
 {
     int root;
-    size_t rows = (size_t)tt_rank + 1, count = rows * 3, bytes = count * sizeof(double);
+    /* 100 columns: from 2.4 KB of output at 2 ranks, so TCOLL_CUDA_IPC_MIN_KB=1 lets
+     * the IPC record take it */
+    size_t rows = (size_t)tt_rank + 1, count = rows * 100, bytes = count * sizeof(double);
     double *h = malloc(bytes);
     void *d;
-    tc_tensor_t ht = {h, TC_FLOAT64, 2, {(int64_t)rows, 3}}, dt_, hout, dout;
+    tc_tensor_t ht = {h, TC_FLOAT64, 2, {(int64_t)rows, 100}}, dt_, hout, dout;
     tc_opts_t o = dopts();
     tc_request_t *hr, *dr;
 
@@ -298,11 +300,11 @@ static void reducescatter_pair(const char *name, const tc_tensor_t *dt, const tc
 TC_CASE(reducescatter_alltoall)
 {
     int n = tt_size, j;
-    size_t rows = 2 * (size_t)n + 1, count = rows * 5;
+    size_t rows = 2 * (size_t)n + 1, count = rows * 300; /* IPC from 1 KiB: 6 KB at 2 ranks */
     float *h = malloc(count * sizeof(float));
     uint16_t *hb = malloc(count * 2);
     void *d, *db;
-    tc_tensor_t ht = {h, TC_FLOAT32, 2, {(int64_t)rows, 5}}, hbt = ht, dt_, dbt, a, b;
+    tc_tensor_t ht = {h, TC_FLOAT32, 2, {(int64_t)rows, 300}}, hbt = ht, dt_, dbt, a, b;
     tc_opts_t o = dopts();
     tc_request_t *hr, *dr;
     int64_t *splits = calloc((size_t)n, sizeof(int64_t)), total = 0;
@@ -322,7 +324,7 @@ TC_CASE(reducescatter_alltoall)
     reducescatter_pair("rs", &dt_, &ht, TC_SUM, "reducescatter float32 sum");
     reducescatter_pair("rs-bf", &dbt, &hbt, TC_MAX, "reducescatter bfloat16 max");
 
-    /* alltoall: splits[j] = (rank + j) % 3 rows to rank j, 5 floats a row */
+    /* alltoall: splits[j] = (rank + j) % 3 rows to rank j, 300 floats a row */
     for (j = 0; j < n; j++) {
         splits[j] = (tt_rank + j) % 3;
         total += splits[j];

@@ -169,9 +169,10 @@ TC_CASE(selector)
     /* memory no record handles: none */
     CHECK_PICK("(none)", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 64, 1u << 5);
     CHECK_PICK("(none)", &x, TC_KIND_COUNT, TC_FLOAT32, TC_SUM, 64, TC_MEM_HOST);
-    /* device memory: allreduce's and broadcast's in-node records, from
-     * TCOLL_CUDA_IPC_MIN_KB up, with the set on one node of 2..64 ranks;
-     * nothing else (the caller stages through host memory) */
+    /* device memory: the in-node records of allreduce, broadcast,
+     * allgather and reducescatter, from TCOLL_CUDA_IPC_MIN_KB up, with the
+     * set on one node of 2..64 ranks; none for alltoall (the caller stages
+     * through host memory) */
     x.hier = NULL;
     x.node = NULL;
     tp.size = 4;
@@ -180,9 +181,10 @@ TC_CASE(selector)
     CHECK_PICK("cuda ipc", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 1024, TC_MEM_CUDA);
     CHECK_PICK("cuda ipc", &x, TC_KIND_ALLREDUCE, TC_BFLOAT16, TC_PROD, big, TC_MEM_CUDA);
     CHECK_PICK("(none)", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 1023, TC_MEM_CUDA);
-    CHECK_PICK("(none)", &x, TC_KIND_ALLGATHER, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA);
+    CHECK_PICK("cuda ipc", &x, TC_KIND_ALLGATHER, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA);
     CHECK_PICK("cuda ipc", &x, TC_KIND_BROADCAST, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA);
-    CHECK_PICK("(none)", &x, TC_KIND_REDUCESCATTER, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA);
+    CHECK_PICK("cuda ipc", &x, TC_KIND_REDUCESCATTER, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA);
+    CHECK_PICK("(none)", &x, TC_KIND_REDUCESCATTER, TC_FLOAT32, TC_SUM, 1023, TC_MEM_CUDA);
     CHECK_PICK("(none)", &x, TC_KIND_ALLTOALL, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA);
     CHECK_PICK("shm", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 64,
                TC_MEM_HOST); /* host: as before */
