@@ -28,16 +28,22 @@ typedef struct {
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pipe_t *pipes; /* [device count] */
 
-/* dev's pipe, made on first use, with dev current on this thread. */
-static tc_status_t get(int dev, pipe_t **p_p, char *why, size_t len)
+/* dev's pipe, made on first use, with dev current on this thread; slot
+ * checked against its events. */
+static tc_status_t get(int dev, int slot, pipe_t **p_p, char *why, size_t len)
 {
     tc_cuda_ctx_t ctx;
-    tc_status_t st = tc__cuda_ctx(dev, NULL, &ctx, why, len); /* checks dev, makes it current */
+    tc_status_t st;
     cudaError_t e = cudaSuccess;
     pipe_t *p;
     int d, s;
 
-    if (st != TC_OK) {
+    if (slot < 0 || slot >= TC_CUDA_PIPE_SLOTS) {
+        snprintf(why, len, "copy slot %d out of range", slot);
+        return TC_ERR_ARG;
+    }
+    /* checks dev, makes it current */
+    if ((st = tc__cuda_ctx(dev, NULL, &ctx, why, len)) != TC_OK) {
         return st;
     }
     pthread_mutex_lock(&mu);
@@ -73,11 +79,7 @@ tc_status_t tc__cuda_pipe_copy(int dev, int slot, int to_device, void *dst, cons
     int d = to_device != 0;
     tc_status_t st;
 
-    if (slot < 0 || slot >= TC_CUDA_PIPE_SLOTS) {
-        snprintf(why, len, "copy slot %d out of range", slot);
-        return TC_ERR_ARG;
-    }
-    if ((st = get(dev, &p, why, len)) != TC_OK) {
+    if ((st = get(dev, slot, &p, why, len)) != TC_OK) {
         return st;
     }
     if (bytes > 0 &&
@@ -97,11 +99,7 @@ tc_status_t tc__cuda_pipe_wait(int dev, int slot, int to_device, char *why, size
     cudaError_t e;
     tc_status_t st;
 
-    if (slot < 0 || slot >= TC_CUDA_PIPE_SLOTS) {
-        snprintf(why, len, "copy slot %d out of range", slot);
-        return TC_ERR_ARG;
-    }
-    if ((st = get(dev, &p, why, len)) != TC_OK) {
+    if ((st = get(dev, slot, &p, why, len)) != TC_OK) {
         return st;
     }
     if ((e = cudaEventSynchronize(p->done[to_device != 0][slot])) != cudaSuccess) {

@@ -25,6 +25,9 @@
 #include "reduce/reduce.h"
 #include "util/log.h"
 
+/* the slots' copies are marked with the copy streams' per-slot events */
+_Static_assert(TC_STAGE_SLOTS <= TC_CUDA_PIPE_SLOTS, "a staging slot without a copy event");
+
 /* The chunk for elements of es bytes: the knob, whole elements, at least one. */
 static size_t chunk_of(const tc_algo_ctx_t *x, size_t es)
 {
@@ -78,6 +81,13 @@ static tc_status_t pipe_wait(void *ctx, int slot, int to_device, char *why, size
     return tc__cuda_pipe_wait(*(const int *)ctx, slot, to_device, why, len);
 }
 
+/* The reason of a chunk whose host record h failed. */
+static void chunk_failed(const tc_algo_ctx_t *x, const tc_algo_t *h, size_t off, char *why,
+                         size_t len)
+{
+    snprintf(why, len, "%s (%s, the chunk at byte %zu)", tc__algo_err(x, h), h->name, off);
+}
+
 /* Runs r through fn over tcoll's copy streams for dev (j's device). */
 static tc_status_t run(const tc_algo_ctx_t *x, tc_device_job_t *d, tc_stage_run_t *r,
                        tc_stage_chunk_fn fn, void *arg)
@@ -109,7 +119,7 @@ static tc_status_t ar_chunk(void *arg, void *slot, size_t off, size_t bytes, cha
         tc__scale(j->dtype, slot, slot, n, j->dev->prescale);
     }
     if ((st = h->run.allreduce(a->x, &hj)) != TC_OK) {
-        snprintf(why, len, "%s (%s, the chunk at byte %zu)", tc__algo_err(a->x, h), h->name, off);
+        chunk_failed(a->x, h, off, why, len);
         return st;
     }
     if (j->dev->postscale != 1.0) {
@@ -142,7 +152,7 @@ static tc_status_t bc_chunk(void *arg, void *slot, size_t off, size_t bytes, cha
     tc_status_t st;
 
     if ((st = h->run.broadcast(a->x, &hj)) != TC_OK) {
-        snprintf(why, len, "%s (%s, the chunk at byte %zu)", tc__algo_err(a->x, h), h->name, off);
+        chunk_failed(a->x, h, off, why, len);
     }
     return st;
 }
