@@ -214,8 +214,14 @@ class Ddp:
         self.name = "DDP-gloo"
         self.rank, self.size = launcher_rank_size()
         port = os.environ.get("MASTER_PORT") or str(20000 + os.getppid() % 20000)
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
-                                rank=self.rank, world_size=self.size)
+        master = self.rank == 0
+        try:
+            store = dist.TCPStore("127.0.0.1", int(port), self.size, master)
+        except RuntimeError as e:  # torch >= 2.4 built without libuv (Debian's)
+            if "libuv" not in str(e):
+                raise
+            store = dist.TCPStore("127.0.0.1", int(port), self.size, master, use_libuv=False)
+        dist.init_process_group("gloo", store=store, rank=self.rank, world_size=self.size)
 
     def wrap(self, model, opt):
         # DDP broadcasts rank 0's parameters when it wraps the model; the

@@ -54,9 +54,23 @@ def gloo_init(rank, size):
     node). Collective. Returns torch.distributed."""
     import torch.distributed as dist
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % gloo_port(),
+    dist.init_process_group("gloo", store=tcp_store(gloo_port(), rank, size),
                             rank=rank, world_size=size)
     return dist
+
+
+def tcp_store(port, rank, size):
+    """torch's TCPStore on 127.0.0.1:port, served by rank 0. torch 2.4 and
+    later serve it with libuv by default, which some builds lack (Debian's
+    2.6: "use_libuv was requested but PyTorch was build without libuv
+    support"): those get the older server."""
+    import torch.distributed as dist
+    try:
+        return dist.TCPStore("127.0.0.1", port, size, rank == 0)
+    except RuntimeError as e:
+        if "libuv" not in str(e):
+            raise
+        return dist.TCPStore("127.0.0.1", port, size, rank == 0, use_libuv=False)
 
 
 def default_workload():

@@ -114,6 +114,18 @@ def _store_host():
     return os.environ.get("MASTER_ADDR") or socket.gethostname()
 
 
+def _tcp_store(host, port, size, is_master, timeout, **kwargs):
+    """torch's TCPStore. From 2.4 its server defaults to libuv, which some
+    builds of torch lack (Debian's: "use_libuv was requested but PyTorch was
+    build without libuv support"): such a build gets the older server."""
+    try:
+        return dist.TCPStore(host, port, size, is_master, timeout, **kwargs)
+    except RuntimeError as e:
+        if "libuv" not in str(e):
+            raise
+        return dist.TCPStore(host, port, size, is_master, timeout, use_libuv=False, **kwargs)
+
+
 def _make_store(timeout):
     """A TCPStore served by rank 0 (HashStore for one rank)."""
     if _basics.size() == 1:
@@ -122,13 +134,13 @@ def _make_store(timeout):
         return store
     if _basics.rank() == 0:
         host = _store_host()
-        store = dist.TCPStore(host, 0, _basics.size(), True, timeout, wait_for_workers=False)
+        store = _tcp_store(host, 0, _basics.size(), True, timeout, wait_for_workers=False)
         where = (host, int(store.port))
     else:
         where = None
     host, port = broadcast_object(where, 0, name="tcoll.dist.store")
     if _basics.rank() != 0:
-        store = dist.TCPStore(host, port, _basics.size(), False, timeout)
+        store = _tcp_store(host, port, _basics.size(), False, timeout)
     return store
 
 
