@@ -142,6 +142,7 @@ typedef struct {
     const size_t *sb, *sd, *rb, *rd; /* [set size] bytes and offsets, to and from each */
     const uint64_t *matrix;          /* inside the node: every rank's rows to every rank */
     size_t row;                      /* bytes in a row */
+    struct tc_device_job *dev;       /* device memory (a TC_MEM_CUDA record); else NULL */
 } tc_alltoall_job_t;
 
 typedef struct tc_algo {
@@ -255,6 +256,14 @@ tc_status_t tc__device_node_allgather(const tc_algo_ctx_t *x, const tc_allgather
  * rank's input, opened through CUDA IPC, into its output with the combine
  * kernel (the same rule). */
 tc_status_t tc__device_node_reducescatter(const tc_algo_ctx_t *x, const tc_reducescatter_job_t *j);
+/* The in-node device alltoall: each rank copies the rows every rank sends
+ * it from that rank's input, opened through CUDA IPC, to their place in its
+ * own output (the same rule, on the largest input of any rank; j->matrix is
+ * the whole matrix of rows, tc__alltoall_plan). A rank whose output could
+ * not be allocated (NULL: d->why says why) still takes part: every rank
+ * declines, and it is staged. The same holds for allgather's and
+ * reducescatter's outputs. */
+tc_status_t tc__device_node_alltoall(const tc_algo_ctx_t *x, const tc_alltoall_job_t *j);
 
 /* What the kinds' runs and device.c share about an output tcoll allocates:
  * an allgather's blocks from rank 0's plan r (bytes and displs, [set size]
@@ -266,6 +275,42 @@ tc_status_t tc__allgather_layout(const tc_algo_ctx_t *x, const tc_request_t *req
                                  size_t *total_p, int64_t *rows_p, char *msg, size_t len);
 void tc__reducescatter_block(const tc_algo_ctx_t *x, const tc_request_t *req, size_t *off_p,
                              size_t *elems_p, int64_t *rows_p);
+/* An alltoall's blocks (alltoall_plan.c): this rank's rows to every rank
+ * (counts[q]) with their bytes and offsets in its input (sb, sd); the rows
+ * every rank sends this one (from[q * stride]) as the output's blocks (rb,
+ * rd), the total bytes and rows and the output's splits in req (req's
+ * out_splits allocated by the caller), TC_ERR_NOMEM with msg when they do
+ * not fit in memory; the largest input of any rank in bytes from the whole
+ * matrix (SIZE_MAX past a size_t). */
+void tc__alltoall_send_layout(const tc_request_t *req, int size, size_t row, uint64_t *counts,
+                              size_t *sb, size_t *sd);
+tc_status_t tc__alltoall_recv_layout(tc_request_t *req, int size, size_t row, const uint64_t *from,
+                                     size_t stride, size_t *rb, size_t *rd, size_t *total_p,
+                                     int64_t *rows_p, char *msg, size_t len);
+size_t tc__alltoall_most(const uint64_t *matrix, int n, size_t row);
+/* An alltoall's plan for its device records (device.c): every rank's rows
+ * to every rank (matrix, n x n, matrix[p * n + q]: p to q; exchanged over
+ * the set's transport, 8 bytes a pair, collective), this rank's blocks in
+ * its input (sb, sd) and in its output (rb, rd), the output's total bytes
+ * and rows (its splits set in req), and the largest input of any rank in
+ * bytes (most: alike on every rank). tc__alltoall_plan returns TC_OK or a
+ * status with msg naming the tensor (nothing left allocated then);
+ * tc__alltoall_plan_free frees it, and req's splits unless req is NULL. */
+typedef struct {
+    uint64_t *matrix;
+    size_t *sb, *sd, *rb, *rd;
+    size_t row, total, most;
+    int64_t rows;
+} tc_alltoall_plan_t;
+tc_status_t tc__alltoall_plan(const tc_algo_ctx_t *x, tc_request_t *req, tc_alltoall_plan_t *p,
+                              char *msg, size_t len);
+void tc__alltoall_plan_free(tc_request_t *req, tc_alltoall_plan_t *p);
+/* Where the rows every rank p sends rank me go, for a record that reads
+ * every rank's input (inputs[p], as this rank sees it) given the whole
+ * matrix (j->matrix, j->row; j->out and j->rd this rank's output): block p
+ * is bytes[p] bytes from srcs[p] to dsts[p]. */
+void tc__alltoall_blocks(const tc_alltoall_job_t *j, int n, int me, const void *const *inputs,
+                         void **dsts, const void **srcs, size_t *bytes);
 /* An allgather's output set: data with rows rows, and the ranks' dim 0s as
  * its splits (tc_request_splits). */
 void tc__allgather_output(tc_request_t *req, const tc_wire_response_t *r, int size, void *data,

@@ -2,6 +2,11 @@
  * algo_alltoall.c - alltoall's records, in the order the selector tries
  * them, and its run (algo.h):
  *
+ *   cuda ipc           device tensors only (TC_MEM_CUDA), the set on one node,
+ *                      TCOLL_CUDA_IPC: each rank copies the rows every rank
+ *                      sends it from that rank's input, opened through CUDA
+ *                      IPC (device_node.c; device.c runs it, outside the
+ *                      kind's run, after tc__alltoall_plan)
  *   cma                the global set on one node, when the largest input of
  *                      any rank is TCOLL_SHM_DIRECT_KB or more: every rank
  *                      reads its blocks from the others' inputs directly
@@ -44,7 +49,20 @@ static const tc_algo_t shm_algo = {
 static const tc_algo_t pairwise_algo = {"pairwise exchange", NULL, TC_MEM_HOST,
                                         TC_ALGO_OVER_TP,     NULL, {.alltoall = pairwise_run}};
 
-static const tc_algo_t *const records[] = {&cma_algo, &shm_algo, &pairwise_algo};
+static tc_status_t cuda_ipc_run(const tc_algo_ctx_t *x, const tc_alltoall_job_t *j)
+{
+    return tc__device_node_alltoall(x, j);
+}
+
+/* device memory only: the kind's run never picks it for host memory */
+static const tc_algo_t cuda_ipc_algo = {"cuda ipc",
+                                        NULL,
+                                        TC_MEM_CUDA,
+                                        TC_ALGO_OVER_TP,
+                                        tc__device_node_applies,
+                                        {.alltoall = cuda_ipc_run}};
+
+static const tc_algo_t *const records[] = {&cuda_ipc_algo, &cma_algo, &shm_algo, &pairwise_algo};
 
 /* How many rows every rank sends every rank: this rank's are counts[0..n),
  * what each rank sends this one goes into counts[n..2n). Inside the node
@@ -67,34 +85,13 @@ static tc_status_t alltoall_counts(const tc_algo_ctx_t *x, tc_shm_coll_t *shm, u
     return st;
 }
 
-/* The largest send buffer of any rank, in bytes (SIZE_MAX past a size_t):
- * whether an alltoall inside the node runs direct, alike on every rank. */
-static size_t alltoall_most(const uint64_t *matrix, int n, size_t row)
-{
-    size_t most = 0;
-    int p, q;
-
-    for (p = 0; p < n; p++) {
-        uint64_t rows = 0;
-        for (q = 0; q < n; q++) {
-            uint64_t c = matrix[(size_t)p * (size_t)n + (size_t)q];
-            rows = c > UINT64_MAX - rows ? UINT64_MAX : rows + c;
-        }
-        if (row != 0 && rows > SIZE_MAX / row) {
-            return SIZE_MAX;
-        }
-        most = rows * row > most ? (size_t)rows * row : most;
-    }
-    return most;
-}
-
 /* The ranks first exchange how many rows each sends each (8 bytes a pair),
  * then the rows; the output (tcoll's) stacks what came, in rank order. */
 static tc_status_t alltoall_run(const tc_algo_ctx_t *x, tc_request_t *req,
                                 const tc_wire_response_t *r, char *msg, size_t len)
 {
     const int size = x->tp->size;
-    size_t row = tc_dtype_size(req->dtype) * tc__algo_row_elems(req), total = 0, off = 0;
+    size_t row = tc_dtype_size(req->dtype) * tc__algo_row_elems(req), total = 0;
     /* the counts go the way the rows will: through the segment when its
      * records may run (the same test as theirs), else over the transport */
     tc_shm_coll_t *shm = tc__algo_shm_kinds(x) ? x->shm : NULL;
@@ -103,7 +100,6 @@ static tc_status_t alltoall_run(const tc_algo_ctx_t *x, tc_request_t *req,
     size_t *sb, *sd, *rb, *rd;
     int64_t rows = 0;
     tc_status_t st = TC_ERR_NOMEM;
-    int q;
 
     (void)r;
     counts = malloc(2 * (size_t)size * sizeof(*counts));
@@ -120,13 +116,7 @@ static tc_status_t alltoall_run(const tc_algo_ctx_t *x, tc_request_t *req,
     sd = sb + size;
     rb = sd + size;
     rd = rb + size;
-    for (q = 0; q < size; q++) {
-        int64_t n = req->splits != NULL ? req->splits[q] : req->shape[0] / size;
-        counts[q] = (uint64_t)n;
-        sb[q] = (size_t)n * row;
-        sd[q] = off;
-        off += sb[q];
-    }
+    tc__alltoall_send_layout(req, size, row, counts, sb, sd);
     st = alltoall_counts(x, shm, counts, matrix);
     if (st != TC_OK) {
         snprintf(msg, len, "tensor '%s': alltoall failed exchanging row counts: %s", req->name,
@@ -135,20 +125,10 @@ static tc_status_t alltoall_run(const tc_algo_ctx_t *x, tc_request_t *req,
                                     : x->tp->err);
         goto out;
     }
-    for (q = 0; q < size; q++) {
-        uint64_t n = counts[size + q];
-        if (n > (uint64_t)INT64_MAX || (row != 0 && n > (SIZE_MAX - total) / row)) {
-            snprintf(msg, len, "tensor '%s': alltoall output does not fit in memory", req->name);
-            st = TC_ERR_NOMEM;
-            goto out;
-        }
-        req->out_splits[q] = (int64_t)n;
-        rb[q] = (size_t)n * row;
-        rd[q] = total;
-        total += rb[q];
-        rows += (int64_t)n;
+    if ((st = tc__alltoall_recv_layout(req, size, row, counts + size, 1, rb, rd, &total, &rows, msg,
+                                       len)) != TC_OK) {
+        goto out;
     }
-    req->nout_splits = size;
     req->owned_output = tc__output_alloc(total, &req->owned_cap);
     if (req->owned_output == NULL) {
         snprintf(msg, len, "tensor '%s': cannot allocate %zu bytes for the alltoall output",
@@ -159,10 +139,11 @@ static tc_status_t alltoall_run(const tc_algo_ctx_t *x, tc_request_t *req,
     {
         /* bytes: the largest input, which only the matrix gives alike on
          * every rank; without it no size rule applies */
-        tc_algo_call_t c = {TC_KIND_ALLTOALL, req->dtype,
-                            req->op,          shm != NULL ? alltoall_most(matrix, size, row) : 0,
-                            TC_MEM_HOST,      0};
-        tc_alltoall_job_t j = {req->send, req->owned_output, sb, sd, rb, rd, matrix, row};
+        tc_algo_call_t c = {
+            TC_KIND_ALLTOALL, req->dtype,
+            req->op,          shm != NULL ? tc__alltoall_most(matrix, size, row) : 0,
+            TC_MEM_HOST,      0};
+        tc_alltoall_job_t j = {req->send, req->owned_output, sb, sd, rb, rd, matrix, row, NULL};
         a = tc__algo_pick(&tc__exec_alltoall, x, &c);
         req->algo = a;
         st = a->run.alltoall(x, &j);

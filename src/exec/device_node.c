@@ -26,7 +26,9 @@
  * Reducescatter is steps 1-3 (only the inputs shared; block r is rank r's
  * rows, its output tcoll's) and 5; allgather shares the inputs, and each
  * rank copies every rank's input to its place in its own output, then 5;
- * broadcast shares the root's buffer, which the others copy, then 5.
+ * broadcast shares the root's buffer, which the others copy, then 5;
+ * alltoall shares the inputs, and each rank copies the rows every rank
+ * sends it from that rank's input to their place in its output, then 5.
  * A barrier here is an allgather of each rank's status, so a rank whose
  * kernel or copies failed stops every rank of the set at the same step.
  */
@@ -121,7 +123,8 @@ static tc_status_t step_failed(tc_device_job_t *d, tc_cuda_ipc_maps_t *maps, tc_
 /* Steps 1 and 2 for nb (1 or 2) buffers of each rank, bufs[] here: on
  * TC_OK either peer[(nb * m) + b] is buffer b of the m-th other rank (in
  * rank order) and *maps_p holds them open, or every rank declined
- * (d->declined); another status when an exchange failed. */
+ * (d->declined); another status when an exchange failed. bufs NULL: this
+ * rank takes part only to decline (d->why says why). */
 static tc_status_t share(const tc_algo_ctx_t *x, tc_device_job_t *d, const void *const *bufs,
                          int nb, void **peer, tc_cuda_ipc_maps_t **maps_p)
 {
@@ -134,6 +137,10 @@ static tc_status_t share(const tc_algo_ctx_t *x, tc_device_job_t *d, const void 
 
     *maps_p = NULL;
     memset(recs, 0, sizeof(recs));
+    if (bufs == NULL) {
+        ok = 0;
+        snprintf(why, sizeof(why), "%s", d->why);
+    }
     for (b = 0; b < nb && ok; b++) {
         if (b > 0 && bufs[b] == bufs[b - 1]) {
             recs[me].h[b] = recs[me].h[b - 1];
@@ -233,7 +240,8 @@ tc_status_t tc__device_node_reducescatter(const tc_algo_ctx_t *x, const tc_reduc
     tc_status_t st;
 
     /* 1-2. the inputs shared, or every rank declines */
-    if ((st = share(x, j->dev, &j->src, 1, peer, &maps)) != TC_OK || j->dev->declined) {
+    if ((st = share(x, j->dev, j->out != NULL ? &j->src : NULL, 1, peer, &maps)) != TC_OK ||
+        j->dev->declined) {
         return st;
     }
     /* 3. this rank's rows of every input, combined into its output */
@@ -263,7 +271,8 @@ tc_status_t tc__device_node_allgather(const tc_algo_ctx_t *x, const tc_allgather
     tc_status_t st;
 
     /* 1-2. the inputs shared, or every rank declines */
-    if ((st = share(x, j->dev, &j->src, 1, peer, &maps)) != TC_OK || j->dev->declined) {
+    if ((st = share(x, j->dev, j->buf != NULL ? &j->src : NULL, 1, peer, &maps)) != TC_OK ||
+        j->dev->declined) {
         return st;
     }
     /* 3. every rank's input to its place in this rank's output */
@@ -272,6 +281,36 @@ tc_status_t tc__device_node_allgather(const tc_algo_ctx_t *x, const tc_allgather
         srcs[k] = k == me ? j->src : peer[m++];
         bytes[k] = j->bytes[k];
     }
+    st = tc__cuda_copy_many(j->dev->device, n, dsts, srcs, bytes, why, sizeof(why));
+    /* 5. no one reads this rank's input any more */
+    if ((st = agree(tp, st == TC_OK, &bad)) != TC_OK || bad >= 0) {
+        return step_failed(j->dev, maps, st, bad, me, "copying the blocks", why);
+    }
+    tc__cuda_ipc_close(j->dev->device, maps);
+    return TC_OK;
+}
+
+tc_status_t tc__device_node_alltoall(const tc_algo_ctx_t *x, const tc_alltoall_job_t *j)
+{
+    tc_transport_t *tp = x->tp;
+    int n = tp->size, me = tp->rank, p, m = 0, bad = -1;
+    void *peer[TC_CUDA_MAX_COMBINE], *dsts[TC_CUDA_MAX_COMBINE];
+    const void *srcs[TC_CUDA_MAX_COMBINE], *inputs[TC_CUDA_MAX_COMBINE];
+    size_t bytes[TC_CUDA_MAX_COMBINE];
+    tc_cuda_ipc_maps_t *maps = NULL;
+    char why[256] = "";
+    tc_status_t st;
+
+    /* 1-2. the inputs shared, or every rank declines */
+    if ((st = share(x, j->dev, j->out != NULL ? &j->send : NULL, 1, peer, &maps)) != TC_OK ||
+        j->dev->declined) {
+        return st;
+    }
+    /* 3. from every rank p, the rows p sends this one */
+    for (p = 0; p < n; p++) {
+        inputs[p] = p == me ? j->send : peer[m++];
+    }
+    tc__alltoall_blocks(j, n, me, inputs, dsts, srcs, bytes);
     st = tc__cuda_copy_many(j->dev->device, n, dsts, srcs, bytes, why, sizeof(why));
     /* 5. no one reads this rank's input any more */
     if ((st = agree(tp, st == TC_OK, &bad)) != TC_OK || bad >= 0) {

@@ -233,20 +233,22 @@ static const knob_t knobs[] = {
      "MPI_THREAD_MULTIPLE anyway.",
      mpi_thread_choices},
     {"TCOLL_CUDA_IPC", KNOB_INT, OFF(cuda_ipc), "0", 0, 1, KNOB_AGREE,
-     "1: an allreduce, broadcast, allgather or reducescatter of CUDA device "
-     "tensors whose process set is on one node shares the ranks' device "
-     "memory through CUDA IPC: for an allreduce each rank combines its block "
-     "of every rank's input on its GPU, in the documented order, and copies "
-     "the others' blocks; for a reducescatter it combines its block only; for "
-     "a broadcast the others copy the root's buffer, for an allgather every "
-     "rank copies every rank's input (docs/gpu.md). Where the "
+     "1: an allreduce, broadcast, allgather, reducescatter or alltoall of "
+     "CUDA device tensors whose process set is on one node shares the ranks' "
+     "device memory through CUDA IPC: for an allreduce each rank combines its "
+     "block of every rank's input on its GPU, in the documented order, and "
+     "copies the others' blocks; for a reducescatter it combines its block "
+     "only; for a broadcast the others copy the root's buffer, for an "
+     "allgather every rank copies every rank's input, for an alltoall the "
+     "rows every rank sends it (docs/gpu.md). Where the "
      "system refuses IPC the job says so once and stages through host "
      "memory. 0 (the default, until the path has run on a GPU): every device "
      "tensor is staged through host memory.",
      NULL},
     {"TCOLL_CUDA_IPC_MIN_KB", KNOB_INT, OFF(cuda_ipc_min_kb), "256", 0, 1048576, KNOB_AGREE,
      "With TCOLL_CUDA_IPC=1, the smallest device tensor (KiB; an allgather's "
-     "output) that takes the IPC path; smaller ones are staged through host memory, "
+     "output, an alltoall's largest input of any rank) that takes the IPC "
+     "path; smaller ones are staged through host memory, "
      "where opening the peers' memory would cost more than the copies.",
      NULL},
     {"TCOLL_CUDA_STAGE_CHUNK_KB", KNOB_INT, OFF(cuda_stage_chunk_kb), "4096", 0, 1048576,

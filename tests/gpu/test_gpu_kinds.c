@@ -335,6 +335,9 @@ TC_CASE(reducescatter_alltoall)
     a = done(hr, "a2a-h");
     b = done(dr, "a2a");
     check_device_output(&b, &a, "alltoall");
+    if (tt_rank == 0) { /* which path: "cuda ipc" where IPC is on and works */
+        printf("# device alltoall ran '%s'\n", tc_request_algorithm(dr));
+    }
     CHECK_OK(tc_request_splits(dr, &got_splits, &got_n));
     CHECK_EQ(got_n, n);
     for (j = 0; j < n; j++) {

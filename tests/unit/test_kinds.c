@@ -170,9 +170,9 @@ TC_CASE(selector)
     CHECK_PICK("(none)", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 64, 1u << 5);
     CHECK_PICK("(none)", &x, TC_KIND_COUNT, TC_FLOAT32, TC_SUM, 64, TC_MEM_HOST);
     /* device memory: the in-node records of allreduce, broadcast,
-     * allgather and reducescatter, from TCOLL_CUDA_IPC_MIN_KB up, with the
-     * set on one node of 2..64 ranks; none for alltoall (the caller stages
-     * through host memory) */
+     * allgather, reducescatter and alltoall, from TCOLL_CUDA_IPC_MIN_KB up
+     * (alltoall: the largest input of any rank), with the set on one node
+     * of 2..64 ranks */
     x.hier = NULL;
     x.node = NULL;
     tp.size = 4;
@@ -185,7 +185,10 @@ TC_CASE(selector)
     CHECK_PICK("cuda ipc", &x, TC_KIND_BROADCAST, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA);
     CHECK_PICK("cuda ipc", &x, TC_KIND_REDUCESCATTER, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA);
     CHECK_PICK("(none)", &x, TC_KIND_REDUCESCATTER, TC_FLOAT32, TC_SUM, 1023, TC_MEM_CUDA);
-    CHECK_PICK("(none)", &x, TC_KIND_ALLTOALL, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA);
+    CHECK_PICK("cuda ipc", &x, TC_KIND_ALLTOALL, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA);
+    CHECK_PICK("(none)", &x, TC_KIND_ALLTOALL, TC_FLOAT32, TC_SUM, 1023, TC_MEM_CUDA);
+    CHECK_PICK("pairwise exchange", &x, TC_KIND_ALLTOALL, TC_FLOAT32, TC_SUM, big,
+               TC_MEM_HOST); /* host: never the device record */
     CHECK_PICK("shm", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 64,
                TC_MEM_HOST); /* host: as before */
     tp.size = 1;
