@@ -104,6 +104,9 @@ step info 60 mpiexec -n 1 "$build/tools/tcoll-info"
 step ctest 420 bash -c "ctest --test-dir '$build' -L gpu -j3 --output-on-failure --timeout 300 \
     2>&1 | tee '$build/ctest_gpu.log'; test \${PIPESTATUS[0]} -eq 0 &&
     if grep -q '(Skipped)' '$build/ctest_gpu.log'; then echo 'a GPU test skipped itself'; exit 77; fi"
+# which path the device alltoall took, and whether IPC was refused (for the record)
+grep -h "device alltoall ran\|CUDA IPC cannot be used\|CUDA IPC refused" \
+    "$build/Testing/Temporary/LastTest.log" 2>/dev/null | sed 's/^.*\] //' | sort | uniq -c || true
 
 if [ -f "$build/python/tcoll/__init__.py" ] && compgen -G "$build/python/tcoll/_tcoll*.so" >/dev/null; then
     export PYTHONPATH=$build/python
