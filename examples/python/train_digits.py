@@ -205,6 +205,7 @@ class Ddp:
     def __init__(self, backend):
         import torch.distributed as dist
         self.dist = dist
+        self.held = []  # tensors given to the group, until close()
         if backend == "tcoll":
             import tcoll.torch.distributed  # noqa: F401  (registers "tcoll")
             self.name = "DDP-tcoll"
@@ -234,15 +235,26 @@ class Ddp:
     def average(self, value, name):
         t = torch.tensor([value])
         self.dist.all_reduce(t)
+        self.held.append(t)
         return t.item() / self.size
 
     def gather_rows(self, t):
         rows = [torch.empty_like(t) for _ in range(self.size)]
         self.dist.all_gather(rows, t)
+        self.held += [t] + rows
         return torch.stack(rows)
 
     def close(self):
+        # torch 2.x's Gloo group joins its worker threads in its destructor
+        # holding the interpreter lock, and a worker that drops the last
+        # reference to a Python tensor waits for that lock: both would wait
+        # forever. So the tensors given to the group stay alive until it is
+        # gone (held), every earlier work is done (the barrier), and the
+        # workers get the lock to let go of theirs (the sleep).
+        self.dist.barrier()
+        time.sleep(0.1)
         self.dist.destroy_process_group()
+        self.held.clear()
 
 
 def local_rank():

@@ -12,6 +12,7 @@ with one line when torch has no CUDA device.
 
 import os
 import sys
+import time
 
 import torch
 
@@ -121,6 +122,10 @@ def main():
         print("test_dist_cuda: rank %d FAIL: %s: %s" % (r, type(e).__name__, e), flush=True)
         sys.stdout.flush()
         os._exit(1)
+    # the Gloo group goes too: torch 2.x joins its workers holding the
+    # interpreter lock, which a worker letting go of a Python tensor waits for
+    dist.barrier()
+    time.sleep(0.1)
     dist.destroy_process_group()
     if r == 0:
         print("test_dist_cuda: PASS: %d ranks, %d checks on rank 0 (torch %s)"

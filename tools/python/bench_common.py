@@ -59,6 +59,21 @@ def gloo_init(rank, size):
     return dist
 
 
+def destroy_process_group(dist):
+    """dist.destroy_process_group(), once every rank's earlier work is done
+    and torch's worker threads have had the interpreter lock to let go of
+    it. torch 2.x's Gloo group joins its worker threads in its destructor,
+    holding the lock, while a worker that drops the last reference to a
+    Python tensor waits for the lock: both wait forever (seen now and then
+    with Debian 13's torch 2.6, a rank that reached it right after its last
+    collective). A barrier completes every earlier work; the sleep lets the
+    workers take the lock."""
+    import time
+    dist.barrier()
+    time.sleep(0.1)
+    dist.destroy_process_group()
+
+
 def tcp_store(port, rank, size):
     """torch's TCPStore on 127.0.0.1:port, served by rank 0. torch 2.4 and
     later serve it with libuv by default, which some builds lack (Debian's

@@ -44,7 +44,7 @@ from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_common import (  # noqa: E402
-    default_workload, read_workload, say, summary, table,
+    default_workload, destroy_process_group, read_workload, say, summary, table,
 )
 
 PROG = "bench_ddp"
@@ -197,7 +197,7 @@ def main(argv):
         print("DDP-tcoll against DDP-gloo: %.2fx the steps per second, %.2fx on the "
               "communication alone (goal at 2 ranks: 3x)" % (speed, comm_speed))
     ok = all(v == 0 for v in wrong.values())
-    dist.destroy_process_group()
+    destroy_process_group(dist)
     return 0 if ok else 1
 
 

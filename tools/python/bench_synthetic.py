@@ -46,7 +46,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_common import (  # noqa: E402
-    gloo_init, import_tcoll_torch, launcher_rank_size, say, table,
+    destroy_process_group, gloo_init, import_tcoll_torch, launcher_rank_size, say, table,
 )
 
 PROG = "bench_synthetic"
@@ -158,10 +158,11 @@ def run_ddp(args):
     t = torch.tensor(times, dtype=torch.float64)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     digests = [torch.zeros(1, dtype=torch.int64) for _ in range(size)]
-    dist.all_gather(digests, weights_digest(model.module))
+    mine = weights_digest(model.module)  # alive until the group is gone
+    dist.all_gather(digests, mine)
     # DDP's reducer holds the process group: it goes first, then the group.
     del model, opt
-    dist.destroy_process_group()
+    destroy_process_group(dist)
     return rank, size, t.tolist(), all(bool(d == digests[0]) for d in digests)
 
 

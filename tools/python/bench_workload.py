@@ -54,7 +54,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_common import (  # noqa: E402
-    default_workload, read_workload,
+    default_workload, destroy_process_group, read_workload,
     gloo_init, import_tcoll_torch, launcher_rank_size, say, summary, table,
 )
 
@@ -331,7 +331,7 @@ def main(argv):
             "gloo": lambda: dist.all_reduce(one_gloo),
         }, args, barrier or hvd.barrier)
 
-    dist.destroy_process_group()
+    destroy_process_group(dist)
     hvd.shutdown()
     if rank == 0:
         report(args, workload, size, times, wrong, submit, lat, c_wl, c_lat, c_notes,

@@ -12,6 +12,7 @@ compare with it.
 
 import os
 import tempfile
+import time
 
 import pytest
 import torch
@@ -58,6 +59,11 @@ def gloo(comm):
     dist.init_process_group("gloo", init_method="file://" + os.path.join(workdir, "store"),
                             rank=comm.rank, world_size=comm.size)
     yield dist
+    # torch 2.x's Gloo group joins its workers in its destructor holding the
+    # interpreter lock, which a worker letting go of a Python tensor waits
+    # for: every work done first, and the workers given the lock
+    dist.barrier()
+    time.sleep(0.1)
     dist.destroy_process_group()
     comm.Barrier()
     if comm.rank == 0:

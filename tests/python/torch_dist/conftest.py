@@ -11,6 +11,7 @@ is the reference some tests compare with.
 """
 
 import os
+import time
 
 import pytest
 import torch
@@ -33,6 +34,12 @@ def pg():
     names = [None] * dist.get_world_size()
     dist.all_gather_object(names, _order)
     assert all(n == names[0] for n in names), names
+    # the tests' Gloo groups go too: torch 2.x's Gloo group joins its workers
+    # in its destructor holding the interpreter lock, which a worker letting
+    # go of a Python tensor waits for, so every work is done first and the
+    # workers are given the lock
+    dist.barrier()
+    time.sleep(0.1)
     dist.destroy_process_group()
 
 
