@@ -28,11 +28,27 @@ python3 python3-dev python3-numpy python3-pytest python3-mpi4py python3-torch
 python3-torchvision python3-sklearn python3-tqdm"
 stamp="$root/.tcoll-packages"
 
+# What is mounted under the root, deepest first; release_root unmounts it
+# (mounts an earlier run left when it was killed), and stops the script if
+# anything stays: the root is never removed through a mount of the source
+# tree or of /dev.
+mounted_under() { findmnt -rn -o TARGET | awk -v r="$root/" 'index($0, r) == 1' | sort -r; }
+release_root() {
+    local m
+    for m in $(mounted_under); do umount -R -l "$m" 2>/dev/null || true; done
+    if [ -n "$(mounted_under)" ]; then
+        echo "test_debian13: still mounted under $root: $(mounted_under | tr '\n' ' ')" >&2
+        exit 1
+    fi
+}
+release_root
+
 # Exit status 77: the root could not be made (twice), e.g. the archive could
 # not be reached; nothing was tested.
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$packages" ]; then
     mkdir -p "$(dirname "$root")"
     for try in 1 2; do
+        release_root
         rm -rf "$root"
         echo "test_debian13: making a Debian 13 root in $root (try $try)"
         if mmdebstrap --variant=apt --mode=root --include="$(echo "$packages" | tr -s ' \n' ',,')" \
