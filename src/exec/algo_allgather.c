@@ -42,18 +42,13 @@ static const tc_algo_t shm_algo = {
 static const tc_algo_t ring_algo = {"ring allgatherv", NULL, TC_MEM_HOST,
                                     TC_ALGO_OVER_TP,   NULL, {.allgather = ring_run}};
 
-static tc_status_t cuda_ipc_run(const tc_algo_ctx_t *x, const tc_allgather_job_t *j)
-{
-    return tc__device_node_allgather(x, j);
-}
-
 /* device memory only: the kind's run never picks it for host memory */
 static const tc_algo_t cuda_ipc_algo = {"cuda ipc",
                                         NULL,
                                         TC_MEM_CUDA,
                                         TC_ALGO_OVER_TP,
                                         tc__device_node_applies,
-                                        {.allgather = cuda_ipc_run}};
+                                        {.allgather = tc__device_node_allgather}};
 
 static const tc_algo_t *const records[] = {&cuda_ipc_algo, &cma_algo, &shm_algo, &ring_algo};
 

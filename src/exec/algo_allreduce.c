@@ -88,27 +88,20 @@ static const tc_algo_t ordered_algo = {"ordered",        "ordered, fused",
 static const tc_algo_t ring_algo = {"ring",          "ring, fused", TC_MEM_HOST,
                                     TC_ALGO_OVER_TP, NULL,          {.allreduce = ring_run}};
 
-static tc_status_t cuda_ipc_run(const tc_algo_ctx_t *x, const tc_allreduce_job_t *j)
-{
-    return tc__device_node_allreduce(x, j);
-}
-
 /* device memory only: the kinds' runs never pick it for host memory */
 static const tc_algo_t cuda_ipc_algo = {"cuda ipc",
                                         NULL,
                                         TC_MEM_CUDA,
                                         TC_ALGO_OVER_TP,
                                         tc__device_node_applies,
-                                        {.allreduce = cuda_ipc_run}};
+                                        {.allreduce = tc__device_node_allreduce}};
 
-static tc_status_t pipe_run(const tc_algo_ctx_t *x, const tc_allreduce_job_t *j)
-{
-    return tc__device_pipe_allreduce(x, j);
-}
-
-static const tc_algo_t pipe_algo = {
-    "staged, pipelined",    NULL, TC_MEM_CUDA, TC_ALGO_OVER_TP, tc__device_pipe_applies,
-    {.allreduce = pipe_run}};
+static const tc_algo_t pipe_algo = {"staged, pipelined",
+                                    NULL,
+                                    TC_MEM_CUDA,
+                                    TC_ALGO_OVER_TP,
+                                    tc__device_pipe_applies,
+                                    {.allreduce = tc__device_pipe_allreduce}};
 
 static const tc_algo_t *const records[] = {&cuda_ipc_algo, &pipe_algo,    &hier_algo, &cma_algo,
                                            &shm_algo,      &ordered_algo, &ring_algo};

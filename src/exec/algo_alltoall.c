@@ -49,18 +49,13 @@ static const tc_algo_t shm_algo = {
 static const tc_algo_t pairwise_algo = {"pairwise exchange", NULL, TC_MEM_HOST,
                                         TC_ALGO_OVER_TP,     NULL, {.alltoall = pairwise_run}};
 
-static tc_status_t cuda_ipc_run(const tc_algo_ctx_t *x, const tc_alltoall_job_t *j)
-{
-    return tc__device_node_alltoall(x, j);
-}
-
 /* device memory only: the kind's run never picks it for host memory */
 static const tc_algo_t cuda_ipc_algo = {"cuda ipc",
                                         NULL,
                                         TC_MEM_CUDA,
                                         TC_ALGO_OVER_TP,
                                         tc__device_node_applies,
-                                        {.alltoall = cuda_ipc_run}};
+                                        {.alltoall = tc__device_node_alltoall}};
 
 static const tc_algo_t *const records[] = {&cuda_ipc_algo, &cma_algo, &shm_algo, &pairwise_algo};
 

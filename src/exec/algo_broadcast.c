@@ -44,27 +44,20 @@ static const tc_algo_t shm_algo = {
 static const tc_algo_t tree_algo = {"binomial tree", NULL, TC_MEM_HOST,
                                     TC_ALGO_OVER_TP, NULL, {.broadcast = tree_run}};
 
-static tc_status_t cuda_ipc_run(const tc_algo_ctx_t *x, const tc_broadcast_job_t *j)
-{
-    return tc__device_node_broadcast(x, j);
-}
-
 /* device memory only: the kind's run never picks it for host memory */
 static const tc_algo_t cuda_ipc_algo = {"cuda ipc",
                                         NULL,
                                         TC_MEM_CUDA,
                                         TC_ALGO_OVER_TP,
                                         tc__device_node_applies,
-                                        {.broadcast = cuda_ipc_run}};
+                                        {.broadcast = tc__device_node_broadcast}};
 
-static tc_status_t pipe_run(const tc_algo_ctx_t *x, const tc_broadcast_job_t *j)
-{
-    return tc__device_pipe_broadcast(x, j);
-}
-
-static const tc_algo_t pipe_algo = {
-    "staged, pipelined",    NULL, TC_MEM_CUDA, TC_ALGO_OVER_TP, tc__device_pipe_applies,
-    {.broadcast = pipe_run}};
+static const tc_algo_t pipe_algo = {"staged, pipelined",
+                                    NULL,
+                                    TC_MEM_CUDA,
+                                    TC_ALGO_OVER_TP,
+                                    tc__device_pipe_applies,
+                                    {.broadcast = tc__device_pipe_broadcast}};
 
 static const tc_algo_t *const records[] = {&cuda_ipc_algo, &pipe_algo, &cma_algo, &shm_algo,
                                            &tree_algo};

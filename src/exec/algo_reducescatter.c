@@ -60,18 +60,13 @@ static const tc_algo_t ordered_algo = {
 static const tc_algo_t ring_algo = {"ring reduce-scatter", NULL, TC_MEM_HOST,
                                     TC_ALGO_OVER_TP,       NULL, {.reducescatter = ring_run}};
 
-static tc_status_t cuda_ipc_run(const tc_algo_ctx_t *x, const tc_reducescatter_job_t *j)
-{
-    return tc__device_node_reducescatter(x, j);
-}
-
 /* device memory only: the kind's run never picks it for host memory */
 static const tc_algo_t cuda_ipc_algo = {"cuda ipc",
                                         NULL,
                                         TC_MEM_CUDA,
                                         TC_ALGO_OVER_TP,
                                         tc__device_node_applies,
-                                        {.reducescatter = cuda_ipc_run}};
+                                        {.reducescatter = tc__device_node_reducescatter}};
 
 static const tc_algo_t *const records[] = {&cuda_ipc_algo, &cma_algo, &shm_algo, &ordered_algo,
                                            &ring_algo};

@@ -120,6 +120,21 @@ static tc_status_t step_failed(tc_device_job_t *d, tc_cuda_ipc_maps_t *maps, tc_
     return st != TC_OK ? st : TC_ERR_TRANSPORT;
 }
 
+/* Step 5 after this rank's last step (st, why): every rank says whether
+ * its own worked; then no one reads the shared buffers any more and the
+ * handles are closed, or every rank fails alike (step_failed, naming what). */
+static tc_status_t last_step(const tc_algo_ctx_t *x, tc_device_job_t *d, tc_cuda_ipc_maps_t *maps,
+                             tc_status_t st, const char *what, const char *why)
+{
+    int bad = -1;
+
+    if ((st = agree(x->tp, st == TC_OK, &bad)) != TC_OK || bad >= 0) {
+        return step_failed(d, maps, st, bad, x->tp->rank, what, why);
+    }
+    tc__cuda_ipc_close(d->device, maps);
+    return TC_OK;
+}
+
 /* Steps 1 and 2 for nb (1 or 2) buffers of each rank, bufs[] here: on
  * TC_OK either peer[(nb * m) + b] is buffer b of the m-th other rank (in
  * rank order) and *maps_p holds them open, or every rank declined
@@ -221,17 +236,12 @@ tc_status_t tc__device_node_allreduce(const tc_algo_ctx_t *x, const tc_allreduce
     }
     st = tc__cuda_copy_many(j->dev->device, m, dsts, srcs, bytes, why, sizeof(why));
     /* 5. no one reads this rank's buffers any more */
-    if ((st = agree(tp, st == TC_OK, &bad)) != TC_OK || bad >= 0) {
-        return step_failed(j->dev, maps, st, bad, me, "copying the blocks", why);
-    }
-    tc__cuda_ipc_close(j->dev->device, maps);
-    return TC_OK;
+    return last_step(x, j->dev, maps, st, "copying the blocks", why);
 }
 
 tc_status_t tc__device_node_reducescatter(const tc_algo_ctx_t *x, const tc_reducescatter_job_t *j)
 {
-    tc_transport_t *tp = x->tp;
-    int n = tp->size, me = tp->rank, k, m = 0, bad = -1;
+    int n = x->tp->size, me = x->tp->rank, k, m = 0;
     size_t es = tc_dtype_size(j->dtype), off, elems;
     void *peer[TC_CUDA_MAX_COMBINE];
     const void *xs[TC_CUDA_MAX_COMBINE];
@@ -252,17 +262,12 @@ tc_status_t tc__device_node_reducescatter(const tc_algo_ctx_t *x, const tc_reduc
     st = tc__cuda_combine(j->dev->device, j->dtype, j->op, n, xs, j->out, elems, j->dev->prescale,
                           j->dev->postscale, why, sizeof(why));
     /* 5. no one reads this rank's input any more */
-    if ((st = agree(tp, st == TC_OK, &bad)) != TC_OK || bad >= 0) {
-        return step_failed(j->dev, maps, st, bad, me, "the combine kernel", why);
-    }
-    tc__cuda_ipc_close(j->dev->device, maps);
-    return TC_OK;
+    return last_step(x, j->dev, maps, st, "the combine kernel", why);
 }
 
 tc_status_t tc__device_node_allgather(const tc_algo_ctx_t *x, const tc_allgather_job_t *j)
 {
-    tc_transport_t *tp = x->tp;
-    int n = tp->size, me = tp->rank, k, m = 0, bad = -1;
+    int n = x->tp->size, me = x->tp->rank, k, m = 0;
     void *peer[TC_CUDA_MAX_COMBINE], *dsts[TC_CUDA_MAX_COMBINE];
     const void *srcs[TC_CUDA_MAX_COMBINE];
     size_t bytes[TC_CUDA_MAX_COMBINE];
@@ -283,17 +288,12 @@ tc_status_t tc__device_node_allgather(const tc_algo_ctx_t *x, const tc_allgather
     }
     st = tc__cuda_copy_many(j->dev->device, n, dsts, srcs, bytes, why, sizeof(why));
     /* 5. no one reads this rank's input any more */
-    if ((st = agree(tp, st == TC_OK, &bad)) != TC_OK || bad >= 0) {
-        return step_failed(j->dev, maps, st, bad, me, "copying the blocks", why);
-    }
-    tc__cuda_ipc_close(j->dev->device, maps);
-    return TC_OK;
+    return last_step(x, j->dev, maps, st, "copying the blocks", why);
 }
 
 tc_status_t tc__device_node_alltoall(const tc_algo_ctx_t *x, const tc_alltoall_job_t *j)
 {
-    tc_transport_t *tp = x->tp;
-    int n = tp->size, me = tp->rank, p, m = 0, bad = -1;
+    int n = x->tp->size, me = x->tp->rank, p, m = 0;
     void *peer[TC_CUDA_MAX_COMBINE], *dsts[TC_CUDA_MAX_COMBINE];
     const void *srcs[TC_CUDA_MAX_COMBINE], *inputs[TC_CUDA_MAX_COMBINE];
     size_t bytes[TC_CUDA_MAX_COMBINE];
@@ -313,11 +313,7 @@ tc_status_t tc__device_node_alltoall(const tc_algo_ctx_t *x, const tc_alltoall_j
     tc__alltoall_blocks(j, n, me, inputs, dsts, srcs, bytes);
     st = tc__cuda_copy_many(j->dev->device, n, dsts, srcs, bytes, why, sizeof(why));
     /* 5. no one reads this rank's input any more */
-    if ((st = agree(tp, st == TC_OK, &bad)) != TC_OK || bad >= 0) {
-        return step_failed(j->dev, maps, st, bad, me, "copying the blocks", why);
-    }
-    tc__cuda_ipc_close(j->dev->device, maps);
-    return TC_OK;
+    return last_step(x, j->dev, maps, st, "copying the blocks", why);
 }
 
 tc_status_t tc__device_node_broadcast(const tc_algo_ctx_t *x, const tc_broadcast_job_t *j)
@@ -362,9 +358,5 @@ tc_status_t tc__device_node_broadcast(const tc_algo_ctx_t *x, const tc_broadcast
         from = root_buf;
         st = tc__cuda_copy_many(j->dev->device, 1, &j->buf, &from, &j->bytes, why, sizeof(why));
     }
-    if ((st = agree(tp, st == TC_OK, &bad)) != TC_OK || bad >= 0) {
-        return step_failed(j->dev, maps, st, bad, me, "copying the root's buffer", why);
-    }
-    tc__cuda_ipc_close(j->dev->device, maps);
-    return TC_OK;
+    return last_step(x, j->dev, maps, st, "copying the root's buffer", why);
 }
