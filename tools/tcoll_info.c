@@ -29,15 +29,11 @@
 #include "tcoll_info.h"
 
 #include "tcoll.h"
+#include "exec/exec.h" /* tc__mpi_cuda_support */
 #include "util/config.h"
 #include "util/log.h"
 
 #include <mpi.h>
-#if defined(__has_include)
-#if __has_include(<mpi-ext.h>)
-#include <mpi-ext.h> /* Open MPI's extensions: MPIX_CUDA_AWARE_SUPPORT */
-#endif
-#endif
 
 #include <getopt.h>
 #include <hwloc.h>
@@ -358,16 +354,13 @@ static int node_ranks(const info_t *in, int leader, int *out)
     return n;
 }
 
-/* Whether the MPI says it takes device buffers (Open MPI's mpi-ext.h). */
+/* Whether the MPI says it takes device buffers (the library's answer). */
 static const char *mpi_cuda_aware(void)
 {
-#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
-    return MPIX_Query_cuda_support() ? "yes" : "no (built in, but not at run time)";
-#elif defined(MPIX_CUDA_AWARE_SUPPORT)
-    return "no (this MPI was built without CUDA support)";
-#else
-    return "unknown (this MPI does not say)";
-#endif
+    static char why[128];
+
+    (void)tc__mpi_cuda_support(why, sizeof(why));
+    return why;
 }
 
 static void print_text(FILE *f, const info_t *in, int *scratch)

@@ -220,6 +220,7 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
     tc__fail_hooks(e, &e->x.hooks);
     tc__exec_arm(&e->x, &e->x.mpi.tp, NULL);
     tc__node_table(&e->x); /* before the negotiation, whose eager path uses it */
+    tc__mpi_cuda_setup(&e->x);
     if (tc__engine_neg_init(e) != TC_OK || tc__pset_init_global(e->size, e->rank) != TC_OK) {
         snprintf(msg, len, "out of memory creating the message table");
         st = TC_ERR_NOMEM;
@@ -248,7 +249,8 @@ static tc_status_t mpi_setup(engine_t *e, char *msg, size_t len)
                            e->cfg->deterministic,
                            e->x.mpi.node_of,
                            0,
-                           0};
+                           0,
+                           NULL};
         char what[256];
         tc__algo_describe(&x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, what, sizeof(what));
         TC_INFO("shm", "allreduce of the global set (float32 sum): %s", what);

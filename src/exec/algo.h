@@ -55,25 +55,27 @@ typedef enum {
 /* What a run runs with (the engine thread's, per request). */
 struct tc_exec;
 typedef struct {
-    tc_transport_t *tp;    /* the data transport of the request's process set: rank,
+    tc_transport_t *tp;       /* the data transport of the request's process set: rank,
                             * size (the set's), and err after a failure */
-    size_t chunk_bytes;    /* TCOLL_RING_CHUNK_KB in bytes */
-    tc_scratch_t *scratch; /* reused across runs */
-    struct tc_exec *exec;  /* for the kinds that change the executor's own state (the
+    size_t chunk_bytes;       /* TCOLL_RING_CHUNK_KB in bytes */
+    tc_scratch_t *scratch;    /* reused across runs */
+    struct tc_exec *exec;     /* for the kinds that change the executor's own state (the
                             * table of process sets) */
-    tc_shm_coll_t *shm;    /* the node's shared-memory collectives, where the request's
+    tc_shm_coll_t *shm;       /* the node's shared-memory collectives, where the request's
                             * process set may use them (shm.c); else NULL */
-    const tc_hier_t *hier; /* the hierarchical allreduce, where it runs (shm.c);
+    const tc_hier_t *hier;    /* the hierarchical allreduce, where it runs (shm.c);
                             * else NULL */
-    int ordered;           /* TCOLL_DETERMINISTIC: order-sensitive reductions over tp
+    int ordered;              /* TCOLL_DETERMINISTIC: order-sensitive reductions over tp
                             * run in the documented order (coll/ordered_rs.c) */
-    const int *node;       /* the set's node table for it (NULL: one node) */
-    size_t cuda_ipc_bytes; /* TCOLL_CUDA_IPC: device allreduces of at least this many
+    const int *node;          /* the set's node table for it (NULL: one node) */
+    size_t cuda_ipc_bytes;    /* TCOLL_CUDA_IPC: device allreduces of at least this many
                             * bytes may share device memory inside the node (0:
                             * never; device_node.c) */
-    size_t stage_chunk;    /* TCOLL_CUDA_STAGE_CHUNK_KB in bytes: device allreduces and
+    size_t stage_chunk;       /* TCOLL_CUDA_STAGE_CHUNK_KB in bytes: device allreduces and
                             * broadcasts larger than this stage in chunks of it
                             * (device_pipe.c; 0: never) */
+    tc_transport_t *cuda_mpi; /* the set's transport over MPI alone, where every rank's
+                               * MPI takes device memory (device_mpi.c); else NULL */
 } tc_algo_ctx_t;
 
 /* What the selector decides on: the same on every rank of the set. */
@@ -264,6 +266,54 @@ tc_status_t tc__device_node_reducescatter(const tc_algo_ctx_t *x, const tc_reduc
  * declines, and it is staged. The same holds for allgather's and
  * reducescatter's outputs. */
 tc_status_t tc__device_node_alltoall(const tc_algo_ctx_t *x, const tc_alltoall_job_t *j);
+
+/* The device records over a CUDA-aware MPI (device_mpi.c): where
+ * x->cuda_mpi is set, a set of 2+ ranks; the reducing kinds where the set
+ * has at most TC_CUDA_MAX_COMBINE ranks and rank order is the documented
+ * order (or the combination is exact in any order, or TCOLL_DETERMINISTIC
+ * is off). Each rank moves device memory over x->cuda_mpi; allreduce and
+ * reducescatter combine each rank's block with the combine kernel. A rank
+ * that cannot take part (its output not allocated, no scratch) makes every
+ * rank decline alike. */
+int tc__device_mpi_applies(const tc_algo_ctx_t *x, const tc_algo_call_t *c);
+int tc__device_mpi_reduce_applies(const tc_algo_ctx_t *x, const tc_algo_call_t *c);
+tc_status_t tc__device_mpi_allreduce(const tc_algo_ctx_t *x, const tc_allreduce_job_t *j);
+tc_status_t tc__device_mpi_reducescatter(const tc_algo_ctx_t *x, const tc_reducescatter_job_t *j);
+tc_status_t tc__device_mpi_allgather(const tc_algo_ctx_t *x, const tc_allgather_job_t *j);
+tc_status_t tc__device_mpi_broadcast(const tc_algo_ctx_t *x, const tc_broadcast_job_t *j);
+tc_status_t tc__device_mpi_alltoall(const tc_algo_ctx_t *x, const tc_alltoall_job_t *j);
+
+/* What those records do with the memory they move: n copies, the combine
+ * kernel, scratch (cuda.h's contracts: tc__cuda_copy_many,
+ * tc__cuda_combine, tc__cuda_alloc, tc__cuda_free; free takes NULL).
+ * tc__direct_cuda is CUDA's; a test passes host stand-ins. */
+typedef struct {
+    tc_status_t (*copy)(int dev, int n, void *const *dst, const void *const *src,
+                        const size_t *bytes, char *why, size_t len);
+    tc_status_t (*combine)(int dev, tc_dtype_t dtype, tc_op_t op, int n, const void *const *x,
+                           void *dst, size_t count, double prescale, double postscale, char *why,
+                           size_t len);
+    tc_status_t (*alloc)(int dev, size_t bytes, void **p_p, char *why, size_t len);
+    void (*free)(int dev, void *p);
+} tc_direct_mem_t;
+extern const tc_direct_mem_t tc__direct_cuda;
+
+/* The records' movements over transport tp, with mem (j->dev is not NULL;
+ * its device, scaling factors, declined and why are used as the records'
+ * are). Collective over tp. */
+tc_status_t tc__direct_allreduce(tc_transport_t *tp, const tc_direct_mem_t *mem,
+                                 const tc_allreduce_job_t *j);
+tc_status_t tc__direct_reducescatter(tc_transport_t *tp, const tc_direct_mem_t *mem,
+                                     const tc_reducescatter_job_t *j);
+tc_status_t tc__direct_allgather(tc_transport_t *tp, const tc_direct_mem_t *mem,
+                                 const tc_allgather_job_t *j);
+tc_status_t tc__direct_broadcast(tc_transport_t *tp, const tc_direct_mem_t *mem,
+                                 const tc_broadcast_job_t *j);
+tc_status_t tc__direct_alltoall(tc_transport_t *tp, const tc_direct_mem_t *mem,
+                                const tc_alltoall_job_t *j);
+/* Every rank of tp says whether it is ok: *bad_p the first that is not, or
+ * -1. A status exchange (a ring allgather of 4 bytes a rank); any size. */
+tc_status_t tc__direct_agree(tc_transport_t *tp, int ok, int *bad_p);
 
 /* What the kinds' runs and device.c share about an output tcoll allocates:
  * an allgather's blocks from rank 0's plan r (bytes and displs, [set size]

@@ -6,6 +6,9 @@
  *                    TCOLL_CUDA_IPC: each rank copies every rank's input,
  *                    opened through CUDA IPC (device_node.c; device.c runs
  *                    it, outside the kind's run)
+ *   cuda-aware mpi   device tensors only, where every rank's MPI takes
+ *                    device memory (TCOLL_MPI_CUDA): the ring over MPI in
+ *                    device memory (device_mpi.c; device.c runs it)
  *   cma              the global set on one node, from TCOLL_SHM_DIRECT_KB of
  *                    output up: every rank reads the others' blocks directly
  *                    (coll/shm_allgather.c)
@@ -50,7 +53,15 @@ static const tc_algo_t cuda_ipc_algo = {"cuda ipc",
                                         tc__device_node_applies,
                                         {.allgather = tc__device_node_allgather}};
 
-static const tc_algo_t *const records[] = {&cuda_ipc_algo, &cma_algo, &shm_algo, &ring_algo};
+static const tc_algo_t cuda_mpi_algo = {"cuda-aware mpi",
+                                        NULL,
+                                        TC_MEM_CUDA,
+                                        TC_ALGO_OVER_TP,
+                                        tc__device_mpi_applies,
+                                        {.allgather = tc__device_mpi_allgather}};
+
+static const tc_algo_t *const records[] = {&cuda_ipc_algo, &cuda_mpi_algo, &cma_algo, &shm_algo,
+                                           &ring_algo};
 
 tc_status_t tc__allgather_layout(const tc_algo_ctx_t *x, const tc_request_t *req,
                                  const tc_wire_response_t *r, size_t *bytes, size_t *displs,

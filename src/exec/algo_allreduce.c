@@ -6,6 +6,12 @@
  *            TCOLL_CUDA_IPC: every rank's device memory through CUDA IPC,
  *            the combine kernel in the documented order (device_node.c;
  *            device.c runs it, outside the kind's run)
+ *   cuda-aware mpi
+ *            device tensors only, where every rank's MPI takes device
+ *            memory (TCOLL_MPI_CUDA) and rank order is the documented order
+ *            (or the op is exact in any order): each rank's block combined
+ *            on the device from every rank's, then allgathered, all over
+ *            MPI in device memory (device_mpi.c; device.c runs it)
  *   staged, pipelined
  *            device tensors only, larger than TCOLL_CUDA_STAGE_CHUNK_KB:
  *            through page-locked host memory in chunks, each chunk by the
@@ -103,8 +109,16 @@ static const tc_algo_t pipe_algo = {"staged, pipelined",
                                     tc__device_pipe_applies,
                                     {.allreduce = tc__device_pipe_allreduce}};
 
-static const tc_algo_t *const records[] = {&cuda_ipc_algo, &pipe_algo,    &hier_algo, &cma_algo,
-                                           &shm_algo,      &ordered_algo, &ring_algo};
+static const tc_algo_t cuda_mpi_algo = {"cuda-aware mpi",
+                                        NULL,
+                                        TC_MEM_CUDA,
+                                        TC_ALGO_OVER_TP,
+                                        tc__device_mpi_reduce_applies,
+                                        {.allreduce = tc__device_mpi_allreduce}};
+
+static const tc_algo_t *const records[] = {&cuda_ipc_algo, &cuda_mpi_algo, &pipe_algo,
+                                           &hier_algo,     &cma_algo,      &shm_algo,
+                                           &ordered_algo,  &ring_algo};
 
 /* A prescaled input goes to recv first, and the algorithm runs in place there. */
 static tc_status_t allreduce_run(const tc_algo_ctx_t *x, tc_request_t *req,

@@ -7,6 +7,9 @@
  *                      sends it from that rank's input, opened through CUDA
  *                      IPC (device_node.c; device.c runs it, outside the
  *                      kind's run, after tc__alltoall_plan)
+ *   cuda-aware mpi     device tensors only, where every rank's MPI takes
+ *                      device memory (TCOLL_MPI_CUDA): the pairwise exchange
+ *                      over MPI in device memory (device_mpi.c)
  *   cma                the global set on one node, when the largest input of
  *                      any rank is TCOLL_SHM_DIRECT_KB or more: every rank
  *                      reads its blocks from the others' inputs directly
@@ -57,7 +60,15 @@ static const tc_algo_t cuda_ipc_algo = {"cuda ipc",
                                         tc__device_node_applies,
                                         {.alltoall = tc__device_node_alltoall}};
 
-static const tc_algo_t *const records[] = {&cuda_ipc_algo, &cma_algo, &shm_algo, &pairwise_algo};
+static const tc_algo_t cuda_mpi_algo = {"cuda-aware mpi",
+                                        NULL,
+                                        TC_MEM_CUDA,
+                                        TC_ALGO_OVER_TP,
+                                        tc__device_mpi_applies,
+                                        {.alltoall = tc__device_mpi_alltoall}};
+
+static const tc_algo_t *const records[] = {&cuda_ipc_algo, &cuda_mpi_algo, &cma_algo, &shm_algo,
+                                           &pairwise_algo};
 
 /* How many rows every rank sends every rank: this rank's are counts[0..n),
  * what each rank sends this one goes into counts[n..2n). Inside the node

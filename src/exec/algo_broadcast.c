@@ -5,6 +5,9 @@
  *   cuda ipc       device tensors only (TC_MEM_CUDA), the set on one node,
  *                  TCOLL_CUDA_IPC: the others copy the root's device buffer
  *                  through CUDA IPC (device_node.c; device.c runs it)
+ *   cuda-aware mpi device tensors only, where every rank's MPI takes device
+ *                  memory (TCOLL_MPI_CUDA): the binomial tree over MPI in
+ *                  device memory (device_mpi.c; device.c runs it)
  *   staged, pipelined
  *                  device tensors only, larger than TCOLL_CUDA_STAGE_CHUNK_KB:
  *                  through page-locked host memory in chunks, each by the host
@@ -59,8 +62,15 @@ static const tc_algo_t pipe_algo = {"staged, pipelined",
                                     tc__device_pipe_applies,
                                     {.broadcast = tc__device_pipe_broadcast}};
 
-static const tc_algo_t *const records[] = {&cuda_ipc_algo, &pipe_algo, &cma_algo, &shm_algo,
-                                           &tree_algo};
+static const tc_algo_t cuda_mpi_algo = {"cuda-aware mpi",
+                                        NULL,
+                                        TC_MEM_CUDA,
+                                        TC_ALGO_OVER_TP,
+                                        tc__device_mpi_applies,
+                                        {.broadcast = tc__device_mpi_broadcast}};
+
+static const tc_algo_t *const records[] = {&cuda_ipc_algo, &cuda_mpi_algo, &pipe_algo,
+                                           &cma_algo,      &shm_algo,      &tree_algo};
 
 static tc_status_t broadcast_run(const tc_algo_ctx_t *x, tc_request_t *req,
                                  const tc_wire_response_t *r, char *msg, size_t len)

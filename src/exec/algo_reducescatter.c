@@ -7,6 +7,11 @@
  *                           block of every rank's input, opened through CUDA
  *                           IPC, with the combine kernel (device_node.c;
  *                           device.c runs it, outside the kind's run)
+ *   cuda-aware mpi          device tensors only, where every rank's MPI
+ *                           takes device memory (TCOLL_MPI_CUDA) and rank
+ *                           order is the documented order: each rank's rows
+ *                           combined on the device from every rank's, over
+ *                           MPI in device memory (device_mpi.c)
  *   cma                     the global set on one node, from
  *                           TCOLL_SHM_DIRECT_KB up: every rank reads its
  *                           block of the others' inputs directly
@@ -68,8 +73,15 @@ static const tc_algo_t cuda_ipc_algo = {"cuda ipc",
                                         tc__device_node_applies,
                                         {.reducescatter = tc__device_node_reducescatter}};
 
-static const tc_algo_t *const records[] = {&cuda_ipc_algo, &cma_algo, &shm_algo, &ordered_algo,
-                                           &ring_algo};
+static const tc_algo_t cuda_mpi_algo = {"cuda-aware mpi",
+                                        NULL,
+                                        TC_MEM_CUDA,
+                                        TC_ALGO_OVER_TP,
+                                        tc__device_mpi_reduce_applies,
+                                        {.reducescatter = tc__device_mpi_reducescatter}};
+
+static const tc_algo_t *const records[] = {&cuda_ipc_algo, &cuda_mpi_algo, &cma_algo,
+                                           &shm_algo,      &ordered_algo,  &ring_algo};
 
 void tc__reducescatter_block(const tc_algo_ctx_t *x, const tc_request_t *req, size_t *off_p,
                              size_t *elems_p, int64_t *rows_p)

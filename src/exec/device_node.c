@@ -67,26 +67,6 @@ static tc_status_t allgather(tc_transport_t *tp, void *all, size_t rec_size)
     return tc__ring_allgatherv(tp, all, bytes, displs);
 }
 
-/* Each rank's ok, exchanged: the first rank that is not ok, or -1. */
-static tc_status_t agree(tc_transport_t *tp, int ok, int *bad_p)
-{
-    int32_t flags[TC_CUDA_MAX_COMBINE];
-    tc_status_t st;
-    int k;
-
-    flags[tp->rank] = ok ? 1 : 0;
-    if ((st = allgather(tp, flags, sizeof(flags[0]))) != TC_OK) {
-        return st;
-    }
-    *bad_p = -1;
-    for (k = 0; k < tp->size && *bad_p < 0; k++) {
-        if (!flags[k]) {
-            *bad_p = k;
-        }
-    }
-    return TC_OK;
-}
-
 /* Every rank of the set declines alike (bad: the first rank that could not
  * take part; ok: whether this one could): said once per process. */
 static void declined(const tc_algo_ctx_t *x, tc_device_job_t *d, int ok, int bad, const char *why)
@@ -128,7 +108,7 @@ static tc_status_t last_step(const tc_algo_ctx_t *x, tc_device_job_t *d, tc_cuda
 {
     int bad = -1;
 
-    if ((st = agree(x->tp, st == TC_OK, &bad)) != TC_OK || bad >= 0) {
+    if ((st = tc__direct_agree(x->tp, st == TC_OK, &bad)) != TC_OK || bad >= 0) {
         return step_failed(d, maps, st, bad, x->tp->rank, what, why);
     }
     tc__cuda_ipc_close(d->device, maps);
@@ -176,7 +156,7 @@ static tc_status_t share(const tc_algo_ctx_t *x, tc_device_job_t *d, const void 
     if (ok) {
         ok = tc__cuda_ipc_open(d->device, hs, m, peer, maps_p, why, sizeof(why)) == TC_OK;
     }
-    if ((st = agree(tp, ok, &bad)) != TC_OK || bad >= 0) {
+    if ((st = tc__direct_agree(tp, ok, &bad)) != TC_OK || bad >= 0) {
         tc__cuda_ipc_close(d->device, *maps_p);
         *maps_p = NULL;
         if (st == TC_OK) {
@@ -220,7 +200,7 @@ tc_status_t tc__device_node_allreduce(const tc_algo_ctx_t *x, const tc_allreduce
     }
     st = tc__cuda_combine(j->dev->device, j->dtype, j->op, n, xs, (char *)j->buf + lo * es, hi - lo,
                           j->dev->prescale, j->dev->postscale, why, sizeof(why));
-    if ((st = agree(tp, st == TC_OK, &bad)) != TC_OK || bad >= 0) {
+    if ((st = tc__direct_agree(tp, st == TC_OK, &bad)) != TC_OK || bad >= 0) {
         return step_failed(j->dev, maps, st, bad, me, "the combine kernel", why);
     }
     /* 4. the other blocks, from their owners' outputs */
@@ -343,7 +323,7 @@ tc_status_t tc__device_node_broadcast(const tc_algo_ctx_t *x, const tc_broadcast
         ok = tc__cuda_ipc_open(j->dev->device, &recs[j->root].h[0], 1, &root_buf, &maps, why,
                                sizeof(why)) == TC_OK;
     }
-    if ((st = agree(tp, ok, &bad)) != TC_OK) {
+    if ((st = tc__direct_agree(tp, ok, &bad)) != TC_OK) {
         tc__cuda_ipc_close(j->dev->device, maps);
         return st;
     }

@@ -40,7 +40,8 @@ static tc_algo_ctx_t algo_ctx(tc_exec_t *e, uint32_t pset)
                        e->cfg->deterministic,
                        tc__pset_node_table(e, pset),
                        0,
-                       (size_t)e->cfg->cuda_stage_chunk_kb * 1024};
+                       (size_t)e->cfg->cuda_stage_chunk_kb * 1024,
+                       e->mpi.cuda_aware ? tc__pset_mpi_transport(e, pset) : NULL};
     if (e->cfg->cuda_ipc) {
         x.cuda_ipc_bytes = e->cfg->cuda_ipc_min_kb > 0 ? (size_t)e->cfg->cuda_ipc_min_kb * 1024 : 1;
     }

@@ -73,9 +73,11 @@ typedef struct tc_exec {
                                     * the set-up collectives here (the engine owns them) */
         tc_transport_t tp;    /* over a communicator of its own */
         tc_transport_mpi_t tp_mpi;
-        int *node_of; /* [size]: the lowest rank on each rank's node (the
+        int *node_of;   /* [size]: the lowest rank on each rank's node (the
                                     * global set's node table, coll.h; shm.c); NULL:
                                     * unknown, one node's order everywhere */
+        int cuda_aware; /* every rank's MPI takes device memory, and TCOLL_MPI_CUDA
+                         * (mpi_cuda.c) */
     } mpi;
 
     struct { /* exec.c */
@@ -149,6 +151,15 @@ void tc__exec_stage_release(tc_stage_buf_t *b);
 /* Frees the staging buffers, whole (staged.c) and in chunks (device_pipe.c)
  * (tc__exec_free). */
 void tc__exec_stage_free(tc_exec_t *x);
+
+/* ---- mpi_cuda.c: whether the MPI takes device memory ------------------------------ */
+
+/* What this process's MPI says: 1 when it takes device memory; why says
+ * what it said ("yes (...)", "no (...)"), for tcoll-info and the logs. */
+int tc__mpi_cuda_support(char *why, size_t len);
+/* x->mpi.cuda_aware: TCOLL_MPI_CUDA and every rank's MPI says so.
+ * Collective over every rank (the control communicator), at start-up. */
+void tc__mpi_cuda_setup(tc_exec_t *x);
 
 /* ---- shm.c: the data path inside and across nodes ------------------------------ */
 

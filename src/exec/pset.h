@@ -70,6 +70,10 @@ void tc__pset_free_all(struct tc_exec *x, int comms_usable);
 /* The transport set id's collectives run over, and the set's node table
  * (coll.h; NULL: one node's order). */
 tc_transport_t *tc__pset_transport(struct tc_exec *x, uint32_t id);
+/* Set id's transport over MPI alone (every peer over MPI, also those of
+ * this node): under its router, when the set has one. Used between the
+ * router's collectives only (nothing is posted on either then). */
+tc_transport_t *tc__pset_mpi_transport(struct tc_exec *x, uint32_t id);
 const int *tc__pset_node_table(struct tc_exec *x, uint32_t id);
 /* A submission to set id (mu held): the set exists and this rank is in it,
  * and with has_root (TC_PARAM_ROOT kinds), root is a member; *size_p is the

@@ -68,6 +68,13 @@ tc_transport_t *tc__pset_transport(tc_exec_t *e, uint32_t id)
     return ps->route.open ? &ps->route.rt : &ps->tp;
 }
 
+tc_transport_t *tc__pset_mpi_transport(tc_exec_t *e, uint32_t id)
+{
+    eng_pset_t *ps = tc__pset_get(id);
+
+    return id == 0 || ps == NULL ? &e->mpi.tp : &ps->tp;
+}
+
 /* ---- running the set operations (engine thread) ----------------------------- */
 
 /* The set's node table (coll.h): for each member, the lowest member on its

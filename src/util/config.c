@@ -251,6 +251,16 @@ static const knob_t knobs[] = {
      "path; smaller ones are staged through host memory, "
      "where opening the peers' memory would cost more than the copies.",
      NULL},
+    {"TCOLL_MPI_CUDA", KNOB_INT, OFF(mpi_cuda), "1", 0, 1, KNOB_AGREE,
+     "1: where every rank's MPI says it is CUDA-aware (Open MPI's "
+     "MPIX_Query_cuda_support, MPICH's MPIX_GPU_query_support), CUDA device "
+     "tensors that the IPC path does not take go over MPI in device memory: "
+     "allgather, broadcast and alltoall always; allreduce and reducescatter "
+     "where the documented order is rank order (one node, one rank per node, "
+     "integers, min, max, or TCOLL_DETERMINISTIC=0), each rank combining its "
+     "block with the combine kernel (docs/gpu.md). 0: device tensors are "
+     "never given to MPI (staged through host memory instead).",
+     NULL},
     {"TCOLL_CUDA_STAGE_CHUNK_KB", KNOB_INT, OFF(cuda_stage_chunk_kb), "4096", 0, 1048576,
      KNOB_AGREE,
      "A CUDA device allreduce or broadcast larger than this (KiB) that is "

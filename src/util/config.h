@@ -45,6 +45,7 @@ typedef struct tc_config {
     int cuda_ipc;             /* TCOLL_CUDA_IPC */
     int cuda_ipc_min_kb;      /* TCOLL_CUDA_IPC_MIN_KB */
     int cuda_stage_chunk_kb;  /* TCOLL_CUDA_STAGE_CHUNK_KB */
+    int mpi_cuda;             /* TCOLL_MPI_CUDA */
     char timeline[1024];      /* TCOLL_TIMELINE */
     char proxy_cpus[256];     /* TCOLL_PROXY_CPUS */
 } tc_config_t;

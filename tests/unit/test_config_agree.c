@@ -64,16 +64,27 @@ static void expect(const int *all, int nranks, int ndiff, const char *want)
 /* Which knobs are marked, and what a rank contributes. */
 static void test_table(void)
 {
-    static const char *const agree[] = {"TCOLL_RING_CHUNK_KB",        "TCOLL_FUSION_THRESHOLD_KB",
-                                        "TCOLL_FUSION_BUFFER_KB",     "TCOLL_EAGER_BYTES",
-                                        "TCOLL_CACHE_CAPACITY",       "TCOLL_SHM",
-                                        "TCOLL_SHM_SLOT_KB",          "TCOLL_SHM_SLOTS",
-                                        "TCOLL_ALLREDUCE_ALGO",       "TCOLL_SHM_DIRECT_KB",
-                                        "TCOLL_SHM_FAST_BYTES",       "TCOLL_SHM_FAST_NAMES",
-                                        "TCOLL_SHM_P2P_CELL_KB",      "TCOLL_DETERMINISTIC",
-                                        "TCOLL_RANKS_PER_NODE",       "TCOLL_CUDA_IPC",
-                                        "TCOLL_CUDA_IPC_MIN_KB",      "TCOLL_SHM_FAST_LARGE_BYTES",
-                                        "TCOLL_SHM_FAST_LARGE_NAMES", "TCOLL_CUDA_STAGE_CHUNK_KB"};
+    static const char *const agree[] = {"TCOLL_RING_CHUNK_KB",
+                                        "TCOLL_FUSION_THRESHOLD_KB",
+                                        "TCOLL_FUSION_BUFFER_KB",
+                                        "TCOLL_EAGER_BYTES",
+                                        "TCOLL_CACHE_CAPACITY",
+                                        "TCOLL_SHM",
+                                        "TCOLL_SHM_SLOT_KB",
+                                        "TCOLL_SHM_SLOTS",
+                                        "TCOLL_ALLREDUCE_ALGO",
+                                        "TCOLL_SHM_DIRECT_KB",
+                                        "TCOLL_SHM_FAST_BYTES",
+                                        "TCOLL_SHM_FAST_NAMES",
+                                        "TCOLL_SHM_P2P_CELL_KB",
+                                        "TCOLL_DETERMINISTIC",
+                                        "TCOLL_RANKS_PER_NODE",
+                                        "TCOLL_CUDA_IPC",
+                                        "TCOLL_CUDA_IPC_MIN_KB",
+                                        "TCOLL_SHM_FAST_LARGE_BYTES",
+                                        "TCOLL_SHM_FAST_LARGE_NAMES",
+                                        "TCOLL_CUDA_STAGE_CHUNK_KB",
+                                        "TCOLL_MPI_CUDA"};
     tc_config_t cfg;
     int vals[M];
     size_t i, n = 0;

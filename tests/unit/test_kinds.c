@@ -218,6 +218,49 @@ TC_CASE(selector)
         CHECK_PICK("cuda ipc", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA);
         x.stage_chunk = 0;
     }
+    /* a CUDA-aware MPI (x.cuda_mpi): after the IPC record, before the
+     * chunked staging; the reducing kinds only where rank order is the
+     * documented order (one node, a node per rank) or the op is exact */
+    {
+        static const int one_each[4] = {0, 1, 2, 3}, two_two[4] = {0, 0, 2, 2};
+        static const int one_node[4] = {0, 0, 0, 0};
+        tc_transport_t mpi_tp = {0};
+
+        x.cuda_mpi = &mpi_tp;
+        x.stage_chunk = 4096;
+        tp.size = 4;
+        CHECK_PICK("cuda ipc", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA);
+        CHECK_PICK("cuda-aware mpi", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 64, TC_MEM_CUDA);
+        x.node = two_two; /* two nodes of two: not rank order */
+        CHECK_PICK("staged, pipelined", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, big,
+                   TC_MEM_CUDA);
+        CHECK_PICK("(none)", &x, TC_KIND_REDUCESCATTER, TC_BFLOAT16, TC_AVG, big, TC_MEM_CUDA);
+        CHECK_PICK("cuda-aware mpi", &x, TC_KIND_ALLREDUCE, TC_INT32, TC_SUM, big, TC_MEM_CUDA);
+        CHECK_PICK("cuda-aware mpi", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_MAX, big, TC_MEM_CUDA);
+        CHECK_PICK("cuda-aware mpi", &x, TC_KIND_ALLGATHER, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA);
+        CHECK_PICK("cuda-aware mpi", &x, TC_KIND_BROADCAST, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA);
+        CHECK_PICK("cuda-aware mpi", &x, TC_KIND_ALLTOALL, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA);
+        x.ordered = 0; /* any order will do */
+        CHECK_PICK("cuda-aware mpi", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA);
+        x.ordered = 1;
+        x.node = one_each;
+        CHECK_PICK("cuda-aware mpi", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA);
+        CHECK_PICK("cuda-aware mpi", &x, TC_KIND_REDUCESCATTER, TC_FLOAT16, TC_PROD, big,
+                   TC_MEM_CUDA);
+        x.node = one_node;
+        CHECK_PICK("cuda-aware mpi", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_AVG, big, TC_MEM_CUDA);
+        CHECK_PICK("pairwise exchange", &x, TC_KIND_ALLTOALL, TC_FLOAT32, TC_SUM, big,
+                   TC_MEM_HOST); /* host: never */
+        tp.size = 65; /* more inputs than the combine kernel takes; moving data is fine */
+        CHECK_PICK("staged, pipelined", &x, TC_KIND_ALLREDUCE, TC_INT32, TC_SUM, big, TC_MEM_CUDA);
+        CHECK_PICK("cuda-aware mpi", &x, TC_KIND_ALLGATHER, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA);
+        tp.size = 1;
+        CHECK_PICK("(none)", &x, TC_KIND_BROADCAST, TC_FLOAT32, TC_SUM, 64, TC_MEM_CUDA);
+        tp.size = 2;
+        x.node = NULL;
+        x.cuda_mpi = NULL;
+        x.stage_chunk = 0;
+    }
 }
 
 /* The kind's validate function on a tensor; NULL validate accepts. */
