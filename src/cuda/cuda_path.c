@@ -121,6 +121,7 @@ tc_status_t tc__cuda_copy_many(int dev, int n, void *const *dst, const void *con
     for (k = 0; k < n; k++) {
         if (bytes[k] > 0 && (e = cudaMemcpyAsync(dst[k], src[k], bytes[k], cudaMemcpyDefault,
                                                  c.stream)) != cudaSuccess) {
+            (void)cudaStreamSynchronize(c.stream); /* the copies queued before it end first */
             return tc__cuda_failed(TC_ERR_TRANSPORT, why, len, "cudaMemcpyAsync (device)", e);
         }
     }

@@ -270,7 +270,20 @@ static tc_status_t use_dev(int dev, int *old_p, devctx_t **c_p, char *why, size_
 
 void tc__cuda_restore(int dev, int old)
 {
-    if (old >= 0 && old != dev) {
+    unsigned int flags = 0;
+    int active = 1;
+
+    if (old < 0 || old == dev) {
+        return;
+    }
+    /* A thread that never chose a device reads device 0 as its current
+     * one: setting it back would start device 0's context (a GPU the
+     * process may not use at all), so only a device whose context is
+     * active already is made current again. */
+    if (state_fn != NULL && state_fn((CUdevice)old, &flags, &active) != CUDA_SUCCESS) {
+        active = 1;
+    }
+    if (active) {
         (void)cudaSetDevice(old);
     }
 }
@@ -291,8 +304,13 @@ tc_status_t tc__cuda_finish(const tc_cuda_ctx_t *ctx, char *why, size_t len)
 {
     cudaError_t e;
 
-    if ((e = cudaEventRecord(ctx->done, ctx->stream)) != cudaSuccess ||
-        (e = cudaEventSynchronize(ctx->done)) != cudaSuccess) {
+    if ((e = cudaEventRecord(ctx->done, ctx->stream)) != cudaSuccess) {
+        /* what is queued must still be over before the caller goes on (it
+         * may close the mappings or fail the request the copies write) */
+        (void)cudaStreamSynchronize(ctx->stream);
+        return tc__cuda_failed(TC_ERR_TRANSPORT, why, len, "waiting for tcoll's stream", e);
+    }
+    if ((e = cudaEventSynchronize(ctx->done)) != cudaSuccess) {
         return tc__cuda_failed(TC_ERR_TRANSPORT, why, len, "waiting for tcoll's stream", e);
     }
     return TC_OK;
@@ -303,6 +321,7 @@ tc_status_t tc__cuda_mark(int dev, void *stream, tc_cuda_mark_t **mark_p, char *
     tc_cuda_mark_t *m, **pp;
     devctx_t *c;
     cudaError_t e;
+    enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     int old = -1;
     tc_status_t st = use_dev(dev, &old, &c, why, len);
 
@@ -310,6 +329,18 @@ tc_status_t tc__cuda_mark(int dev, void *stream, tc_cuda_mark_t **mark_p, char *
         tc__cuda_restore(dev, old);
         return st;
     }
+    /* a stream capturing a CUDA graph: an event recorded there and waited
+     * for on tcoll's stream would pull tcoll's work into the graph */
+    if (cudaStreamIsCapturing((cudaStream_t)stream, &capture) == cudaSuccess &&
+        capture != cudaStreamCaptureStatusNone) {
+        tc__cuda_restore(dev, old);
+        snprintf(why, len,
+                 "the stream %p is capturing a CUDA graph: tcoll's collectives cannot be "
+                 "captured (submit outside the capture)",
+                 stream);
+        return TC_ERR_ARG;
+    }
+    (void)cudaGetLastError();
     pthread_mutex_lock(&pool_mu);
     for (pp = &marks; *pp != NULL && (*pp)->dev != dev; pp = &(*pp)->next) {
     }
@@ -372,11 +403,10 @@ static tc_status_t copy(int dev, void *dst, const void *src, size_t bytes, enum 
     if (bytes > 0 && (e = cudaMemcpyAsync(dst, src, bytes, kind, c->stream)) != cudaSuccess) {
         return tc__cuda_failed(TC_ERR_TRANSPORT, why, len, "cudaMemcpyAsync", e);
     }
-    if ((e = cudaEventRecord(c->done, c->stream)) != cudaSuccess ||
-        (e = cudaEventSynchronize(c->done)) != cudaSuccess) {
-        return tc__cuda_failed(TC_ERR_TRANSPORT, why, len, "waiting for tcoll's stream", e);
+    {
+        tc_cuda_ctx_t ctx = {c->stream, c->done};
+        return tc__cuda_finish(&ctx, why, len);
     }
-    return TC_OK;
 }
 
 tc_status_t tc__cuda_to_host(int dev, void *dst, const void *src, size_t bytes,

@@ -132,7 +132,7 @@ tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name, c
         return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': recv is NULL", fn, name);
     }
     if (o.device != TC_DEVICE_HOST &&
-        tc__opts_check_device(fn, name, kd, &o, t->data, recv, count * es) != TC_OK) {
+        tc__opts_check_device(fn, name, kd, &o, t->data, recv, count, es) != TC_OK) {
         return TC_ERR_ARG;
     }
     req = calloc(1, sizeof(*req));

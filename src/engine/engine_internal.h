@@ -137,11 +137,14 @@ struct tc_kind_desc;
 tc_status_t tc__opts_read(const char *fn, const char *name, const struct tc_kind_desc *kd,
                           const tc_opts_t *in, tc_opts_t *out);
 /* A device tensor's checks (opts.c): CUDA usable here, o->device one of
- * its devices, send (and recv, for a kind with a recv buffer) bytes of that
- * device's memory. TC_ERR_ARG with tc_last_error's message. */
+ * its devices, send (and recv, for a kind with a recv buffer) count
+ * elements of es bytes of that device's memory, aligned to es (the
+ * kernels read whole elements; a misaligned read would be an error that
+ * ends the process's CUDA context). TC_ERR_ARG with tc_last_error's
+ * message. */
 tc_status_t tc__opts_check_device(const char *fn, const char *name, const struct tc_kind_desc *kd,
                                   const tc_opts_t *o, const void *send, const void *recv,
-                                  size_t bytes);
+                                  size_t count, size_t es);
 
 /* ctrl.c */
 void tc__ctrl_send(engine_t *e, const tc_wire_msg_t *msg, int first, int last, int skip, int tag);

@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "cuda/cuda.h"
@@ -71,8 +72,9 @@ tc_status_t tc__opts_read(const char *fn, const char *name, const tc_kind_desc_t
 
 tc_status_t tc__opts_check_device(const char *fn, const char *name, const tc_kind_desc_t *kd,
                                   const tc_opts_t *o, const void *send, const void *recv,
-                                  size_t bytes)
+                                  size_t count, size_t es)
 {
+    size_t bytes = count * es;
     const char *no = NULL;
     char why[256];
 
@@ -85,6 +87,13 @@ tc_status_t tc__opts_check_device(const char *fn, const char *name, const tc_kin
                              "%s: tensor '%s': CUDA device %d does not exist (this process sees "
                              "%d)",
                              fn, name, o->device, tc__cuda_device_count());
+    }
+    if (count > 0 &&
+        ((uintptr_t)send % es != 0 || (kd->output == TC_OUT_RECV && (uintptr_t)recv % es != 0))) {
+        return tc__set_error(TC_ERR_ARG,
+                             "%s: tensor '%s': a device buffer must be aligned to its element "
+                             "size (%zu bytes): data %p, recv %p",
+                             fn, name, es, send, kd->output == TC_OUT_RECV ? recv : NULL);
     }
     if (tc__cuda_check_ptr(o->device, send, bytes, why, sizeof(why)) != TC_OK) {
         return tc__set_error(TC_ERR_ARG, "%s: tensor '%s': its data %s", fn, name, why);

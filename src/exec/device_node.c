@@ -21,8 +21,9 @@
  *      division, postscale (the host's bits: cuda/reduce_ops.cuh);
  *   4. after a barrier, each rank copies the other blocks from their
  *      owners' outputs;
- *   5. after another barrier (no one still reads this rank's buffers), the
- *      handles are closed and the request may complete.
+ *   5. each rank closes the handles it opened (its copies are done), then
+ *      another barrier: once it is over no one has this rank's buffers
+ *      open, and the request may complete (an owner may then free them).
  * Reducescatter is steps 1-3 (only the inputs shared; block r is rank r's
  * rows, its output tcoll's) and 5; allgather shares the inputs, and each
  * rank copies every rank's input to its place in its own output, then 5;
@@ -89,29 +90,42 @@ static void declined(const tc_algo_ctx_t *x, tc_device_job_t *d, int ok, int bad
 }
 
 /* A step that failed on rank bad of the set (or an exchange that failed:
- * st): every rank ends the collective here, the handles closed, the reason
- * (this rank's own why, where it was the one) in d->why. */
-static tc_status_t step_failed(tc_device_job_t *d, tc_cuda_ipc_maps_t *maps, tc_status_t st,
-                               int bad, int me, const char *what, const char *why)
+ * st): every rank ends the collective here, the reason (this rank's own
+ * why, where it was the one) in d->why. The handles still open (maps) are
+ * closed, and where the exchanges still work one more makes every rank
+ * wait until every rank has closed them: an owner may free its buffers
+ * once its request fails, and CUDA forbids freeing memory another process
+ * still has open. */
+static tc_status_t step_failed(tc_transport_t *tp, tc_device_job_t *d, tc_cuda_ipc_maps_t *maps,
+                               tc_status_t st, int bad, const char *what, const char *why)
 {
-    tc__cuda_ipc_close(d->device, maps);
+    int ignored;
+
+    if (maps != NULL) {
+        tc__cuda_ipc_close(d->device, maps);
+        if (st == TC_OK) {
+            st = tc__direct_agree(tp, 1, &ignored);
+        }
+    }
     snprintf(d->why, sizeof(d->why), "%s failed on rank %d of the set%s%.160s", what, bad,
-             bad == me ? ": " : "", bad == me ? why : "");
+             bad == tp->rank ? ": " : "", bad == tp->rank ? why : "");
     return st != TC_OK ? st : TC_ERR_TRANSPORT;
 }
 
-/* Step 5 after this rank's last step (st, why): every rank says whether
- * its own worked; then no one reads the shared buffers any more and the
- * handles are closed, or every rank fails alike (step_failed, naming what). */
+/* Step 5 after this rank's last step (st, why): its reads of the others'
+ * buffers are done (its copies and kernels were waited for), so it closes
+ * their handles; then every rank says whether its own step worked, which
+ * also tells each owner that no one has its buffers open any more, or
+ * every rank fails alike (step_failed, naming what). */
 static tc_status_t last_step(const tc_algo_ctx_t *x, tc_device_job_t *d, tc_cuda_ipc_maps_t *maps,
                              tc_status_t st, const char *what, const char *why)
 {
     int bad = -1;
 
-    if ((st = tc__direct_agree(x->tp, st == TC_OK, &bad)) != TC_OK || bad >= 0) {
-        return step_failed(d, maps, st, bad, x->tp->rank, what, why);
-    }
     tc__cuda_ipc_close(d->device, maps);
+    if ((st = tc__direct_agree(x->tp, st == TC_OK, &bad)) != TC_OK || bad >= 0) {
+        return step_failed(x->tp, d, NULL, st, bad, what, why);
+    }
     return TC_OK;
 }
 
@@ -201,7 +215,7 @@ tc_status_t tc__device_node_allreduce(const tc_algo_ctx_t *x, const tc_allreduce
     st = tc__cuda_combine(j->dev->device, j->dtype, j->op, n, xs, (char *)j->buf + lo * es, hi - lo,
                           j->dev->prescale, j->dev->postscale, why, sizeof(why));
     if ((st = tc__direct_agree(tp, st == TC_OK, &bad)) != TC_OK || bad >= 0) {
-        return step_failed(j->dev, maps, st, bad, me, "the combine kernel", why);
+        return step_failed(tp, j->dev, maps, st, bad, "the combine kernel", why);
     }
     /* 4. the other blocks, from their owners' outputs */
     for (k = 0, m = 0; k < n; k++) {

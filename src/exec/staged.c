@@ -115,6 +115,11 @@ tc_status_t tc__exec_staged(tc_kind_run_t run, const tc_algo_ctx_t *x, tc_reques
                 "first tensor '%s')",
                 req->cuda.dev, req->name);
     }
+    /* the device current before CUDA is asked anything (registering the
+     * staging buffer): else the runtime would start device 0's context */
+    if ((st = tc__cuda_set_current(req->cuda.dev, why, sizeof(why))) != TC_OK) {
+        return tc__algo_failed(req, st, why, msg, len);
+    }
     if ((h = tc__exec_stage_reserve(&x->exec->run.stage, apart ? 2 * bytes : bytes)) == NULL) {
         return tc__algo_failed(req, TC_ERR_NOMEM, "out of memory for the staging buffer", msg, len);
     }
