@@ -119,9 +119,9 @@ tc_status_t tc_mem_free(void *ptr);
  * handle, ranks of this node map it when they open the handle, port
  * channels copy into and out of it on the proxy's stream, and memory
  * channels' device handles reach it from kernels. TC_ERR_ARG: NULL
- * arguments; device memory in a context for host threads, or without an
- * IPC handle (memory of a stream-ordered pool), or running past its
- * allocation. */
+ * arguments; device memory in a context for host threads or for another
+ * device, or without an IPC handle (memory of a stream-ordered pool), or
+ * running past its allocation. */
 tc_status_t tc_mem_register(tc_chan_ctx_t *ctx, void *ptr, size_t size, tc_mem_t **mem_p);
 /* Local; any thread, once no channel uses it. NULL: ignored. */
 void tc_mem_deregister(tc_mem_t *mem);
@@ -144,7 +144,10 @@ tc_status_t tc_mem_handle(const tc_mem_t *mem, tc_mem_handle_t *handle_p);
  * another, operations towards it fail at the proxy, saying so). Close
  * with tc_mem_close. */
 tc_status_t tc_mem_open(tc_chan_ctx_t *ctx, const void *bytes, size_t len, tc_rmem_t **rmem_p);
-/* Local; any thread, once no channel uses it. NULL: ignored. */
+/* Local; any thread, once no channel uses it. NULL: ignored. Device
+ * memory another process opened must stay allocated until that process
+ * has closed it (CUDA's rule for IPC memory): free it after a barrier that
+ * follows the peers' tc_mem_close. */
 void tc_mem_close(tc_rmem_t *rmem);
 
 /* Collective over every rank; one thread per rank. Every rank's handle of

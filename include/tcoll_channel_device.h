@@ -39,7 +39,14 @@
  * cudaDevAttrHostNativeAtomicSupported; elsewhere signal one semaphore from
  * the device or from the host, not both at once (a port channel's signal
  * is the proxy's: a host signal; a memory channel's from a kernel is the
- * device's). Waits are plain loads and work everywhere.
+ * device's). Waits are plain loads and work everywhere. The same holds
+ * for the context's FIFO: a kernel takes its place in it with an
+ * atomicAdd_system on its head, and the host's own pushes into it (port
+ * channel puts, signals, flushes and destroys from host threads, and
+ * semaphore signals to another node) take theirs with the CPU's atomics.
+ * Without cudaDevAttrHostNativeAtomicSupported (most PCIe machines), do
+ * not make those host calls on a context while a kernel may push into
+ * it: two pushers could get one place, and a trigger would be lost.
  *
  * Time limits: a device wait takes timeout_ns (< 0: none), measured with
  * the GPU's global timer; it cannot see a peer's process exit, so give
@@ -366,6 +373,9 @@ static inline TC_HOST_DEVICE int tc_portchan_device_flush(tc_portchan_device_t *
     uint64_t pos = tc__portchan_device_push(h, TC_TRIG_FLUSH, 0, 0, 0);
     uint64_t failed;
 
+    if (pos == UINT64_MAX) { /* refused (not a handle): nothing to wait for */
+        return 1;
+    }
     tc_fifo_device_sync(&h->fifo, pos);
     failed = tc__dev_load(h->failures);
     if (failed != h->failures_seen) {

@@ -105,6 +105,11 @@ int tc__chan_device_setup(tc_chan_ctx_t *ctx, int device, char *why, size_t len)
         }
         p->area_dev = dev;
     }
+    /* the proxy thread's staging buffer, page-locked now: allocating it in
+     * a handler, while a kernel that pushed the trigger spins, would ask
+     * CUDA for page-locked memory with the kernel running (an operation
+     * CUDA may order after the device's work) */
+    (void)tc__chan_bounce(ctx);
     return 1;
 }
 

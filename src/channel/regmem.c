@@ -76,6 +76,12 @@ static tc_status_t register_device(tc_chan_ctx_t *ctx, tc_mem_t *m, int dev)
             "is for host threads: make it with TC_CHAN_CUDA (tc_chan_opts_t.flags)",
             (void *)m->base, dev);
     }
+    if (dev != ctx->device) { /* its proxy copies and its kernels run on ctx->device */
+        return tc__set_error(TC_ERR_ARG,
+                             "tc_mem_register: %p is memory of CUDA device %d, and this context "
+                             "is for device %d",
+                             (void *)m->base, dev, ctx->device);
+    }
     if (tc__cuda_ipc_export(dev, m->base, &m->ipc, why, sizeof(why)) != TC_OK) {
         return tc__set_error(TC_ERR_ARG,
                              "tc_mem_register: CUDA device %d's memory at %p cannot be shared with "

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <cuda_runtime_api.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,31 +71,90 @@ tc_status_t tc__cuda_pci_bus_id(int dev, char *buf, size_t buflen, char *why, si
     return TC_OK;
 }
 
+/* What tc__cuda_host_map mapped, by start address: mapped again (two
+ * contexts, two channels on one region) it is counted, and unregistered
+ * only by the last unmap, and only when tcoll registered it (memory the
+ * application page-locked itself, with cudaHostAlloc or cudaHostRegister,
+ * is used as it is and left so). */
+typedef struct hostreg {
+    void *p;
+    int refs;
+    int ours; /* registered by tcoll */
+    struct hostreg *next;
+} hostreg_t;
+
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static hostreg_t *regs;
+
 tc_status_t tc__cuda_host_map(void *p, size_t bytes, void **dev_p, char *why, size_t len)
 {
     const char *no = NULL;
+    hostreg_t *r;
     cudaError_t e;
+    int ours = 1;
 
     if (!tc__cuda_available(&no)) {
         snprintf(why, len, "%s", no);
         return TC_ERR_STATE;
     }
-    e = cudaHostRegister(p, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped);
-    if (e != cudaSuccess) {
-        return tc__cuda_failed(TC_ERR_TRANSPORT, why, len, "cudaHostRegister", e);
+    pthread_mutex_lock(&reg_mu);
+    for (r = regs; r != NULL && r->p != p; r = r->next) {
+    }
+    if (r == NULL) {
+        e = cudaHostRegister(p, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped);
+        if (e == cudaErrorHostMemoryAlreadyRegistered) {
+            (void)cudaGetLastError(); /* page-locked already: use it as it is */
+            ours = 0;
+        } else if (e != cudaSuccess) {
+            pthread_mutex_unlock(&reg_mu);
+            return tc__cuda_failed(TC_ERR_TRANSPORT, why, len, "cudaHostRegister", e);
+        }
     }
     if ((e = cudaHostGetDevicePointer(dev_p, p, 0)) != cudaSuccess) {
-        (void)cudaHostUnregister(p);
+        if (r == NULL && ours) {
+            (void)cudaHostUnregister(p);
+        }
+        pthread_mutex_unlock(&reg_mu);
         return tc__cuda_failed(TC_ERR_TRANSPORT, why, len, "cudaHostGetDevicePointer", e);
     }
+    if (r == NULL) {
+        if ((r = calloc(1, sizeof(*r))) == NULL) {
+            if (ours) {
+                (void)cudaHostUnregister(p);
+            }
+            pthread_mutex_unlock(&reg_mu);
+            snprintf(why, len, "out of memory");
+            return TC_ERR_NOMEM;
+        }
+        r->p = p;
+        r->ours = ours;
+        r->next = regs;
+        regs = r;
+    }
+    r->refs++;
+    pthread_mutex_unlock(&reg_mu);
     return TC_OK;
 }
 
 void tc__cuda_host_unmap(void *p)
 {
-    if (p != NULL && cudaHostUnregister(p) != cudaSuccess) {
-        (void)cudaGetLastError();
+    hostreg_t **pp, *r;
+
+    if (p == NULL) {
+        return;
     }
+    pthread_mutex_lock(&reg_mu);
+    for (pp = &regs; *pp != NULL && (*pp)->p != p; pp = &(*pp)->next) {
+    }
+    r = *pp;
+    if (r != NULL && --r->refs == 0) {
+        *pp = r->next;
+        if (r->ours && cudaHostUnregister(p) != cudaSuccess) {
+            (void)cudaGetLastError();
+        }
+        free(r);
+    }
+    pthread_mutex_unlock(&reg_mu);
 }
 
 int tc__cuda_host_native_atomics(int dev)

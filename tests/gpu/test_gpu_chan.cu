@@ -224,6 +224,7 @@ static void rig_close(rig_t *g)
     for (tc_rmem_t *r : g->rmems) {
         tc_mem_close(r);
     }
+    barrier(); // every peer closed this rank's buffer before it is freed (CUDA IPC's rule)
     tc_mem_deregister(g->mem);
     TC_CHECK(tc_chan_ctx_destroy(g->ctx));
     CUDA_CHECK(cudaFree(g->buf));

@@ -206,6 +206,7 @@ static void rig_close(dev_rig_t *g)
     tc_sem_destroy(g->asem);
     tc_mem_close(g->rmems[0]);
     tc_mem_close(g->rmems[1]);
+    bar(); // every peer closed this rank's buffer before it is freed (CUDA IPC's rule)
     tc_mem_deregister(g->mem);
     cb_chk(tc_chan_ctx_destroy(g->ctx), "tc_chan_ctx_destroy");
     CUDA_OK(cudaFree(g->buf));
