@@ -224,15 +224,19 @@ typedef struct {
  * alltoall and their grouped forms): a tensor in memory of CUDA device N
  * (cudaMalloc'd, or managed; docs/gpu.md). Every buffer of the call is then
  * on that device: the input, recv, and the output tcoll allocates (read it
- * with tc_request_output: a device pointer, valid until tc_request_free).
- * tcoll reads the input only after the work cuda_stream had queued when the
- * call was made, and the request completes only once its result is in
- * place: after tc_wait (or tc_test saying done), the host and every stream
- * may read it. No call makes the calling thread wait for a device. A
- * device tensor needs a CUDA build and a usable device (tc_cuda_available;
- * TC_ERR_ARG saying why otherwise), and its buffers must be memory of that
- * device (TC_ERR_ARG). Ranks may use different devices, but every rank must
- * give the same kind of memory for a name: host on one rank and a device on
+ * with tc_request_output: a device pointer, valid until tc_request_free; the
+ * memory is reused only after the work cuda_stream has queued by the time of
+ * tc_request_free, so a kernel there may still read it: work of other
+ * streams that reads it must be done before). tcoll reads the input only
+ * after the work cuda_stream had queued when the call was made, and the
+ * request completes only once its result is in place: after tc_wait (or
+ * tc_test saying done), the host and every stream may read it. No call makes
+ * the calling thread wait for a device. A device tensor needs a CUDA build
+ * and a usable device (tc_cuda_available; TC_ERR_ARG saying why otherwise),
+ * and its buffers must be memory of that device, aligned to the element size
+ * (TC_ERR_ARG), and cuda_stream must not be capturing a CUDA graph
+ * (TC_ERR_ARG). Ranks may use different devices, but every rank must give
+ * the same kind of memory for a name: host on one rank and a device on
  * another is TC_ERR_MISMATCH, like any other disagreement. Barriers, joins
  * and process set calls take no tensor: leave device at TC_DEVICE_HOST.
  */

@@ -56,6 +56,10 @@ typedef struct tc_cuda_mark tc_cuda_mark_t;
 tc_status_t tc__cuda_mark(int dev, void *stream, tc_cuda_mark_t **mark_p, char *why, size_t len);
 /* Back to the pool. Any thread; NULL is ignored. */
 void tc__cuda_mark_release(tc_cuda_mark_t *mark);
+/* Whether what mark's stream had queued is done, without waiting: *done_p
+ * 1 or 0 (NULL mark: 1). TC_ERR_TRANSPORT (why) when CUDA reports an error
+ * of that work. */
+tc_status_t tc__cuda_mark_query(const tc_cuda_mark_t *mark, int *done_p, char *why, size_t len);
 
 /* Copies bytes between host memory and device dev's memory on tcoll's
  * stream for dev, first waiting for after (NULL: nothing), and returns once
@@ -71,6 +75,9 @@ tc_status_t tc__cuda_to_device(int dev, void *dst, const void *src, size_t bytes
  * without a device-wide synchronization. TC_ERR_NOMEM (why). */
 tc_status_t tc__cuda_alloc(int dev, size_t bytes, void **p_p, char *why, size_t len);
 void tc__cuda_free(int dev, void *p);
+/* The same, the memory given back only after what `after` marks (a
+ * stream's work that may still read it). */
+void tc__cuda_free_after(int dev, void *p, const tc_cuda_mark_t *after);
 
 /* Page-locked host memory, which device copies reach at full speed; NULL
  * when it cannot be had (the caller then stages through ordinary memory). */

@@ -187,7 +187,8 @@ tc_status_t tc__cuda_ptr_device(const void *p, size_t bytes, int *dev_p, char *w
     if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged) {
         return TC_OK;
     }
-    if (a.type == cudaMemoryTypeDevice && bytes > 0 && tc__cuda_alloc_range(p, &base, &size) &&
+    if (a.type == cudaMemoryTypeDevice && bytes > 0 &&
+        tc__cuda_mapped_range(p, bytes, &base, &size) &&
         (bytes > size || (uintptr_t)p - (uintptr_t)base > size - bytes)) {
         snprintf(why, len,
                  "%zu bytes of CUDA device %d's memory at %p run %zu bytes past the end "

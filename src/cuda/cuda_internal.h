@@ -31,6 +31,11 @@ tc_status_t tc__cuda_failed(tc_status_t st, char *why, size_t len, const char *w
 /* The allocation ptr lies in (cuMemGetAddressRange): 1, or 0 when the
  * driver does not say. */
 int tc__cuda_alloc_range(const void *ptr, void **base_p, size_t *size_p);
+/* The memory mapped without a gap from ptr's allocation on: that
+ * allocation, and where [ptr, ptr + bytes) runs past it, the allocations
+ * mapped right after it on the same device (virtual-memory pieces, as
+ * PyTorch's expandable segments map them). 0 when the driver cannot say. */
+int tc__cuda_mapped_range(const void *ptr, size_t bytes, void **base_p, size_t *size_p);
 
 /* 1 when some device's primary context is active in this process (device
  * memory can only exist then; a driver-API context of the application's

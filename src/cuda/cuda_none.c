@@ -57,6 +57,13 @@ void tc__cuda_mark_release(tc_cuda_mark_t *mark)
     (void)mark;
 }
 
+tc_status_t tc__cuda_mark_query(const tc_cuda_mark_t *mark, int *done_p, char *why, size_t len)
+{
+    (void)mark;
+    *done_p = 1;
+    return refuse(why, len);
+}
+
 tc_status_t tc__cuda_to_host(int dev, void *dst, const void *src, size_t bytes,
                              const tc_cuda_mark_t *after, char *why, size_t len)
 {
@@ -80,6 +87,11 @@ tc_status_t tc__cuda_alloc(int dev, size_t bytes, void **p_p, char *why, size_t 
 void tc__cuda_free(int dev, void *p)
 {
     (void)dev, (void)p;
+}
+
+void tc__cuda_free_after(int dev, void *p, const tc_cuda_mark_t *after)
+{
+    (void)dev, (void)p, (void)after;
 }
 
 void *tc__cuda_host_alloc(size_t bytes)

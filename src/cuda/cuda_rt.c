@@ -125,6 +125,39 @@ int tc__cuda_alloc_range(const void *ptr, void **base_p, size_t *size_p)
     return 1;
 }
 
+int tc__cuda_mapped_range(const void *ptr, size_t bytes, void **base_p, size_t *size_p)
+{
+    CUdeviceptr base = 0, next_base = 0;
+    size_t size = 0, next_size = 0;
+    uintptr_t end = (uintptr_t)ptr + bytes;
+    struct cudaPointerAttributes a, b;
+    int k;
+
+    if (range_fn == NULL || range_fn(&base, &size, (CUdeviceptr)(uintptr_t)ptr) != CUDA_SUCCESS) {
+        return 0;
+    }
+    /* Virtual-memory allocations (cuMemCreate pieces mapped side by side,
+     * as PyTorch's expandable segments are) report the piece holding ptr
+     * only: go on through the pieces mapped right after it, on the same
+     * device, while the range runs past. */
+    if ((uintptr_t)base + size < end && cudaPointerGetAttributes(&a, ptr) == cudaSuccess) {
+        for (k = 0; k < 65536 && (uintptr_t)base + size < end; k++) {
+            CUdeviceptr at = base + size;
+            if (range_fn(&next_base, &next_size, at) != CUDA_SUCCESS || next_base != at ||
+                next_size == 0 ||
+                cudaPointerGetAttributes(&b, (const void *)(uintptr_t)at) != cudaSuccess ||
+                b.type != a.type || b.device != a.device) {
+                break;
+            }
+            size += next_size;
+        }
+    }
+    (void)cudaGetLastError();
+    *base_p = (void *)(uintptr_t)base;
+    *size_p = size;
+    return 1;
+}
+
 int tc__cuda_built(void)
 {
     return 1;
@@ -209,11 +242,11 @@ tc_status_t tc__cuda_check_ptr(int dev, const void *ptr, size_t bytes, char *why
         snprintf(why, len, "is memory of CUDA device %d, not of device %d", a.device, dev);
         return TC_ERR_ARG;
     }
-    if (range_fn != NULL && a.type == cudaMemoryTypeDevice) {
-        CUdeviceptr base = 0;
+    if (a.type == cudaMemoryTypeDevice) {
+        void *base = NULL;
         size_t size = 0;
         uintptr_t p = (uintptr_t)ptr;
-        if (range_fn(&base, &size, (CUdeviceptr)p) == CUDA_SUCCESS && size > 0 &&
+        if (tc__cuda_mapped_range(ptr, bytes, &base, &size) && size > 0 &&
             (bytes > size || p - (uintptr_t)base > size - bytes)) {
             snprintf(why, len, "runs %zu bytes past the end of its allocation",
                      (size_t)(p - (uintptr_t)base) + bytes - size);
@@ -409,6 +442,22 @@ static tc_status_t copy(int dev, void *dst, const void *src, size_t bytes, enum 
     }
 }
 
+tc_status_t tc__cuda_mark_query(const tc_cuda_mark_t *mark, int *done_p, char *why, size_t len)
+{
+    cudaError_t e;
+
+    *done_p = 1;
+    if (mark == NULL || (e = cudaEventQuery(mark->ev)) == cudaSuccess) {
+        return TC_OK;
+    }
+    if (e == cudaErrorNotReady) {
+        (void)cudaGetLastError();
+        *done_p = 0;
+        return TC_OK;
+    }
+    return tc__cuda_failed(TC_ERR_TRANSPORT, why, len, "the submitting stream's work", e);
+}
+
 tc_status_t tc__cuda_to_host(int dev, void *dst, const void *src, size_t bytes,
                              const tc_cuda_mark_t *after, char *why, size_t len)
 {
@@ -441,6 +490,11 @@ tc_status_t tc__cuda_alloc(int dev, size_t bytes, void **p_p, char *why, size_t 
 
 void tc__cuda_free(int dev, void *p)
 {
+    tc__cuda_free_after(dev, p, NULL);
+}
+
+void tc__cuda_free_after(int dev, void *p, const tc_cuda_mark_t *after)
+{
     devctx_t *c;
     char why[256];
     int old = -1;
@@ -450,6 +504,10 @@ void tc__cuda_free(int dev, void *p)
     }
     if (use_dev(dev, &old, &c, why, sizeof(why)) != TC_OK) {
         TC_WARN("cuda", "device %d: %s: output %p not freed", dev, why, p);
+    } else if (after != NULL && cudaStreamWaitEvent(c->stream, after->ev, 0) != cudaSuccess) {
+        /* not ordered after it: better kept than freed under a reader */
+        TC_WARN("cuda", "device %d: cudaStreamWaitEvent: %s: output %p not freed", dev,
+                cudaGetErrorString(cudaGetLastError()), p);
     } else if (cudaFreeAsync(p, c->stream) != cudaSuccess) {
         TC_WARN("cuda", "device %d: cudaFreeAsync(%p): %s", dev, p,
                 cudaGetErrorString(cudaGetLastError()));

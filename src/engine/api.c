@@ -172,6 +172,7 @@ tc_status_t tc__request_make(const char *fn, tc_kind_t kind, const char *name, c
         tc_status_t st;
         req->cuda.on = 1;
         req->cuda.dev = o.device;
+        req->cuda.stream = o.cuda_stream;
         st = tc__cuda_mark(o.device, o.cuda_stream, &req->cuda.mark, why, sizeof(why));
         if (st != TC_OK) {
             tc__request_destroy(req);

@@ -233,6 +233,14 @@ int tc__algo_ordered(const tc_algo_ctx_t *x, const tc_algo_call_t *c);
 tc_status_t tc__exec_staged(tc_kind_run_t run, const tc_algo_ctx_t *x, tc_request_t *req,
                             const tc_wire_response_t *r, char *msg, size_t len);
 
+/* Sleeps until what req's submission stream had queued is done (its mark),
+ * backing off, and answering the engine's hooks meanwhile as a transport's
+ * wait does (x->tp's policy): a rank whose GPU is busy stays alive to its
+ * peers, and another rank's abort ends the wait (TC_ERR_TRANSPORT, why).
+ * TC_ERR_TRANSPORT (why) too when the stream's work failed (device_wait.c). */
+tc_status_t tc__exec_wait_mark(const tc_algo_ctx_t *x, const tc_request_t *req, char *why,
+                               size_t len);
+
 /* A device tensor's run (device.c): the first record of its kind that
  * handles device memory and applies (the in-node allreduce,
  * device_node.c), else staged through host memory. */

@@ -138,7 +138,17 @@ void tc__request_destroy(tc_request_t *req)
     tc__output_release(req->owned_output, req->owned_cap);
     if (req->cuda.on) {
         tc__cuda_mark_release(req->cuda.mark);
-        tc__cuda_free(req->cuda.dev, req->cuda.output);
+        if (req->cuda.output != NULL) {
+            /* after what the tensor's stream has queued by now: a kernel of
+             * it that still reads the output (without one, freed at once) */
+            tc_cuda_mark_t *m = NULL;
+            char why[256];
+            if (tc__cuda_mark(req->cuda.dev, req->cuda.stream, &m, why, sizeof(why)) != TC_OK) {
+                m = NULL;
+            }
+            tc__cuda_free_after(req->cuda.dev, req->cuda.output, m);
+            tc__cuda_mark_release(m);
+        }
     }
     free(req);
 }

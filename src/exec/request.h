@@ -43,6 +43,8 @@ struct tc_request {
         int on;                 /* 0: host memory (and the rest unused) */
         int dev;                /* the device: send, recv and output are its memory */
         tc_cuda_mark_t *mark;   /* the stream's work at submission (released once read) */
+        void *stream;           /* that stream (tc_opts_t.cuda_stream): the output's free
+                                 * waits for its work */
         void *output;           /* the device output tcoll allocated, freed with the request */
     } cuda;
 

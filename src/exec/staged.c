@@ -116,8 +116,12 @@ tc_status_t tc__exec_staged(tc_kind_run_t run, const tc_algo_ctx_t *x, tc_reques
                 req->cuda.dev, req->name);
     }
     /* the device current before CUDA is asked anything (registering the
-     * staging buffer): else the runtime would start device 0's context */
-    if ((st = tc__cuda_set_current(req->cuda.dev, why, sizeof(why))) != TC_OK) {
+     * staging buffer): else the runtime would start device 0's context;
+     * then the input's stream waited for, the engine's hooks answered */
+    if ((st = tc__cuda_set_current(req->cuda.dev, why, sizeof(why))) != TC_OK ||
+        (st = tc__exec_wait_mark(x, req, why, sizeof(why))) != TC_OK) {
+        tc__cuda_mark_release(req->cuda.mark);
+        req->cuda.mark = NULL;
         return tc__algo_failed(req, st, why, msg, len);
     }
     if ((h = tc__exec_stage_reserve(&x->exec->run.stage, apart ? 2 * bytes : bytes)) == NULL) {
