@@ -160,9 +160,14 @@ static void carry_out(tc_portchan_t *ch, const tc_trigger_fields_t *f)
 {
     tc_chan_ctx_t *ctx = ch->ctx;
     int peer = ch->remote->rank;
+    /* whether the peer is still there is asked at a flush, and before a
+     * put into its device memory opened through CUDA IPC: a copy into the
+     * memory of a process that has exited is not defined */
+    int ask = (f->type & TC_TRIG_FLUSH) != 0 ||
+              ((f->type & TC_TRIG_PUT) != 0 && ch->dst != NULL && ch->remote->device >= 0);
 
-    if (!atomic_load_explicit(&ch->peer_gone, memory_order_relaxed) &&
-        (f->type & TC_TRIG_FLUSH) != 0 && tc__chan_peer_gone(ctx, peer)) {
+    if (!atomic_load_explicit(&ch->peer_gone, memory_order_relaxed) && ask &&
+        tc__chan_peer_gone(ctx, peer)) {
         atomic_store_explicit(&ch->peer_gone, 1, memory_order_relaxed);
         if (ch->done > 0) {
             tc__portchan_fail(ch,
