@@ -132,6 +132,12 @@ tc_status_t tc__cuda_combine(int dev, tc_dtype_t dtype, tc_op_t op, int n, const
                              void *dst, size_t count, double prescale, double postscale, char *why,
                              size_t len);
 
+/* Whether the combine kernel of dtype runs on dev (loaded into its
+ * context now, where it was not): TC_OK, or TC_ERR_TRANSPORT (why) where
+ * this GPU cannot run tcoll's kernels. The calling thread's device is left
+ * as it was. */
+tc_status_t tc__cuda_combine_ready(int dev, tc_dtype_t dtype, char *why, size_t len);
+
 /* n copies of bytes[k] from src[k] to dst[k] (device memory dev can reach),
  * on dev, then waits for them all. */
 tc_status_t tc__cuda_copy_many(int dev, int n, void *const *dst, const void *const *src,

@@ -134,6 +134,12 @@ void tc__cuda_ipc_close(int dev, tc_cuda_ipc_maps_t *maps)
     (void)maps;
 }
 
+tc_status_t tc__cuda_combine_ready(int dev, tc_dtype_t dtype, char *why, size_t len)
+{
+    (void)dev, (void)dtype;
+    return refuse(why, len);
+}
+
 tc_status_t tc__cuda_combine(int dev, tc_dtype_t dtype, tc_op_t op, int n, const void *const *x,
                              void *dst, size_t count, double prescale, double postscale, char *why,
                              size_t len)

@@ -56,6 +56,38 @@ static void load(void)
     TC_DEBUG("cuda", "tcoll's kernels loaded (%zu bytes of fatbin)", tc__cuda_kernels_image_len);
 }
 
+tc_status_t tc__cuda_combine_ready(int dev, tc_dtype_t dtype, char *why, size_t len)
+{
+    struct cudaFuncAttributes attr;
+    tc_cuda_ctx_t c;
+    cudaError_t e;
+    int old = -1;
+    tc_status_t st;
+
+    if ((unsigned)dtype >= (unsigned)NUM_DTYPES) {
+        snprintf(why, len, "combine: dtype %d", (int)dtype);
+        return TC_ERR_ARG;
+    }
+    if ((st = tc__cuda_ctx(dev, &old, &c, why, len)) != TC_OK) {
+        tc__cuda_restore(dev, old);
+        return st;
+    }
+    pthread_once(&lib_once, load);
+    if (!lib_ok) {
+        tc__cuda_restore(dev, old);
+        snprintf(why, len, "%s", lib_why);
+        return TC_ERR_TRANSPORT;
+    }
+    /* loads the kernel into dev's context: an image this GPU cannot run
+     * (no machine code for it, PTX its driver cannot compile) fails here */
+    e = cudaFuncGetAttributes(&attr, (const void *)kernels[dtype]);
+    tc__cuda_restore(dev, old);
+    if (e != cudaSuccess) {
+        return tc__cuda_failed(TC_ERR_TRANSPORT, why, len, "tcoll's combine kernel on this GPU", e);
+    }
+    return TC_OK;
+}
+
 /* The inputs of one launch, by value: kernels.cu's struct tc_cuda_inputs. */
 typedef struct {
     const void *x[TC_CUDA_MAX_COMBINE];

@@ -292,15 +292,17 @@ tc_status_t tc__device_mpi_broadcast(const tc_algo_ctx_t *x, const tc_broadcast_
 tc_status_t tc__device_mpi_alltoall(const tc_algo_ctx_t *x, const tc_alltoall_job_t *j);
 
 /* What those records do with the memory they move: n copies, the combine
- * kernel, scratch (cuda.h's contracts: tc__cuda_copy_many,
- * tc__cuda_combine, tc__cuda_alloc, tc__cuda_free; free takes NULL).
- * tc__direct_cuda is CUDA's; a test passes host stand-ins. */
+ * kernel and whether it runs here, scratch (cuda.h's contracts:
+ * tc__cuda_copy_many, tc__cuda_combine, tc__cuda_combine_ready,
+ * tc__cuda_alloc, tc__cuda_free; free takes NULL). tc__direct_cuda is
+ * CUDA's; a test passes host stand-ins. */
 typedef struct {
     tc_status_t (*copy)(int dev, int n, void *const *dst, const void *const *src,
                         const size_t *bytes, char *why, size_t len);
     tc_status_t (*combine)(int dev, tc_dtype_t dtype, tc_op_t op, int n, const void *const *x,
                            void *dst, size_t count, double prescale, double postscale, char *why,
                            size_t len);
+    tc_status_t (*ready)(int dev, tc_dtype_t dtype, char *why, size_t len);
     tc_status_t (*alloc)(int dev, size_t bytes, void **p_p, char *why, size_t len);
     void (*free)(int dev, void *p);
 } tc_direct_mem_t;

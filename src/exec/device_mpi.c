@@ -47,8 +47,8 @@
 #include "reduce/reduce.h"
 #include "util/log.h"
 
-const tc_direct_mem_t tc__direct_cuda = {tc__cuda_copy_many, tc__cuda_combine, tc__cuda_alloc,
-                                         tc__cuda_free};
+const tc_direct_mem_t tc__direct_cuda = {tc__cuda_copy_many, tc__cuda_combine,
+                                         tc__cuda_combine_ready, tc__cuda_alloc, tc__cuda_free};
 
 /* ---- when they apply ------------------------------------------------------------- */
 
@@ -227,7 +227,7 @@ typedef struct {
  * in slot (me - k) mod n, k != me, of the largest block's size), combined
  * into b->dst in rank order; then the second exchange. A rank that cannot
  * get scratch (or has no output) declines, and so does every
- * rank. */
+ * rank; so does one whose GPU cannot run the combine kernel. */
 static tc_status_t reduce_blocks(tc_transport_t *tp, const tc_direct_mem_t *mem, tc_device_job_t *d,
                                  const blocks_t *b)
 {
@@ -240,6 +240,8 @@ static tc_status_t reduce_blocks(tc_transport_t *tp, const tc_direct_mem_t *mem,
 
     if (!ok) {
         snprintf(why, sizeof(why), "%s", d->why);
+    } else if (mem->ready(d->device, b->dtype, why, sizeof(why)) != TC_OK) {
+        ok = 0; /* this GPU cannot run the combine kernel */
     } else if (slot > 0) {
         ok = mem->alloc(d->device, (size_t)(n - 1) * slot, (void **)&scratch, why, sizeof(why)) ==
              TC_OK;

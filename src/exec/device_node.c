@@ -192,7 +192,7 @@ tc_status_t tc__device_node_allreduce(const tc_algo_ctx_t *x, const tc_allreduce
     int n = tp->size, me = tp->rank, k, m = 0, bad = -1;
     size_t es = tc_dtype_size(j->dtype);
     const void *src = j->src != NULL ? j->src : j->buf;
-    const void *bufs[2] = {src, j->buf};
+    const void *bufs[2] = {src, j->buf}, *const *bufs_p = bufs;
     void *peer[2 * TC_CUDA_MAX_COMBINE];
     const void *xs[TC_CUDA_MAX_COMBINE];
     void *dsts[TC_CUDA_MAX_COMBINE];
@@ -202,8 +202,13 @@ tc_status_t tc__device_node_allreduce(const tc_algo_ctx_t *x, const tc_allreduce
     char why[256] = "";
     tc_status_t st;
 
-    /* 1-2. the inputs and outputs shared, or every rank declines */
-    if ((st = share(x, j->dev, bufs, 2, peer, &maps)) != TC_OK || j->dev->declined) {
+    /* 1-2. the inputs and outputs shared, or every rank declines (also
+     * where a rank's GPU cannot run the combine kernel) */
+    if (tc__cuda_combine_ready(j->dev->device, j->dtype, j->dev->why, sizeof(j->dev->why)) !=
+        TC_OK) {
+        bufs_p = NULL;
+    }
+    if ((st = share(x, j->dev, bufs_p, 2, peer, &maps)) != TC_OK || j->dev->declined) {
         return st;
     }
     /* 3. this rank's block of every input */
@@ -243,8 +248,11 @@ tc_status_t tc__device_node_reducescatter(const tc_algo_ctx_t *x, const tc_reduc
     char why[256] = "";
     tc_status_t st;
 
-    /* 1-2. the inputs shared, or every rank declines */
-    if ((st = share(x, j->dev, j->out != NULL ? &j->src : NULL, 1, peer, &maps)) != TC_OK ||
+    /* 1-2. the inputs shared, or every rank declines (also where a rank
+     * has no output, or its GPU cannot run the combine kernel) */
+    int ready = j->out != NULL && tc__cuda_combine_ready(j->dev->device, j->dtype, j->dev->why,
+                                                         sizeof(j->dev->why)) == TC_OK;
+    if ((st = share(x, j->dev, ready ? &j->src : NULL, 1, peer, &maps)) != TC_OK ||
         j->dev->declined) {
         return st;
     }

@@ -76,6 +76,18 @@ static tc_status_t host_combine(int dev, tc_dtype_t dt, tc_op_t op, int n, const
     return TC_OK;
 }
 
+static int g_fail_ready = -1;
+
+static tc_status_t host_ready(int dev, tc_dtype_t dt, char *why, size_t len)
+{
+    (void)dt;
+    if (dev == g_fail_ready) {
+        snprintf(why, len, "no kernel for this GPU");
+        return TC_ERR_TRANSPORT;
+    }
+    return TC_OK;
+}
+
 static tc_status_t host_alloc(int dev, size_t bytes, void **p_p, char *why, size_t len)
 {
     if (dev == g_fail_alloc) {
@@ -93,7 +105,7 @@ static void host_free(int dev, void *p)
     free(p);
 }
 
-static const tc_direct_mem_t g_mem = {host_copy, host_combine, host_alloc, host_free};
+static const tc_direct_mem_t g_mem = {host_copy, host_combine, host_ready, host_alloc, host_free};
 
 typedef struct {
     int kind, apart, root; /* root: a broadcast's */
@@ -602,6 +614,11 @@ TC_CASE(a_rank_that_cannot_makes_every_rank_decline)
             g_fail_alloc = bad;
             run(&j, n, res);
             g_fail_alloc = -1;
+            check_declined(&j, res, n);
+            free_outs(res, n);
+            g_fail_ready = (bad + 1) % n; /* a GPU without the kernel: the same */
+            run(&j, n, res);
+            g_fail_ready = -1;
             check_declined(&j, res, n);
             if (!kind) { /* the allreduce's output untouched (apart: the filler) */
                 for (r = 0; r < n; r++) {
