@@ -74,7 +74,13 @@ tee_pid=$!
 
 summary=()
 failed=0
+current=
+session=()
 finish() {
+    if [ -n "$current" ]; then
+        end_step "$current"
+        summary+=("$current stopped")
+    fi
     cp "$build/Testing/Temporary/LastTest.log" "$logdir/ctest_LastTest.log" 2>/dev/null || true
     echo
     echo "test_gpu.sh: SUMMARY: $([ "$failed" -eq 0 ] && echo PASS || echo FAIL) in" \
@@ -116,11 +122,22 @@ echo "test_gpu.sh: driver $(nvidia-smi --query-gpu=driver_version --format=csv,n
     "$("$nvcc" --version | tail -n 1); MPI: $(mpiexec --version 2>&1 | head -n 1);" \
     "python3: $("$python" -c 'import sys, torch; print(sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1 | tail -n 1)"
 
+# Kills what step NAME left running (the ranks of a killed launcher are in
+# its session), and forgets its files.
+end_step() {
+    local sid
+    sid=$(cat "$logdir/.$1.sid" 2>/dev/null || true)
+    if [ "${#session[@]}" -gt 0 ] && [ "${sid:-0}" -gt 1 ] 2>/dev/null; then
+        pkill -KILL -s "$sid" 2>/dev/null || true
+    fi
+    rm -f "$logdir/.$1.sid" "$logdir/.$1.rc"
+}
+
 # step NAME SECONDS command...: runs it in a session of its own, under the
 # smaller of SECONDS and what is left of the budget; records PASS, FAIL,
 # SKIP (exit 77, which fails the run too: a GPU is there) or NOT-RUN.
 step() {
-    local name=$1 limit=$2 t0 rc left sid tag=""
+    local name=$1 limit=$2 t0 rc left tag=""
     shift 2
     left=$((deadline - $(date +%s)))
     if [ "$left" -lt 15 ]; then
@@ -132,16 +149,20 @@ step() {
     echo
     echo "===== $name (up to $limit s): $* ====="
     t0=$(date +%s)
-    # shellcheck disable=SC2016 # $$ and $@ are the inner shell's
-    "${session[@]}" bash -c 'echo $$ > "$0"; exec timeout --kill-after=10 "$@"' \
-        "$logdir/.$name.sid" "$limit" "$@" 2>&1 | tee "$logdir/$name.log"
-    rc=${PIPESTATUS[0]}
-    # what a killed launcher left behind (the ranks are in that session)
-    sid=$(cat "$logdir/.$name.sid" 2>/dev/null || true)
-    if [ "${#session[@]}" -gt 0 ] && [ "${sid:-0}" -gt 1 ] 2>/dev/null; then
-        pkill -KILL -s "$sid" 2>/dev/null || true
-    fi
-    rm -f "$logdir/.$name.sid"
+    # in the background, waited for: a TERM or INT to this script is then
+    # handled at once (finish), not after the step
+    rm -f "$logdir/.$name.rc"
+    {
+        # shellcheck disable=SC2016 # $$ and $@ are the inner shell's
+        "${session[@]}" bash -c 'echo $$ > "$0"; exec timeout --kill-after=10 "$@"' \
+            "$logdir/.$name.sid" "$limit" "$@" 2>&1
+        echo $? >"$logdir/.$name.rc"
+    } | tee "$logdir/$name.log" &
+    current=$name
+    wait $!
+    rc=$(cat "$logdir/.$name.rc" 2>/dev/null || echo 1)
+    end_step "$name"
+    current=
     if grep -q "CUDA IPC cannot be used\|CUDA IPC refused" "$logdir/$name.log"; then
         tag=", CUDA IPC refused: staged"
     fi
@@ -154,7 +175,6 @@ step() {
 }
 
 # a session of its own for each step, where setsid can wait for it
-session=()
 if setsid --help 2>&1 | grep -q -- --wait; then
     session=(setsid --wait)
 fi
