@@ -88,36 +88,28 @@ static char *at(const void *base, size_t off)
 
 tc_status_t tc__direct_agree(tc_transport_t *tp, int ok, int *bad_p)
 {
-    int n = tp->size, k;
-    /* [n] byte counts, [n] offsets, then [n] flags: on the stack up to
-     * TC_CUDA_MAX_COMBINE ranks (the in-node records), so that nothing
-     * there can fail */
-    size_t small[2 * TC_CUDA_MAX_COMBINE + TC_CUDA_MAX_COMBINE / 2];
-    size_t *bytes = n <= TC_CUDA_MAX_COMBINE
-                        ? small
-                        : malloc(2 * (size_t)n * sizeof(size_t) + (size_t)n * sizeof(int32_t));
-    int32_t *flags;
+    /* one flag a rank: on the stack up to TC_CUDA_MAX_COMBINE ranks (the
+     * in-node records), so that nothing there can fail */
+    int32_t small[TC_CUDA_MAX_COMBINE];
+    int32_t *flags =
+        tp->size <= TC_CUDA_MAX_COMBINE ? small : malloc((size_t)tp->size * sizeof(int32_t));
     tc_status_t st;
+    int k;
 
     *bad_p = -1;
-    if (bytes == NULL) {
+    if (flags == NULL) {
         snprintf(tp->err, sizeof(tp->err), "out of memory for a status exchange");
         return TC_ERR_NOMEM;
     }
-    flags = (int32_t *)(bytes + 2 * n);
-    for (k = 0; k < n; k++) {
-        bytes[k] = sizeof(int32_t);
-        bytes[n + k] = (size_t)k * sizeof(int32_t);
-    }
     flags[tp->rank] = ok ? 1 : 0;
-    st = tc__ring_allgatherv(tp, flags, bytes, bytes + n);
-    for (k = 0; st == TC_OK && k < n && *bad_p < 0; k++) {
+    st = tc__ring_allgather_segments(tp, flags, (size_t)tp->size, sizeof(int32_t));
+    for (k = 0; st == TC_OK && k < tp->size && *bad_p < 0; k++) {
         if (!flags[k]) {
             *bad_p = k;
         }
     }
-    if (bytes != small) {
-        free(bytes);
+    if (flags != small) {
+        free(flags);
     }
     return st;
 }
@@ -283,25 +275,23 @@ tc_status_t tc__direct_allreduce(tc_transport_t *tp, const tc_direct_mem_t *mem,
                                  const tc_allreduce_job_t *j)
 {
     blocks_t b;
-    size_t bytes[TC_CUDA_MAX_COMBINE], displs[TC_CUDA_MAX_COMBINE];
-    int k, n = tp->size;
+    int k;
     tc_status_t st;
 
     b.src = j->src != NULL ? j->src : j->buf;
     b.es = tc_dtype_size(j->dtype);
     b.dtype = j->dtype;
     b.op = j->op;
-    for (k = 0; k < n; k++) {
-        tc__segment(j->count, n, k, &b.off[k], &b.len[k]);
-        bytes[k] = b.len[k] * b.es;
-        displs[k] = b.off[k] * b.es;
+    for (k = 0; k < tp->size; k++) {
+        tc__segment(j->count, tp->size, k, &b.off[k], &b.len[k]);
     }
-    b.dst = at(j->buf, displs[tp->rank]);
+    b.dst = at(j->buf, b.off[tp->rank] * b.es);
     b.have_out = 1;
     if ((st = reduce_blocks(tp, mem, j->dev, &b)) != TC_OK || j->dev->declined) {
         return st;
     }
-    return moved(tp, j->dev, tc__ring_allgatherv(tp, j->buf, bytes, displs));
+    /* the blocks are tc__segment's: its ring allgather puts them in place */
+    return moved(tp, j->dev, tc__ring_allgather_segments(tp, j->buf, j->count, b.es));
 }
 
 tc_status_t tc__direct_reducescatter(tc_transport_t *tp, const tc_direct_mem_t *mem,

@@ -55,19 +55,6 @@ int tc__device_node_applies(const tc_algo_ctx_t *x, const tc_algo_call_t *c)
            !c->packed && x->node == NULL && x->tp->size >= 2 && x->tp->size <= TC_CUDA_MAX_COMBINE;
 }
 
-/* Every rank's rec_size bytes at all + rank * rec_size (this rank's in place). */
-static tc_status_t allgather(tc_transport_t *tp, void *all, size_t rec_size)
-{
-    size_t bytes[TC_CUDA_MAX_COMBINE], displs[TC_CUDA_MAX_COMBINE];
-    int k;
-
-    for (k = 0; k < tp->size; k++) {
-        bytes[k] = rec_size;
-        displs[k] = (size_t)k * rec_size;
-    }
-    return tc__ring_allgatherv(tp, all, bytes, displs);
-}
-
 /* Every rank of the set declines alike (bad: the first rank that could not
  * take part; ok: whether this one could): said once per process. */
 static void declined(const tc_algo_ctx_t *x, tc_device_job_t *d, int ok, int bad, const char *why)
@@ -158,7 +145,7 @@ static tc_status_t share(const tc_algo_ctx_t *x, tc_device_job_t *d, const void 
         }
     }
     recs[me].ok = ok;
-    if ((st = allgather(tp, recs, sizeof(rec_t))) != TC_OK) {
+    if ((st = tc__ring_allgather_segments(tp, recs, (size_t)tp->size, sizeof(rec_t))) != TC_OK) {
         return st;
     }
     for (k = 0; k < n; k++) {
@@ -336,7 +323,7 @@ tc_status_t tc__device_node_broadcast(const tc_algo_ctx_t *x, const tc_broadcast
         ok = tc__cuda_ipc_export(j->dev->device, j->buf, &recs[me].h[0], why, sizeof(why)) == TC_OK;
     }
     recs[me].ok = ok;
-    if ((st = allgather(tp, recs, sizeof(rec_t))) != TC_OK) {
+    if ((st = tc__ring_allgather_segments(tp, recs, (size_t)tp->size, sizeof(rec_t))) != TC_OK) {
         return st;
     }
     /* 2. the root's buffer opened on every other rank, or all decline */
