@@ -237,9 +237,9 @@ tc_status_t tc__exec_staged(tc_kind_run_t run, const tc_algo_ctx_t *x, tc_reques
  * backing off, and answering the engine's hooks meanwhile as a transport's
  * wait does (x->tp's policy): a rank whose GPU is busy stays alive to its
  * peers, and another rank's abort ends the wait (TC_ERR_TRANSPORT, why).
- * TC_ERR_TRANSPORT (why) too when the stream's work failed (device_wait.c). */
-tc_status_t tc__exec_wait_mark(const tc_algo_ctx_t *x, const tc_request_t *req, char *why,
-                               size_t len);
+ * TC_ERR_TRANSPORT (why) too when the stream's work failed. The mark is
+ * released either way (req->cuda.mark NULL after it) (device_wait.c). */
+tc_status_t tc__exec_wait_mark(const tc_algo_ctx_t *x, tc_request_t *req, char *why, size_t len);
 
 /* A device tensor's run (device.c): the first record of its kind that
  * handles device memory and applies (the in-node allreduce,

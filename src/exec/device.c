@@ -16,19 +16,6 @@
 #include "exec/algo.h"
 #include "exec/exec.h"
 
-/* Waits for this rank's input (what the submission's stream had queued). */
-static tc_status_t wait_input(const tc_algo_ctx_t *x, tc_request_t *req, tc_device_job_t *d)
-{
-    tc_status_t st = tc__exec_wait_mark(x, req, d->why, sizeof(d->why));
-
-    if (st == TC_OK) { /* done already: this orders tcoll's stream after it */
-        st = tc__cuda_to_host(req->cuda.dev, NULL, NULL, 0, req->cuda.mark, d->why, sizeof(d->why));
-    }
-    tc__cuda_mark_release(req->cuda.mark);
-    req->cuda.mark = NULL;
-    return st;
-}
-
 /* The first record of k after index *from that handles device memory and
  * applies to c (*from moves past it); NULL when none is left. */
 static const tc_algo_t *next_record(const tc_kind_exec_t *k, const tc_algo_ctx_t *x,
@@ -194,7 +181,8 @@ tc_status_t tc__exec_device(tc_kind_run_t run, const tc_algo_ctx_t *x, tc_reques
         return st;
     }
     while (d.kind != NULL && (a = next_record(d.kind, x, &c, &from)) != NULL) {
-        if (req->cuda.mark != NULL && (st = wait_input(x, req, &d)) != TC_OK) {
+        if (req->cuda.mark != NULL &&
+            (st = tc__exec_wait_mark(x, req, d.why, sizeof(d.why))) != TC_OK) {
             unprepare(req, &lay, 1);
             return tc__algo_failed(req, st, d.why, msg, len);
         }

@@ -9,8 +9,7 @@
 #include "exec/algo.h"
 #include "exec/exec.h"
 
-tc_status_t tc__exec_wait_mark(const tc_algo_ctx_t *x, const tc_request_t *req, char *why,
-                               size_t len)
+tc_status_t tc__exec_wait_mark(const tc_algo_ctx_t *x, tc_request_t *req, char *why, size_t len)
 {
     tc_waiter_t w;
     tc_status_t st;
@@ -22,8 +21,12 @@ tc_status_t tc__exec_wait_mark(const tc_algo_ctx_t *x, const tc_request_t *req, 
          * answer the engine's hooks (liveness probes, other ranks' aborts);
          * its lost-peer timeout means nothing here (no peer is waited for) */
         if (tc__waiter_idle(&w, why, len) < 0) {
-            return TC_ERR_TRANSPORT;
+            st = TC_ERR_TRANSPORT;
+            break;
         }
     }
+    /* done (or given up): the work it marks is over, nothing waits on it again */
+    tc__cuda_mark_release(req->cuda.mark);
+    req->cuda.mark = NULL;
     return st;
 }

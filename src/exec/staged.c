@@ -120,20 +120,17 @@ tc_status_t tc__exec_staged(tc_kind_run_t run, const tc_algo_ctx_t *x, tc_reques
      * then the input's stream waited for, the engine's hooks answered */
     if ((st = tc__cuda_set_current(req->cuda.dev, why, sizeof(why))) != TC_OK ||
         (st = tc__exec_wait_mark(x, req, why, sizeof(why))) != TC_OK) {
-        tc__cuda_mark_release(req->cuda.mark);
+        tc__cuda_mark_release(req->cuda.mark); /* NULL after the wait */
         req->cuda.mark = NULL;
         return tc__algo_failed(req, st, why, msg, len);
     }
     if ((h = tc__exec_stage_reserve(&x->exec->run.stage, apart ? 2 * bytes : bytes)) == NULL) {
         return tc__algo_failed(req, TC_ERR_NOMEM, "out of memory for the staging buffer", msg, len);
     }
-    /* a broadcast's receivers read nothing, but still wait for the stream:
-     * the copy back must not overtake the work queued on it */
-    st = tc__cuda_to_host(req->cuda.dev, h, dsend, reads ? bytes : 0, req->cuda.mark, why,
-                          sizeof(why));
-    tc__cuda_mark_release(req->cuda.mark);
-    req->cuda.mark = NULL;
-    if (st != TC_OK) {
+    /* a broadcast's receivers read nothing (they waited for their stream
+     * above: the copy back does not overtake the work queued on it) */
+    if (reads &&
+        (st = tc__cuda_to_host(req->cuda.dev, h, dsend, bytes, NULL, why, sizeof(why))) != TC_OK) {
         return tc__algo_failed(req, st, why, msg, len);
     }
     req->send = h;
