@@ -71,6 +71,21 @@ int tc__algo_kinds_shm(const tc_algo_ctx_t *x, const tc_algo_call_t *c)
     return tc__algo_shm_kinds(x);
 }
 
+int tc__algo_one_node(const tc_algo_ctx_t *x)
+{
+    int i;
+
+    if (x->node == NULL) {
+        return 1;
+    }
+    for (i = 0; i < x->tp->size; i++) {
+        if (x->node[i] != 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 int tc__algo_ordered(const tc_algo_ctx_t *x, const tc_algo_call_t *c)
 {
     return x->ordered && tc__order_matters(c->dtype, c->op);

@@ -67,7 +67,9 @@ typedef struct {
                             * else NULL */
     int ordered;              /* TCOLL_DETERMINISTIC: order-sensitive reductions over tp
                             * run in the documented order (coll/ordered_rs.c) */
-    const int *node;          /* the set's node table for it (NULL: one node) */
+    const int *node;          /* the set's node table for it: node[p] is the lowest member
+                            * on member p's node, so all 0 on one node (NULL: none
+                            * was agreed, and every rank uses one node's order) */
     size_t cuda_ipc_bytes;    /* TCOLL_CUDA_IPC: device allreduces of at least this many
                             * bytes may share device memory inside the node (0:
                             * never; device_node.c) */
@@ -225,6 +227,9 @@ int tc__algo_shm_kinds(const tc_algo_ctx_t *x);
 int tc__algo_kinds_cma(const tc_algo_ctx_t *x, const tc_algo_call_t *c);
 int tc__algo_kinds_shm(const tc_algo_ctx_t *x, const tc_algo_call_t *c);
 int tc__algo_ordered(const tc_algo_ctx_t *x, const tc_algo_call_t *c);
+/* Whether every rank of x's set is on one node (its node table says so,
+ * or it has none). */
+int tc__algo_one_node(const tc_algo_ctx_t *x);
 
 /* A device tensor (req->cuda.on) run through its kind's run over host
  * staging buffers (staged.c): copies in after the submission's mark, runs

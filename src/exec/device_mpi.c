@@ -60,16 +60,15 @@ int tc__device_mpi_applies(const tc_algo_ctx_t *x, const tc_algo_call_t *c)
 /* Rank order is the documented order: one node, or a node per rank. */
 static int rank_order(const tc_algo_ctx_t *x)
 {
-    int i, one_node = 1, own_nodes = 1;
+    int i, own_nodes = 1;
 
-    if (x->node == NULL) {
+    if (tc__algo_one_node(x)) {
         return 1;
     }
     for (i = 0; i < x->tp->size; i++) {
-        one_node = one_node && x->node[i] == 0;
         own_nodes = own_nodes && x->node[i] == i;
     }
-    return one_node || own_nodes;
+    return own_nodes;
 }
 
 int tc__device_mpi_reduce_applies(const tc_algo_ctx_t *x, const tc_algo_call_t *c)

@@ -187,6 +187,16 @@ TC_CASE(selector)
     CHECK_PICK("(none)", &x, TC_KIND_REDUCESCATTER, TC_FLOAT32, TC_SUM, 1023, TC_MEM_CUDA);
     CHECK_PICK("cuda ipc", &x, TC_KIND_ALLTOALL, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA);
     CHECK_PICK("(none)", &x, TC_KIND_ALLTOALL, TC_FLOAT32, TC_SUM, 1023, TC_MEM_CUDA);
+    {
+        /* the table a job on one node has (every rank's node led by rank 0),
+         * as the engine gives it: the same picks as without one */
+        static const int one_node4[4] = {0, 0, 0, 0};
+        x.node = one_node4;
+        CHECK_PICK("cuda ipc", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA);
+        CHECK_PICK("cuda ipc", &x, TC_KIND_BROADCAST, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA);
+        CHECK_PICK("cuda ipc", &x, TC_KIND_ALLTOALL, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA);
+        x.node = NULL;
+    }
     CHECK_PICK("pairwise exchange", &x, TC_KIND_ALLTOALL, TC_FLOAT32, TC_SUM, big,
                TC_MEM_HOST); /* host: never the device record */
     CHECK_PICK("shm", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, 64,
@@ -247,8 +257,9 @@ TC_CASE(selector)
         CHECK_PICK("cuda-aware mpi", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_SUM, big, TC_MEM_CUDA);
         CHECK_PICK("cuda-aware mpi", &x, TC_KIND_REDUCESCATTER, TC_FLOAT16, TC_PROD, big,
                    TC_MEM_CUDA);
-        x.node = one_node;
-        CHECK_PICK("cuda-aware mpi", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_AVG, big, TC_MEM_CUDA);
+        x.node = one_node; /* below TCOLL_CUDA_IPC_MIN_KB: IPC takes the larger ones */
+        CHECK_PICK("cuda-aware mpi", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_AVG, 64, TC_MEM_CUDA);
+        CHECK_PICK("cuda ipc", &x, TC_KIND_ALLREDUCE, TC_FLOAT32, TC_AVG, big, TC_MEM_CUDA);
         CHECK_PICK("pairwise exchange", &x, TC_KIND_ALLTOALL, TC_FLOAT32, TC_SUM, big,
                    TC_MEM_HOST); /* host: never */
         tp.size = 65; /* more inputs than the combine kernel takes; moving data is fine */
