@@ -83,11 +83,34 @@ tc_build_and_test() {
     cmake --build "$build" -j"$(nproc)"
     (
         # The scripts' own TCOLL_* settings are no knobs: tcoll would warn.
-        unset TCOLL_CMAKE_ARGS TCOLL_TEST_MAX_NP TCOLL_TEST_CLUSTER
+        unset TCOLL_CMAKE_ARGS TCOLL_TEST_MAX_NP TCOLL_TEST_CLUSTER TCOLL_TEST_EMU
         cd "$build" || exit
         ctest -L unit -j"$(nproc)" --output-on-failure "$@"
         ctest -L mpi --output-on-failure "$@"
         ctest -L python --output-on-failure "$@"
         ctest -L cluster ${cluster_re:+-R "$cluster_re"} --output-on-failure "$@"
+    )
+}
+
+# tc_emu_test DIR [cmake-arg...]: where the CUDA toolkit is (its headers),
+# builds in DIR libtcoll against the CUDA runtime stand-in (tests/cuda_emu,
+# TCOLL_CUDA_EMU=ON) with the GPU tests that are C programs, and runs them
+# (CTest label gpu): every kind on device tensors over 1 to 4 processes,
+# through CUDA IPC, refused IPC, the chunked staging, on a machine without a
+# GPU. Says so and returns 0 where there is no toolkit.
+tc_emu_test() {
+    local build=$1
+    shift
+    if [ ! -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null; then
+        echo "no CUDA toolkit: the device paths are not run on the CUDA runtime stand-in"
+        return 0
+    fi
+    cmake -S "$tc_src" -B "$build" -DTCOLL_WERROR=ON -DTCOLL_CUDA_EMU=ON \
+        -DTCOLL_BUILD_PYTHON=OFF "$@" >/dev/null
+    cmake --build "$build" -j"$(nproc)" --target test_gpu_kinds tcoll-perf
+    (
+        unset TCOLL_CMAKE_ARGS TCOLL_TEST_MAX_NP TCOLL_TEST_CLUSTER TCOLL_TEST_EMU
+        cd "$build" || exit
+        ctest -L gpu --no-tests=error --output-on-failure
     )
 }

@@ -14,7 +14,8 @@ add_executable(tcoll-chan-bench
 # --device cuda: kernels (chan_bench/device.cu) where tcoll has CUDA and a
 # CUDA compiler is found; else device_none.c, which says so.
 set(_tc_cb_device ${CMAKE_CURRENT_LIST_DIR}/chan_bench/device_none.c)
-if(TCOLL_HAVE_CUDA AND NOT TCOLL_SANITIZE) # nvcc takes no -fsanitize
+# (not against the CUDA runtime stand-in, which runs no kernel of its own)
+if(TCOLL_HAVE_CUDA AND NOT TCOLL_SANITIZE AND NOT TCOLL_CUDA_EMU) # nvcc takes no -fsanitize
   include(CheckLanguage)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)

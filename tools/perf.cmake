@@ -27,7 +27,7 @@ target_link_libraries(tcoll-perf PRIVATE tcoll MPI::MPI_C Threads::Threads m)
 if(TCOLL_HAVE_CUDA)
   target_sources(tcoll-perf PRIVATE ${CMAKE_CURRENT_LIST_DIR}/perf/mode_device.c)
   target_compile_definitions(tcoll-perf PRIVATE TCOLL_PERF_CUDA=1)
-  target_link_libraries(tcoll-perf PRIVATE CUDA::cudart)
+  target_link_libraries(tcoll-perf PRIVATE ${TCOLL_CUDART})
 endif()
 
 # The default workload file: installed under <datadir>/tcoll, found from the

@@ -149,6 +149,38 @@ static int want_pipelined(size_t bytes)
     return kb > 0 && bytes > (size_t)kb * 1024 && (ipc == NULL || strcmp(ipc, "1") != 0);
 }
 
+/* TC_TEST_EXPECT_IPC (set where it is known whether CUDA IPC works: 1 on
+ * the CUDA runtime stand-in, 0 where it refuses IPC): with TCOLL_CUDA_IPC=1,
+ * whether a device collective of the global set over 2 or more ranks,
+ * selected by bytes of at least TCOLL_CUDA_IPC_MIN_KB, must have run
+ * "cuda ipc" (1), must not have (0), or may have either (-1). */
+static int want_ipc(size_t bytes)
+{
+    const char *e = getenv("TC_TEST_EXPECT_IPC"), *ipc = getenv("TCOLL_CUDA_IPC"),
+               *kb = getenv("TCOLL_CUDA_IPC_MIN_KB");
+    size_t min = (size_t)(kb != NULL ? atol(kb) : 256) * 1024;
+
+    if (e == NULL || ipc == NULL || strcmp(ipc, "1") != 0 || tt_size < 2) {
+        return -1;
+    }
+    if (strcmp(e, "0") == 0) {
+        return 0;
+    }
+    return bytes >= (min > 0 ? min : 1) ? 1 : -1;
+}
+
+static void check_ipc(tc_request_t *dr, size_t bytes, const char *name)
+{
+    const char *a = tc_request_algorithm(dr);
+    int ipc = want_ipc(bytes);
+
+    if (ipc >= 0) {
+        CHECK_MSG((strcmp(a, "cuda ipc") == 0) == ipc, "%s (%zu bytes) ran '%s': want %s'cuda ipc'",
+                  name, bytes, a, ipc ? "" : "anything but ");
+    }
+}
+
+/* An allreduce's or a broadcast's path: pipelined, or IPC, where known. */
 static void check_path(tc_request_t *dr, size_t bytes, const char *name)
 {
     const char *a = tc_request_algorithm(dr);
@@ -156,6 +188,7 @@ static void check_path(tc_request_t *dr, size_t bytes, const char *name)
     if (want_pipelined(bytes)) {
         CHECK_MSG(strcmp(a, "staged, pipelined") == 0, "%s (%zu bytes) ran '%s'", name, bytes, a);
     }
+    check_ipc(dr, bytes, name);
 }
 
 static void allreduce_one(tc_dtype_t dt, tc_op_t op, size_t count, int scaled, int in_place)
@@ -220,7 +253,7 @@ TC_CASE(allreduce_every_dtype_and_op)
             }
         }
     }
-    tt_say("%d allreduces on device %d matched the host path", n, dev);
+    tt_say("%d allreduces on device %d matched the host path\n", n, dev);
 }
 
 TC_CASE(allgather_broadcast)
@@ -244,6 +277,7 @@ TC_CASE(allgather_broadcast)
     hout = done(hr, "ag-h");
     dout = done(dr, "ag");
     check_device_output(&dout, &hout, "allgather");
+    check_ipc(dr, tensor_bytes(&hout), "ag");
     tc_request_free(hr);
     tc_request_free(dr);
     CUDA_OK(cudaFree(d));
@@ -293,6 +327,7 @@ static void reducescatter_pair(const char *name, const tc_tensor_t *dt, const tc
     a = done(hr, hname);
     b = done(dr, name);
     check_device_output(&b, &a, what);
+    check_ipc(dr, tensor_bytes(dt), name);
     tc_request_free(hr);
     tc_request_free(dr);
 }
@@ -486,7 +521,7 @@ TC_CASE(host_device_mismatch)
     tc_status_t st;
 
     if (tt_size < 2) {
-        tt_say("skipped at 1 rank");
+        tt_say("skipped at 1 rank\n");
         CUDA_OK(cudaFree(d));
         return;
     }
