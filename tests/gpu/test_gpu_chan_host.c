@@ -1,0 +1,223 @@
+/*
+ * test_gpu_chan_host.c - port channels on CUDA device memory driven by host
+ * threads (no kernel of its own, so it also runs against the CUDA runtime
+ * stand-in): in a TC_CHAN_CUDA context each rank registers device memory
+ * and puts into its right neighbour's.
+ *  - device to device: a buffer sent in puts of uneven sizes then one
+ *    signal; the neighbour checks every byte; after the flush the source
+ *    is overwritten and sent again (flush means done at the destination:
+ *    the second round's bytes, never a mix);
+ *  - host to device and device to host, in the same context;
+ *  - a put past the peer's region is refused at once and moves nothing.
+ * On one node the proxy copies device to device into the peer's memory
+ * opened through CUDA IPC; across pretend nodes (TCOLL_RANKS_PER_NODE=1,
+ * TCOLL_MPI_THREAD=multiple) staged through page-locked host memory over
+ * MPI. Exit 77 with one line without a usable CUDA device.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <cuda_runtime_api.h>
+
+#include "chan_ring.h"
+
+#define CUDA_OK(call)                                                                              \
+    do {                                                                                           \
+        cudaError_t ce_ = (call);                                                                  \
+        CHECK_MSG(ce_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(ce_));                   \
+    } while (0)
+
+#define DBYTES (6u << 20) /* per rank: first half sent from, second received into */
+#define DHALF (DBYTES / 2)
+
+typedef struct {
+    tc_chan_ctx_t *ctx;
+    char *buf; /* device memory */
+    tc_mem_t *mem;
+    tc_rmem_t **rmems; /* [tt_size] */
+    tc_sem_t *data_r, *data_l;
+} rig_t;
+
+static void rig_open(rig_t *g, const char *name)
+{
+    tc_chan_opts_t o = TC_CHAN_OPTS_INIT;
+
+    memset(g, 0, sizeof(*g));
+    o.flags = TC_CHAN_CUDA;
+    o.device = TC_PROXY_CURRENT_DEVICE;
+    CHECK_OK(tc_chan_ctx_create(&o, &g->ctx));
+    CUDA_OK(cudaMalloc((void **)&g->buf, DBYTES));
+    CUDA_OK(cudaMemset(g->buf, 0, DBYTES));
+    CHECK_OK(tc_mem_register(g->ctx, g->buf, DBYTES, &g->mem));
+    g->rmems = calloc((size_t)tt_size, sizeof(*g->rmems));
+    CHECK(g->rmems != NULL);
+    CHECK_OK(tc_mem_exchange(g->ctx, name, g->mem, g->rmems));
+    CHECK_OK(tc_sem_create(g->ctx, right(), 0, &g->data_r));
+    g->data_l = g->data_r;
+    if (left() != right()) {
+        CHECK_OK(tc_sem_create(g->ctx, left(), 0, &g->data_l));
+    }
+}
+
+static void rig_close(rig_t *g)
+{
+    int r;
+
+    barrier();
+    if (g->data_l != g->data_r) {
+        tc_sem_destroy(g->data_l);
+    }
+    tc_sem_destroy(g->data_r);
+    for (r = 0; r < tt_size; r++) {
+        tc_mem_close(g->rmems[r]);
+    }
+    barrier(); /* every peer closed this rank's buffer before it is freed */
+    tc_mem_deregister(g->mem);
+    CHECK_OK(tc_chan_ctx_destroy(g->ctx));
+    CUDA_OK(cudaFree(g->buf));
+    free(g->rmems);
+}
+
+/* This rank's send half, for round. */
+static void fill_dev(const rig_t *g, int round, size_t n)
+{
+    unsigned char *h = tt_xmalloc(n);
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        h[i] = pattern(tt_rank, round, i);
+    }
+    CUDA_OK(cudaMemcpy(g->buf, h, n, cudaMemcpyHostToDevice));
+    free(h);
+}
+
+/* The receive half holds what the left neighbour sent in round. */
+static void check_dev(const rig_t *g, int round, size_t n, const char *what)
+{
+    unsigned char *h = tt_xmalloc(n);
+    size_t i;
+
+    CUDA_OK(cudaMemcpy(h, g->buf + DHALF, n, cudaMemcpyDeviceToHost));
+    for (i = 0; i < n; i++) {
+        CHECK_MSG(h[i] == pattern(left(), round, i), "%s: round %d: byte %zu is %u, want %u", what,
+                  round, i, h[i], pattern(left(), round, i));
+    }
+    free(h);
+}
+
+TC_CASE(device_to_device)
+{
+    static const size_t sizes[] = {1, 4095, 65536, 1000003, 3};
+    size_t n = 0, off, k;
+    tc_portchan_t *ch;
+    rig_t g;
+    int round, remote;
+
+    if (tt_size < 2) {
+        return;
+    }
+    for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+        n += sizes[k];
+    }
+    rig_open(&g, "d2d");
+    CHECK_OK(tc_portchan_create(g.data_r, g.mem, g.rmems[right()], &ch));
+    /* a put past the peer's region: refused at once, nothing moves */
+    CHECK_EQ(tc_portchan_put(ch, DHALF + 1, 0, DHALF), TC_ERR_ARG);
+    for (round = 0; round < 2; round++) {
+        fill_dev(&g, round, n); /* round 1: the source reused after the flush */
+        for (k = 0, off = 0; k < sizeof(sizes) / sizeof(sizes[0]); off += sizes[k], k++) {
+            CHECK_OK(tc_portchan_put(ch, DHALF + off, off, sizes[k]));
+        }
+        CHECK_OK(tc_portchan_signal(ch));
+        CHECK_OK(tc_portchan_flush(ch, 60 * SEC));
+        CHECK_OK(tc_sem_wait(g.data_l, 60 * SEC));
+        check_dev(&g, round, n, "device to device");
+        barrier(); /* the left one's next round overwrites what was just checked */
+    }
+    CHECK_OK(tc_portchan_destroy(ch));
+    rig_close(&g);
+    remote = other_node(right()); /* collective the first time: every rank */
+    if (tt_rank == 0) {
+        tt_say("test_gpu_chan_host: device to device: 2 rounds of %zu bytes in %zu puts, %s\n", n,
+               sizeof(sizes) / sizeof(sizes[0]), remote ? "across nodes" : "on one node");
+    }
+}
+
+TC_CASE(host_device)
+{
+    const size_t n = 1u << 20;
+    char *host = NULL;
+    tc_mem_t *hmem = NULL;
+    tc_rmem_t **hr;
+    tc_portchan_t *h2d, *d2h;
+    tc_sem_t *ack_r, *ack_l;
+    rig_t g;
+    size_t i;
+
+    if (tt_size < 2) {
+        return;
+    }
+    rig_open(&g, "hd");
+    ack_r = ack_l = NULL;
+    CHECK_OK(tc_sem_create(g.ctx, right(), 1, &ack_r));
+    ack_l = ack_r;
+    if (left() != right()) {
+        CHECK_OK(tc_sem_create(g.ctx, left(), 1, &ack_l));
+    }
+    hr = calloc((size_t)tt_size, sizeof(*hr));
+    CHECK(hr != NULL);
+    CHECK_OK(tc_mem_alloc(DBYTES, (void **)&host));
+    CHECK_OK(tc_mem_register(g.ctx, host, DBYTES, &hmem));
+    CHECK_OK(tc_mem_exchange(g.ctx, "hd-host", hmem, hr));
+    for (i = 0; i < n; i++) {
+        host[i] = (char)pattern(tt_rank, 5, i);
+    }
+    /* this rank's host memory into the right one's device memory */
+    CHECK_OK(tc_portchan_create(g.data_r, hmem, g.rmems[right()], &h2d));
+    CHECK_OK(tc_portchan_put_with_signal(h2d, DHALF, 0, n));
+    CHECK_OK(tc_portchan_flush(h2d, 60 * SEC));
+    CHECK_OK(tc_sem_wait(g.data_l, 60 * SEC));
+    check_dev(&g, 5, n, "host to device");
+    barrier();
+    /* this rank's device memory (the left one's bytes) into the right
+     * one's host memory */
+    CHECK_OK(tc_portchan_create(ack_r, g.mem, hr[right()], &d2h));
+    CHECK_OK(tc_portchan_put_with_signal(d2h, DHALF, DHALF, n));
+    CHECK_OK(tc_portchan_flush(d2h, 60 * SEC));
+    CHECK_OK(tc_sem_wait(ack_l, 60 * SEC));
+    for (i = 0; i < n; i++) {
+        unsigned char w = pattern((left() + tt_size - 1) % tt_size, 5, i);
+        CHECK_MSG((unsigned char)host[DHALF + i] == w, "device to host: byte %zu is %u, want %u", i,
+                  (unsigned char)host[DHALF + i], w);
+    }
+    CHECK_OK(tc_portchan_destroy(h2d));
+    CHECK_OK(tc_portchan_destroy(d2h));
+    barrier();
+    for (i = 0; i < (size_t)tt_size; i++) {
+        tc_mem_close(hr[i]);
+    }
+    tc_mem_deregister(hmem);
+    if (ack_l != ack_r) {
+        tc_sem_destroy(ack_l);
+    }
+    tc_sem_destroy(ack_r);
+    rig_close(&g);
+    CHECK_OK(tc_mem_free(host));
+    free(hr);
+}
+
+int main(int argc, char **argv)
+{
+    const char *r = getenv("OMPI_COMM_WORLD_RANK");
+    int ndev = 0;
+
+    if (r == NULL) {
+        r = getenv("PMI_RANK");
+    }
+    if (tc_cuda_available() && cudaGetDeviceCount(&ndev) == cudaSuccess && ndev > 0) {
+        CUDA_OK(cudaSetDevice((r != NULL ? atoi(r) : 0) % ndev));
+    } else {
+        printf("test_gpu_chan_host: skipped: %s\n", tc_cuda_info());
+        return 77;
+    }
+    return tt_mpi_main(argc, argv, &(tt_program_t){0});
+}
