@@ -273,9 +273,10 @@ cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *f
     return cudaSuccess;
 }
 
-/* dst's writable address, when [p, p + bytes) is memory device dev's
- * kernels can reach: its own memory, memory opened from a peer, or
- * page-locked host memory. */
+/* *out: the writable address of [p, p + bytes), when it is memory device
+ * dev's kernels can reach: its own memory, memory opened from a peer
+ * process (of any device: CUDA IPC enables peer access), or page-locked
+ * host memory. */
 static int reachable(const void *p, size_t bytes, int dev, void **out)
 {
     alloc_t *a;
@@ -287,7 +288,8 @@ static int reachable(const void *p, size_t bytes, int dev, void **out)
     if (emu_translate(p, bytes, out, &a) != cudaSuccess || a == NULL) {
         return 0;
     }
-    return !emu_is_device(a) || a->device == dev;
+    /* memory opened through CUDA IPC is opened with peer access */
+    return !emu_is_device(a) || a->device == dev || a->kind == A_IPC;
 }
 
 cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args, size_t shmem,
