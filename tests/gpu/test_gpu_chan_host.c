@@ -8,13 +8,19 @@
  *    is overwritten and sent again (flush means done at the destination:
  *    the second round's bytes, never a mix);
  *  - host to device and device to host, in the same context;
- *  - a put past the peer's region is refused at once and moves nothing.
+ *  - a put past the peer's region is refused at once and moves nothing;
+ *  - built as test_gpu_chan_host_killed (TC_TEST_KILLED), case killed
+ *    only, under tests/mpi/run_lost_rank.sh: the last rank is killed while
+ *    the others put device memory into its device memory; each survivor's
+ *    flush fails with TC_ERR_TRANSPORT naming it, and nothing hangs.
  * On one node the proxy copies device to device into the peer's memory
  * opened through CUDA IPC; across pretend nodes (TCOLL_RANKS_PER_NODE=1,
  * TCOLL_MPI_THREAD=multiple) staged through page-locked host memory over
  * MPI. Exit 77 with one line without a usable CUDA device.
  */
 #define _POSIX_C_SOURCE 200809L
+
+#include <signal.h>
 
 #include <cuda_runtime_api.h>
 
@@ -58,6 +64,54 @@ static void rig_open(rig_t *g, const char *name)
     }
 }
 
+#ifdef TC_TEST_KILLED
+TC_CASE(killed)
+{
+    const int last = tt_size - 1;
+    tc_portchan_t *ch = NULL;
+    tc_sem_t *sem = NULL;
+    double t0;
+    int i;
+    tc_status_t st = TC_OK;
+    rig_t g;
+
+    CHECK_MSG(tt_size >= 2, "killed needs 2 or more ranks");
+    rig_open(&g, "killed");
+    if (tt_rank != last) {
+        CHECK_OK(tc_sem_create(g.ctx, last, 2, &sem));
+        CHECK_OK(tc_portchan_create(sem, g.mem, g.rmems[last], &ch));
+    }
+    barrier();
+    if (tt_rank == last) {
+        tt_sleep_ms(300);
+        raise(SIGKILL);
+    }
+    t0 = tt_now();
+    for (i = 0; st == TC_OK; i++) {
+        CHECK_OK(tc_portchan_put_with_signal(ch, DHALF, 0, DHALF));
+        st = tc_portchan_flush(ch, -1);
+        CHECK_MSG(tt_now() - t0 < 60, "rank %d: puts to a dead rank still succeed after %.1f s",
+                  tt_rank, tt_now() - t0);
+    }
+    CHECK_STATUS(st, TC_ERR_TRANSPORT);
+    CHECK_STR_CONTAINS(tc_last_error(), "has exited");
+    (void)tc_portchan_destroy(ch);
+    tc_sem_destroy(sem);
+    for (i = 0; i < tt_size; i++) {
+        tc_mem_close(g.rmems[i]);
+    }
+    tc_mem_deregister(g.mem);
+    (void)tc_chan_ctx_destroy(g.ctx);
+    CUDA_OK(cudaFree(g.buf));
+    free(g.rmems);
+    (void)tc_shutdown(); /* the engine finds the lost rank too */
+    printf("test_gpu_chan_host_killed killed: rank %d survived: the flush failed after %.1f s "
+           "and %d rounds: rank %d has exited\n",
+           tt_rank, tt_now() - t0, i, last);
+    fflush(stdout);
+}
+
+#else
 static void rig_close(rig_t *g)
 {
     int r;
@@ -205,6 +259,8 @@ TC_CASE(host_device)
     free(hr);
 }
 
+#endif
+
 int main(int argc, char **argv)
 {
     const char *r = getenv("OMPI_COMM_WORLD_RANK");
@@ -219,5 +275,9 @@ int main(int argc, char **argv)
         printf("test_gpu_chan_host: skipped: %s\n", tc_cuda_info());
         return 77;
     }
+#ifdef TC_TEST_KILLED
+    return tt_mpi_main(argc, argv, &(tt_program_t){.case_ends_tcoll = 1});
+#else
     return tt_mpi_main(argc, argv, &(tt_program_t){0});
+#endif
 }
