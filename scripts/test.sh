@@ -17,5 +17,6 @@ tc_mpi_env
 # shellcheck disable=SC2086
 tc_build_and_test "${BUILD:-$here/build}" ${TCOLL_CMAKE_ARGS:-} -- "$@"
 if [ "${TCOLL_TEST_EMU:-1}" != 0 ]; then
-    tc_emu_test "${BUILD:-$here/build}-emu"
+    # shellcheck disable=SC2086
+    tc_emu_test "${BUILD:-$here/build}-emu" ${TCOLL_CMAKE_ARGS:-}
 fi

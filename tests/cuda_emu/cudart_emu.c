@@ -341,8 +341,13 @@ static void *worker(void *arg)
             emu_unlink_alloc(o->free_a);
             emu_release_alloc(o->free_a);
         }
-        if (o->type == OP_RECORD && o->ev->s == s && o->ev->seq == o->seq) {
-            clock_gettime(CLOCK_MONOTONIC, &o->ev->at);
+        if (o->type == OP_RECORD) {
+            if (o->ev->s == s && o->ev->seq == o->seq) {
+                clock_gettime(CLOCK_MONOTONIC, &o->ev->at);
+            }
+            if (--o->ev->pending == 0 && o->ev->destroyed) {
+                free(o->ev);
+            }
         }
         s->done = o->seq;
         pthread_cond_broadcast(&emu_done_cv);

@@ -90,6 +90,8 @@ struct CUevent_st {
     struct CUstream_st *s; /* recorded on (NULL: never) */
     uint64_t seq;
     struct timespec at; /* when the recorded work was done */
+    int pending;        /* records queued, not yet done */
+    int destroyed;      /* freed when the last of them is done */
 };
 
 struct CUmemPoolHandle_st {

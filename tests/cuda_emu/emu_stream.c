@@ -107,9 +107,14 @@ cudaError_t cudaEventDestroy(cudaEvent_t ev)
     if (ev == NULL || ev->magic != EVENT_MAGIC) {
         return emu_fail(cudaErrorInvalidResourceHandle);
     }
-    /* kept: a queued record or wait may still name it */
+    /* a queued record still names it: freed once that is done (a queued
+     * wait copied what it waits for) */
     pthread_mutex_lock(&emu_mu);
     ev->magic = 0;
+    ev->destroyed = 1;
+    if (ev->pending == 0) {
+        free(ev);
+    }
     pthread_mutex_unlock(&emu_mu);
     return cudaSuccess;
 }
@@ -135,6 +140,7 @@ cudaError_t cudaEventRecord(cudaEvent_t ev, cudaStream_t h)
     o->ev = ev;
     e = emu_enqueue(s, o);
     if (e == cudaSuccess) {
+        ev->pending++;
         ev->s = s;
         ev->seq = s->queued;
     }
