@@ -134,7 +134,8 @@ cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int dev
     }
     switch (attr) {
     case cudaDevAttrUnifiedAddressing:
-    case cudaDevAttrCanMapHostMemory: *value = 1; break;
+    case cudaDevAttrCanMapHostMemory:
+    case cudaDevAttrCanUseHostPointerForRegisteredMem: *value = 1; break;
     case cudaDevAttrComputeCapabilityMajor: *value = 9; break;
     default: *value = 0; break;
     }

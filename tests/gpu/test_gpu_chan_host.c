@@ -9,6 +9,11 @@
  *    the second round's bytes, never a mix);
  *  - host to device and device to host, in the same context;
  *  - a put past the peer's region is refused at once and moves nothing;
+ *  - the same context's device handles (tcoll_channel_device.h) driven by
+ *    a host thread where the GPU reaches registered host memory at its host
+ *    address (cudaDevAttrCanUseHostPointerForRegisteredMem): port channel
+ *    puts pushed into the device proxy's mapped FIFO, a device flush, a
+ *    device wait on the mapped semaphore;
  *  - built as test_gpu_chan_host_killed (TC_TEST_KILLED), case killed
  *    only, under tests/mpi/run_lost_rank.sh: the last rank is killed while
  *    the others put device memory into its device memory; each survivor's
@@ -25,6 +30,7 @@
 #include <cuda_runtime_api.h>
 
 #include "chan_ring.h"
+#include "tcoll_channel_device.h"
 
 #define CUDA_OK(call)                                                                              \
     do {                                                                                           \
@@ -194,6 +200,42 @@ TC_CASE(device_to_device)
         tt_say("test_gpu_chan_host: device to device: 2 rounds of %zu bytes in %zu puts, %s\n", n,
                sizeof(sizes) / sizeof(sizes[0]), remote ? "across nodes" : "on one node");
     }
+}
+
+TC_CASE(device_handles)
+{
+    size_t n = 777777;
+    tc_portchan_t *ch;
+    tc_portchan_device_t ph;
+    tc_sem_device_t sl;
+    int dev = 0, same = 0, round;
+    rig_t g;
+
+    CUDA_OK(cudaGetDevice(&dev));
+    CUDA_OK(cudaDeviceGetAttribute(&same, cudaDevAttrCanUseHostPointerForRegisteredMem, dev));
+    if (tt_size < 2 || !same) {
+        if (tt_rank == 0) {
+            tt_say("test_gpu_chan_host: device_handles: skipped (%s)\n",
+                   tt_size < 2 ? "one rank" : "the GPU maps host memory elsewhere");
+        }
+        return;
+    }
+    rig_open(&g, "dh");
+    CHECK_OK(tc_portchan_create(g.data_r, g.mem, g.rmems[right()], &ch));
+    CHECK_OK(tc_portchan_device_handle(ch, &ph));
+    CHECK_OK(tc_sem_device_handle(g.data_l, &sl));
+    for (round = 10; round < 12; round++) {
+        fill_dev(&g, round, n);
+        CHECK_EQ(tc_portchan_device_put(&ph, DHALF, 0, n / 2), 0);
+        CHECK_EQ(tc_portchan_device_put_with_signal(&ph, DHALF + n / 2, n / 2, n - n / 2), 0);
+        CHECK_EQ(tc_portchan_device_flush(&ph), 0);
+        CHECK_EQ(tc_sem_device_wait(&sl, 60 * SEC), 0);
+        check_dev(&g, round, n, "device handles");
+        barrier();
+    }
+    CHECK_OK(tc_portchan_flush(ch, 60 * SEC)); /* the host's view: nothing failed */
+    CHECK_OK(tc_portchan_destroy(ch));
+    rig_close(&g);
 }
 
 TC_CASE(host_device)
