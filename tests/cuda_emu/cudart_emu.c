@@ -28,6 +28,10 @@
  *    in the owner's own process, after the owner freed the memory, and
  *    with TC_CUDA_EMU_NO_IPC=1 (a sandbox that refuses CUDA IPC);
  *  - memory from a pool has no IPC handle, as on a GPU.
+ * Faults on demand: TC_CUDA_EMU_FAIL_LAUNCH=k makes the k-th kernel launch
+ * fail (cudaErrorLaunchOutOfResources, nothing queued); with
+ * TC_CUDA_EMU_FAIL_RANK=r, that fault and TC_CUDA_EMU_NO_IPC hold only in
+ * the process of MPI rank r.
  * TC_CUDA_EMU_DEVICES (default 1) says how many devices it has. Kernels:
  * tcoll's, from emu_kernels.cpp (kernels.cu's source as C++).
  *
@@ -54,6 +58,8 @@ struct CUstream_st *emu_legacy[64];
 int emu_ndev = -1;
 int emu_jitter_us = 20;
 int emu_no_ipc;
+int emu_fail_launch; /* the launch (from 1) that fails, 0: none */
+int emu_launches;
 int emu_active[64]; /* primary contexts made */
 uint64_t emu_next_id = 1;
 cudaError_t emu_sticky = cudaSuccess; /* a kernel's illegal address */
@@ -76,8 +82,22 @@ void emu_setup(void)
     if (v != NULL) {
         emu_jitter_us = atoi(v) > 0 ? atoi(v) : 0;
     }
+    /* the faults below only in the process of MPI rank TC_CUDA_EMU_FAIL_RANK,
+     * when it is set */
+    v = getenv("TC_CUDA_EMU_FAIL_RANK");
+    if (v != NULL) {
+        const char *r = getenv("OMPI_COMM_WORLD_RANK");
+        if (r == NULL) {
+            r = getenv("PMI_RANK");
+        }
+        if (r == NULL || atoi(r) != atoi(v)) {
+            return;
+        }
+    }
     v = getenv("TC_CUDA_EMU_NO_IPC");
     emu_no_ipc = v != NULL && strcmp(v, "1") == 0;
+    v = getenv("TC_CUDA_EMU_FAIL_LAUNCH");
+    emu_fail_launch = v != NULL ? atoi(v) : 0;
 }
 
 cudaError_t emu_fail(cudaError_t e)

@@ -73,6 +73,7 @@ const char *cudaGetErrorName(cudaError_t e)
     case cudaErrorHostMemoryNotRegistered: return "cudaErrorHostMemoryNotRegistered";
     case cudaErrorMapBufferObjectFailed: return "cudaErrorMapBufferObjectFailed";
     case cudaErrorDeviceUninitialized: return "cudaErrorDeviceUninitialized";
+    case cudaErrorLaunchOutOfResources: return "cudaErrorLaunchOutOfResources";
     default: return "cudaErrorUnknown";
     }
 }
@@ -314,6 +315,9 @@ cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **arg
     if (grid.x == 0 || block.x == 0 || block.x > 1024 || grid.y != 1 || grid.z != 1 ||
         block.y != 1 || block.z != 1 || shmem != 0) {
         return emu_leave(cudaErrorInvalidConfiguration);
+    }
+    if (emu_fail_launch > 0 && ++emu_launches == emu_fail_launch) {
+        return emu_leave(cudaErrorLaunchOutOfResources); /* a fault asked for */
     }
     if ((o = emu_new_op(OP_KERNEL)) == NULL) {
         return emu_leave(cudaErrorMemoryAllocation);

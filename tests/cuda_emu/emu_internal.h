@@ -108,6 +108,8 @@ extern struct CUstream_st *emu_legacy[64];
 extern int emu_ndev;
 extern int emu_jitter_us;
 extern int emu_no_ipc;
+extern int emu_fail_launch;
+extern int emu_launches;
 extern int emu_active[64]; /* primary contexts made */
 extern uint64_t emu_next_id;
 extern cudaError_t emu_sticky; /* a kernel's illegal address */
