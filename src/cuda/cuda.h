@@ -70,9 +70,11 @@ tc_status_t tc__cuda_to_host(int dev, void *dst, const void *src, size_t bytes,
 tc_status_t tc__cuda_to_device(int dev, void *dst, const void *src, size_t bytes, char *why,
                                size_t len);
 
-/* Device memory for the outputs tcoll allocates (allgather, reducescatter,
- * alltoall): ordered on tcoll's stream for dev, freed from any thread
- * without a device-wide synchronization. TC_ERR_NOMEM (why). */
+/* Device memory for the outputs and scratch tcoll allocates (allgather,
+ * reducescatter, alltoall; the CUDA-aware MPI record): from a pool of dev's,
+ * usable at once by any stream, a peer process or MPI (never a block whose
+ * free has not run yet), freed from any thread without a device-wide
+ * synchronization. TC_ERR_NOMEM (why). */
 tc_status_t tc__cuda_alloc(int dev, size_t bytes, void **p_p, char *why, size_t len);
 void tc__cuda_free(int dev, void *p);
 /* The same, the memory given back only after what `after` marks (a

@@ -9,7 +9,7 @@
  * of requests not yet freed live in its pool): tcoll's stream
  * (non-blocking: it never waits for the legacy default stream), an event
  * with blocking sync that the engine thread sleeps on, and a memory pool for
- * the outputs tcoll allocates. A thread that is not the engine's (a
+ * the outputs tcoll allocates, with a stream of its own for allocating. A thread that is not the engine's (a
  * submission marking its stream, a request freed) gets its current device
  * back as it was.
  */
@@ -32,6 +32,7 @@ typedef struct {
     cudaStream_t stream;
     cudaEvent_t done; /* blocking sync: the engine thread sleeps on it */
     cudaMemPool_t pool;
+    cudaStream_t alloc; /* allocations from pool only: nothing else is queued on it */
 } devctx_t;
 
 struct tc_cuda_mark {
@@ -280,6 +281,7 @@ static tc_status_t use_dev(int dev, int *old_p, devctx_t **c_p, char *why, size_
     if (!c->made) {
         struct cudaMemPoolProps props;
         uint64_t keep = (uint64_t)1 << 30; /* what the pool keeps between uses */
+        int no = 0;
         memset(&props, 0, sizeof(props));
         props.allocType = cudaMemAllocationTypePinned;
         props.location.type = cudaMemLocationTypeDevice;
@@ -287,12 +289,16 @@ static tc_status_t use_dev(int dev, int *old_p, devctx_t **c_p, char *why, size_
         if ((e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking)) != cudaSuccess ||
             (e = cudaEventCreateWithFlags(&c->done, cudaEventBlockingSync |
                                                         cudaEventDisableTiming)) != cudaSuccess ||
-            (e = cudaMemPoolCreate(&c->pool, &props)) != cudaSuccess) {
+            (e = cudaMemPoolCreate(&c->pool, &props)) != cudaSuccess ||
+            (e = cudaStreamCreateWithFlags(&c->alloc, cudaStreamNonBlocking)) != cudaSuccess) {
             pthread_mutex_unlock(&c->mu);
             return tc__cuda_failed(TC_ERR_TRANSPORT, why, len,
                                    "making tcoll's stream, event and pool", e);
         }
         (void)cudaMemPoolSetAttribute(c->pool, cudaMemPoolAttrReleaseThreshold, &keep);
+        /* a block is given out again only once its free has run (tc__cuda_alloc) */
+        (void)cudaMemPoolSetAttribute(c->pool, cudaMemPoolReuseFollowEventDependencies, &no);
+        (void)cudaMemPoolSetAttribute(c->pool, cudaMemPoolReuseAllowInternalDependencies, &no);
         c->made = 1;
         TC_DEBUG("cuda", "device %d: tcoll's stream, event and memory pool made", dev);
     }
@@ -480,7 +486,18 @@ tc_status_t tc__cuda_alloc(int dev, size_t bytes, void **p_p, char *why, size_t 
     if (st != TC_OK) {
         return st;
     }
-    e = cudaMallocFromPoolAsync(&p, bytes > 0 ? bytes : 1, c->pool, c->stream);
+    /* On a stream of its own that nothing else uses, then synchronized:
+     * the memory is at once usable by any stream, a peer process or MPI.
+     * On tcoll's stream, the pool could give out a block whose free is
+     * still queued there behind a wait for the user's stream (a request's
+     * output freed while the user's kernels read it), usable in that
+     * stream's order only. The pool reuses blocks whose free has run
+     * (its event dependencies and internal dependencies are off), so the
+     * synchronization never waits for anything but the allocation. */
+    e = cudaMallocFromPoolAsync(&p, bytes > 0 ? bytes : 1, c->pool, c->alloc);
+    if (e == cudaSuccess && (e = cudaStreamSynchronize(c->alloc)) != cudaSuccess) {
+        (void)cudaFreeAsync(p, c->alloc);
+    }
     if (e != cudaSuccess) {
         return tc__cuda_failed(TC_ERR_NOMEM, why, len, "cudaMallocFromPoolAsync", e);
     }
@@ -562,6 +579,6 @@ void tc__cuda_release(void)
         }
         pthread_mutex_unlock(&c->mu);
     }
-    (void)cudaSetDevice(old);
+    tc__cuda_restore(-1, old); /* not starting old's context where it has none */
     (void)cudaGetLastError();
 }

@@ -173,6 +173,12 @@ tc_status_t tc__exec_device(tc_kind_run_t run, const tc_algo_ctx_t *x, tc_reques
     tc_status_t st = TC_OK;
 
     memset(&lay, 0, sizeof(lay));
+    /* the tensor's device current on the engine thread before CUDA is asked
+     * anything (the input's event, registering staging memory): else the
+     * runtime would start device 0's context in every process */
+    if ((st = tc__cuda_set_current(req->cuda.dev, d.why, sizeof(d.why))) != TC_OK) {
+        return tc__algo_failed(req, st, d.why, msg, len);
+    }
     /* not while ranks have joined: they run a host request */
     if (r->has_desc) {
         d.kind = NULL;
