@@ -19,15 +19,23 @@
  *    default 20 us): work ordered by neither a stream nor an event races,
  *    and reading before a copy is done reads stale bytes;
  *  - a copy whose direction does not match its memories, that runs past
- *    an allocation or whose ends overlap, and a kernel given memory the
- *    device cannot reach (ordinary host memory, another device's), fail;
+ *    an allocation or whose ends overlap fails; a kernel given memory the
+ *    device cannot reach (ordinary host memory, another device's) faults
+ *    when it runs, and the error is sticky (every later call returns it);
  *    an event recorded on a stream of another device fails;
+ *  - closing an IPC mapping or unregistering host memory does not wait for
+ *    the copies queued on it (a copy that runs later touches unmapped
+ *    memory and kills the process); cudaFree does wait, as CUDA's does;
  *  - the legacy default stream does not synchronize with other streams
  *    (tcoll's and the tests' streams are non-blocking anyway);
  *  - cudaIpcOpenMemHandle maps the owner's memfd through /proc; it fails
  *    in the owner's own process, after the owner freed the memory, and
  *    with TC_CUDA_EMU_NO_IPC=1 (a sandbox that refuses CUDA IPC);
- *  - memory from a pool has no IPC handle, as on a GPU.
+ *  - memory from a pool has no IPC handle, as on a GPU; TC_CUDA_EMU_NO_P2P=1
+ *    refuses to open another device's memory (GPUs without peer access).
+ * More lenient than a GPU: a pool never hands a block out again (a GPU's
+ * may, in its stream's order, before the free's waits are over); the
+ * per-thread default stream is the legacy one.
  * Faults on demand: TC_CUDA_EMU_FAIL_LAUNCH=k makes the k-th kernel launch
  * fail (cudaErrorLaunchOutOfResources, nothing queued); with
  * TC_CUDA_EMU_FAIL_RANK=r, that fault and TC_CUDA_EMU_NO_IPC hold only in
@@ -58,6 +66,7 @@ struct CUstream_st *emu_legacy[64];
 int emu_ndev = -1;
 int emu_jitter_us = 20;
 int emu_no_ipc;
+int emu_no_p2p;      /* CUDA IPC only between processes on one device */
 int emu_fail_launch; /* the launch (from 1) that fails, 0: none */
 int emu_launches;
 int emu_active[64]; /* primary contexts made */
@@ -78,6 +87,8 @@ void emu_setup(void)
     if (emu_ndev < 0 || emu_ndev > 64) {
         emu_ndev = 1;
     }
+    v = getenv("TC_CUDA_EMU_NO_P2P");
+    emu_no_p2p = v != NULL && strcmp(v, "1") == 0;
     v = getenv("TC_CUDA_EMU_JITTER_US");
     if (v != NULL) {
         emu_jitter_us = atoi(v) > 0 ? atoi(v) : 0;
@@ -343,6 +354,12 @@ static void *worker(void *arg)
         case OP_COPY: memmove(o->dst, o->src, o->bytes); break;
         case OP_SET: memset(o->dst, o->value, o->bytes); break;
         case OP_KERNEL:
+            if (o->fault) {
+                pthread_mutex_lock(&emu_mu);
+                emu_sticky = cudaErrorIllegalAddress;
+                pthread_mutex_unlock(&emu_mu);
+                break;
+            }
             tc_emu_kernel_run(o->kernel, o->grid, o->block, o->kop, o->kn, o->kx, o->dst, o->bytes,
                               o->pre, o->post);
             break;

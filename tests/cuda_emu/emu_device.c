@@ -74,6 +74,7 @@ const char *cudaGetErrorName(cudaError_t e)
     case cudaErrorMapBufferObjectFailed: return "cudaErrorMapBufferObjectFailed";
     case cudaErrorDeviceUninitialized: return "cudaErrorDeviceUninitialized";
     case cudaErrorLaunchOutOfResources: return "cudaErrorLaunchOutOfResources";
+    case cudaErrorPeerAccessUnsupported: return "cudaErrorPeerAccessUnsupported";
     default: return "cudaErrorUnknown";
     }
 }
@@ -291,7 +292,7 @@ static int reachable(const void *p, size_t bytes, int dev, void **out)
         return 0;
     }
     /* memory opened through CUDA IPC is opened with peer access */
-    return !emu_is_device(a) || a->device == dev || a->kind == A_IPC;
+    return !emu_is_device(a) || a->device == dev || (a->kind == A_IPC && !emu_no_p2p);
 }
 
 cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args, size_t shmem,
@@ -336,20 +337,14 @@ cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **arg
         free(o);
         return emu_leave(cudaErrorInvalidValue);
     }
+    /* memory the device cannot reach faults when the kernel runs, as on a
+     * GPU: the launch succeeds, the error is sticky from then on */
     for (j = 0; j < o->kn; j++) {
         const void *x = ((const void *const *)args[2])[j];
-        void *t;
-        if (!reachable(x, bytes, s->device, &t)) {
-            free(o);
-            emu_sticky = cudaErrorIllegalAddress;
-            return emu_leave(emu_sticky);
-        }
+        void *t = NULL;
+        o->fault |= !reachable(x, bytes, s->device, &t);
         o->kx[j] = t;
     }
-    if (!reachable(*(void **)args[3], bytes, s->device, &o->dst)) {
-        free(o);
-        emu_sticky = cudaErrorIllegalAddress;
-        return emu_leave(emu_sticky);
-    }
+    o->fault |= !reachable(*(void **)args[3], bytes, s->device, &o->dst);
     return emu_leave(emu_enqueue(s, o));
 }

@@ -56,6 +56,7 @@ typedef struct op {
     size_t bytes;
     int value;
     int kernel;
+    int fault; /* OP_KERNEL: given memory its device cannot reach */
     unsigned grid, block;
     int kop, kn;
     const void *kx[TC_EMU_MAX_INPUTS];
@@ -108,6 +109,7 @@ extern struct CUstream_st *emu_legacy[64];
 extern int emu_ndev;
 extern int emu_jitter_us;
 extern int emu_no_ipc;
+extern int emu_no_p2p;
 extern int emu_fail_launch;
 extern int emu_launches;
 extern int emu_active[64]; /* primary contexts made */

@@ -219,7 +219,6 @@ cudaError_t cudaHostUnregister(void *p)
     if (a == NULL || a->kind != A_REG || a->dev != (char *)p) {
         return emu_leave(cudaErrorHostMemoryNotRegistered);
     }
-    emu_sync_all();
     emu_unlink_alloc(a);
     emu_release_alloc(a);
     return emu_leave(cudaSuccess);
@@ -314,6 +313,9 @@ cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t handle, unsigned i
     if (emu_no_ipc) {
         return emu_leave(cudaErrorNotSupported);
     }
+    if (emu_no_p2p && h.device != emu_cur_dev) {
+        return emu_leave(cudaErrorPeerAccessUnsupported);
+    }
     if (h.pid == (int32_t)getpid()) {
         return emu_leave(cudaErrorDeviceUninitialized); /* CUDA: not in the owner's process */
     }
@@ -367,7 +369,6 @@ cudaError_t cudaIpcCloseMemHandle(void *p)
         return emu_leave(cudaErrorInvalidValue);
     }
     if (--a->refs == 0) {
-        emu_sync_all(); /* no queued copy may still read it */
         emu_unlink_alloc(a);
         emu_release_alloc(a);
     }

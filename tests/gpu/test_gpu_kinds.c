@@ -23,6 +23,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <cuda.h> /* the driver's types, for cuDevicePrimaryCtxGetState */
 #include <cuda_runtime_api.h>
 #include <mpi.h>
 
@@ -538,6 +539,36 @@ TC_CASE(host_device_mismatch)
               "message: %s", tc_request_error(r));
     tc_request_free(r);
     CUDA_OK(cudaFree(d));
+}
+
+/* After a device allreduce of 1 MiB (the first of the process when this
+ * case runs alone: then the engine thread has made no device current yet),
+ * no device but this rank's has a context in this process: tcoll made the
+ * tensor's device current on its own threads before asking CUDA anything
+ * (else every rank would start a context on device 0). Where there is one
+ * device there is nothing to check. */
+TC_CASE(other_devices_untouched)
+{
+    typedef CUresult (*state_fn_t)(CUdevice, unsigned int *, int *);
+    enum cudaDriverEntryPointQueryResult q;
+    void *fn = NULL;
+    int ndev = 0, d;
+
+    allreduce_one(TC_FLOAT32, TC_SUM, 262144, 0, 0);
+    CUDA_OK(cudaGetDeviceCount(&ndev));
+    if (cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &fn, 12000,
+                                         cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess || fn == NULL) {
+        return;
+    }
+    for (d = 0; d < ndev; d++) {
+        unsigned int flags = 0;
+        int active = 0;
+        if (d != dev && ((state_fn_t)fn)((CUdevice)d, &flags, &active) == CUDA_SUCCESS) {
+            CHECK_MSG(!active, "rank %d uses device %d, but device %d has a context here", tt_rank,
+                      dev, d);
+        }
+    }
 }
 
 int main(int argc, char **argv)
