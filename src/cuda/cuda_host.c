@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "cuda/cuda.h"
 #include "cuda/cuda_internal.h"
@@ -75,21 +76,42 @@ tc_status_t tc__cuda_pci_bus_id(int dev, char *buf, size_t buflen, char *why, si
  * contexts, two channels on one region) it is counted, and unregistered
  * only by the last unmap, and only when tcoll registered it (memory the
  * application page-locked itself, with cudaHostAlloc or cudaHostRegister,
- * is used as it is and left so). */
+ * is used as it is and left so). CUDA page-locks whole pages: a range that
+ * shares a page with one tcoll registered is refused as registered
+ * already; it then uses that registration (its parent), which stays until
+ * both are unmapped. */
 typedef struct hostreg {
     void *p;
+    size_t bytes;
     int refs;
-    int ours; /* registered by tcoll */
+    int ours;               /* registered by tcoll */
+    struct hostreg *parent; /* the registration of tcoll's it lies in, or NULL */
     struct hostreg *next;
 } hostreg_t;
 
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static hostreg_t *regs;
 
+/* tcoll's own registration whose pages hold [p, p + bytes) (reg_mu held). */
+static hostreg_t *holder(const void *p, size_t bytes)
+{
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)p, b = a + bytes;
+    hostreg_t *r;
+
+    for (r = regs; r != NULL; r = r->next) {
+        uintptr_t lo = (uintptr_t)r->p / pg * pg,
+                  hi = ((uintptr_t)r->p + r->bytes + pg - 1) / pg * pg;
+        if (r->ours && a >= lo && b <= hi) {
+            return r;
+        }
+    }
+    return NULL;
+}
+
 tc_status_t tc__cuda_host_map(void *p, size_t bytes, void **dev_p, char *why, size_t len)
 {
     const char *no = NULL;
-    hostreg_t *r;
+    hostreg_t *r, *parent = NULL;
     cudaError_t e;
     int ours = 1;
 
@@ -105,6 +127,7 @@ tc_status_t tc__cuda_host_map(void *p, size_t bytes, void **dev_p, char *why, si
         if (e == cudaErrorHostMemoryAlreadyRegistered) {
             (void)cudaGetLastError(); /* page-locked already: use it as it is */
             ours = 0;
+            parent = holder(p, bytes);
         } else if (e != cudaSuccess) {
             pthread_mutex_unlock(&reg_mu);
             return tc__cuda_failed(TC_ERR_TRANSPORT, why, len, "cudaHostRegister", e);
@@ -117,6 +140,22 @@ tc_status_t tc__cuda_host_map(void *p, size_t bytes, void **dev_p, char *why, si
         pthread_mutex_unlock(&reg_mu);
         return tc__cuda_failed(TC_ERR_TRANSPORT, why, len, "cudaHostGetDevicePointer", e);
     }
+    if (r == NULL && !ours && bytes > 1) {
+        /* registered by someone else, or in part: the whole range must be,
+         * in one piece, or the device would fault past the first pages */
+        void *last = NULL;
+        if (cudaHostGetDevicePointer(&last, (char *)p + bytes - 1, 0) != cudaSuccess ||
+            (char *)last != (char *)*dev_p + bytes - 1) {
+            (void)cudaGetLastError();
+            pthread_mutex_unlock(&reg_mu);
+            snprintf(why, len,
+                     "%zu bytes at %p are page-locked only in part (a page of them belongs to "
+                     "another registration, CUDA's or tcoll's): use memory of its own pages, "
+                     "e.g. from tc_mem_alloc",
+                     bytes, p);
+            return TC_ERR_TRANSPORT;
+        }
+    }
     if (r == NULL) {
         if ((r = calloc(1, sizeof(*r))) == NULL) {
             if (ours) {
@@ -127,7 +166,12 @@ tc_status_t tc__cuda_host_map(void *p, size_t bytes, void **dev_p, char *why, si
             return TC_ERR_NOMEM;
         }
         r->p = p;
+        r->bytes = bytes;
         r->ours = ours;
+        r->parent = parent;
+        if (parent != NULL) {
+            parent->refs++; /* it stays while this range uses it */
+        }
         r->next = regs;
         regs = r;
     }
@@ -147,12 +191,17 @@ void tc__cuda_host_unmap(void *p)
     for (pp = &regs; *pp != NULL && (*pp)->p != p; pp = &(*pp)->next) {
     }
     r = *pp;
-    if (r != NULL && --r->refs == 0) {
+    while (r != NULL && --r->refs == 0) {
+        hostreg_t *parent = r->parent;
         *pp = r->next;
-        if (r->ours && cudaHostUnregister(p) != cudaSuccess) {
+        if (r->ours && cudaHostUnregister(r->p) != cudaSuccess) {
             (void)cudaGetLastError();
         }
         free(r);
+        /* the parent's count for this range */
+        for (pp = &regs; *pp != NULL && *pp != parent; pp = &(*pp)->next) {
+        }
+        r = *pp;
     }
     pthread_mutex_unlock(&reg_mu);
 }
