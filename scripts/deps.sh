@@ -108,7 +108,7 @@ tc_emu_test() {
     cmake -S "$tc_src" -B "$build" -DTCOLL_WERROR=ON -DTCOLL_CUDA_EMU=ON \
         -DTCOLL_BUILD_PYTHON=OFF "$@" >/dev/null
     cmake --build "$build" -j"$(nproc)" --target test_gpu_kinds test_gpu_chan_host test_gpu_chan_host_killed test_emu_faults \
-        tcoll-perf
+        test_gpu_host_map tcoll-perf
     (
         unset TCOLL_CMAKE_ARGS TCOLL_TEST_MAX_NP TCOLL_TEST_CLUSTER TCOLL_TEST_EMU
         cd "$build" || exit

@@ -24,6 +24,7 @@ typedef struct alloc {
     char *back;    /* the same bytes, writable: copies and kernels */
     size_t size;   /* asked for */
     size_t mapped; /* whole pages */
+    void *orig;    /* A_REG: the address registered (dev: its first page) */
     int device;    /* -1: host memory */
     int kind;
     int fd;    /* the memfd (A_DEVICE, A_POOL) */

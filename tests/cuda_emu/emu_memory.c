@@ -179,6 +179,8 @@ cudaError_t cudaFreeHost(void *p)
 cudaError_t cudaHostRegister(void *p, size_t bytes, unsigned int flags)
 {
     cudaError_t e = emu_enter();
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    char *lo, *hi;
     alloc_t *a;
 
     (void)flags;
@@ -188,8 +190,12 @@ cudaError_t cudaHostRegister(void *p, size_t bytes, unsigned int flags)
     if (p == NULL || bytes == 0) {
         return emu_leave(cudaErrorInvalidValue);
     }
+    /* CUDA page-locks whole pages: a range sharing a page with another
+     * registration is registered already */
+    lo = (char *)((uintptr_t)p / pg * pg);
+    hi = (char *)(((uintptr_t)p + bytes + pg - 1) / pg * pg);
     for (a = emu_allocs; a != NULL; a = a->next) {
-        if ((char *)p < a->dev + a->size && a->dev < (char *)p + bytes) {
+        if (lo < a->dev + a->size && a->dev < hi) {
             return emu_leave(emu_is_device(a) ? cudaErrorInvalidValue
                                               : cudaErrorHostMemoryAlreadyRegistered);
         }
@@ -197,8 +203,9 @@ cudaError_t cudaHostRegister(void *p, size_t bytes, unsigned int flags)
     if ((a = calloc(1, sizeof(*a))) == NULL) {
         return emu_leave(cudaErrorMemoryAllocation);
     }
-    a->dev = a->back = p;
-    a->size = bytes;
+    a->dev = a->back = lo;
+    a->size = (size_t)(hi - lo);
+    a->orig = p;
     a->device = -1;
     a->kind = A_REG;
     a->fd = -1;
@@ -216,7 +223,7 @@ cudaError_t cudaHostUnregister(void *p)
         return e;
     }
     a = emu_find(p);
-    if (a == NULL || a->kind != A_REG || a->dev != (char *)p) {
+    if (a == NULL || a->kind != A_REG || a->orig != p) {
         return emu_leave(cudaErrorHostMemoryNotRegistered);
     }
     emu_unlink_alloc(a);

@@ -314,7 +314,11 @@ int main(int argc, char **argv)
     if (tc_cuda_available() && cudaGetDeviceCount(&ndev) == cudaSuccess && ndev > 0) {
         CUDA_OK(cudaSetDevice((r != NULL ? atoi(r) : 0) % ndev));
     } else {
+#ifdef TC_TEST_KILLED
+        printf("test_gpu_chan_host_killed: skipped: %s\n", tc_cuda_info());
+#else
         printf("test_gpu_chan_host: skipped: %s\n", tc_cuda_info());
+#endif
         return 77;
     }
 #ifdef TC_TEST_KILLED
