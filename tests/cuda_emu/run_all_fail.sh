@@ -13,7 +13,10 @@ for kv in "$@"; do
     export "${kv?}"
     xs+=(-x "${kv%%=*}")
 done
-out=$(timeout 90 "$mpiexec" -n "$np" --oversubscribe "${xs[@]}" "$prog" --case "$case" 2>&1)
+# --enable-recovery: Open MPI would otherwise kill the other ranks as soon as
+# the first one leaves without MPI_Finalize, before they print their line
+out=$(timeout 90 "$mpiexec" -n "$np" --oversubscribe --enable-recovery "${xs[@]}" "$prog" \
+    --case "$case" 2>&1)
 rc=$?
 printf '%s\n' "$out"
 if [ "$rc" -eq 124 ]; then
