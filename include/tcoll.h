@@ -227,7 +227,9 @@ typedef struct {
  * with tc_request_output: a device pointer, valid until tc_request_free; the
  * memory is reused only after the work cuda_stream has queued by the time of
  * tc_request_free, so a kernel there may still read it: work of other
- * streams that reads it must be done before). tcoll reads the input only
+ * streams that reads it must be done before; cudaStreamPerThread is the
+ * stream of the thread that names it, so such a request is freed from the
+ * thread that submitted it). tcoll reads the input only
  * after the work cuda_stream had queued when the call was made, and the
  * request completes only once its result is in place: after tc_wait (or
  * tc_test saying done), the host and every stream may read it. No call makes
