@@ -9,9 +9,9 @@
  * of requests not yet freed live in its pool): tcoll's stream
  * (non-blocking: it never waits for the legacy default stream), an event
  * with blocking sync that the engine thread sleeps on, and a memory pool for
- * the outputs tcoll allocates, with a stream of its own for allocating. A thread that is not the engine's (a
- * submission marking its stream, a request freed) gets its current device
- * back as it was.
+ * the outputs tcoll allocates, with a stream of its own for allocating. A
+ * thread that is not the engine's (a submission marking its stream, a
+ * request freed) gets its current device back as it was.
  */
 #define _GNU_SOURCE
 #include <cuda.h> /* the driver's types, for cuMemGetAddressRange through the runtime */
