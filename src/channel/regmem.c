@@ -355,7 +355,7 @@ tc_status_t tc_mem_exchange(tc_chan_ctx_t *ctx, const char *name, const tc_mem_t
     tc_mem_handle_t h;
     unsigned char *all = NULL;
     tc_rmem_t **opened;
-    char auto_name[64], why[512];
+    char auto_name[64], why[512], open_why[512] = "";
     int r, ok = 1, every = 0, n;
     tc_status_t st;
 
@@ -385,6 +385,9 @@ tc_status_t tc_mem_exchange(tc_chan_ctx_t *ctx, const char *name, const tc_mem_t
     for (r = 0; r < n && ok; r++) {
         ok = tc_mem_open(ctx, all + (size_t)r * TC_MEM_HANDLE_BYTES, TC_MEM_HANDLE_BYTES,
                          &opened[r]) == TC_OK;
+        if (!ok) { /* kept: the agreement below is a call of its own */
+            snprintf(open_why, sizeof(open_why), "%s", tc_last_error() ? tc_last_error() : "");
+        }
     }
     free(all);
     /* Every rank opened every handle, or none keeps any. */
@@ -398,7 +401,7 @@ tc_status_t tc_mem_exchange(tc_chan_ctx_t *ctx, const char *name, const tc_mem_t
         return st != TC_OK ? tc__set_error(st, "tc_mem_exchange: %s", why)
                : ok        ? tc__set_error(TC_ERR_TRANSPORT, "tc_mem_exchange: another rank "
                                                                     "could not open a handle")
-                           : TC_ERR_TRANSPORT;
+                           : tc__set_error(TC_ERR_TRANSPORT, "tc_mem_exchange: %s", open_why);
     }
     memcpy(rmems, opened, (size_t)n * sizeof(*opened));
     free(opened);
