@@ -144,6 +144,18 @@ cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int dev
     return cudaSuccess;
 }
 
+cudaError_t cudaDeviceCanAccessPeer(int *can, int device, int peer)
+{
+    pthread_mutex_lock(&emu_mu);
+    emu_setup();
+    pthread_mutex_unlock(&emu_mu);
+    if (device < 0 || device >= emu_ndev || peer < 0 || peer >= emu_ndev) {
+        return emu_fail(cudaErrorInvalidDevice);
+    }
+    *can = device != peer && !emu_no_p2p;
+    return cudaSuccess;
+}
+
 cudaError_t cudaDeviceGetPCIBusId(char *buf, int len, int device)
 {
     pthread_mutex_lock(&emu_mu);

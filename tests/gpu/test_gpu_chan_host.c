@@ -9,6 +9,8 @@
  *    the second round's bytes, never a mix);
  *  - host to device and device to host, in the same context;
  *  - a put past the peer's region is refused at once and moves nothing;
+ *  - ranks on GPUs without peer access: the exchange of device memory
+ *    fails on every rank, saying why (run alone where that is so);
  *  - the same context's device handles (tcoll_channel_device.h) driven by
  *    a host thread where the GPU reaches registered host memory at its host
  *    address (cudaDevAttrCanUseHostPointerForRegisteredMem): port channel
@@ -236,6 +238,64 @@ TC_CASE(device_handles)
     CHECK_OK(tc_portchan_flush(ch, 60 * SEC)); /* the host's view: nothing failed */
     CHECK_OK(tc_portchan_destroy(ch));
     rig_close(&g);
+}
+
+/* Ranks on two GPUs without peer access (cudaDeviceCanAccessPeer): the
+ * device memory of a rank on the other GPU cannot be mapped, so
+ * tc_mem_exchange fails on every rank with TC_ERR_TRANSPORT, saying so, and
+ * nothing stays open (the context then goes as usual). Elsewhere there is
+ * nothing to check. */
+TC_CASE(no_peer_access)
+{
+    tc_chan_opts_t o = TC_CHAN_OPTS_INIT;
+    tc_chan_ctx_t *ctx;
+    tc_mem_t *mem;
+    tc_rmem_t **rmems;
+    int32_t mine, *devs;
+    tc_tensor_t t = {&mine, TC_INT32, 1, {1}}, out;
+    tc_request_t *req;
+    int r, a, b, can = 1, unreachable = 0;
+    void *buf;
+
+    CUDA_OK(cudaGetDevice(&mine));
+    CHECK_OK(tc_allgather("npa/devs", &t, &req));
+    CHECK_OK(tc_wait(req));
+    CHECK_OK(tc_request_output(req, &out));
+    devs = out.data;
+    for (a = 0; a < tt_size; a++) { /* every rank decides alike */
+        for (b = 0; b < tt_size; b++) {
+            if (devs[a] != devs[b]) {
+                CUDA_OK(cudaDeviceCanAccessPeer(&can, devs[a], devs[b]));
+                unreachable |= !can;
+            }
+        }
+    }
+    tc_request_free(req);
+    if (!unreachable) {
+        if (tt_rank == 0) {
+            tt_say("test_gpu_chan_host: no_peer_access: every GPU reaches every other\n");
+        }
+        return;
+    }
+    o.flags = TC_CHAN_CUDA;
+    o.device = TC_PROXY_CURRENT_DEVICE;
+    CHECK_OK(tc_chan_ctx_create(&o, &ctx));
+    CUDA_OK(cudaMalloc(&buf, 4096));
+    CHECK_OK(tc_mem_register(ctx, buf, 4096, &mem));
+    rmems = calloc((size_t)tt_size, sizeof(*rmems));
+    CHECK(rmems != NULL);
+    CHECK_STATUS(tc_mem_exchange(ctx, "npa", mem, rmems), TC_ERR_TRANSPORT);
+    CHECK_MSG(strstr(tc_last_error(), "cudaIpcOpenMemHandle") != NULL ||
+                  strstr(tc_last_error(), "another rank could not open") != NULL,
+              "last error: %s", tc_last_error());
+    for (r = 0; r < tt_size; r++) {
+        CHECK(rmems[r] == NULL);
+    }
+    barrier();
+    tc_mem_deregister(mem);
+    CHECK_OK(tc_chan_ctx_destroy(ctx));
+    CUDA_OK(cudaFree(buf));
+    free(rmems);
 }
 
 TC_CASE(host_device)
