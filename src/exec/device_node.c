@@ -52,8 +52,8 @@ typedef struct {
 int tc__device_node_applies(const tc_algo_ctx_t *x, const tc_algo_call_t *c)
 {
     return c->memory == TC_MEM_CUDA && x->cuda_ipc_bytes > 0 && c->bytes >= x->cuda_ipc_bytes &&
-           !c->packed && tc__algo_one_node(x) && x->tp->size >= 2 &&
-           x->tp->size <= TC_CUDA_MAX_COMBINE;
+           !c->packed && x->tp->size >= 2 && x->tp->size <= TC_CUDA_MAX_COMBINE &&
+           tc__algo_one_node(x);
 }
 
 /* Every rank of the set declines alike (bad: the first rank that could not
