@@ -32,13 +32,8 @@
 #include <cuda_runtime_api.h>
 
 #include "chan_ring.h"
+#include "cuda_check.h"
 #include "tcoll_channel_device.h"
-
-#define CUDA_OK(call)                                                                              \
-    do {                                                                                           \
-        cudaError_t ce_ = (call);                                                                  \
-        CHECK_MSG(ce_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(ce_));                   \
-    } while (0)
 
 #define DBYTES (6u << 20) /* per rank: first half sent from, second received into */
 #define DHALF (DBYTES / 2)

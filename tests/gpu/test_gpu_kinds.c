@@ -27,13 +27,8 @@
 #include <cuda_runtime_api.h>
 #include <mpi.h>
 
+#include "cuda_check.h"
 #include "mpi_common.h"
-
-#define CUDA_OK(call)                                                                              \
-    do {                                                                                           \
-        cudaError_t ce_ = (call);                                                                  \
-        CHECK_MSG(ce_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(ce_));                   \
-    } while (0)
 
 static int dev;
 static cudaStream_t stream;
