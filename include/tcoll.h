@@ -164,7 +164,8 @@ int tc_local_size(void);
  *
  * Immediate errors (no request is created): TC_ERR_ARG for caller mistakes,
  * TC_ERR_STATE before tc_init, TC_ERR_SHUTDOWN after shutdown,
- * TC_ERR_DUPLICATE, TC_ERR_NOMEM. Errors reported by the request:
+ * TC_ERR_DUPLICATE, TC_ERR_NOMEM, TC_ERR_TRANSPORT for a device tensor on
+ * a device CUDA can no longer use. Errors reported by the request:
  * TC_ERR_MISMATCH, TC_ERR_SHUTDOWN, TC_ERR_TRANSPORT, TC_ERR_NOMEM.
  */
 
@@ -241,6 +242,15 @@ typedef struct {
  * the same kind of memory for a name: host on one rank and a device on
  * another is TC_ERR_MISMATCH, like any other disagreement. Barriers, joins
  * and process set calls take no tensor: leave device at TC_DEVICE_HOST.
+ * CUDA failures: a device that can take no more work (a kernel's illegal
+ * address, which CUDA keeps) refuses the call at once with
+ * TC_ERR_TRANSPORT saying so. A run that fails in CUDA fails the request
+ * with TC_ERR_TRANSPORT naming the step, the rank and CUDA's error; where
+ * every rank of the set learnt of it alike (the in-node and CUDA-aware
+ * paths exchange each step's status) or where it came after the collective
+ * was over (this rank's copy of the result back to its device), only that
+ * tensor fails and tcoll goes on; any other failure stops tcoll on every
+ * rank, as a failed collective does (docs/gpu.md).
  */
 
 /* tc_allreduce, tc_allgather and tc_broadcast with options (see tc_opts_t).

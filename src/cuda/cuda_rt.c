@@ -403,12 +403,21 @@ tc_status_t tc__cuda_mark(int dev, void *stream, tc_cuda_mark_t **mark_p, char *
     }
     e = cudaEventRecord(m->ev, (cudaStream_t)stream);
     tc__cuda_restore(dev, old);
-    if (e != cudaSuccess) {
+    if (e == cudaErrorInvalidResourceHandle || e == cudaErrorInvalidValue) { /* the caller's */
         tc__cuda_mark_release(m);
-        snprintf(why, len, "the stream %p cannot be used on CUDA device %d (cudaEventRecord: %s)",
-                 stream, dev, cudaGetErrorString(e));
+        snprintf(why, len,
+                 "the stream %p cannot be used on CUDA device %d (cudaEventRecord: %s: %s)", stream,
+                 dev, cudaGetErrorName(e), cudaGetErrorString(e));
         (void)cudaGetLastError();
         return TC_ERR_ARG;
+    }
+    if (e != cudaSuccess) { /* the device's (an earlier kernel's fault is sticky) */
+        tc__cuda_mark_release(m);
+        snprintf(why, len,
+                 "CUDA device %d cannot take work (cudaEventRecord on the stream %p: %s: %s)", dev,
+                 stream, cudaGetErrorName(e), cudaGetErrorString(e));
+        (void)cudaGetLastError();
+        return TC_ERR_TRANSPORT;
     }
     *mark_p = m;
     return TC_OK;

@@ -112,6 +112,9 @@ typedef struct tc_device_job {
     double prescale, postscale; /* applied by the record itself */
     int declined;               /* set by a record that did not run (the data untouched:
                                  * the caller takes another path) */
+    int agreed;                 /* with a failure: every rank of the set ended the
+                                 * collective at the same step, knowing why (a status
+                                 * exchange), so only the tensor fails */
     char why[256];              /* the reason of a failure */
 } tc_device_job_t;
 

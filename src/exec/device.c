@@ -167,7 +167,7 @@ tc_status_t tc__exec_device(tc_kind_run_t run, const tc_algo_ctx_t *x, tc_reques
     tc_algo_call_t c = {req->kind,   req->dtype, req->op, req->count * tc_dtype_size(req->dtype),
                         TC_MEM_CUDA, 0};
     tc_device_job_t d = {
-        req->cuda.dev, tc__kind_exec(req->kind), req->prescale, req->postscale, 0, ""};
+        req->cuda.dev, tc__kind_exec(req->kind), req->prescale, req->postscale, 0, 0, ""};
     layout_t lay;
     const tc_algo_t *a;
     tc_status_t st = TC_OK;
@@ -198,6 +198,7 @@ tc_status_t tc__exec_device(tc_kind_run_t run, const tc_algo_ctx_t *x, tc_reques
         st = run_record(x, a, req, r, &lay, &d);
         if (st != TC_OK || !d.declined) {
             unprepare(req, &lay, 1);
+            req->cuda.failed_alone = st != TC_OK && d.agreed;
             return st != TC_OK
                        ? tc__algo_failed(req, st, d.why[0] ? d.why : tc__algo_err(x, a), msg, len)
                        : TC_OK;

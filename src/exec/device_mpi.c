@@ -262,9 +262,10 @@ static tc_status_t reduce_blocks(tc_transport_t *tp, const tc_direct_mem_t *mem,
     if ((st = tc__direct_agree(tp, st == TC_OK, &bad)) != TC_OK) {
         return moved(tp, d, st);
     }
-    if (bad >= 0) {
+    if (bad >= 0) { /* every rank knows: only the tensor fails */
         snprintf(d->why, sizeof(d->why), "the combine kernel failed on rank %d of the set%s%.160s",
                  bad, bad == me ? ": " : "", bad == me ? why : "");
+        d->agreed = 1;
         return TC_ERR_TRANSPORT;
     }
     return TC_OK;

@@ -31,7 +31,8 @@
  * alltoall shares the inputs, and each rank copies the rows every rank
  * sends it from that rank's input to their place in its output, then 5.
  * A barrier here is an allgather of each rank's status, so a rank whose
- * kernel or copies failed stops every rank of the set at the same step.
+ * kernel or copies failed stops every rank of the set at the same step:
+ * the tensor fails on every rank alike, and the engine goes on.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -79,7 +80,8 @@ static void declined(const tc_algo_ctx_t *x, tc_device_job_t *d, int ok, int bad
 
 /* A step that failed on rank bad of the set (or an exchange that failed:
  * st): every rank ends the collective here, the reason (this rank's own
- * why, where it was the one) in d->why. The handles still open (maps) are
+ * why, where it was the one) in d->why; d->agreed where the exchanges
+ * worked (only the tensor fails). The handles still open (maps) are
  * closed, and where the exchanges still work one more makes every rank
  * wait until every rank has closed them: an owner may free its buffers
  * once its request fails, and CUDA forbids freeing memory another process
@@ -97,6 +99,7 @@ static tc_status_t step_failed(tc_transport_t *tp, tc_device_job_t *d, tc_cuda_i
     }
     snprintf(d->why, sizeof(d->why), "%s failed on rank %d of the set%s%.160s", what, bad,
              bad == tp->rank ? ": " : "", bad == tp->rank ? why : "");
+    d->agreed = st == TC_OK; /* every rank knows, and no one has a buffer open */
     return st != TC_OK ? st : TC_ERR_TRANSPORT;
 }
 

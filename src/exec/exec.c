@@ -11,7 +11,10 @@
  * depends only on what every rank agreed on (order, kind, dtype, op, count)
  * and on knobs that must be equal on every rank, so all ranks form the same
  * groups. A failed collective stops the engine: the others cannot go on
- * without this rank. Must never touch a request after completing it.
+ * without this rank; except a device tensor's failure that every rank of
+ * its set knew of alike, or that came after the collective was over
+ * (request.h, cuda.failed_alone): only that tensor fails. Must never touch
+ * a request after completing it.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -307,6 +310,13 @@ tc_status_t tc__exec_run(tc_exec_t *e, const tc_wire_response_t *resps, tc_reque
             if (j - i >= 2) {
                 tc__exec_tl_fused(e, &reqs[i], j - i, label, total, t0, t1, st);
             }
+        }
+        if (st != TC_OK && j - i == 1 && reqs[i]->cuda.failed_alone) {
+            /* only this tensor failed (request.h): the other ranks are not
+             * waiting for this one, and the engine goes on */
+            TC_WARN("engine", "%s", msg);
+            exec_finish(e, reqs[i], st, msg);
+            continue;
         }
         if (st != TC_OK) {
             /* The collective cannot go on without this rank: the engine

@@ -46,6 +46,10 @@ struct tc_request {
         void *stream;           /* that stream (tc_opts_t.cuda_stream): the output's free
                                  * waits for its work */
         void *output;           /* the device output tcoll allocated, freed with the request */
+        int failed_alone;       /* its run failed, but only this tensor: the collective ended
+                                 * alike on every rank of the set (a status exchange said so),
+                                 * or had ended before this rank's own last step failed; the
+                                 * engine goes on (exec.c) */
     } cuda;
 
     /* Result: written by the engine thread, then published by `done`. */

@@ -11,7 +11,9 @@
  * memory tcoll allocates for the kinds whose output it allocates. The
  * request completes after the copy back is done (cuda.h: the engine thread
  * sleeps on an event), so after tc_wait the result is in place for the host
- * and for every stream.
+ * and for every stream. Where that last copy (or the output's allocation)
+ * fails, the collective is already over on every rank: only this rank's
+ * request fails, and the engine goes on.
  *
  * A rank that joined takes part with a host request of the op's identity
  * (exec.c), which fits: on every rank the data moves between host buffers.
@@ -149,8 +151,10 @@ tc_status_t tc__exec_staged(tc_kind_run_t run, const tc_algo_ctx_t *x, tc_reques
         case TC_OUT_ALLOCATED: st = output_to_device(req, why, sizeof(why)); break;
         case TC_OUT_NONE: break;
         }
-        if (st != TC_OK) {
+        if (st != TC_OK) { /* the collective is over on every rank: only this
+                            * rank's tensor fails, the engine goes on */
             tc__algo_failed(req, st, why, msg, len);
+            req->cuda.failed_alone = 1;
         }
     }
     req->send = dsend;

@@ -37,9 +37,11 @@
  * may, in its stream's order, before the free's waits are over); the
  * per-thread default stream is the legacy one.
  * Faults on demand: TC_CUDA_EMU_FAIL_LAUNCH=k makes the k-th kernel launch
- * fail (cudaErrorLaunchOutOfResources, nothing queued); with
- * TC_CUDA_EMU_FAIL_RANK=r, that fault and TC_CUDA_EMU_NO_IPC hold only in
- * the process of MPI rank r.
+ * fail (cudaErrorLaunchOutOfResources, nothing queued), or with
+ * TC_CUDA_EMU_FAIL_STICKY=1 fault when it runs (cudaErrorIllegalAddress,
+ * sticky); with TC_CUDA_EMU_FAIL_RANK=r, those faults and
+ * TC_CUDA_EMU_NO_IPC hold only in the process of MPI rank r. A test
+ * program may also make one copy fail (emu_faults.h).
  * TC_CUDA_EMU_DEVICES (default 1) says how many devices it has. Kernels:
  * tcoll's, from emu_kernels.cpp (kernels.cu's source as C++).
  *
@@ -56,6 +58,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "emu_faults.h"
 #include "emu_internal.h"
 
 pthread_mutex_t emu_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -68,8 +71,10 @@ int emu_jitter_us = 20;
 int emu_no_ipc;
 int emu_no_p2p;      /* CUDA IPC only between processes on one device */
 int emu_fail_launch; /* the launch (from 1) that fails, 0: none */
+int emu_fail_sticky; /* that launch faults when it runs instead */
 int emu_launches;
-int emu_active[64]; /* primary contexts made */
+const alloc_t *emu_fail_copy; /* the next copy into it fails (emu_faults.h) */
+int emu_active[64];           /* primary contexts made */
 uint64_t emu_next_id = 1;
 cudaError_t emu_sticky = cudaSuccess; /* a kernel's illegal address */
 __thread int emu_cur_dev;
@@ -109,6 +114,15 @@ void emu_setup(void)
     emu_no_ipc = v != NULL && strcmp(v, "1") == 0;
     v = getenv("TC_CUDA_EMU_FAIL_LAUNCH");
     emu_fail_launch = v != NULL ? atoi(v) : 0;
+    v = getenv("TC_CUDA_EMU_FAIL_STICKY");
+    emu_fail_sticky = v != NULL && strcmp(v, "1") == 0;
+}
+
+void tc_emu_fail_copy_into(const void *p)
+{
+    pthread_mutex_lock(&emu_mu);
+    emu_fail_copy = p != NULL ? emu_find(p) : NULL;
+    pthread_mutex_unlock(&emu_mu);
 }
 
 cudaError_t emu_fail(cudaError_t e)
@@ -222,6 +236,9 @@ void emu_unlink_alloc(alloc_t *a)
 
 void emu_release_alloc(alloc_t *a)
 {
+    if (emu_fail_copy == a) {
+        emu_fail_copy = NULL;
+    }
     if (a->kind == A_DEVICE || a->kind == A_POOL || a->kind == A_IPC) {
         munmap(a->dev, a->mapped);
         munmap(a->back, a->mapped);

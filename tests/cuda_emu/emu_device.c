@@ -312,7 +312,7 @@ cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **arg
 {
     cudaError_t e = emu_enter();
     struct CUstream_st *s;
-    int k = kernel_index(func), j;
+    int k = kernel_index(func), j, failing;
     size_t count, bytes;
     op_t *o;
 
@@ -329,8 +329,9 @@ cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **arg
         block.y != 1 || block.z != 1 || shmem != 0) {
         return emu_leave(cudaErrorInvalidConfiguration);
     }
-    if (emu_fail_launch > 0 && ++emu_launches == emu_fail_launch) {
-        return emu_leave(cudaErrorLaunchOutOfResources); /* a fault asked for */
+    failing = emu_fail_launch > 0 && ++emu_launches == emu_fail_launch; /* a fault asked for */
+    if (failing && !emu_fail_sticky) {
+        return emu_leave(cudaErrorLaunchOutOfResources);
     }
     if ((o = emu_new_op(OP_KERNEL)) == NULL) {
         return emu_leave(cudaErrorMemoryAllocation);
@@ -358,5 +359,6 @@ cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **arg
         o->kx[j] = t;
     }
     o->fault |= !reachable(*(void **)args[3], bytes, s->device, &o->dst);
+    o->fault |= failing;
     return emu_leave(emu_enqueue(s, o));
 }

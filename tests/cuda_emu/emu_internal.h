@@ -112,7 +112,9 @@ extern int emu_jitter_us;
 extern int emu_no_ipc;
 extern int emu_no_p2p;
 extern int emu_fail_launch;
+extern int emu_fail_sticky;
 extern int emu_launches;
+extern const alloc_t *emu_fail_copy;
 extern int emu_active[64]; /* primary contexts made */
 extern uint64_t emu_next_id;
 extern cudaError_t emu_sticky; /* a kernel's illegal address */
@@ -130,7 +132,7 @@ cudaError_t emu_fail(cudaError_t e);
 cudaError_t emu_enter(void);
 cudaError_t emu_leave(cudaError_t e);
 
-/* ---- memory (emu_core.c; emu_mu held) ---- */
+/* ---- memory (cudart_emu.c; emu_mu held) ---- */
 /* The allocation holding p, or NULL (memory CUDA does not know). */
 alloc_t *emu_find(const void *p);
 size_t emu_pages(size_t bytes);
@@ -147,7 +149,7 @@ int emu_is_device(const alloc_t *a);
  * allocation. */
 cudaError_t emu_translate(const void *p, size_t bytes, void **out, alloc_t **a_p);
 
-/* ---- streams (emu_core.c; emu_mu held) ---- */
+/* ---- streams (cudart_emu.c; emu_mu held) ---- */
 struct CUstream_st *emu_new_stream(int device);
 /* The stream a handle names (0, cudaStreamLegacy, cudaStreamPerThread: the
  * current device's legacy stream); NULL for a handle that is not one. */

@@ -262,6 +262,10 @@ static cudaError_t queue_copy(void *dst, const void *src, size_t bytes, enum cud
         emu_translate(src, bytes, &r, &sa) != cudaSuccess) {
         return cudaErrorInvalidValue;
     }
+    if (da != NULL && da == emu_fail_copy) { /* a fault asked for (emu_faults.h) */
+        emu_fail_copy = NULL;
+        return cudaErrorInvalidValue;
+    }
     switch (kind) {
     case cudaMemcpyHostToDevice:
         if (!emu_is_device(da) || emu_is_device(sa)) {

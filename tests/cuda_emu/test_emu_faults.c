@@ -1,96 +1,192 @@
 /*
  * test_emu_faults.c - device tensors when one rank's CUDA fails, on the CUDA
  * runtime stand-in (cudart_emu.c), which makes the fault on demand in one
- * process (TC_CUDA_EMU_FAIL_RANK): what a GPU cannot be asked to do. One
- * case a run, named with --case, under the environment CMakeLists.txt gives
- * it; TCOLL_CUDA_IPC=1 and TCOLL_CUDA_IPC_MIN_KB=1 always (kernel_fails
- * under run_all_fail.sh, which reads each rank's last line).
- *  - kernel_fails (TC_CUDA_EMU_FAIL_LAUNCH=1 on the last rank): its first
- *    combine kernel cannot launch; the allreduce fails on every rank with
- *    TC_ERR_TRANSPORT, the message naming that rank and the kernel, and
- *    tcoll stops on every rank as after any failed collective (as NCCL
- *    aborts a communicator after a CUDA error): the next call fails at
- *    once, nothing hangs;
- *  - ipc_refused (TC_CUDA_EMU_NO_IPC=1 on rank 1 only): every rank declines
- *    the IPC path alike, the allreduce runs staged on every rank with the
- *    right values, and so does the next, and a reducescatter.
+ * process (TC_CUDA_EMU_FAIL_RANK, emu_faults.h): what a GPU cannot be
+ * asked to do. One case a run, named with --case, under the environment
+ * CMakeLists.txt gives it; TCOLL_CUDA_IPC_MIN_KB=1 always.
+ *  - kernel_fails (TCOLL_CUDA_IPC=1, TC_CUDA_EMU_FAIL_LAUNCH=1 on the last
+ *    rank): its first combine kernel cannot launch; the allreduce fails on
+ *    every rank with TC_ERR_TRANSPORT, the message naming that rank and the
+ *    kernel (a status exchange told every rank), and only that tensor
+ *    fails: the next device allreduce runs over CUDA IPC with the right
+ *    values on every rank, and so does a host one;
+ *  - kernel_faults_sticky (the same, TC_CUDA_EMU_FAIL_STICKY=1): the kernel
+ *    faults when it runs (an illegal address: that process's CUDA is
+ *    broken for good); the tensor fails on every rank alike, host tensors
+ *    go on, and that rank's next device submission is refused at once,
+ *    saying why;
+ *  - copy_back_fails (TCOLL_CUDA_IPC=0: staged): on the last rank the copy
+ *    of the result back into its device buffer fails, after the collective
+ *    is over on every rank: only that rank's request fails, naming the
+ *    tensor and CUDA's error; the others get the sum; then every rank goes
+ *    on;
+ *  - ipc_refused (TCOLL_CUDA_IPC=1, TC_CUDA_EMU_NO_IPC=1 on rank 1 only):
+ *    every rank declines the IPC path alike, the allreduce runs staged on
+ *    every rank with the right values, and so does the next, and a
+ *    reducescatter.
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include <cuda_runtime_api.h>
 
+#include "cuda_check.h"
+#include "emu_faults.h"
 #include "mpi_common.h"
-
-#define CUDA_OK(call)                                                                              \
-    do {                                                                                           \
-        cudaError_t ce_ = (call);                                                                  \
-        CHECK_MSG(ce_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(ce_));                   \
-    } while (0)
 
 #define COUNT 4096
 
-/* An allreduce (sum) of COUNT floats, rank r's element i = r + i, on device
- * memory: its status (the output checked on success) and algorithm. */
-static tc_status_t dev_allreduce(const char *name, char *msg, size_t len, char *algo, size_t alen)
+/* Rank r's input of an allreduce (sum) of COUNT floats, element i = r + i,
+ * into device memory d. */
+static void fill(void *d)
 {
     float *h = tt_xmalloc(COUNT * sizeof(float));
-    void *d;
-    tc_tensor_t t = {NULL, TC_FLOAT32, 1, {COUNT}};
-    tc_opts_t o = TC_OPTS_INIT;
-    tc_request_t *req;
-    tc_status_t st;
     int i;
 
     for (i = 0; i < COUNT; i++) {
         h[i] = (float)(tt_rank + i);
     }
-    CUDA_OK(cudaMalloc(&d, COUNT * sizeof(float)));
     CUDA_OK(cudaMemcpy(d, h, COUNT * sizeof(float), cudaMemcpyHostToDevice));
-    t.data = d;
-    CUDA_OK(cudaGetDevice(&o.device));
-    CHECK_OK(tc_allreduce_ex(name, &t, d, TC_SUM, &o, &req));
+    free(h);
+}
+
+/* The sum of every rank's input, in device memory d. */
+static void check_sum(const char *name, const void *d)
+{
+    float *h = tt_xmalloc(COUNT * sizeof(float));
+    int i;
+
+    CUDA_OK(cudaMemcpy(h, d, COUNT * sizeof(float), cudaMemcpyDeviceToHost));
+    for (i = 0; i < COUNT; i++) {
+        float want = (float)(tt_size * (tt_size - 1) / 2 + tt_size * i);
+        CHECK_MSG(h[i] == want, "%s: element %d is %g, want %g", name, i, h[i], want);
+    }
+    free(h);
+}
+
+/* The allreduce (sum, in place) of device memory d: its status, its
+ * message (the submission's where it was refused) and its algorithm. */
+static tc_status_t run_allreduce(const char *name, void *d, char *msg, size_t len, char *algo,
+                                 size_t alen)
+{
+    tc_tensor_t t = {d, TC_FLOAT32, 1, {COUNT}};
+    tc_opts_t o = TC_OPTS_INIT;
+    tc_request_t *req;
+    tc_status_t st;
+
+    o.device = 0; /* the stand-in's only device here */
+    algo[0] = '\0';
+    if ((st = tc_allreduce_ex(name, &t, d, TC_SUM, &o, &req)) != TC_OK) {
+        snprintf(msg, len, "%s", tc_last_error());
+        return st;
+    }
     st = tc_wait(req);
     snprintf(msg, len, "%s", st == TC_OK ? "" : tc_request_error(req));
     snprintf(algo, alen, "%s", tc_request_algorithm(req));
     tc_request_free(req);
-    if (st == TC_OK) {
-        CUDA_OK(cudaMemcpy(h, d, COUNT * sizeof(float), cudaMemcpyDeviceToHost));
-        for (i = 0; i < COUNT; i++) {
-            float want = (float)(tt_size * (tt_size - 1) / 2 + tt_size * i);
-            CHECK_MSG(h[i] == want, "%s: element %d is %g, want %g", name, i, h[i], want);
-        }
-    }
-    CUDA_OK(cudaFree(d));
-    free(h);
     return st;
 }
 
-TC_CASE(kernel_fails)
+/* The allreduce of a fresh device buffer, checked where it worked; with
+ * fail_copy, on the last rank the copy of the result into it fails. */
+static tc_status_t dev_allreduce(const char *name, int fail_copy, char *msg, size_t len, char *algo,
+                                 size_t alen)
 {
-    char msg[512], algo[64], want[64];
-    float x = 1, y;
-    tc_tensor_t t = {&x, TC_FLOAT32, 1, {1}};
-    tc_request_t *req = NULL;
+    void *d;
     tc_status_t st;
 
-    st = dev_allreduce("ar/fails", msg, sizeof(msg), algo, sizeof(algo));
+    CUDA_OK(cudaMalloc(&d, COUNT * sizeof(float)));
+    fill(d);
+    if (fail_copy && tt_rank == tt_size - 1) {
+        tc_emu_fail_copy_into(d);
+    }
+    st = run_allreduce(name, d, msg, len, algo, alen);
+    tc_emu_fail_copy_into(NULL);
+    if (st == TC_OK) {
+        check_sum(name, d);
+    }
+    CUDA_OK(cudaFree(d));
+    return st;
+}
+
+/* A host allreduce: the engine still runs. */
+static void host_allreduce(const char *name)
+{
+    float x = (float)tt_rank, y = -1;
+    tc_tensor_t t = {&x, TC_FLOAT32, 1, {1}};
+    tc_request_t *req;
+
+    CHECK_OK(tc_allreduce(name, &t, &y, TC_SUM, &req));
+    CHECK_OK(tc_wait(req));
+    tc_request_free(req);
+    CHECK_MSG(y == (float)(tt_size * (tt_size - 1) / 2), "%s: %g", name, y);
+}
+
+/* Every rank failed the tensor alike: the combine kernel of the last rank. */
+static void check_kernel_failure(tc_status_t st, const char *msg, const char *cuda_error)
+{
+    char want[64];
+
     CHECK_STATUS(st, TC_ERR_TRANSPORT);
     snprintf(want, sizeof(want), "the combine kernel failed on rank %d", tt_size - 1);
     CHECK_MSG(strstr(msg, want) != NULL, "message '%s' does not say '%s'", msg, want);
     if (tt_rank == tt_size - 1) {
-        CHECK_MSG(strstr(msg, "cudaErrorLaunchOutOfResources") != NULL, "message '%s'", msg);
+        CHECK_MSG(strstr(msg, cuda_error) != NULL, "message '%s' does not say %s", msg, cuda_error);
     }
-    /* tcoll stopped on this rank: the next call fails at once, saying why */
-    st = tc_allreduce("after", &t, &y, TC_SUM, &req);
-    if (st == TC_OK) {
-        st = tc_wait(req);
-        tc_request_free(req);
+}
+
+TC_CASE(kernel_fails)
+{
+    char msg[512], algo[64];
+
+    check_kernel_failure(dev_allreduce("ar/fails", 0, msg, sizeof(msg), algo, sizeof(algo)), msg,
+                         "cudaErrorLaunchOutOfResources");
+    /* only that tensor failed */
+    CHECK_OK(dev_allreduce("ar/after", 0, msg, sizeof(msg), algo, sizeof(algo)));
+    CHECK_MSG(strcmp(algo, "cuda ipc") == 0, "ar/after ran '%s'", algo);
+    host_allreduce("host/after");
+    CHECK_OK(tc_shutdown());
+}
+
+TC_CASE(kernel_faults_sticky)
+{
+    char msg[512], algo[64];
+    void *d;
+    tc_status_t st;
+
+    CUDA_OK(cudaMalloc(&d, COUNT * sizeof(float)));
+    fill(d);
+    st = run_allreduce("ar/faults", d, msg, sizeof(msg), algo, sizeof(algo));
+    check_kernel_failure(st, msg, "cudaErrorIllegalAddress");
+    host_allreduce("host/after");
+    if (tt_rank == tt_size - 1) { /* its CUDA is broken: refused at once, saying why */
+        st = run_allreduce("ar/refused", d, msg, sizeof(msg), algo, sizeof(algo));
+        CHECK_MSG(st != TC_OK, "a device allreduce was taken after an illegal address");
+        CHECK_STR_CONTAINS(msg, "ar/refused");
+        CHECK_STR_CONTAINS(msg, "cudaErrorIllegalAddress");
+        CHECK_STATUS(st, TC_ERR_TRANSPORT);
+        (void)cudaFree(d); /* fails too: the error is sticky */
+    } else {
+        CUDA_OK(cudaFree(d));
     }
-    CHECK_MSG(st != TC_OK, "a collective after the failure succeeded");
-    CHECK_STR_CONTAINS(tc_last_error(), "combine kernel");
-    (void)tc_shutdown();
-    printf("test_emu_faults kernel_fails: rank %d stopped cleanly\n", tt_rank);
-    fflush(stdout);
+    host_allreduce("host/last");
+    CHECK_OK(tc_shutdown());
+}
+
+TC_CASE(copy_back_fails)
+{
+    char msg[512], algo[64];
+    tc_status_t st = dev_allreduce("ar/copy", 1, msg, sizeof(msg), algo, sizeof(algo));
+
+    if (tt_rank == tt_size - 1) {
+        CHECK_MSG(st != TC_OK, "the allreduce succeeded though its copy back failed");
+        CHECK_STR_CONTAINS(msg, "tensor 'ar/copy'");
+        CHECK_STR_CONTAINS(msg, "cudaErrorInvalidValue");
+    } else {
+        CHECK_MSG(st == TC_OK, "rank %d: %s", tt_rank, msg);
+    }
+    CHECK_OK(dev_allreduce("ar/copy2", 0, msg, sizeof(msg), algo, sizeof(algo)));
+    host_allreduce("host/after");
+    CHECK_OK(tc_shutdown());
 }
 
 TC_CASE(ipc_refused)
@@ -103,9 +199,9 @@ TC_CASE(ipc_refused)
     tc_opts_t o = TC_OPTS_INIT;
     tc_request_t *req;
 
-    CHECK_OK(dev_allreduce("ar/refused", msg, sizeof(msg), algo, sizeof(algo)));
+    CHECK_OK(dev_allreduce("ar/refused", 0, msg, sizeof(msg), algo, sizeof(algo)));
     CHECK_MSG(strcmp(algo, "cuda ipc") != 0, "ran '%s' though rank 1 refuses IPC", algo);
-    CHECK_OK(dev_allreduce("ar/refused2", msg, sizeof(msg), algo, sizeof(algo)));
+    CHECK_OK(dev_allreduce("ar/refused2", 0, msg, sizeof(msg), algo, sizeof(algo)));
     CHECK_MSG(strcmp(algo, "cuda ipc") != 0, "ran '%s' though rank 1 refuses IPC", algo);
     for (i = 0; i < rows * 8; i++) {
         h[i] = (float)i;

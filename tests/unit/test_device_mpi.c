@@ -122,6 +122,7 @@ typedef struct result {
     void *out; /* the rank's output (the caller frees it) */
     tc_status_t st;
     int declined;
+    int agreed; /* a failure every rank knew of (only the tensor fails) */
     char why[256];
 } result_t;
 
@@ -155,7 +156,7 @@ static void rank_main(tc_transport_t *t, void *arg)
     job_t *j = arg;
     const int n = t->size, me = t->rank;
     size_t es = tc_dtype_size(j->dt);
-    tc_device_job_t d = {me, NULL, j->pre, j->post, 0, ""};
+    tc_device_job_t d = {me, NULL, j->pre, j->post, 0, 0, ""};
     tc_status_t st = TC_OK;
 
     switch (j->kind) {
@@ -247,6 +248,7 @@ static void rank_main(tc_transport_t *t, void *arg)
     }
     j->res[me].st = st;
     j->res[me].declined = d.declined;
+    j->res[me].agreed = d.agreed;
     snprintf(j->res[me].why, sizeof(j->res[me].why), "%s", d.why);
 }
 
@@ -672,9 +674,10 @@ TC_CASE(a_failed_combine_fails_every_rank)
         g_fail_combine = -1;
         snprintf(want, sizeof(want), "failed on rank %d of the set", bad);
         for (r = 0; r < n; r++) {
-            CHECK_MSG(res[r].st == TC_ERR_TRANSPORT && !res[r].declined &&
+            CHECK_MSG(res[r].st == TC_ERR_TRANSPORT && !res[r].declined && res[r].agreed &&
                           strstr(res[r].why, want) != NULL,
-                      "n=%d rank %d: status %d, why '%s'", n, r, res[r].st, res[r].why);
+                      "n=%d rank %d: status %d, agreed %d, why '%s'", n, r, res[r].st,
+                      res[r].agreed, res[r].why);
         }
         CHECK(strstr(res[bad].why, "the kernel broke") != NULL);
         free_outs(res, n);
