@@ -156,6 +156,19 @@ cudaError_t emu_leave(cudaError_t e)
     return emu_fail(e);
 }
 
+cudaError_t emu_enter_stream(cudaStream_t h, struct CUstream_st **s_p)
+{
+    cudaError_t e = emu_enter();
+
+    if (e != cudaSuccess) {
+        return e;
+    }
+    if ((*s_p = emu_stream_of(h)) == NULL) {
+        return emu_leave(cudaErrorInvalidResourceHandle);
+    }
+    return cudaSuccess;
+}
+
 /* ---- memory ----------------------------------------------------------------- */
 
 alloc_t *emu_find(const void *p)

@@ -310,11 +310,11 @@ static int reachable(const void *p, size_t bytes, int dev, void **out)
 cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args, size_t shmem,
                              cudaStream_t h)
 {
-    cudaError_t e = emu_enter();
     struct CUstream_st *s;
     int k = kernel_index(func), j, failing;
     size_t count, bytes;
     op_t *o;
+    cudaError_t e = emu_enter_stream(h, &s);
 
     if (e != cudaSuccess) {
         return e;
@@ -322,7 +322,7 @@ cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **arg
     if (k < 0) {
         return emu_leave(cudaErrorInvalidDeviceFunction);
     }
-    if ((s = emu_stream_of(h)) == NULL || s->device != emu_cur_dev) {
+    if (s->device != emu_cur_dev) {
         return emu_leave(cudaErrorInvalidResourceHandle);
     }
     if (grid.x == 0 || block.x == 0 || block.x > 1024 || grid.y != 1 || grid.z != 1 ||

@@ -131,6 +131,9 @@ cudaError_t emu_fail(cudaError_t e);
  * error or cudaErrorNoDevice without it. */
 cudaError_t emu_enter(void);
 cudaError_t emu_leave(cudaError_t e);
+/* emu_enter for a call on stream h: *s_p its stream, emu_mu held; or
+ * cudaErrorInvalidResourceHandle (a handle no stream has), emu_mu not. */
+cudaError_t emu_enter_stream(cudaStream_t h, struct CUstream_st **s_p);
 
 /* ---- memory (cudart_emu.c; emu_mu held) ---- */
 /* The allocation holding p, or NULL (memory CUDA does not know). */

@@ -78,15 +78,12 @@ cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, enum cudaMemPoolAttr att
 
 cudaError_t cudaMallocFromPoolAsync(void **p, size_t bytes, cudaMemPool_t pool, cudaStream_t h)
 {
-    cudaError_t e = emu_enter();
     struct CUstream_st *s;
     alloc_t *a;
+    cudaError_t e = emu_enter_stream(h, &s);
 
     if (e != cudaSuccess) {
         return e;
-    }
-    if ((s = emu_stream_of(h)) == NULL) {
-        return emu_leave(cudaErrorInvalidResourceHandle);
     }
     if (pool == NULL || pool->device != s->device) {
         return emu_leave(cudaErrorInvalidValue);
@@ -100,18 +97,15 @@ cudaError_t cudaMallocFromPoolAsync(void **p, size_t bytes, cudaMemPool_t pool, 
 
 cudaError_t cudaFreeAsync(void *p, cudaStream_t h)
 {
-    cudaError_t e = emu_enter();
     struct CUstream_st *s;
     alloc_t *a;
     op_t *o;
+    cudaError_t e = emu_enter_stream(h, &s);
 
     if (e != cudaSuccess) {
         return e;
     }
     a = emu_find(p);
-    if ((s = emu_stream_of(h)) == NULL) {
-        return emu_leave(cudaErrorInvalidResourceHandle);
-    }
     if (!emu_is_device(a) || a->kind == A_IPC || a->dev != (char *)p) {
         return emu_leave(cudaErrorInvalidValue);
     }

@@ -52,14 +52,11 @@ cudaError_t cudaStreamDestroy(cudaStream_t h)
 
 cudaError_t cudaStreamSynchronize(cudaStream_t h)
 {
-    cudaError_t e = emu_enter();
     struct CUstream_st *s;
+    cudaError_t e = emu_enter_stream(h, &s);
 
     if (e != cudaSuccess) {
         return e;
-    }
-    if ((s = emu_stream_of(h)) == NULL) {
-        return emu_leave(cudaErrorInvalidResourceHandle);
     }
     emu_sync_stream(s);
     return emu_leave(emu_sticky);
@@ -67,13 +64,11 @@ cudaError_t cudaStreamSynchronize(cudaStream_t h)
 
 cudaError_t cudaStreamIsCapturing(cudaStream_t h, enum cudaStreamCaptureStatus *status)
 {
-    cudaError_t e = emu_enter();
+    struct CUstream_st *s;
+    cudaError_t e = emu_enter_stream(h, &s);
 
     if (e != cudaSuccess) {
         return e;
-    }
-    if (emu_stream_of(h) == NULL) {
-        return emu_leave(cudaErrorInvalidResourceHandle);
     }
     *status = cudaStreamCaptureStatusNone;
     return emu_leave(cudaSuccess);
@@ -121,14 +116,14 @@ cudaError_t cudaEventDestroy(cudaEvent_t ev)
 
 cudaError_t cudaEventRecord(cudaEvent_t ev, cudaStream_t h)
 {
-    cudaError_t e = emu_enter();
     struct CUstream_st *s;
     op_t *o;
+    cudaError_t e = emu_enter_stream(h, &s);
 
     if (e != cudaSuccess) {
         return e;
     }
-    if (ev == NULL || ev->magic != EVENT_MAGIC || (s = emu_stream_of(h)) == NULL) {
+    if (ev == NULL || ev->magic != EVENT_MAGIC) {
         return emu_leave(cudaErrorInvalidResourceHandle);
     }
     if (s->device != ev->device) {
@@ -204,15 +199,15 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t h, cudaEvent_t ev, unsigned int flags)
 {
-    cudaError_t e = emu_enter();
     struct CUstream_st *s;
     op_t *o;
+    cudaError_t e = emu_enter_stream(h, &s);
 
     (void)flags;
     if (e != cudaSuccess) {
         return e;
     }
-    if (ev == NULL || ev->magic != EVENT_MAGIC || (s = emu_stream_of(h)) == NULL) {
+    if (ev == NULL || ev->magic != EVENT_MAGIC) {
         return emu_leave(cudaErrorInvalidResourceHandle);
     }
     if (ev->s == NULL) {
@@ -228,15 +223,12 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t h, cudaEvent_t ev, unsigned int fla
 
 cudaError_t cudaLaunchHostFunc(cudaStream_t h, cudaHostFn_t fn, void *arg)
 {
-    cudaError_t e = emu_enter();
     struct CUstream_st *s;
     op_t *o;
+    cudaError_t e = emu_enter_stream(h, &s);
 
     if (e != cudaSuccess) {
         return e;
-    }
-    if ((s = emu_stream_of(h)) == NULL) {
-        return emu_leave(cudaErrorInvalidResourceHandle);
     }
     if ((o = emu_new_op(OP_HOSTFN)) == NULL) {
         return emu_leave(cudaErrorMemoryAllocation);
@@ -305,14 +297,11 @@ static cudaError_t queue_copy(void *dst, const void *src, size_t bytes, enum cud
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind,
                             cudaStream_t h)
 {
-    cudaError_t e = emu_enter();
     struct CUstream_st *s;
+    cudaError_t e = emu_enter_stream(h, &s);
 
     if (e != cudaSuccess) {
         return e;
-    }
-    if ((s = emu_stream_of(h)) == NULL) {
-        return emu_leave(cudaErrorInvalidResourceHandle);
     }
     return emu_leave(queue_copy(dst, src, bytes, kind, s));
 }
@@ -355,14 +344,11 @@ static cudaError_t queue_set(void *dst, int value, size_t bytes, struct CUstream
 
 cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes, cudaStream_t h)
 {
-    cudaError_t e = emu_enter();
     struct CUstream_st *s;
+    cudaError_t e = emu_enter_stream(h, &s);
 
     if (e != cudaSuccess) {
         return e;
-    }
-    if ((s = emu_stream_of(h)) == NULL) {
-        return emu_leave(cudaErrorInvalidResourceHandle);
     }
     return emu_leave(queue_set(dst, value, bytes, s));
 }
