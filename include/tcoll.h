@@ -473,8 +473,9 @@ tc_fifo_t *tc_proxy_fifo(tc_proxy_t *proxy);
 /* A proxy for a GPU (the seed's default constructor): device is a CUDA
  * device, or TC_PROXY_CURRENT_DEVICE for the calling thread's current one.
  * As tc_proxy_create, and: its FIFO is page-locked and mapped for the
- * device (tc_proxy_fifo_device in tcoll_fifo_device.h gives a kernel's
- * view of it); its thread, first thing, makes the device current and binds
+ * device, in that device's context, whichever device the calling thread
+ * has (tc_proxy_fifo_device in tcoll_fifo_device.h gives a kernel's view
+ * of it); its thread, first thing, makes the device current and binds
  * itself to the CPUs of the device's NUMA node (to TCOLL_PROXY_CPUS instead
  * when that is set), then runs init when it is not NULL. TC_ERR_STATE: no
  * CUDA here (the message says why: no driver, no device, a build without

@@ -85,7 +85,8 @@ int tc__chan_device_setup(tc_chan_ctx_t *ctx, int device, char *why, size_t len)
         return 0;
     }
     memset((void *)ctx->fails, 0, FAILS_BYTES);
-    if (tc__cuda_host_map((void *)ctx->fails, FAILS_BYTES, &dev, cwhy, sizeof(cwhy)) != TC_OK) {
+    if (tc__cuda_host_map(ctx->device, (void *)ctx->fails, FAILS_BYTES, &dev, cwhy, sizeof(cwhy)) !=
+        TC_OK) {
         snprintf(why, len, "TC_CHAN_CUDA: mapping the failure counters for device %d: %s", device,
                  cwhy);
         free((void *)ctx->fails);
@@ -98,7 +99,8 @@ int tc__chan_device_setup(tc_chan_ctx_t *ctx, int device, char *why, size_t len)
         if (!p->same_node) {
             continue;
         }
-        if (tc__cuda_host_map(p->area, (size_t)p->area_len, &dev, cwhy, sizeof(cwhy)) != TC_OK) {
+        if (tc__cuda_host_map(ctx->device, p->area, (size_t)p->area_len, &dev, cwhy,
+                              sizeof(cwhy)) != TC_OK) {
             snprintf(why, len, "TC_CHAN_CUDA: mapping rank %d's semaphores for device %d: %s", r,
                      device, cwhy);
             return 0;
@@ -321,8 +323,8 @@ static tc_status_t map_local(tc_chan_ctx_t *ctx, tc_mem_t *mem, char **dev_p)
             }
         }
         if (m == NULL) {
-            if (tc__cuda_host_map(host, (size_t)(len > 0 ? len : 1), &dev, why, sizeof(why)) !=
-                TC_OK) {
+            if (tc__cuda_host_map(ctx->device, host, (size_t)(len > 0 ? len : 1), &dev, why,
+                                  sizeof(why)) != TC_OK) {
                 pthread_mutex_unlock(&ctx->mu);
                 return tc__set_error(TC_ERR_TRANSPORT,
                                      "tc_memchan_device_handle: mapping this rank's %llu bytes "
@@ -359,8 +361,8 @@ static tc_status_t map_remote(tc_chan_ctx_t *ctx, tc_rmem_t *rmem, char **dev_p)
 
     pthread_mutex_lock(&ctx->mu);
     if (rmem->mapped_dev == NULL) {
-        if (tc__cuda_host_map(rmem->mapped, (size_t)rmem->region_len, &dev, why, sizeof(why)) !=
-            TC_OK) {
+        if (tc__cuda_host_map(ctx->device, rmem->mapped, (size_t)rmem->region_len, &dev, why,
+                              sizeof(why)) != TC_OK) {
             st = tc__set_error(TC_ERR_TRANSPORT,
                                "tc_memchan_device_handle: mapping rank %d's memory for CUDA "
                                "device %d: %s",

@@ -157,12 +157,17 @@ tc_status_t tc__cuda_set_current(int dev, char *why, size_t len);
 tc_status_t tc__cuda_pci_bus_id(int dev, char *buf, size_t buflen, char *why, size_t len);
 /* Page-locks [p, p + bytes) of host memory (any mapping: anonymous, a
  * shared memory file) and maps it for every device (cudaHostRegister,
- * portable and mapped); *dev_p is its address in device code. Undo with
+ * portable and mapped); *dev_p is its address in device code. The work is
+ * done in device dev's context (made current for the call, the thread's
+ * own device given back after: no context is started on a device the
+ * process does not use), or the calling thread's current device's where
+ * dev is -1; the unmap uses the same device. Undo with
  * tc__cuda_host_unmap(p) before the memory is unmapped. Counted per p:
  * mapped twice, it stays mapped until the second unmap. Memory the
  * application page-locked itself is used as it is, and never unregistered
- * here. TC_ERR_TRANSPORT (why) when CUDA refuses. */
-tc_status_t tc__cuda_host_map(void *p, size_t bytes, void **dev_p, char *why, size_t len);
+ * here. TC_ERR_TRANSPORT (why) when CUDA refuses; TC_ERR_ARG when dev is
+ * not a usable device. */
+tc_status_t tc__cuda_host_map(int dev, void *p, size_t bytes, void **dev_p, char *why, size_t len);
 void tc__cuda_host_unmap(void *p);
 /* 1 when dev's atomics on mapped host memory are atomic against the CPU's
  * (cudaDevAttrHostNativeAtomicSupported), else 0. */

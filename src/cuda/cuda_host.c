@@ -83,6 +83,7 @@ tc_status_t tc__cuda_pci_bus_id(int dev, char *buf, size_t buflen, char *why, si
 typedef struct hostreg {
     void *p;
     size_t bytes;
+    int dev; /* the device whose context registered it, -1: not known */
     int refs;
     int ours;               /* registered by tcoll */
     struct hostreg *parent; /* the registration of tcoll's it lies in, or NULL */
@@ -108,17 +109,33 @@ static hostreg_t *holder(const void *p, size_t bytes)
     return NULL;
 }
 
-tc_status_t tc__cuda_host_map(void *p, size_t bytes, void **dev_p, char *why, size_t len)
+/* Makes dev current on this thread for a call (its own device in *old_p,
+ * -1 where it has none to give back); dev -1: the current one, found. */
+static tc_status_t enter_dev(int *dev, int *old_p, char *why, size_t len)
 {
-    const char *no = NULL;
+    *old_p = -1;
+    if (*dev < 0) {
+        if (cudaGetDevice(dev) != cudaSuccess) {
+            (void)cudaGetLastError();
+            *dev = -1;
+        }
+        return TC_OK;
+    }
+    if (cudaGetDevice(old_p) != cudaSuccess) {
+        (void)cudaGetLastError();
+        *old_p = -1;
+    }
+    return tc__cuda_set_current(*dev, why, len);
+}
+
+/* tc__cuda_host_map in dev's context, current (reg_mu not held). */
+static tc_status_t host_map_here(int dev, void *p, size_t bytes, void **dev_p, char *why,
+                                 size_t len)
+{
     hostreg_t *r, *parent = NULL;
     cudaError_t e;
     int ours = 1;
 
-    if (!tc__cuda_available(&no)) {
-        snprintf(why, len, "%s", no);
-        return TC_ERR_STATE;
-    }
     pthread_mutex_lock(&reg_mu);
     for (r = regs; r != NULL && r->p != p; r = r->next) {
     }
@@ -167,6 +184,7 @@ tc_status_t tc__cuda_host_map(void *p, size_t bytes, void **dev_p, char *why, si
         }
         r->p = p;
         r->bytes = bytes;
+        r->dev = dev;
         r->ours = ours;
         r->parent = parent;
         if (parent != NULL) {
@@ -178,6 +196,39 @@ tc_status_t tc__cuda_host_map(void *p, size_t bytes, void **dev_p, char *why, si
     r->refs++;
     pthread_mutex_unlock(&reg_mu);
     return TC_OK;
+}
+
+tc_status_t tc__cuda_host_map(int dev, void *p, size_t bytes, void **dev_p, char *why, size_t len)
+{
+    const char *no = NULL;
+    int old = -1;
+    tc_status_t st;
+
+    if (!tc__cuda_available(&no)) {
+        snprintf(why, len, "%s", no);
+        return TC_ERR_STATE;
+    }
+    if ((st = enter_dev(&dev, &old, why, len)) != TC_OK) {
+        return st;
+    }
+    st = host_map_here(dev, p, bytes, dev_p, why, len);
+    tc__cuda_restore(dev, old);
+    return st;
+}
+
+/* Unregisters r's memory in the context of the device that registered it. */
+static void unregister(const hostreg_t *r)
+{
+    int dev = r->dev, old = -1;
+    char why[256];
+
+    if (enter_dev(&dev, &old, why, sizeof(why)) != TC_OK) {
+        (void)cudaGetLastError(); /* in the current one, then */
+    }
+    if (cudaHostUnregister(r->p) != cudaSuccess) {
+        (void)cudaGetLastError();
+    }
+    tc__cuda_restore(dev, old);
 }
 
 void tc__cuda_host_unmap(void *p)
@@ -194,8 +245,8 @@ void tc__cuda_host_unmap(void *p)
     while (r != NULL && --r->refs == 0) {
         hostreg_t *parent = r->parent;
         *pp = r->next;
-        if (r->ours && cudaHostUnregister(r->p) != cudaSuccess) {
-            (void)cudaGetLastError();
+        if (r->ours) {
+            unregister(r);
         }
         free(r);
         /* the parent's count for this range */

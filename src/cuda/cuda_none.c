@@ -186,9 +186,9 @@ tc_status_t tc__cuda_pci_bus_id(int dev, char *buf, size_t buflen, char *why, si
     return refuse(why, len);
 }
 
-tc_status_t tc__cuda_host_map(void *p, size_t bytes, void **dev_p, char *why, size_t len)
+tc_status_t tc__cuda_host_map(int dev, void *p, size_t bytes, void **dev_p, char *why, size_t len)
 {
-    (void)p, (void)bytes, (void)dev_p;
+    (void)dev, (void)p, (void)bytes, (void)dev_p;
     return refuse(why, len);
 }
 

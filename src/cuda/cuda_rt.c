@@ -247,8 +247,16 @@ tc_status_t tc__cuda_check_ptr(int dev, const void *ptr, size_t bytes, char *why
         void *base = NULL;
         size_t size = 0;
         uintptr_t p = (uintptr_t)ptr;
-        if (tc__cuda_mapped_range(ptr, bytes, &base, &size) && size > 0 &&
-            (bytes > size || p - (uintptr_t)base > size - bytes)) {
+        int old = -1, found;
+        /* the driver's query needs a current context: dev's (the memory is
+         * its), made current on a thread that may never have chosen one,
+         * and the caller's device given back after */
+        if (cudaGetDevice(&old) != cudaSuccess || cudaSetDevice(dev) != cudaSuccess) {
+            (void)cudaGetLastError();
+        }
+        found = tc__cuda_mapped_range(ptr, bytes, &base, &size);
+        tc__cuda_restore(dev, old);
+        if (found && size > 0 && (bytes > size || p - (uintptr_t)base > size - bytes)) {
             snprintf(why, len, "runs %zu bytes past the end of its allocation",
                      (size_t)(p - (uintptr_t)base) + bytes - size);
             return TC_ERR_ARG;

@@ -41,7 +41,7 @@ void *tc__exec_stage_reserve(tc_stage_buf_t *b, size_t bytes)
     if (tc__scratch_reserve_shared(&b->mem, bytes > 0 ? bytes : 1) != TC_OK) {
         return NULL;
     }
-    b->registered = tc__cuda_host_map(b->mem.data, b->mem.cap, &dev, why, sizeof(why)) == TC_OK;
+    b->registered = tc__cuda_host_map(-1, b->mem.data, b->mem.cap, &dev, why, sizeof(why)) == TC_OK;
     if (!b->registered) {
         TC_DEBUG("cuda", "staging %zu bytes through pageable memory (%s)", b->mem.cap, why);
     }

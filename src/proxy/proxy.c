@@ -596,7 +596,8 @@ tc_status_t tc_proxy_create_device(int device, tc_proxy_handler_t handler, void 
     /* The FIFO's pages, head, tail and slots, mapped for the device; the
      * view puts the FIFO in device mode (timed parks: a kernel cannot ring). */
     (void)tc_fifo_device_view(p->fifo, &host_view);
-    st = tc__cuda_host_map(host_view.map_base, host_view.map_bytes, &dev_base, why, sizeof(why));
+    st = tc__cuda_host_map(device, host_view.map_base, host_view.map_bytes, &dev_base, why,
+                           sizeof(why));
     if (st != TC_OK) {
         tc_proxy_destroy(p);
         return tc__set_error(st, "tc_proxy_create_device: mapping the FIFO for CUDA device %d: %s",
