@@ -10,7 +10,12 @@
  * (non-blocking: it never waits for the legacy default stream), an event
  * with blocking sync that the engine thread sleeps on, and a memory pool for
  * the outputs tcoll allocates, with a stream of its own for allocating. A
- * thread that is not the engine's (a submission marking its stream, a
+ * device without memory pools (cudaDevAttrMemoryPoolsSupported 0, as some
+ * virtual GPUs) gets its outputs from cudaMalloc instead; their frees wait
+ * on a list for their stream's work (an event each) and are carried out
+ * by the engine thread's next allocation or tc_shutdown, since cudaFree
+ * waits for the device and no thread of the application may be made to.
+ * A thread that is not the engine's (a submission marking its stream, a
  * request freed) gets its current device back as it was.
  */
 #define _GNU_SOURCE
@@ -26,13 +31,22 @@
 #include "cuda/cuda_internal.h"
 #include "util/log.h"
 
+/* A free of memory from cudaMalloc (a device without pools), once ev has
+ * happened. */
+typedef struct deferred {
+    struct deferred *next;
+    void *p;
+    cudaEvent_t ev;
+} deferred_t;
+
 typedef struct {
     pthread_mutex_t mu;
     int made;
     cudaStream_t stream;
-    cudaEvent_t done; /* blocking sync: the engine thread sleeps on it */
-    cudaMemPool_t pool;
+    cudaEvent_t done;   /* blocking sync: the engine thread sleeps on it */
+    cudaMemPool_t pool; /* NULL: the device has no memory pools */
     cudaStream_t alloc; /* allocations from pool only: nothing else is queued on it */
+    deferred_t *frees;  /* without pools: frees waiting for their event (mu) */
 } devctx_t;
 
 struct tc_cuda_mark {
@@ -289,24 +303,36 @@ static tc_status_t use_dev(int dev, int *old_p, devctx_t **c_p, char *why, size_
     if (!c->made) {
         struct cudaMemPoolProps props;
         uint64_t keep = (uint64_t)1 << 30; /* what the pool keeps between uses */
-        int no = 0;
+        int no = 0, pools = 0;
         memset(&props, 0, sizeof(props));
         props.allocType = cudaMemAllocationTypePinned;
         props.location.type = cudaMemLocationTypeDevice;
         props.location.id = dev;
+        if (cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, dev) != cudaSuccess) {
+            (void)cudaGetLastError();
+            pools = 0;
+        }
+        c->pool = NULL;
         if ((e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking)) != cudaSuccess ||
             (e = cudaEventCreateWithFlags(&c->done, cudaEventBlockingSync |
                                                         cudaEventDisableTiming)) != cudaSuccess ||
-            (e = cudaMemPoolCreate(&c->pool, &props)) != cudaSuccess ||
+            (pools && (e = cudaMemPoolCreate(&c->pool, &props)) != cudaSuccess) ||
             (e = cudaStreamCreateWithFlags(&c->alloc, cudaStreamNonBlocking)) != cudaSuccess) {
             pthread_mutex_unlock(&c->mu);
             return tc__cuda_failed(TC_ERR_TRANSPORT, why, len,
                                    "making tcoll's stream, event and pool", e);
         }
-        (void)cudaMemPoolSetAttribute(c->pool, cudaMemPoolAttrReleaseThreshold, &keep);
-        /* a block is given out again only once its free has run (tc__cuda_alloc) */
-        (void)cudaMemPoolSetAttribute(c->pool, cudaMemPoolReuseFollowEventDependencies, &no);
-        (void)cudaMemPoolSetAttribute(c->pool, cudaMemPoolReuseAllowInternalDependencies, &no);
+        if (c->pool != NULL) {
+            (void)cudaMemPoolSetAttribute(c->pool, cudaMemPoolAttrReleaseThreshold, &keep);
+            /* a block is given out again only once its free has run (tc__cuda_alloc) */
+            (void)cudaMemPoolSetAttribute(c->pool, cudaMemPoolReuseFollowEventDependencies, &no);
+            (void)cudaMemPoolSetAttribute(c->pool, cudaMemPoolReuseAllowInternalDependencies, &no);
+        } else {
+            TC_INFO("cuda",
+                    "device %d has no memory pools: tcoll's device outputs come from cudaMalloc, "
+                    "freed by the engine thread once their stream's work is done",
+                    dev);
+        }
         c->made = 1;
         TC_DEBUG("cuda", "device %d: tcoll's stream, event and memory pool made", dev);
     }
@@ -493,6 +519,65 @@ tc_status_t tc__cuda_to_device(int dev, void *dst, const void *src, size_t bytes
     return copy(dev, dst, src, bytes, cudaMemcpyHostToDevice, NULL, why, len);
 }
 
+/* Carries out c's deferred frees whose event has happened (every one,
+ * waiting, with all); engine thread or tc_shutdown, dev current. The list
+ * is taken out of c first: cudaFree waits for the device, and a thread
+ * deferring a free must not wait for it too. */
+static void reap(devctx_t *c, int all)
+{
+    deferred_t *mine, *d, *keep = NULL, **tail = &keep;
+
+    pthread_mutex_lock(&c->mu);
+    mine = c->frees;
+    c->frees = NULL;
+    pthread_mutex_unlock(&c->mu);
+    while ((d = mine) != NULL) {
+        cudaError_t e = all ? cudaEventSynchronize(d->ev) : cudaEventQuery(d->ev);
+        mine = d->next;
+        if (e == cudaErrorNotReady) {
+            d->next = NULL;
+            *tail = d;
+            tail = &d->next;
+            continue;
+        }
+        if (e != cudaSuccess || cudaFree(d->p) != cudaSuccess) {
+            TC_WARN("cuda", "freeing output %p: %s", d->p, cudaGetErrorString(cudaGetLastError()));
+        }
+        (void)cudaEventDestroy(d->ev);
+        free(d);
+    }
+    (void)cudaGetLastError();
+    if (keep != NULL) {
+        pthread_mutex_lock(&c->mu);
+        *tail = c->frees;
+        c->frees = keep;
+        pthread_mutex_unlock(&c->mu);
+    }
+}
+
+/* Without pools: p is freed once what is queued on c's stream by now is
+ * done (reap). 0 when it cannot be ordered so (p is then kept). */
+static int defer_free(devctx_t *c, void *p)
+{
+    deferred_t *d = calloc(1, sizeof(*d));
+
+    if (d == NULL || cudaEventCreateWithFlags(&d->ev, cudaEventDisableTiming) != cudaSuccess) {
+        free(d);
+        return 0;
+    }
+    if (cudaEventRecord(d->ev, c->stream) != cudaSuccess) {
+        (void)cudaEventDestroy(d->ev);
+        free(d);
+        return 0;
+    }
+    d->p = p;
+    pthread_mutex_lock(&c->mu);
+    d->next = c->frees;
+    c->frees = d;
+    pthread_mutex_unlock(&c->mu);
+    return 1;
+}
+
 tc_status_t tc__cuda_alloc(int dev, size_t bytes, void **p_p, char *why, size_t len)
 {
     devctx_t *c;
@@ -502,6 +587,14 @@ tc_status_t tc__cuda_alloc(int dev, size_t bytes, void **p_p, char *why, size_t 
 
     if (st != TC_OK) {
         return st;
+    }
+    if (c->pool == NULL) { /* no pools: at once usable by every stream, process and MPI */
+        reap(c, 0);
+        if ((e = cudaMalloc(&p, bytes > 0 ? bytes : 1)) != cudaSuccess) {
+            return tc__cuda_failed(TC_ERR_NOMEM, why, len, "cudaMalloc", e);
+        }
+        *p_p = p;
+        return TC_OK;
     }
     /* On a stream of its own that nothing else uses, then synchronized:
      * the memory is at once usable by any stream, a peer process or MPI.
@@ -542,6 +635,11 @@ void tc__cuda_free_after(int dev, void *p, const tc_cuda_mark_t *after)
         /* not ordered after it: better kept than freed under a reader */
         TC_WARN("cuda", "device %d: cudaStreamWaitEvent: %s: output %p not freed", dev,
                 cudaGetErrorString(cudaGetLastError()), p);
+    } else if (c->pool == NULL) {
+        if (!defer_free(c, p)) {
+            TC_WARN("cuda", "device %d: %s: output %p not freed", dev,
+                    cudaGetErrorString(cudaGetLastError()), p);
+        }
     } else if (cudaFreeAsync(p, c->stream) != cudaSuccess) {
         TC_WARN("cuda", "device %d: cudaFreeAsync(%p): %s", dev, p,
                 cudaGetErrorString(cudaGetLastError()));
@@ -595,6 +693,9 @@ void tc__cuda_release(void)
             (void)cudaStreamSynchronize(c->stream);
         }
         pthread_mutex_unlock(&c->mu);
+        if (c->made) { /* the frees made so far (without pools) */
+            reap(c, 1);
+        }
     }
     tc__cuda_restore(-1, old); /* not starting old's context where it has none */
     (void)cudaGetLastError();

@@ -32,7 +32,9 @@
  *    in the owner's own process, after the owner freed the memory, and
  *    with TC_CUDA_EMU_NO_IPC=1 (a sandbox that refuses CUDA IPC);
  *  - memory from a pool has no IPC handle, as on a GPU; TC_CUDA_EMU_NO_P2P=1
- *    refuses to open another device's memory (GPUs without peer access).
+ *    refuses to open another device's memory (GPUs without peer access);
+ *    TC_CUDA_EMU_NO_POOLS=1 makes devices without memory pools
+ *    (cudaDevAttrMemoryPoolsSupported 0, cudaMemPoolCreate refused).
  * More lenient than a GPU: a pool never hands a block out again (a GPU's
  * may, in its stream's order, before the free's waits are over); the
  * per-thread default stream is the legacy one.
@@ -70,6 +72,7 @@ int emu_ndev = -1;
 int emu_jitter_us = 20;
 int emu_no_ipc;
 int emu_no_p2p;      /* CUDA IPC only between processes on one device */
+int emu_no_pools;    /* no stream-ordered memory pools (some virtual GPUs) */
 int emu_fail_launch; /* the launch (from 1) that fails, 0: none */
 int emu_fail_sticky; /* that launch faults when it runs instead */
 int emu_launches;
@@ -94,6 +97,8 @@ void emu_setup(void)
     }
     v = getenv("TC_CUDA_EMU_NO_P2P");
     emu_no_p2p = v != NULL && strcmp(v, "1") == 0;
+    v = getenv("TC_CUDA_EMU_NO_POOLS");
+    emu_no_pools = v != NULL && strcmp(v, "1") == 0;
     v = getenv("TC_CUDA_EMU_JITTER_US");
     if (v != NULL) {
         emu_jitter_us = atoi(v) > 0 ? atoi(v) : 0;

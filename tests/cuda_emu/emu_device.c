@@ -139,6 +139,7 @@ cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int dev
     case cudaDevAttrCanMapHostMemory:
     case cudaDevAttrCanUseHostPointerForRegisteredMem: *value = 1; break;
     case cudaDevAttrComputeCapabilityMajor: *value = 9; break;
+    case cudaDevAttrMemoryPoolsSupported: *value = !emu_no_pools; break;
     default: *value = 0; break;
     }
     return cudaSuccess;

@@ -111,6 +111,7 @@ extern int emu_ndev;
 extern int emu_jitter_us;
 extern int emu_no_ipc;
 extern int emu_no_p2p;
+extern int emu_no_pools;
 extern int emu_fail_launch;
 extern int emu_fail_sticky;
 extern int emu_launches;

@@ -59,6 +59,9 @@ cudaError_t cudaMemPoolCreate(cudaMemPool_t *pool, const struct cudaMemPoolProps
     if (e != cudaSuccess) {
         return e;
     }
+    if (emu_no_pools) {
+        return emu_leave(cudaErrorNotSupported);
+    }
     if (props->location.type != cudaMemLocationTypeDevice || props->location.id < 0 ||
         props->location.id >= emu_ndev || (h = calloc(1, sizeof(*h))) == NULL) {
         return emu_leave(cudaErrorInvalidValue);
