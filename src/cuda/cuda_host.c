@@ -109,25 +109,6 @@ static hostreg_t *holder(const void *p, size_t bytes)
     return NULL;
 }
 
-/* Makes dev current on this thread for a call (its own device in *old_p,
- * -1 where it has none to give back); dev -1: the current one, found. */
-static tc_status_t enter_dev(int *dev, int *old_p, char *why, size_t len)
-{
-    *old_p = -1;
-    if (*dev < 0) {
-        if (cudaGetDevice(dev) != cudaSuccess) {
-            (void)cudaGetLastError();
-            *dev = -1;
-        }
-        return TC_OK;
-    }
-    if (cudaGetDevice(old_p) != cudaSuccess) {
-        (void)cudaGetLastError();
-        *old_p = -1;
-    }
-    return tc__cuda_set_current(*dev, why, len);
-}
-
 /* tc__cuda_host_map in dev's context, current (reg_mu not held). */
 static tc_status_t host_map_here(int dev, void *p, size_t bytes, void **dev_p, char *why,
                                  size_t len)
@@ -202,14 +183,15 @@ tc_status_t tc__cuda_host_map(int dev, void *p, size_t bytes, void **dev_p, char
 {
     const char *no = NULL;
     int old = -1;
+    cudaError_t e;
     tc_status_t st;
 
     if (!tc__cuda_available(&no)) {
         snprintf(why, len, "%s", no);
         return TC_ERR_STATE;
     }
-    if ((st = enter_dev(&dev, &old, why, len)) != TC_OK) {
-        return st;
+    if ((e = tc__cuda_enter(&dev, &old)) != cudaSuccess) {
+        return tc__cuda_failed(TC_ERR_ARG, why, len, "cudaSetDevice", e);
     }
     st = host_map_here(dev, p, bytes, dev_p, why, len);
     tc__cuda_restore(dev, old);
@@ -220,9 +202,8 @@ tc_status_t tc__cuda_host_map(int dev, void *p, size_t bytes, void **dev_p, char
 static void unregister(const hostreg_t *r)
 {
     int dev = r->dev, old = -1;
-    char why[256];
 
-    if (enter_dev(&dev, &old, why, sizeof(why)) != TC_OK) {
+    if (tc__cuda_enter(&dev, &old) != cudaSuccess) {
         (void)cudaGetLastError(); /* in the current one, then */
     }
     if (cudaHostUnregister(r->p) != cudaSuccess) {

@@ -22,6 +22,11 @@ typedef struct {
  * making the device's objects on first use. */
 tc_status_t tc__cuda_ctx(int dev, int *old_p, tc_cuda_ctx_t *ctx, char *why, size_t len);
 void tc__cuda_restore(int dev, int old);
+/* Makes *dev current on this thread for a call (its own device in *old_p,
+ * -1 where it cannot say: give it back with tc__cuda_restore); *dev -1:
+ * the current one, found (-1 still where CUDA cannot say). cudaSetDevice's
+ * result. */
+cudaError_t tc__cuda_enter(int *dev, int *old_p);
 /* Sleeps until everything queued on ctx's stream is done. */
 tc_status_t tc__cuda_finish(const tc_cuda_ctx_t *ctx, char *why, size_t len);
 /* Writes "what: error name: text" into why, clears a non-sticky error,

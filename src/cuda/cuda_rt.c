@@ -261,11 +261,11 @@ tc_status_t tc__cuda_check_ptr(int dev, const void *ptr, size_t bytes, char *why
         void *base = NULL;
         size_t size = 0;
         uintptr_t p = (uintptr_t)ptr;
-        int old = -1, found;
+        int cur = dev, old = -1, found;
         /* the driver's query needs a current context: dev's (the memory is
          * its), made current on a thread that may never have chosen one,
          * and the caller's device given back after */
-        if (cudaGetDevice(&old) != cudaSuccess || cudaSetDevice(dev) != cudaSuccess) {
+        if (tc__cuda_enter(&cur, &old) != cudaSuccess) {
             (void)cudaGetLastError();
         }
         found = tc__cuda_mapped_range(ptr, bytes, &base, &size);
@@ -339,6 +339,23 @@ static tc_status_t use_dev(int dev, int *old_p, devctx_t **c_p, char *why, size_
     pthread_mutex_unlock(&c->mu);
     *c_p = c;
     return TC_OK;
+}
+
+cudaError_t tc__cuda_enter(int *dev, int *old_p)
+{
+    *old_p = -1;
+    if (*dev < 0) {
+        if (cudaGetDevice(dev) != cudaSuccess) {
+            (void)cudaGetLastError();
+            *dev = -1;
+        }
+        return cudaSuccess;
+    }
+    if (cudaGetDevice(old_p) != cudaSuccess) {
+        (void)cudaGetLastError();
+        *old_p = -1;
+    }
+    return cudaSetDevice(*dev);
 }
 
 void tc__cuda_restore(int dev, int old)
@@ -437,21 +454,22 @@ tc_status_t tc__cuda_mark(int dev, void *stream, tc_cuda_mark_t **mark_p, char *
     }
     e = cudaEventRecord(m->ev, (cudaStream_t)stream);
     tc__cuda_restore(dev, old);
-    if (e == cudaErrorInvalidResourceHandle || e == cudaErrorInvalidValue) { /* the caller's */
+    if (e != cudaSuccess) {
+        /* a handle of the caller's, or the device's own failure (an earlier
+         * kernel's fault is sticky) */
+        int callers = e == cudaErrorInvalidResourceHandle || e == cudaErrorInvalidValue;
         tc__cuda_mark_release(m);
-        snprintf(why, len,
-                 "the stream %p cannot be used on CUDA device %d (cudaEventRecord: %s: %s)", stream,
-                 dev, cudaGetErrorName(e), cudaGetErrorString(e));
+        if (callers) {
+            snprintf(why, len,
+                     "the stream %p cannot be used on CUDA device %d (cudaEventRecord: %s: %s)",
+                     stream, dev, cudaGetErrorName(e), cudaGetErrorString(e));
+        } else {
+            snprintf(why, len,
+                     "CUDA device %d cannot take work (cudaEventRecord on the stream %p: %s: %s)",
+                     dev, stream, cudaGetErrorName(e), cudaGetErrorString(e));
+        }
         (void)cudaGetLastError();
-        return TC_ERR_ARG;
-    }
-    if (e != cudaSuccess) { /* the device's (an earlier kernel's fault is sticky) */
-        tc__cuda_mark_release(m);
-        snprintf(why, len,
-                 "CUDA device %d cannot take work (cudaEventRecord on the stream %p: %s: %s)", dev,
-                 stream, cudaGetErrorName(e), cudaGetErrorString(e));
-        (void)cudaGetLastError();
-        return TC_ERR_TRANSPORT;
+        return callers ? TC_ERR_ARG : TC_ERR_TRANSPORT;
     }
     *mark_p = m;
     return TC_OK;
